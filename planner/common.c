@@ -1,0 +1,160 @@
+/* Errors, enum name tables and the layout rules shared by every module. */
+#include "pp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const pp_act_names[PP_ACT_COUNT] = {"gelu", "swiglu", "relu"};
+const char *const pp_norm_names[PP_NORM_COUNT] = {"layernorm", "rmsnorm"};
+const char *const pp_pos_names[PP_POS_COUNT] = {"learned", "rope", "alibi", "none"};
+const char *const pp_dtype_names[PP_DT_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+const char *const pp_framework_names[PP_FW_COUNT] = {"megatron", "deepspeed", "fsdp"};
+const char *const pp_attention_names[PP_ATTN_COUNT] = {"flash", "unfused"};
+const char *const pp_recompute_names[PP_RC_COUNT] = {"none", "selective", "full"};
+const char *const pp_offload_names[PP_OFF_COUNT] = {"none", "optimizer", "params"};
+
+pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int line, int col,
+                       const char *fmt, ...)
+{
+    if (!err) return status;
+    err->status = status;
+    snprintf(err->file, sizeof err->file, "%s", file ? file : "");
+    err->line = line;
+    err->col = col;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void pp_error_format(const pp_error *err, char *buf, size_t n)
+{
+    if (!err || !n) return;
+    if (err->file[0] && err->line > 0)
+        snprintf(buf, n, "%s:%d:%d: %s", err->file, err->line, err->col, err->msg);
+    else if (err->file[0])
+        snprintf(buf, n, "%s: %s", err->file, err->msg);
+    else
+        snprintf(buf, n, "%s", err->msg);
+}
+
+int pp_name_lookup(const char *const *names, int n, const char *name)
+{
+    if (!name) return -1;
+    for (int i = 0; i < n; i++)
+        if (names[i] && strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+void pp_layout_init(pp_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->tp = l->pp = l->vpp = l->cp = l->ep = l->mbs = 1;
+    l->dp = 0; /* 0: derived from the GPU count */
+}
+
+int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l)
+{
+    int64_t per = l->dp * l->mbs;
+    return per > 0 ? w->gbs / per : 0;
+}
+
+int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage)
+{
+    if (l->stage_layers) return l->stage_layers[stage];
+    int64_t L = w->model.layers, p = l->pp;
+    return L / p + (stage < L % p ? 1 : 0);
+}
+
+#define LAYOUT_BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
+
+pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
+{
+    const pp_model *m = &w->model;
+    struct { const char *flag; int64_t v; } sizes[] = {
+        {"--tp", l->tp}, {"--pp", l->pp}, {"--vpp", l->vpp}, {"--cp", l->cp},
+        {"--ep", l->ep}, {"--mbs", l->mbs},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].v < 1 || sizes[i].v > 1000000)
+            return LAYOUT_BAD("%s must be between 1 and 1000000, got %lld", sizes[i].flag,
+                              (long long)sizes[i].v);
+    if (w->gpus < 1) return LAYOUT_BAD("--gpus must be at least 1");
+    int64_t mp = l->tp * l->pp * l->cp;
+    if (w->gpus % mp)
+        return LAYOUT_BAD("tp*pp*cp = %lld does not divide --gpus %lld", (long long)mp,
+                          (long long)w->gpus);
+    if (l->dp == 0) l->dp = w->gpus / mp;
+    if (l->dp < 1 || l->dp * mp != w->gpus)
+        return LAYOUT_BAD("tp*pp*cp*dp = %lld x %lld must equal --gpus %lld", (long long)mp,
+                          (long long)l->dp, (long long)w->gpus);
+    if (m->heads % l->tp)
+        return LAYOUT_BAD("--tp %lld does not divide the %lld attention heads", (long long)l->tp,
+                          (long long)m->heads);
+    if (m->kv_heads % l->tp && l->tp % m->kv_heads)
+        return LAYOUT_BAD("--tp %lld and the %lld KV heads: neither divides the other",
+                          (long long)l->tp, (long long)m->kv_heads);
+    if (m->ffn % l->tp)
+        return LAYOUT_BAD("--tp %lld does not divide the FFN size %lld", (long long)l->tp,
+                          (long long)m->ffn);
+    if (l->pp > m->layers)
+        return LAYOUT_BAD("--pp %lld is more than the %lld layers", (long long)l->pp,
+                          (long long)m->layers);
+    if (l->vpp > 1) {
+        if (l->pp < 2) return LAYOUT_BAD("--vpp %lld needs --pp of at least 2", (long long)l->vpp);
+        if (m->layers % (l->pp * l->vpp))
+            return LAYOUT_BAD("--pp %lld x --vpp %lld does not divide the %lld layers",
+                              (long long)l->pp, (long long)l->vpp, (long long)m->layers);
+    }
+    if (l->cp > 1 && m->seq % (2 * l->cp))
+        return LAYOUT_BAD("--cp %lld: sequence %lld is not divisible by 2*cp", (long long)l->cp,
+                          (long long)m->seq);
+    if (l->ep > 1) {
+        if (m->experts <= 1) return LAYOUT_BAD("--ep %lld needs a model with experts", (long long)l->ep);
+        if (m->experts % l->ep)
+            return LAYOUT_BAD("--ep %lld does not divide the %lld experts", (long long)l->ep,
+                              (long long)m->experts);
+        if ((l->dp * l->cp) % l->ep)
+            return LAYOUT_BAD("--ep %lld must divide dp*cp = %lld", (long long)l->ep,
+                              (long long)(l->dp * l->cp));
+    }
+    if (l->sp && l->tp < 2) return LAYOUT_BAD("--sp needs --tp of at least 2");
+    if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");
+    if (l->zero > 0 && l->dist_opt) return LAYOUT_BAD("--zero and --dist-opt exclude each other");
+    if (l->zero > 0 && w->framework == PP_FW_MEGATRON)
+        return LAYOUT_BAD("--zero %d is DeepSpeed/FSDP; with --framework megatron use --dist-opt",
+                          l->zero);
+    if (l->dist_opt && w->framework != PP_FW_MEGATRON)
+        return LAYOUT_BAD("--dist-opt is Megatron's; with --framework %s use --zero 1",
+                          pp_framework_names[w->framework]);
+    if (l->zero >= 2 && l->pp > 1 && w->framework == PP_FW_DEEPSPEED)
+        return LAYOUT_BAD("DeepSpeed does not combine ZeRO stage %d with pipeline parallelism", l->zero);
+    if (l->recompute_layers < 0) return LAYOUT_BAD("--recompute-layers must not be negative");
+    if (l->recompute_layers > 0 && l->recompute != PP_RC_FULL)
+        return LAYOUT_BAD("--recompute-layers needs --recompute full");
+    int64_t per_stage_max = (m->layers + l->pp - 1) / l->pp;
+    if (l->recompute_layers > per_stage_max)
+        return LAYOUT_BAD("--recompute-layers %lld is more than the %lld layers of a stage",
+                          (long long)l->recompute_layers, (long long)per_stage_max);
+    if (w->gbs < 1) return LAYOUT_BAD("--gbs must be at least 1");
+    if (w->gbs % (l->dp * l->mbs))
+        return LAYOUT_BAD("--gbs %lld is not divisible by dp x mbs = %lld x %lld", (long long)w->gbs,
+                          (long long)l->dp, (long long)l->mbs);
+    int64_t mb = pp_layout_microbatches(w, l);
+    if (l->vpp > 1 && mb % l->pp)
+        return LAYOUT_BAD("the interleaved schedule needs micro-batches (%lld) divisible by --pp %lld",
+                          (long long)mb, (long long)l->pp);
+    if (l->stage_layers) {
+        int64_t sum = 0;
+        for (int64_t i = 0; i < l->pp; i++) {
+            if (l->stage_layers[i] < 1) return LAYOUT_BAD("stage %lld has no layers", (long long)i);
+            sum += l->stage_layers[i];
+        }
+        if (sum != m->layers)
+            return LAYOUT_BAD("the stages hold %lld layers, the model has %lld", (long long)sum,
+                              (long long)m->layers);
+    }
+    return PP_OK;
+}

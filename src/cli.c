@@ -1,0 +1,489 @@
+/* The shared option table and parser. Every flag of ../shared/reference/cli.md is here, once;
+ * each subcommand reads the fields it needs from pp_cli. Unknown flags, missing values and
+ * malformed numbers are errors naming the flag (exit 2), never silently ignored. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pp_config.h"
+
+typedef enum {
+    OPT_FLAG,   /* no value */
+    OPT_INT,    /* int64 > 0 unless min says otherwise */
+    OPT_NUM,    /* finite double */
+    OPT_STR,
+} opt_kind;
+
+/* Which subcommands take an option (bit per command). */
+enum {
+    C_MODELS = 1 << 0, C_CHECK = 1 << 1, C_PLAN = 1 << 2, C_LAUNCH = 1 << 3,
+    C_PROBE = 1 << 4, C_ESTIMATE = 1 << 5,
+    C_WORK = C_CHECK | C_PLAN | C_LAUNCH | C_ESTIMATE,
+    C_LAYOUT = C_CHECK | C_PLAN | C_LAUNCH | C_ESTIMATE,
+    C_ALL = 0xff,
+};
+
+typedef enum {
+    K_JSON, K_HELP, K_QUIET, K_MODEL, K_GPU, K_PROFILE, K_GPUS, K_GPN, K_GBS, K_FRAMEWORK,
+    K_ATTENTION, K_LAYERS, K_HIDDEN, K_HEADS, K_KV_HEADS, K_FFN, K_VOCAB, K_SEQ, K_SWIGLU, K_GELU,
+    K_UNTIED, K_TIED, K_RMSNORM, K_LAYERNORM, K_NO_BIAS, K_EXPERTS, K_TOPK, K_TP, K_PP, K_DP,
+    K_VPP, K_CP, K_EP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
+    K_OFFLOAD, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
+    K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP,
+} opt_key;
+
+typedef struct {
+    const char *name;   /* long form, with dashes */
+    char short_name;    /* 0 if none */
+    opt_key key;
+    opt_kind kind;
+    unsigned cmds;
+    const char *help;
+} opt_def;
+
+static const opt_def opt_table[] = {
+    {"--json", 0, K_JSON, OPT_FLAG, C_ALL, "one JSON document on stdout"},
+    {"--help", 'h', K_HELP, OPT_FLAG, C_ALL, "this help"},
+    {"--quiet", 'q', K_QUIET, OPT_FLAG, C_ALL, "no progress lines"},
+    {"--model", 0, K_MODEL, OPT_STR, C_WORK, "NAME|FILE: catalog name, model YAML or HF config.json"},
+    {"--gpu", 0, K_GPU, OPT_STR, C_WORK, "NAME|FILE: catalog GPU or GPU YAML"},
+    {"--profile", 0, K_PROFILE, OPT_STR, C_WORK, "FILE: hardware profile from `parplan probe`"},
+    {"--gpus", 0, K_GPUS, OPT_INT, C_WORK, "N: total GPUs"},
+    {"--gpus-per-node", 0, K_GPN, OPT_INT, C_WORK, "N: GPUs per node (default: the GPU's)"},
+    {"--gbs", 0, K_GBS, OPT_INT, C_WORK, "N: global batch in sequences"},
+    {"--framework", 0, K_FRAMEWORK, OPT_STR, C_WORK, "megatron|deepspeed|fsdp"},
+    {"--attention", 0, K_ATTENTION, OPT_STR, C_WORK, "flash|unfused"},
+    {"--layers", 0, K_LAYERS, OPT_INT, C_WORK, "N: override the model's layers"},
+    {"--hidden", 0, K_HIDDEN, OPT_INT, C_WORK, "N: hidden size"},
+    {"--heads", 0, K_HEADS, OPT_INT, C_WORK, "N: attention heads"},
+    {"--kv-heads", 0, K_KV_HEADS, OPT_INT, C_WORK, "N: KV heads (GQA groups)"},
+    {"--ffn", 0, K_FFN, OPT_INT, C_WORK, "N: MLP inner size"},
+    {"--vocab", 0, K_VOCAB, OPT_INT, C_WORK, "N: vocabulary"},
+    {"--seq", 0, K_SEQ, OPT_INT, C_WORK, "N: sequence length"},
+    {"--swiglu", 0, K_SWIGLU, OPT_FLAG, C_WORK, "SwiGLU MLP"},
+    {"--gelu", 0, K_GELU, OPT_FLAG, C_WORK, "GELU MLP"},
+    {"--untied", 0, K_UNTIED, OPT_FLAG, C_WORK, "separate output layer"},
+    {"--tied", 0, K_TIED, OPT_FLAG, C_WORK, "output layer shares the embedding"},
+    {"--rmsnorm", 0, K_RMSNORM, OPT_FLAG, C_WORK, "RMSNorm"},
+    {"--layernorm", 0, K_LAYERNORM, OPT_FLAG, C_WORK, "LayerNorm"},
+    {"--no-bias", 0, K_NO_BIAS, OPT_FLAG, C_WORK, "no linear-layer biases"},
+    {"--experts", 0, K_EXPERTS, OPT_INT, C_WORK, "N: MoE experts per layer"},
+    {"--topk", 0, K_TOPK, OPT_INT, C_WORK, "N: experts per token"},
+    {"--tp", 0, K_TP, OPT_INT, C_LAYOUT, "N: tensor parallel"},
+    {"--pp", 0, K_PP, OPT_INT, C_LAYOUT, "N: pipeline parallel"},
+    {"--dp", 0, K_DP, OPT_INT, C_LAYOUT, "N: data parallel (default gpus/(tp*pp*cp))"},
+    {"--vpp", 0, K_VPP, OPT_INT, C_LAYOUT, "N: virtual stages per rank (interleaved)"},
+    {"--cp", 0, K_CP, OPT_INT, C_LAYOUT, "N: context parallel"},
+    {"--ep", 0, K_EP, OPT_INT, C_LAYOUT, "N: expert parallel"},
+    {"--mbs", 0, K_MBS, OPT_INT, C_LAYOUT, "N: micro-batch size"},
+    {"--zero", 0, K_ZERO, OPT_STR, C_LAYOUT, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"},
+    {"--dist-opt", 0, K_DIST_OPT, OPT_FLAG, C_LAYOUT, "Megatron's distributed optimizer"},
+    {"--sp", 0, K_SP, OPT_FLAG, C_LAYOUT, "sequence parallel"},
+    {"--recompute", 0, K_RECOMPUTE, OPT_STR, C_LAYOUT, "none|selective|full"},
+    {"--recompute-layers", 0, K_RECOMPUTE_LAYERS, OPT_INT, C_LAYOUT, "K: layers per stage fully recomputed"},
+    {"--offload", 0, K_OFFLOAD, OPT_STR, C_LAYOUT, "none|optimizer|params"},
+    {"--top", 0, K_TOP, OPT_INT, C_PLAN, "K: candidates to show (default 5)"},
+    {"--probe", 0, K_PROBE, OPT_INT, C_PLAN, "K: measure the best K on the local GPUs"},
+    {"--probe-budget", 0, K_PROBE_BUDGET, OPT_NUM, C_PLAN, "SECONDS: GPU time for --probe"},
+    {"--format", 0, K_FORMAT, OPT_STR, C_LAUNCH, "megatron|deepspeed|nemo|torchrun|slurm"},
+    {"--emit", 0, K_EMIT, OPT_STR, C_PLAN, "FORMAT: launch config of the best layout"},
+    {"--output", 'o', K_OUTPUT, OPT_STR, C_LAUNCH | C_PLAN | C_PROBE, "PATH: output file or directory"},
+    {"--report", 0, K_REPORT, OPT_STR, C_PLAN | C_CHECK, "FILE.html: self-contained report"},
+    {"--stages", 0, K_STAGES, OPT_STR, C_PLAN | C_CHECK | C_LAUNCH, "uniform|ilp: pipeline stage split"},
+    {"--dump-ilp", 0, K_DUMP_ILP, OPT_STR, C_PLAN | C_CHECK, "FILE: write the stage ILP (CPLEX LP)"},
+    {"--tokens", 0, K_TOKENS, OPT_NUM, C_ESTIMATE, "T: training tokens (e.g. 300e9)"},
+    {"--price-per-gpu-hour", 0, K_PRICE, OPT_NUM, C_ESTIMATE, "P: price of one GPU-hour"},
+    {"--allow-cross-node-tp", 0, K_CROSS_NODE_TP, OPT_FLAG, C_PLAN, "let the search place TP across nodes"},
+};
+#define N_OPTS (sizeof opt_table / sizeof opt_table[0])
+
+static const struct { const char *name; unsigned bit; } cmd_bits[] = {
+    {"models", C_MODELS}, {"check", C_CHECK}, {"plan", C_PLAN}, {"launch", C_LAUNCH},
+    {"probe", C_PROBE}, {"estimate", C_ESTIMATE},
+};
+
+static unsigned cmd_bit(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof cmd_bits / sizeof cmd_bits[0]; i++)
+        if (strcmp(cmd_bits[i].name, cmd) == 0) return cmd_bits[i].bit;
+    return 0;
+}
+
+/* Model fields given inline: applied after the model is resolved. */
+typedef struct {
+    int64_t layers, hidden, heads, kv_heads, ffn, vocab, seq, experts, topk;
+    int act, norm, tied, bias; /* -1: not given */
+} model_overrides;
+
+/* The parser keeps the overrides beside pp_cli without widening the public struct. */
+static model_overrides cli_over;
+static int64_t cli_gpus_per_node; /* 0: the GPU's default */
+
+static pp_status parse_int(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out,
+                           pp_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double d = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end && *end && (*end == 'e' || *end == 'E' || *end == '.')) {
+        /* Allow 1e6-style integers, but only exact ones. */
+        d = strtod(s, &end);
+        if (*end || !isfinite(d) || d != floor(d) || fabs(d) > 9e18)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s expects an integer, got '%s'", flag, s);
+        v = (long long)d;
+    } else if (errno == ERANGE || !end || end == s || *end) {
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s expects an integer, got '%s'", flag, s);
+    }
+    if (v < min || v > max)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s must be between %lld and %lld, got %lld",
+                            flag, (long long)min, (long long)max, v);
+    *out = v;
+    return PP_OK;
+}
+
+static pp_status parse_num(const char *flag, const char *s, double min, double max, double *out,
+                           pp_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || end == s || *end || !isfinite(v))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s expects a number, got '%s'", flag, s);
+    if (v < min || v > max)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s must be between %g and %g, got %g",
+                            flag, min, max, v);
+    *out = v;
+    return PP_OK;
+}
+
+static pp_status parse_enum(const char *flag, const char *s, const char *const *names, int n,
+                            int *out, pp_error *err)
+{
+    int i = pp_name_lookup(names, n, s);
+    if (i < 0) {
+        char list[256] = "";
+        for (int k = 0; k < n; k++) {
+            strncat(list, names[k], sizeof list - strlen(list) - 2);
+            if (k + 1 < n) strncat(list, "|", sizeof list - strlen(list) - 1);
+        }
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s expects %s, got '%s'", flag, list, s);
+    }
+    *out = i;
+    return PP_OK;
+}
+
+static const char *const zero_names[] = {"0", "1", "2", "3"};
+
+/* Upper bounds: no count beyond these is meaningful, and they keep products within int64. */
+#define MAX_GPUS 10000000LL
+#define MAX_DIM 100000000LL
+
+static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error *err)
+{
+    pp_layout *l = &c->layout;
+    model_overrides *mo = &cli_over;
+    pp_status st = PP_OK;
+    int e = 0;
+    switch (o->key) {
+    case K_JSON: c->json = true; break;
+    case K_HELP: c->help = true; break;
+    case K_QUIET: c->quiet = true; break;
+    case K_MODEL: c->model_arg = v; break;
+    case K_GPU: c->gpu_arg = v; break;
+    case K_PROFILE: c->profile_arg = v; break;
+    case K_GPUS: st = parse_int(o->name, v, 1, MAX_GPUS, &c->work.gpus, err); break;
+    case K_GPN: st = parse_int(o->name, v, 1, 1024, &cli_gpus_per_node, err); break;
+    case K_GBS: st = parse_int(o->name, v, 1, 1LL << 40, &c->work.gbs, err); break;
+    case K_FRAMEWORK:
+        st = parse_enum(o->name, v, pp_framework_names, PP_FW_COUNT, &e, err);
+        c->work.framework = (pp_framework)e;
+        break;
+    case K_ATTENTION:
+        st = parse_enum(o->name, v, pp_attention_names, PP_ATTN_COUNT, &e, err);
+        c->work.attention = (pp_attention)e;
+        break;
+    case K_LAYERS: st = parse_int(o->name, v, 1, 1000000, &mo->layers, err); break;
+    case K_HIDDEN: st = parse_int(o->name, v, 1, MAX_DIM, &mo->hidden, err); break;
+    case K_HEADS: st = parse_int(o->name, v, 1, 1000000, &mo->heads, err); break;
+    case K_KV_HEADS: st = parse_int(o->name, v, 1, 1000000, &mo->kv_heads, err); break;
+    case K_FFN: st = parse_int(o->name, v, 1, MAX_DIM, &mo->ffn, err); break;
+    case K_VOCAB: st = parse_int(o->name, v, 1, MAX_DIM, &mo->vocab, err); break;
+    case K_SEQ: st = parse_int(o->name, v, 1, MAX_DIM, &mo->seq, err); break;
+    case K_SWIGLU: mo->act = PP_ACT_SWIGLU; break;
+    case K_GELU: mo->act = PP_ACT_GELU; break;
+    case K_UNTIED: mo->tied = 0; break;
+    case K_TIED: mo->tied = 1; break;
+    case K_RMSNORM: mo->norm = PP_NORM_RMSNORM; break;
+    case K_LAYERNORM: mo->norm = PP_NORM_LAYERNORM; break;
+    case K_NO_BIAS: mo->bias = 0; break;
+    case K_EXPERTS: st = parse_int(o->name, v, 1, 100000, &mo->experts, err); break;
+    case K_TOPK: st = parse_int(o->name, v, 1, 100000, &mo->topk, err); break;
+    case K_TP: st = parse_int(o->name, v, 1, 1000000, &l->tp, err); c->fixed |= PP_FIX_TP; break;
+    case K_PP: st = parse_int(o->name, v, 1, 1000000, &l->pp, err); c->fixed |= PP_FIX_PP; break;
+    case K_DP: st = parse_int(o->name, v, 1, MAX_GPUS, &l->dp, err); c->fixed |= PP_FIX_DP; break;
+    case K_VPP: st = parse_int(o->name, v, 1, 1000000, &l->vpp, err); c->fixed |= PP_FIX_VPP; break;
+    case K_CP: st = parse_int(o->name, v, 1, 1000000, &l->cp, err); c->fixed |= PP_FIX_CP; break;
+    case K_EP: st = parse_int(o->name, v, 1, 1000000, &l->ep, err); c->fixed |= PP_FIX_EP; break;
+    case K_MBS: st = parse_int(o->name, v, 1, 1000000, &l->mbs, err); c->fixed |= PP_FIX_MBS; break;
+    case K_ZERO:
+        st = parse_enum(o->name, v, zero_names, 4, &l->zero, err);
+        c->fixed |= PP_FIX_ZERO;
+        break;
+    case K_DIST_OPT: l->dist_opt = true; c->fixed |= PP_FIX_DIST_OPT; break;
+    case K_SP: l->sp = true; c->fixed |= PP_FIX_SP; break;
+    case K_RECOMPUTE:
+        st = parse_enum(o->name, v, pp_recompute_names, PP_RC_COUNT, &e, err);
+        l->recompute = (pp_recompute)e;
+        c->fixed |= PP_FIX_RECOMPUTE;
+        break;
+    case K_RECOMPUTE_LAYERS:
+        st = parse_int(o->name, v, 0, 1000000, &l->recompute_layers, err);
+        break;
+    case K_OFFLOAD:
+        st = parse_enum(o->name, v, pp_offload_names, PP_OFF_COUNT, &e, err);
+        l->offload = (pp_offload)e;
+        c->fixed |= PP_FIX_OFFLOAD;
+        break;
+    case K_TOP: st = parse_int(o->name, v, 1, 100000, &c->top, err); break;
+    case K_PROBE: st = parse_int(o->name, v, 1, 1000, &c->probe_k, err); break;
+    case K_PROBE_BUDGET: st = parse_num(o->name, v, 1, 86400, &c->probe_budget_s, err); break;
+    case K_FORMAT: c->format = v; break;
+    case K_EMIT: c->emit = v; break;
+    case K_OUTPUT: c->output = v; break;
+    case K_REPORT: c->report = v; break;
+    case K_STAGES:
+        if (strcmp(v, "uniform") && strcmp(v, "ilp"))
+            st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--stages expects uniform|ilp, got '%s'", v);
+        c->stages = v;
+        break;
+    case K_DUMP_ILP: c->dump_ilp = v; break;
+    case K_TOKENS: st = parse_num(o->name, v, 1, 1e18, &c->tokens, err); break;
+    case K_PRICE: st = parse_num(o->name, v, 0, 1e6, &c->price_per_gpu_hour, err); break;
+    case K_CROSS_NODE_TP: c->allow_cross_node_tp = true; break;
+    }
+    if (st == PP_OK && o->kind == OPT_STR && (!v || !*v))
+        st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a non-empty value", o->name);
+    return st;
+}
+
+pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_error *err)
+{
+    const char *argv0 = c->argv0;
+    memset(c, 0, sizeof *c);
+    memset(&cli_over, 0, sizeof cli_over);
+    cli_over.act = cli_over.norm = cli_over.tied = cli_over.bias = -1;
+    cli_gpus_per_node = 0;
+    c->argv0 = argv0;
+    c->cmd = cmd;
+    c->top = 5;
+    c->work.framework = PP_FW_MEGATRON;
+    c->work.attention = PP_ATTN_FLASH;
+    pp_layout_init(&c->layout);
+    unsigned bit = cmd_bit(cmd);
+    c->pos = calloc((size_t)argc + 1, sizeof *c->pos);
+    if (!c->pos) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+
+    bool only_pos = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_pos || a[0] != '-' || strcmp(a, "-") == 0) {
+            c->pos[c->npos++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_pos = true;
+            continue;
+        }
+        /* --flag=value or --flag value; -o value */
+        char name[64];
+        const char *val = NULL;
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        if (nlen >= sizeof name)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown option '%.40s...'", a);
+        memcpy(name, a, nlen);
+        name[nlen] = 0;
+        if (eq) val = eq + 1;
+        const opt_def *o = NULL;
+        for (size_t k = 0; k < N_OPTS; k++) {
+            const opt_def *d = &opt_table[k];
+            if (strcmp(d->name, name) == 0 ||
+                (d->short_name && name[0] == '-' && name[1] == d->short_name && name[2] == 0)) {
+                o = d;
+                break;
+            }
+        }
+        if (!o)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown option '%s' for '%s' (see parplan %s --help)",
+                                name, cmd, cmd);
+        if (!(o->cmds & bit))
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s does not apply to '%s'", o->name, cmd);
+        if (o->kind == OPT_FLAG) {
+            if (val)
+                return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s takes no value", o->name);
+        } else if (!val) {
+            if (i + 1 >= argc)
+                return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s needs a value", o->name);
+            val = argv[++i];
+        }
+        pp_status st = apply_opt(c, o, val, err);
+        if (st != PP_OK) return st;
+    }
+    return PP_OK;
+}
+
+void pp_cli_usage_options(FILE *f, const char *cmd)
+{
+    unsigned bit = cmd_bit(cmd);
+    for (size_t k = 0; k < N_OPTS; k++) {
+        const opt_def *d = &opt_table[k];
+        if (!(d->cmds & bit)) continue;
+        char left[64];
+        if (d->short_name)
+            snprintf(left, sizeof left, "-%c, %s", d->short_name, d->name);
+        else
+            snprintf(left, sizeof left, "    %s", d->name);
+        fprintf(f, "  %-26s %s\n", left, d->help);
+    }
+}
+
+pp_status pp_cli_catalog(pp_cli *c, pp_error *err)
+{
+    if (c->cat.n_models || c->cat.n_gpus) return PP_OK;
+    char dir[1024];
+    pp_status st = pp_catalog_find_dir(c->argv0, dir, sizeof dir, err);
+    if (st != PP_OK) return st;
+    return pp_catalog_load(&c->cat, dir, err);
+}
+
+static void apply_overrides(pp_model *m)
+{
+    const model_overrides *o = &cli_over;
+    if (o->layers) m->layers = o->layers;
+    if (o->hidden) {
+        m->hidden = o->hidden;
+        m->head_dim = 0; /* re-derived from hidden / heads */
+    }
+    if (o->heads) {
+        if (m->kv_heads == m->heads && !o->kv_heads) m->kv_heads = o->heads;
+        m->heads = o->heads;
+        m->head_dim = 0;
+    }
+    if (o->kv_heads) m->kv_heads = o->kv_heads;
+    if (o->ffn) m->ffn = o->ffn;
+    if (o->vocab) m->vocab = o->vocab;
+    if (o->seq) m->seq = o->seq;
+    if (o->experts) m->experts = o->experts;
+    if (o->topk) m->topk = o->topk;
+    if (o->act >= 0) {
+        if ((pp_act)o->act != m->act && !o->ffn) m->ffn = 0; /* default for the new MLP */
+        m->act = (pp_act)o->act;
+    }
+    if (o->norm >= 0) m->norm = (pp_norm)o->norm;
+    if (o->tied >= 0) m->tied = o->tied;
+    if (o->bias >= 0) m->bias = o->bias;
+}
+
+static bool any_override(void)
+{
+    const model_overrides *o = &cli_over;
+    return o->layers || o->hidden || o->heads || o->kv_heads || o->ffn || o->vocab || o->seq ||
+           o->experts || o->topk || o->act >= 0 || o->norm >= 0 || o->tied >= 0 || o->bias >= 0;
+}
+
+pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
+{
+    pp_status st = pp_cli_catalog(c, err);
+    if (st != PP_OK) return st;
+    pp_work *w = &c->work;
+    if (c->model_arg) {
+        st = pp_model_resolve(&w->model, &c->cat, c->model_arg, err);
+        if (st != PP_OK) return st;
+    } else if (cli_over.layers && cli_over.hidden && cli_over.heads && cli_over.vocab && cli_over.seq) {
+        /* An inline model: all shape flags given, GPT defaults for the rest. */
+        pp_model_init(&w->model);
+        snprintf(w->model.name, sizeof w->model.name, "inline");
+        w->model.bias = true;
+        w->model.tied = true;
+    } else {
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--model is required (or all of --layers --hidden --heads --vocab --seq)");
+    }
+    if (any_override()) {
+        apply_overrides(&w->model);
+        st = pp_model_validate(&w->model, err);
+        if (st != PP_OK) {
+            snprintf(err->file, sizeof err->file, "%s", ""); /* about the flags, not the file */
+            err->line = err->col = 0;
+            return st;
+        }
+    }
+    if (!c->gpu_arg) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu is required (see parplan models)");
+    st = pp_gpu_resolve(&w->gpu, &c->cat, c->gpu_arg, err);
+    if (st != PP_OK) return st;
+    if (!w->gpus) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpus is required");
+    w->gpus_per_node = cli_gpus_per_node ? cli_gpus_per_node : w->gpu.gpus_per_node;
+    if (w->gpus_per_node < 1) w->gpus_per_node = 8;
+    if (w->gpus > w->gpus_per_node && w->gpus % w->gpus_per_node)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--gpus %lld is not a whole number of nodes of %lld (--gpus-per-node)",
+                            (long long)w->gpus, (long long)w->gpus_per_node);
+    if (w->gpus < w->gpus_per_node) w->gpus_per_node = w->gpus;
+    if (!w->gbs) w->gbs = w->model.gbs ? w->model.gbs : 1024;
+    if (c->profile_arg) {
+        st = pp_profile_load_file(&c->profile, c->profile_arg, err);
+        if (st != PP_OK) return st;
+        c->have_profile = true;
+        w->profile = &c->profile;
+    }
+    if (needs_layout) {
+        st = pp_layout_validate(w, &c->layout, err);
+        if (st != PP_OK) return st;
+    }
+    return PP_OK;
+}
+
+void pp_cli_free(pp_cli *c)
+{
+    if (!c) return;
+    pp_catalog_free(&c->cat);
+    if (c->have_profile) pp_profile_free(&c->profile);
+    free(c->pos);
+    c->pos = NULL;
+}
+
+int pp_cli_fail(const pp_error *err)
+{
+    char buf[1200];
+    if (err->file[0] && err->line > 0) {
+        /* file:line:col: message */
+        pp_error_format(err, buf, sizeof buf);
+        fprintf(stderr, "parplan: %s\n", buf);
+    } else if (err->file[0]) {
+        fprintf(stderr, "parplan: %s (%s)\n", err->msg, err->file);
+    } else {
+        fprintf(stderr, "parplan: %s\n", err->msg);
+    }
+    return err->status == PP_ERR_INPUT ? 2 : 1;
+}
+
+const char *pp_fmt_bytes(double bytes, char *buf, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    double v = bytes;
+    while (fabs(v) >= 1024 && i < 5) {
+        v /= 1024;
+        i++;
+    }
+    if (!isfinite(v)) snprintf(buf, n, "?");
+    else snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+    return buf;
+}

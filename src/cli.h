@@ -1,0 +1,78 @@
+/* The command line: one option table shared by every subcommand (cli.c), the subcommands
+ * (cmd_*.c). Contract: ../shared/reference/cli.md. */
+#ifndef PP_CLI_H
+#define PP_CLI_H
+
+#include <stdio.h>
+
+#include "pp.h"
+#include "pp_load.h"
+#include "pp_profile.h"
+
+/* Layout flags the user gave explicitly (plan keeps them fixed while searching the rest). */
+enum {
+    PP_FIX_TP = 1 << 0, PP_FIX_PP = 1 << 1, PP_FIX_DP = 1 << 2, PP_FIX_VPP = 1 << 3,
+    PP_FIX_CP = 1 << 4, PP_FIX_EP = 1 << 5, PP_FIX_MBS = 1 << 6, PP_FIX_ZERO = 1 << 7,
+    PP_FIX_DIST_OPT = 1 << 8, PP_FIX_SP = 1 << 9, PP_FIX_RECOMPUTE = 1 << 10,
+    PP_FIX_OFFLOAD = 1 << 11,
+};
+
+typedef struct {
+    const char *argv0;
+    const char *cmd;          /* subcommand */
+    bool json;                /* --json */
+    bool help;                /* --help / -h */
+    bool quiet;               /* -q */
+    /* WORK */
+    const char *model_arg, *gpu_arg, *profile_arg;
+    pp_catalog cat;
+    pp_work work;
+    pp_profile profile;
+    bool have_profile;
+    /* LAYOUT */
+    pp_layout layout;
+    unsigned fixed;           /* PP_FIX_* */
+    /* subcommand options */
+    int64_t top;              /* plan --top K (default 5) */
+    int64_t probe_k;          /* plan --probe K (0: none) */
+    double probe_budget_s;    /* plan --probe-budget */
+    const char *format;       /* launch --format */
+    const char *emit;         /* plan --emit FORMAT */
+    const char *output;       /* -o / --output */
+    const char *report;       /* --report FILE.html */
+    const char *stages;       /* --stages uniform|ilp (NULL: command's default) */
+    const char *dump_ilp;     /* --dump-ilp FILE */
+    double tokens;            /* estimate --tokens */
+    double price_per_gpu_hour;/* estimate --price-per-gpu-hour */
+    bool allow_cross_node_tp; /* plan --allow-cross-node-tp */
+    int npos;                 /* positional arguments after the subcommand */
+    char **pos;
+} pp_cli;
+
+/* Parse argv (after the subcommand name). Unknown flags, missing or malformed values are
+ * PP_ERR_INPUT with the flag named. Does not load anything. */
+pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_error *err);
+/* Load the catalog, resolve --model (+ inline overrides) and --gpu, the cluster and batch,
+ * and --profile into c->work. needs_layout: also validate c->layout against it. */
+pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err);
+/* Load only the catalog (models). */
+pp_status pp_cli_catalog(pp_cli *c, pp_error *err);
+void pp_cli_free(pp_cli *c); /* accepts NULL */
+/* Print "parplan: msg (where)" to stderr; returns the exit status (2 input, 1 runtime). */
+int pp_cli_fail(const pp_error *err);
+
+/* Subcommands: return the process exit status. */
+int pp_cmd_models(pp_cli *c);
+int pp_cmd_check(pp_cli *c);
+int pp_cmd_plan(pp_cli *c);
+int pp_cmd_estimate(pp_cli *c);
+int pp_cmd_launch(pp_cli *c);
+int pp_cmd_probe(pp_cli *c);
+
+/* The option lines that apply to cmd, for --help. */
+void pp_cli_usage_options(FILE *f, const char *cmd);
+
+/* Human-readable sizes for tables: "12.3 GiB". */
+const char *pp_fmt_bytes(double bytes, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,90 @@
+/* parplan: plan the parallel layout of transformer training. Dispatch and help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(pp_cli *c);
+    const char *args;
+    const char *summary;
+    const char *example;
+} pp_subcommand;
+
+static const pp_subcommand subcommands[] = {
+    {"models", pp_cmd_models, "[--json]", "list known models (with parameter counts) and GPUs",
+     "parplan models --json"},
+    {"check", pp_cmd_check, "WORK LAYOUT", "per-stage memory breakdown, fits or OOM, predicted step time",
+     "parplan check --model gpt3-13b --gpu a100-80gb --gpus 16 --tp 2 --pp 2 --mbs 1"},
+    {"plan", pp_cmd_plan, "WORK [--top K] [--probe K]", "search the layouts, prune (with reasons), rank",
+     "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8"},
+    {"launch", pp_cmd_launch, "WORK LAYOUT --format F", "launch config for megatron|deepspeed|nemo|torchrun|slurm",
+     "parplan launch --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --mbs 1 --format megatron"},
+    {"probe", pp_cmd_probe, "[gemm|bandwidth|attention|layer|nccl|all] [-o FILE]",
+     "measure this machine's GPUs into a hardware profile", "parplan probe all -o h100.yaml"},
+    {"estimate", pp_cmd_estimate, "WORK LAYOUT --tokens T [--price-per-gpu-hour P]",
+     "time and cost to train on a token budget",
+     "parplan estimate --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 8 --tokens 300e9"},
+};
+#define N_SUB (sizeof subcommands / sizeof subcommands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "parplan %s: the fastest parallel layout of a transformer on your GPUs\n\n", PP_VERSION);
+    fprintf(f, "usage: parplan <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < N_SUB; i++)
+        fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(f, "\nWORK:   --model NAME|FILE --gpu NAME|FILE --gpus N [--gpus-per-node N] [--gbs N]\n"
+               "LAYOUT: --tp --pp --dp --vpp --cp --ep --mbs [--zero S|--dist-opt] [--sp]\n"
+               "        [--recompute none|selective|full] [--offload none|optimizer|params]\n"
+               "\n`parplan <command> --help` lists a command's options. Example:\n"
+               "  parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8\n");
+}
+
+static void sub_usage(const pp_subcommand *s)
+{
+    printf("usage: parplan %s %s\n%s\n\noptions:\n", s->name, s->args, s->summary);
+    pp_cli_usage_options(stdout, s->name);
+    printf("\nexample:\n  %s\n", s->example);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("parplan %s\n", PP_VERSION);
+        return 0;
+    }
+    const pp_subcommand *sub = NULL;
+    for (size_t i = 0; i < N_SUB; i++)
+        if (!strcmp(subcommands[i].name, cmd)) sub = &subcommands[i];
+    if (!sub) {
+        fprintf(stderr, "parplan: unknown command '%s' (try parplan --help)\n", cmd);
+        return 2;
+    }
+    pp_cli c = {.argv0 = argv[0]};
+    pp_error err = {0};
+    int rc;
+    if (pp_cli_parse(&c, cmd, argc - 2, argv + 2, &err) != PP_OK) {
+        rc = pp_cli_fail(&err);
+        goto done;
+    }
+    if (c.help) {
+        sub_usage(sub);
+        rc = 0;
+        goto done;
+    }
+    rc = sub->run(&c);
+done:
+    pp_cli_free(&c);
+    return rc;
+}
