@@ -1,0 +1,1219 @@
+/* Loaders: models.d YAML (models and GPUs), Hugging Face config.json, the catalog.
+ *
+ * Everything goes through libyaml's document API (yaml_parser_load) and key tables: one row
+ * per key with its type, field offset and range. A pre-pass over the event stream bounds the
+ * nesting depth and the node count and refuses aliases and multiple documents, so no input
+ * can make the loader recurse deeply, loop or allocate without bound. Every error is
+ * PP_ERR_INPUT with file:line:col (1-based, the start of the offending node) and names the key.
+ *
+ * JSON is a subset of YAML 1.2 (in the flow style), so config.json files take the same path;
+ * they are told apart from our schema by their keys (model_type, architectures, hidden_size...).
+ */
+#include "pp_load.h"
+#include "pp_yaml.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ================================================================== YAML machinery */
+
+pp_status pp_yaml_read_file(const char *path, char **text, size_t *len, pp_error *err)
+{
+    *text = NULL;
+    *len = 0;
+    pp_status st = PP_OK;
+    char *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "cannot open: %s", strerror(errno));
+        goto done;
+    }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "not a regular file");
+        goto done;
+    }
+    if (sb.st_size > PP_YAML_MAX_BYTES) {
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "file is larger than %d bytes",
+                          PP_YAML_MAX_BYTES);
+        goto done;
+    }
+    buf = malloc((size_t)sb.st_size + 1);
+    if (!buf) {
+        st = pp_error_set(err, PP_ERR_NOMEM, path, 0, 0, "out of memory");
+        goto done;
+    }
+    size_t n = fread(buf, 1, (size_t)sb.st_size, f);
+    if (ferror(f)) {
+        st = pp_error_set(err, PP_ERR_RUNTIME, path, 0, 0, "read error: %s", strerror(errno));
+        goto done;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    buf = NULL;
+done:
+    free(buf);
+    if (f) fclose(f);
+    return st;
+}
+
+static pp_status yaml_error_at(pp_yaml *y, yaml_mark_t mark, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static pp_status yaml_error_at(pp_yaml *y, yaml_mark_t mark, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pp_error_set(y->err, PP_ERR_INPUT, y->path, (int)mark.line + 1, (int)mark.column + 1,
+                        "%s", msg);
+}
+
+pp_status pp_yaml_error(pp_yaml *y, const yaml_node_t *node, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    yaml_mark_t mark = {0, 0, 0};
+    if (node) mark = node->start_mark;
+    return pp_error_set(y->err, PP_ERR_INPUT, y->path, (int)mark.line + 1, (int)mark.column + 1,
+                        "%s", msg);
+}
+
+/* libyaml's own error: reader errors carry a byte offset, the others a mark. */
+static pp_status yaml_parser_fail(pp_yaml *y, const yaml_parser_t *p, const char *text, size_t len)
+{
+    yaml_mark_t mark = p->problem_mark;
+    if (p->error == YAML_READER_ERROR) {
+        mark.line = mark.column = 0;
+        for (size_t i = 0; i < p->problem_offset && i < len; i++) {
+            if (text[i] == '\n') {
+                mark.line++;
+                mark.column = 0;
+            } else {
+                mark.column++;
+            }
+        }
+    }
+    if (p->error == YAML_MEMORY_ERROR)
+        return pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory parsing YAML");
+    const char *problem = p->problem ? p->problem : "malformed YAML";
+    if (p->context)
+        return yaml_error_at(y, mark, "invalid YAML: %s %s", p->context, problem);
+    return yaml_error_at(y, mark, "invalid YAML: %s", problem);
+}
+
+/* Walk the events once: bound depth and size, refuse aliases and extra documents. */
+static pp_status yaml_prescan(pp_yaml *y, const char *text, size_t len)
+{
+    yaml_parser_t p;
+    pp_status st = PP_OK;
+    if (!yaml_parser_initialize(&p))
+        return pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, docs = 0;
+    long nodes = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            st = yaml_parser_fail(y, &p, text, len);
+            break;
+        }
+        yaml_event_type_t type = ev.type;
+        yaml_mark_t mark = ev.start_mark;
+        yaml_event_delete(&ev);
+        if (type == YAML_STREAM_END_EVENT) break;
+        if (type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
+            st = yaml_error_at(y, mark, "more than one YAML document in the file");
+            break;
+        }
+        if (type == YAML_ALIAS_EVENT) {
+            st = yaml_error_at(y, mark, "YAML aliases (*name) are not supported");
+            break;
+        }
+        if (++nodes > PP_YAML_MAX_NODES) {
+            st = yaml_error_at(y, mark, "document has more than %d nodes", PP_YAML_MAX_NODES);
+            break;
+        }
+        if (type == YAML_MAPPING_START_EVENT || type == YAML_SEQUENCE_START_EVENT) {
+            if (++depth > PP_YAML_MAX_DEPTH) {
+                st = yaml_error_at(y, mark, "nesting deeper than %d levels", PP_YAML_MAX_DEPTH);
+                break;
+            }
+        } else if (type == YAML_MAPPING_END_EVENT || type == YAML_SEQUENCE_END_EVENT) {
+            depth--;
+        }
+    }
+    yaml_parser_delete(&p);
+    return st;
+}
+
+pp_status pp_yaml_load(pp_yaml *y, const char *text, size_t len, const char *path, pp_error *err)
+{
+    memset(y, 0, sizeof *y);
+    y->path = path ? path : "<string>";
+    y->err = err;
+    if (len > PP_YAML_MAX_BYTES)
+        return pp_error_set(err, PP_ERR_INPUT, y->path, 0, 0, "input is larger than %d bytes",
+                            PP_YAML_MAX_BYTES);
+    pp_status st = yaml_prescan(y, text, len);
+    if (st != PP_OK) return st;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return pp_error_set(err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&p, &y->doc)) {
+        st = yaml_parser_fail(y, &p, text, len);
+        yaml_parser_delete(&p);
+        return st;
+    }
+    yaml_parser_delete(&p);
+    y->loaded = true;
+    yaml_node_t *root = yaml_document_get_root_node(&y->doc);
+    if (!root) {
+        yaml_mark_t start = {0, 0, 0};
+        st = yaml_error_at(y, start, "empty document: expected a mapping of keys");
+    } else if (root->type != YAML_MAPPING_NODE) {
+        st = pp_yaml_error(y, root, "expected a mapping of keys at the top level, got a %s",
+                           root->type == YAML_SEQUENCE_NODE ? "sequence" : "scalar");
+    }
+    if (st != PP_OK) pp_yaml_free(y);
+    return st;
+}
+
+void pp_yaml_free(pp_yaml *y)
+{
+    if (y && y->loaded) {
+        yaml_document_delete(&y->doc);
+        y->loaded = false;
+    }
+}
+
+yaml_node_t *pp_yaml_root(pp_yaml *y) { return y->loaded ? yaml_document_get_root_node(&y->doc) : NULL; }
+
+static const char *node_kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_SCALAR_NODE: return "a scalar";
+    case YAML_SEQUENCE_NODE: return "a sequence";
+    case YAML_MAPPING_NODE: return "a mapping";
+    default: return "nothing";
+    }
+}
+
+static const char *scalar_str(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+static bool scalar_plain(const yaml_node_t *n) { return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE; }
+static bool scalar_is_null(const yaml_node_t *n)
+{
+    if (n->type != YAML_SCALAR_NODE || !scalar_plain(n)) return false;
+    const char *s = scalar_str(n);
+    return !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL") || !strcmp(s, "~") ||
+           !s[0];
+}
+
+/* Explicit tags other than the YAML core ones (!foo, !!binary) are refused. */
+static bool tag_ok(const yaml_node_t *n)
+{
+    const char *tag = (const char *)n->tag;
+    if (!tag) return true;
+    static const char *const ok[] = {YAML_STR_TAG, YAML_INT_TAG, YAML_FLOAT_TAG, YAML_BOOL_TAG,
+                                     YAML_NULL_TAG, YAML_SEQ_TAG, YAML_MAP_TAG};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!strcmp(tag, ok[i])) return true;
+    return false;
+}
+
+/* A printable excerpt of a scalar for messages. */
+static const char *excerpt(const char *s, char *buf, size_t n)
+{
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 4 < n; i++)
+        buf[j++] = isprint((unsigned char)s[i]) ? s[i] : '?';
+    if (s[j] && j + 4 >= n) {
+        buf[j++] = '.';
+        buf[j++] = '.';
+        buf[j++] = '.';
+    }
+    buf[j] = '\0';
+    return buf;
+}
+
+/* Strict decimal number: no junk, no hex, no NaN/inf, no overflow. */
+bool pp_yaml_parse_double(const char *s, double *out)
+{
+    if (!s || !*s || isspace((unsigned char)*s)) return false;
+    for (const char *p = s; *p; p++)
+        if (!strchr("0123456789+-.eE", *p)) return false;
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+static pp_status key_number(pp_yaml *y, const yaml_node_t *v, const pp_key *k, double *out)
+{
+    char ex[48];
+    if (v->type != YAML_SCALAR_NODE)
+        return pp_yaml_error(y, v, "key '%s': expected a number, got %s", k->key, node_kind(v));
+    const char *s = scalar_str(v);
+    if (!scalar_plain(v))
+        return pp_yaml_error(y, v, "key '%s': expected a number, got the string \"%s\"", k->key,
+                             excerpt(s, ex, sizeof ex));
+    double d;
+    if (!pp_yaml_parse_double(s, &d))
+        return pp_yaml_error(y, v, "key '%s': '%s' is not a finite decimal number", k->key,
+                             excerpt(s, ex, sizeof ex));
+    if (k->type == PP_KEY_INT && fabs(d) > 9007199254740992.0)
+        return pp_yaml_error(y, v, "key '%s': %s is out of range (%.10g to %.10g)", k->key,
+                             excerpt(s, ex, sizeof ex), k->min, k->max);
+    if (k->type == PP_KEY_INT) {
+        /* Integers: digits, or an exactly integral float such as 1e9 (below 2^53). */
+        if (d != floor(d))
+            return pp_yaml_error(y, v, "key '%s': expected an integer, got '%s'", k->key,
+                                 excerpt(s, ex, sizeof ex));
+        if (!strpbrk(s, ".eE")) {
+            errno = 0;
+            char *end;
+            long long ll = strtoll(s, &end, 10);
+            if (errno == ERANGE || *end)
+                return pp_yaml_error(y, v, "key '%s': integer '%s' is out of range", k->key,
+                                     excerpt(s, ex, sizeof ex));
+            d = (double)ll;
+        }
+    }
+    if (d < k->min || d > k->max)
+        return pp_yaml_error(y, v, "key '%s': %s is out of range (%.10g to %.10g)", k->key,
+                             excerpt(s, ex, sizeof ex), k->min, k->max);
+    *out = d;
+    return PP_OK;
+}
+
+static pp_status key_string(pp_yaml *y, const yaml_node_t *v, const pp_key *k, const char **out)
+{
+    if (v->type != YAML_SCALAR_NODE)
+        return pp_yaml_error(y, v, "key '%s': expected a string, got %s", k->key, node_kind(v));
+    const char *s = scalar_str(v);
+    if (scalar_is_null(v))
+        return pp_yaml_error(y, v, "key '%s': expected a string, got null", k->key);
+    if (strlen(s) != v->data.scalar.length)
+        return pp_yaml_error(y, v, "key '%s': string contains a NUL character", k->key);
+    *out = s;
+    return PP_OK;
+}
+
+static pp_status key_store(pp_yaml *y, yaml_node_t *v, const pp_key *k, void *obj, unsigned flags)
+{
+    char *field = (char *)obj + k->off;
+    char ex[48];
+    pp_status st;
+    if (!tag_ok(v)) return pp_yaml_error(y, v, "key '%s': unsupported tag '%s'", k->key, (const char *)v->tag);
+    switch (k->type) {
+    case PP_KEY_INT:
+    case PP_KEY_NUM: {
+        double d = 0;
+        if ((st = key_number(y, v, k, &d))) return st;
+        if (k->type == PP_KEY_INT)
+            *(int64_t *)field = (int64_t)d;
+        else
+            *(double *)field = d * (k->scale != 0 ? k->scale : 1.0);
+        return PP_OK;
+    }
+    case PP_KEY_BOOL: {
+        if (v->type != YAML_SCALAR_NODE)
+            return pp_yaml_error(y, v, "key '%s': expected true or false, got %s", k->key, node_kind(v));
+        const char *s = scalar_str(v);
+        bool t = !strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE");
+        bool f = !strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE");
+        if (!scalar_plain(v) || (!t && !f))
+            return pp_yaml_error(y, v, "key '%s': expected true or false, got '%s'", k->key,
+                                 excerpt(s, ex, sizeof ex));
+        *(bool *)field = t;
+        return PP_OK;
+    }
+    case PP_KEY_STR: {
+        const char *s;
+        if ((st = key_string(y, v, k, &s))) return st;
+        if (strlen(s) >= k->size)
+            return pp_yaml_error(y, v, "key '%s': string longer than %zu characters", k->key, k->size - 1);
+        memcpy(field, s, strlen(s) + 1);
+        return PP_OK;
+    }
+    case PP_KEY_ENUM: {
+        const char *s;
+        if ((st = key_string(y, v, k, &s))) return st;
+        int i = pp_name_lookup(k->names, k->n_names, s);
+        if (i < 0) {
+            char allowed[256] = "";
+            for (int j = 0; j < k->n_names; j++) {
+                size_t used = strlen(allowed);
+                snprintf(allowed + used, sizeof allowed - used, "%s%s", j ? "|" : "", k->names[j]);
+            }
+            return pp_yaml_error(y, v, "key '%s': '%s' is not one of %s", k->key,
+                                 excerpt(s, ex, sizeof ex), allowed);
+        }
+        *(int *)field = i;
+        return PP_OK;
+    }
+    case PP_KEY_MAP:
+        if (v->type != YAML_MAPPING_NODE)
+            return pp_yaml_error(y, v, "key '%s': expected a mapping, got %s", k->key, node_kind(v));
+        return pp_yaml_map(y, v, k->sub, k->n_sub, obj, flags, NULL, k->key);
+    case PP_KEY_STRSEQ: {
+        if (v->type != YAML_SEQUENCE_NODE)
+            return pp_yaml_error(y, v, "key '%s': expected a sequence of strings, got %s", k->key,
+                                 node_kind(v));
+        field[0] = '\0';
+        bool first = true;
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+            yaml_node_t *e = yaml_document_get_node(&y->doc, *it);
+            if (!e) return pp_yaml_error(y, v, "key '%s': broken sequence", k->key);
+            const char *s;
+            if ((st = key_string(y, e, k, &s))) return st;
+            if (first) snprintf(field, k->size, "%s", s);
+            first = false;
+        }
+        return PP_OK;
+    }
+    case PP_KEY_ANY:
+        return PP_OK;
+    }
+    return pp_yaml_error(y, v, "key '%s': internal error (key type)", k->key);
+}
+
+pp_status pp_yaml_map(pp_yaml *y, yaml_node_t *map, const pp_key *tbl, int n, void *obj,
+                      unsigned flags, yaml_node_t **found, const char *what)
+{
+    yaml_node_t *seen[PP_YAML_MAX_KEYS] = {0};
+    if (n > PP_YAML_MAX_KEYS) return pp_error_set(y->err, PP_ERR_RUNTIME, y->path, 0, 0, "key table too large");
+    if (!map || map->type != YAML_MAPPING_NODE)
+        return pp_yaml_error(y, map, "%s: expected a mapping, got %s", what, map ? node_kind(map) : "nothing");
+    yaml_node_pair_t *start = map->data.mapping.pairs.start, *top = map->data.mapping.pairs.top;
+    pp_status st;
+    /* The duplicate check below is quadratic: real files have tens of keys (HF configs ~50). */
+    if (top - start > PP_YAML_MAX_PAIRS)
+        return pp_yaml_error(y, map, "%s: more than %d keys in one mapping", what, PP_YAML_MAX_PAIRS);
+    for (yaml_node_pair_t *pr = start; pr < top; pr++) {
+        yaml_node_t *kn = yaml_document_get_node(&y->doc, pr->key);
+        yaml_node_t *vn = yaml_document_get_node(&y->doc, pr->value);
+        if (!kn || !vn) return pp_yaml_error(y, map, "%s: broken mapping", what);
+        if (kn->type != YAML_SCALAR_NODE)
+            return pp_yaml_error(y, kn, "%s: keys must be plain strings, got %s", what, node_kind(kn));
+        const char *key = scalar_str(kn);
+        /* Duplicates are errors for every key, known or not (JSON allows them, we do not). */
+        for (yaml_node_pair_t *q = start; q < pr; q++) {
+            yaml_node_t *qk = yaml_document_get_node(&y->doc, q->key);
+            if (qk && qk->type == YAML_SCALAR_NODE && !strcmp(scalar_str(qk), key))
+                return pp_yaml_error(y, kn, "%s: duplicate key '%s' (first at line %d)", what, key,
+                                     (int)qk->start_mark.line + 1);
+        }
+        int i = 0;
+        while (i < n && strcmp(tbl[i].key, key)) i++;
+        if (i == n) {
+            if (flags & PP_YAML_IGNORE_UNKNOWN) continue;
+            char ex[48];
+            return pp_yaml_error(y, kn, "%s: unknown key '%s'", what, excerpt(key, ex, sizeof ex));
+        }
+        if ((flags & PP_YAML_NULL_ABSENT) && scalar_is_null(vn)) continue;
+        if ((st = key_store(y, vn, &tbl[i], obj, flags))) return st;
+        seen[i] = vn;
+    }
+    for (int i = 0; i < n; i++)
+        if (tbl[i].required && !seen[i])
+            return pp_yaml_error(y, map, "%s: missing required key '%s'", what, tbl[i].key);
+    if (found)
+        for (int i = 0; i < n; i++) found[i] = seen[i];
+    return PP_OK;
+}
+
+pp_status pp_yaml_seq(pp_yaml *y, yaml_node_t *seq, const pp_key *tbl, int n, size_t elem_size,
+                      void **arr, int *count, const char *what)
+{
+    *arr = NULL;
+    *count = 0;
+    if (seq->type != YAML_SEQUENCE_NODE)
+        return pp_yaml_error(y, seq, "key '%s': expected a sequence, got %s", what, node_kind(seq));
+    ptrdiff_t len = seq->data.sequence.items.top - seq->data.sequence.items.start;
+    if (len == 0) return PP_OK;
+    if (len > PP_YAML_MAX_RECORDS)
+        return pp_yaml_error(y, seq, "key '%s': more than %d records", what, PP_YAML_MAX_RECORDS);
+    char *a = calloc((size_t)len, elem_size);
+    if (!a) return pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory");
+    pp_status st = PP_OK;
+    char name[96];
+    for (ptrdiff_t i = 0; i < len; i++) {
+        yaml_node_t *e = yaml_document_get_node(&y->doc, seq->data.sequence.items.start[i]);
+        snprintf(name, sizeof name, "%s[%td]", what, i);
+        if (!e) {
+            st = pp_yaml_error(y, seq, "%s: broken sequence", name);
+            break;
+        }
+        if (e->type != YAML_MAPPING_NODE) {
+            st = pp_yaml_error(y, e, "%s: expected a mapping, got %s", name, node_kind(e));
+            break;
+        }
+        if ((st = pp_yaml_map(y, e, tbl, n, a + (size_t)i * elem_size, 0, NULL, name))) break;
+    }
+    if (st != PP_OK) {
+        free(a);
+        return st;
+    }
+    *arr = a;
+    *count = (int)len;
+    return PP_OK;
+}
+
+/* Map a root key to its node, for messages about fields checked after loading. */
+static yaml_node_t *map_lookup(pp_yaml *y, yaml_node_t *map, const char *key, bool want_key)
+{
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
+        yaml_node_t *kn = yaml_document_get_node(&y->doc, pr->key);
+        if (kn && kn->type == YAML_SCALAR_NODE && !strcmp(scalar_str(kn), key))
+            return want_key ? kn : yaml_document_get_node(&y->doc, pr->value);
+    }
+    return NULL;
+}
+
+/* ================================================================== our model schema */
+
+#define KINT(k, f, lo, hi, req) {k, PP_KEY_INT, offsetof(pp_model, f), lo, hi, 0, 0, NULL, 0, req, NULL, 0}
+#define KSTR(T, k, f, req) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, req, NULL, 0}
+#define KENUM(T, k, f, names, nn, req) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, names, nn, req, NULL, 0}
+#define KBOOL(T, k, f, req) {k, PP_KEY_BOOL, offsetof(T, f), 0, 0, 0, 0, NULL, 0, req, NULL, 0}
+#define KNUM(T, k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+
+/* The bounds here are the loader's "absurd value" limits; pp_model_validate checks the
+ * relations between fields (divisibility, top-k <= experts, total size). */
+static const pp_key model_keys[] = {
+    KSTR(pp_model, "name", name, false),
+    KSTR(pp_model, "family", family, false),
+    KINT("layers", layers, 1, 1e7, true),
+    KINT("hidden", hidden, 1, 1e7, true),
+    KINT("heads", heads, 1, 1e7, true),
+    KINT("kv_heads", kv_heads, 1, 1e7, false),
+    KINT("head_dim", head_dim, 1, 1e7, false),
+    KINT("ffn", ffn, 1, 1e7, false),
+    KINT("vocab", vocab, 1, 1e8, true),
+    KINT("seq", seq, 1, 1e8, true),
+    KENUM(pp_model, "activation", act, pp_act_names, PP_ACT_COUNT, false),
+    KENUM(pp_model, "norm", norm, pp_norm_names, PP_NORM_COUNT, false),
+    KENUM(pp_model, "position", pos, pp_pos_names, PP_POS_COUNT, false),
+    KBOOL(pp_model, "bias", bias, false),
+    KBOOL(pp_model, "tied", tied, false),
+    KINT("experts", experts, 0, 1e5, false),
+    KINT("topk", topk, 0, 1e5, false),
+    KINT("gbs", gbs, 1, 1e12, false),
+    KNUM(pp_model, "published_params", published_params, 0, 1e16, 1, false),
+    KSTR(pp_model, "source", source, false),
+};
+#define N_MODEL_KEYS ((int)(sizeof model_keys / sizeof model_keys[0]))
+
+/* Which key a pp_model_validate message is about (the message starts with the field name). */
+static yaml_node_t *validate_where(pp_yaml *y, yaml_node_t *root, const pp_error *err,
+                                   const char *const *pp_fields, const char *const *file_keys, int n)
+{
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(pp_fields[i]);
+        if (!strncmp(err->msg, pp_fields[i], l) && (err->msg[l] == ' ' || err->msg[l] == ':')) {
+            yaml_node_t *k = map_lookup(y, root, file_keys[i], true);
+            if (k) return k;
+        }
+    }
+    return root;
+}
+
+/* File name without directory and extension(s): "x/llama2-7b.config.json" -> "llama2-7b". */
+static void name_from_path(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, n, "%s", base);
+    char *dot = strchr(out, '.');
+    if (dot && dot != out) *dot = '\0';
+}
+
+static pp_status model_from_ours(pp_yaml *y, yaml_node_t *root, pp_model *m)
+{
+    pp_status st = pp_yaml_map(y, root, model_keys, N_MODEL_KEYS, m, 0, NULL, "model");
+    if (st) return st;
+    pp_error verr;
+    st = pp_model_validate(m, &verr);
+    if (st) {
+        static const char *const fields[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
+                                             "vocab", "seq", "experts", "topk", "gbs", "published_params"};
+        /* "hidden 100 is not divisible by heads 7": point at heads, the divisor */
+        const char *const *keys = fields;
+        yaml_node_t *at = validate_where(y, root, &verr, fields, keys, (int)(sizeof fields / sizeof *fields));
+        if (strstr(verr.msg, "not divisible by heads")) {
+            yaml_node_t *h = map_lookup(y, root, "heads", true);
+            if (h) at = h;
+        }
+        return pp_yaml_error(y, at, "model: %s", verr.msg);
+    }
+    return PP_OK;
+}
+
+/* ================================================================== Hugging Face config.json */
+
+/* Every config.json key we read. Unknown keys are ignored (HF configs carry dozens of
+ * unrelated ones); a known key with the wrong type is an error. `null` counts as absent. */
+typedef struct {
+    char model_type[64], arch[96], name_or_path[128], hidden_act[48], activation_function[48];
+    int64_t hidden_size, n_embd, n_embed, intermediate_size, n_inner, ffn_dim, ffn_hidden_size,
+        num_attention_heads, n_head, num_key_value_heads, num_kv_heads, n_head_kv,
+        num_hidden_layers, n_layer, vocab_size, max_position_embeddings, n_positions, n_ctx,
+        seq_length, num_local_experts, num_experts_per_tok, word_embed_proj_dim, head_dim;
+    double rms_norm_eps, layer_norm_eps, layer_norm_epsilon, rotary_pct;
+    bool tie_word_embeddings, use_parallel_residual, new_decoder_architecture, multi_query,
+        parallel_attn, bias, alibi, attention_bias, mlp_bias, do_layer_norm_before, enable_bias;
+} hf_cfg;
+
+#define HINT(k, lo) {#k, PP_KEY_INT, offsetof(hf_cfg, k), lo, 1e9, 0, 0, NULL, 0, false, NULL, 0}
+#define HNUM(k) {#k, PP_KEY_NUM, offsetof(hf_cfg, k), 0, 1e9, 1, 0, NULL, 0, false, NULL, 0}
+#define HBOOL(k) {#k, PP_KEY_BOOL, offsetof(hf_cfg, k), 0, 0, 0, 0, NULL, 0, false, NULL, 0}
+#define HSTR(k, f) {k, PP_KEY_STR, offsetof(hf_cfg, f), 0, 0, 0, sizeof(((hf_cfg *)0)->f), NULL, 0, false, NULL, 0}
+
+enum { /* indices into hf_keys (keep in the same order) */
+    H_MODEL_TYPE, H_ARCH, H_NAME, H_HIDDEN_ACT, H_ACT_FN,
+    H_HIDDEN_SIZE, H_N_EMBD, H_N_EMBED, H_INTERMEDIATE, H_N_INNER, H_FFN_DIM, H_FFN_HIDDEN,
+    H_NUM_HEADS, H_N_HEAD, H_NUM_KV_HEADS, H_NUM_KV_HEADS_F, H_N_HEAD_KV,
+    H_NUM_LAYERS, H_N_LAYER, H_VOCAB, H_MAX_POS, H_N_POSITIONS, H_N_CTX,
+    H_SEQ_LENGTH, H_NUM_EXPERTS, H_EXPERTS_PER_TOK, H_WORD_EMBED_PROJ, H_HEAD_DIM,
+    H_RMS_EPS, H_LN_EPS, H_LN_EPSILON, H_ROTARY_PCT,
+    H_TIE, H_PARALLEL_RESIDUAL, H_NEW_DECODER, H_MULTI_QUERY, H_PARALLEL_ATTN, H_BIAS, H_ALIBI,
+    H_ATTN_BIAS, H_MLP_BIAS, H_LN_BEFORE, H_ENABLE_BIAS, H_COUNT
+};
+
+static const pp_key hf_keys[] = {
+    HSTR("model_type", model_type), {"architectures", PP_KEY_STRSEQ, offsetof(hf_cfg, arch), 0, 0, 0,
+                                     sizeof(((hf_cfg *)0)->arch), NULL, 0, false, NULL, 0},
+    HSTR("_name_or_path", name_or_path), HSTR("hidden_act", hidden_act),
+    HSTR("activation_function", activation_function),
+    HINT(hidden_size, 1), HINT(n_embd, 1), HINT(n_embed, 1), HINT(intermediate_size, 1),
+    HINT(n_inner, 1), HINT(ffn_dim, 1), HINT(ffn_hidden_size, 1),
+    HINT(num_attention_heads, 1), HINT(n_head, 1), HINT(num_key_value_heads, 1), HINT(num_kv_heads, 1),
+    HINT(n_head_kv, 1),
+    HINT(num_hidden_layers, 1), HINT(n_layer, 1), HINT(vocab_size, 1), HINT(max_position_embeddings, 1),
+    HINT(n_positions, 1), HINT(n_ctx, 1),
+    HINT(seq_length, 1), HINT(num_local_experts, 0), HINT(num_experts_per_tok, 0),
+    HINT(word_embed_proj_dim, 1), HINT(head_dim, 1),
+    HNUM(rms_norm_eps), HNUM(layer_norm_eps), HNUM(layer_norm_epsilon), HNUM(rotary_pct),
+    HBOOL(tie_word_embeddings), HBOOL(use_parallel_residual), HBOOL(new_decoder_architecture),
+    HBOOL(multi_query), HBOOL(parallel_attn), HBOOL(bias), HBOOL(alibi), HBOOL(attention_bias),
+    HBOOL(mlp_bias), HBOOL(do_layer_norm_before), HBOOL(enable_bias),
+};
+_Static_assert(sizeof hf_keys / sizeof hf_keys[0] == H_COUNT, "hf_keys and the H_ enum disagree");
+
+/* Keys that mark a file as a Hugging Face config (none of them is in our schema). */
+static bool is_hf_config(pp_yaml *y, yaml_node_t *root)
+{
+    static const char *const marks[] = {"model_type", "architectures", "hidden_size", "n_embd",
+                                        "num_hidden_layers", "n_layer", "_name_or_path",
+                                        "transformers_version"};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (map_lookup(y, root, marks[i], true)) return true;
+    return false;
+}
+
+typedef struct {
+    pp_yaml *y;
+    yaml_node_t *root;
+    yaml_node_t *found[H_COUNT];
+    const hf_cfg *c;
+} hf_ctx;
+
+static bool hf_has(const hf_ctx *h, int i) { return h->found[i] != NULL; }
+
+/* The first of the alias keys given (e.g. hidden_size | n_embd | n_embed). */
+static pp_status hf_int(hf_ctx *h, const int *ids, int n, bool required, int64_t *out, int *which)
+{
+    for (int i = 0; i < n; i++)
+        if (hf_has(h, ids[i])) {
+            *out = *(const int64_t *)((const char *)h->c + hf_keys[ids[i]].off);
+            if (which) *which = ids[i];
+            return PP_OK;
+        }
+    if (!required) return PP_OK;
+    char names[160] = "";
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s'%s'", i ? " or " : "", hf_keys[ids[i]].key);
+    }
+    return pp_yaml_error(h->y, h->root, "config.json (model_type '%s'): missing required key %s",
+                         h->c->model_type, names);
+}
+
+#define HF_INT(out, req, ...)                                                                  \
+    do {                                                                                       \
+        static const int ids_[] = {__VA_ARGS__};                                               \
+        pp_status s_ = hf_int(&h, ids_, (int)(sizeof ids_ / sizeof ids_[0]), req, out, NULL); \
+        if (s_) return s_;                                                                     \
+    } while (0)
+
+static bool hf_bool(const hf_ctx *h, int id, bool dflt)
+{
+    return hf_has(h, id) ? *(const bool *)((const char *)h->c + hf_keys[id].off) : dflt;
+}
+
+/* GELU variants and ReLU of the non-gated MLPs. */
+static pp_status hf_plain_act(hf_ctx *h, int id, const char *dflt, pp_act *out)
+{
+    const char *a = hf_has(h, id) ? (const char *)h->c + hf_keys[id].off : dflt;
+    if (!strncmp(a, "gelu", 4)) *out = PP_ACT_GELU;
+    else if (!strcmp(a, "relu")) *out = PP_ACT_RELU;
+    else
+        return pp_yaml_error(h->y, h->found[id] ? h->found[id] : h->root,
+                             "key '%s': activation '%s' is not supported (gelu*, relu)",
+                             hf_keys[id].key, a);
+    return PP_OK;
+}
+
+static const char *const hf_llama_like[] = {"llama", "mistral", "mixtral", "qwen2"};
+static const char *const hf_falcon[] = {"falcon", "RefinedWebModel", "RefinedWeb"};
+
+static bool in_list(const char *s, const char *const *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s, l[i])) return true;
+    return false;
+}
+
+static pp_status model_from_hf(pp_yaml *y, yaml_node_t *root, pp_model *m)
+{
+    hf_cfg c;
+    memset(&c, 0, sizeof c);
+    hf_ctx h = {y, root, {0}, &c};
+    pp_status st = pp_yaml_map(y, root, hf_keys, H_COUNT, &c, PP_YAML_IGNORE_UNKNOWN | PP_YAML_NULL_ABSENT,
+                               h.found, "config.json");
+    if (st) return st;
+    if (!hf_has(&h, H_MODEL_TYPE))
+        return pp_yaml_error(y, root, "config.json: missing required key 'model_type'");
+    const char *mt = c.model_type;
+    snprintf(m->family, sizeof m->family, "%.*s", (int)sizeof m->family - 1, mt);
+    if (c.name_or_path[0]) {
+        const char *slash = strrchr(c.name_or_path, '/');
+        snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1,
+                 slash && slash[1] ? slash + 1 : c.name_or_path);
+    }
+    snprintf(m->source, sizeof m->source, "Hugging Face config.json (%s)", c.arch[0] ? c.arch : mt);
+
+    if (in_list(mt, hf_llama_like, 4)) {
+        /* LLaMA family (Touvron et al. 2023): RMSNorm, RoPE, gated MLP, no biases. */
+        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
+        HF_INT(&m->ffn, true, H_INTERMEDIATE);
+        HF_INT(&m->heads, true, H_NUM_HEADS);
+        m->kv_heads = m->heads;
+        HF_INT(&m->kv_heads, false, H_NUM_KV_HEADS);
+        HF_INT(&m->head_dim, false, H_HEAD_DIM);
+        HF_INT(&m->layers, true, H_NUM_LAYERS);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        HF_INT(&m->seq, true, H_MAX_POS);
+        const char *a = hf_has(&h, H_HIDDEN_ACT) ? c.hidden_act : "silu";
+        /* A gated MLP has 3 h f weights whatever its nonlinearity (GeGLU counts as SwiGLU). */
+        if (strcmp(a, "silu") && strcmp(a, "swish") && strncmp(a, "gelu", 4))
+            return pp_yaml_error(y, h.found[H_HIDDEN_ACT], "key 'hidden_act': '%s' is not supported (silu, gelu*)", a);
+        m->act = PP_ACT_SWIGLU;
+        m->norm = PP_NORM_RMSNORM;
+        m->pos = PP_POS_ROPE;
+        m->tied = hf_bool(&h, H_TIE, false); /* LlamaConfig, MistralConfig, Qwen2Config: False */
+        /* Qwen2 has q/k/v biases only (no config key); counting them as `bias` also adds the
+         * o_proj and MLP biases: 2f + 2h more per layer, < 0.02% of Qwen2-7B. */
+        m->bias = !strcmp(mt, "qwen2") || hf_bool(&h, H_ATTN_BIAS, false) || hf_bool(&h, H_MLP_BIAS, false);
+        if (!strcmp(mt, "mixtral")) {
+            HF_INT(&m->experts, true, H_NUM_EXPERTS);
+            HF_INT(&m->topk, true, H_EXPERTS_PER_TOK);
+        }
+    } else if (!strcmp(mt, "gpt2")) {
+        /* GPT-2 (Radford et al. 2019): n_inner null means 4h. */
+        HF_INT(&m->hidden, true, H_N_EMBD);
+        HF_INT(&m->layers, true, H_N_LAYER);
+        HF_INT(&m->heads, true, H_N_HEAD);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        HF_INT(&m->seq, true, H_N_POSITIONS, H_N_CTX);
+        HF_INT(&m->ffn, false, H_N_INNER);
+        if ((st = hf_plain_act(&h, H_ACT_FN, "gelu_new", &m->act))) return st;
+        m->norm = PP_NORM_LAYERNORM;
+        m->pos = PP_POS_LEARNED;
+        m->bias = true;
+        m->tied = hf_bool(&h, H_TIE, true);
+    } else if (!strcmp(mt, "gpt_neox")) {
+        /* GPT-NeoX (Black et al. 2022): rotary on rotary_pct of each head (no parameters),
+         * parallel residual (same tensors), untied output, biases everywhere. */
+        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
+        HF_INT(&m->ffn, true, H_INTERMEDIATE);
+        HF_INT(&m->heads, true, H_NUM_HEADS);
+        HF_INT(&m->layers, true, H_NUM_LAYERS);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        HF_INT(&m->seq, true, H_MAX_POS);
+        if ((st = hf_plain_act(&h, H_HIDDEN_ACT, "gelu", &m->act))) return st;
+        m->norm = PP_NORM_LAYERNORM;
+        m->pos = PP_POS_ROPE;
+        m->bias = hf_bool(&h, H_ATTN_BIAS, true);
+        m->tied = hf_bool(&h, H_TIE, false);
+    } else if (!strcmp(mt, "opt")) {
+        /* OPT (Zhang et al. 2022): learned positions with 2 offset rows (2h, not counted). */
+        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
+        HF_INT(&m->ffn, true, H_FFN_DIM);
+        HF_INT(&m->heads, true, H_NUM_HEADS);
+        HF_INT(&m->layers, true, H_NUM_LAYERS);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        HF_INT(&m->seq, true, H_MAX_POS);
+        if (hf_has(&h, H_WORD_EMBED_PROJ) && c.word_embed_proj_dim != m->hidden)
+            return pp_yaml_error(y, h.found[H_WORD_EMBED_PROJ],
+                                 "key 'word_embed_proj_dim': %lld differs from hidden_size %lld; "
+                                 "projected embeddings (opt-350m) are not modelled",
+                                 (long long)c.word_embed_proj_dim, (long long)m->hidden);
+        if ((st = hf_plain_act(&h, H_ACT_FN, "relu", &m->act))) return st;
+        m->norm = PP_NORM_LAYERNORM;
+        m->pos = PP_POS_LEARNED;
+        m->bias = hf_bool(&h, H_ENABLE_BIAS, true);
+        m->tied = hf_bool(&h, H_TIE, true);
+    } else if (!strcmp(mt, "bloom")) {
+        /* BLOOM (BigScience 2022): ALiBi, 4h GELU, embedding LayerNorm (2h, not counted).
+         * config.json has no sequence length: BLOOM was trained on 2048 (paper, sec. 3.5). */
+        HF_INT(&m->hidden, true, H_HIDDEN_SIZE, H_N_EMBED);
+        HF_INT(&m->layers, true, H_N_LAYER, H_NUM_LAYERS);
+        HF_INT(&m->heads, true, H_N_HEAD, H_NUM_HEADS);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        m->seq = 2048;
+        HF_INT(&m->seq, false, H_SEQ_LENGTH);
+        m->act = PP_ACT_GELU;
+        m->norm = PP_NORM_LAYERNORM;
+        m->pos = PP_POS_ALIBI;
+        m->bias = true;
+        m->tied = hf_bool(&h, H_TIE, true);
+    } else if (in_list(mt, hf_falcon, 3)) {
+        /* Falcon (Almazrouei et al. 2023): multi-query (7B) or grouped KV (40B, 180B), no
+         * biases, 4h GELU MLP, parallel attention. Falcon-7B has one LayerNorm per layer
+         * where we count two (2h per layer, < 0.01%). Trained on 2048 tokens. */
+        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
+        HF_INT(&m->heads, true, H_NUM_HEADS, H_N_HEAD);
+        HF_INT(&m->layers, true, H_NUM_LAYERS, H_N_LAYER);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        m->seq = 2048;
+        HF_INT(&m->seq, false, H_MAX_POS);
+        HF_INT(&m->ffn, false, H_FFN_HIDDEN);
+        if (hf_bool(&h, H_NEW_DECODER, false)) {
+            HF_INT(&m->kv_heads, true, H_NUM_KV_HEADS_F, H_N_HEAD_KV);
+        } else if (hf_bool(&h, H_MULTI_QUERY, true)) {
+            m->kv_heads = 1;
+        } else {
+            m->kv_heads = m->heads;
+        }
+        m->act = PP_ACT_GELU;
+        m->norm = PP_NORM_LAYERNORM;
+        m->pos = hf_bool(&h, H_ALIBI, false) ? PP_POS_ALIBI : PP_POS_ROPE;
+        m->bias = hf_bool(&h, H_BIAS, false);
+        m->tied = hf_bool(&h, H_TIE, true);
+    } else if (!strcmp(mt, "bert")) {
+        /* BERT (Devlin et al. 2019): counted as the encoder stack; the token-type embedding
+         * (2h), embedding LayerNorm (2h) and pooler (h^2 + h) are not in the table. */
+        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
+        HF_INT(&m->ffn, true, H_INTERMEDIATE);
+        HF_INT(&m->heads, true, H_NUM_HEADS);
+        HF_INT(&m->layers, true, H_NUM_LAYERS);
+        HF_INT(&m->vocab, true, H_VOCAB);
+        HF_INT(&m->seq, true, H_MAX_POS);
+        if ((st = hf_plain_act(&h, H_HIDDEN_ACT, "gelu", &m->act))) return st;
+        m->norm = PP_NORM_LAYERNORM;
+        m->pos = PP_POS_LEARNED;
+        m->bias = true;
+        m->tied = true;
+    } else {
+        return pp_yaml_error(y, h.found[H_MODEL_TYPE],
+                             "key 'model_type': '%s' is not supported (llama, mistral, mixtral, "
+                             "qwen2, gpt2, gpt_neox, opt, bloom, falcon, bert)", mt);
+    }
+
+    pp_error verr;
+    st = pp_model_validate(m, &verr);
+    if (st) {
+        /* Point at the config key behind the field the message names. */
+        static const char *const fields[] = {"layers", "hidden", "heads", "kv_heads", "head_dim",
+                                             "ffn", "vocab", "seq", "experts", "topk"};
+        static const int ids[][3] = {
+            {H_NUM_LAYERS, H_N_LAYER, -1}, {H_HIDDEN_SIZE, H_N_EMBD, H_N_EMBED},
+            {H_NUM_HEADS, H_N_HEAD, -1}, {H_NUM_KV_HEADS, H_NUM_KV_HEADS_F, H_N_HEAD_KV},
+            {H_HEAD_DIM, -1, -1}, {H_INTERMEDIATE, H_FFN_DIM, H_N_INNER},
+            {H_VOCAB, -1, -1}, {H_MAX_POS, H_N_POSITIONS, H_N_CTX},
+            {H_NUM_EXPERTS, -1, -1}, {H_EXPERTS_PER_TOK, -1, -1}};
+        yaml_node_t *at = root;
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+            size_t l = strlen(fields[i]);
+            if (strncmp(verr.msg, fields[i], l) || verr.msg[l] != ' ') continue;
+            int want = (int)i;
+            if (strstr(verr.msg, "not divisible by heads")) want = 2; /* the divisor */
+            for (int j = 0; j < 3; j++) {
+                int id = ids[want][j];
+                if (id >= 0 && h.found[id]) {
+                    at = map_lookup(y, root, hf_keys[id].key, true);
+                    break;
+                }
+            }
+            break;
+        }
+        return pp_yaml_error(y, at, "config.json: %s", verr.msg);
+    }
+    return PP_OK;
+}
+
+/* ================================================================== public loaders */
+
+pp_status pp_model_load_string(pp_model *m, const char *text, size_t len, const char *path,
+                               pp_error *err)
+{
+    pp_yaml y;
+    pp_model_init(m);
+    pp_status st = pp_yaml_load(&y, text, len, path, err);
+    if (st) return st;
+    yaml_node_t *root = pp_yaml_root(&y);
+    if (is_hf_config(&y, root))
+        st = model_from_hf(&y, root, m);
+    else
+        st = model_from_ours(&y, root, m);
+    if (st == PP_OK && !m->name[0] && path) name_from_path(path, m->name, sizeof m->name);
+    pp_yaml_free(&y);
+    return st;
+}
+
+pp_status pp_model_load_file(pp_model *m, const char *path, pp_error *err)
+{
+    char *text;
+    size_t len;
+    pp_model_init(m);
+    pp_status st = pp_yaml_read_file(path, &text, &len, err);
+    if (st) return st;
+    st = pp_model_load_string(m, text, len, path, err);
+    free(text);
+    return st;
+}
+
+/* GPU schema: dense TFLOP/s per dtype in `flops`, memory in GiB, MiB or bytes (one of them). */
+typedef struct {
+    pp_gpu g;
+    double memory_gib, memory_mib, memory_bytes;
+} gpu_file;
+
+#define GNUM(k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(gpu_file, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+static const pp_key gpu_flops_keys[] = {
+    GNUM("fp32", g.peak_flops[PP_DT_FP32], 0, 1e6, 1e12, false),
+    GNUM("tf32", g.peak_flops[PP_DT_TF32], 0, 1e6, 1e12, false),
+    GNUM("fp16", g.peak_flops[PP_DT_FP16], 0, 1e6, 1e12, false),
+    GNUM("bf16", g.peak_flops[PP_DT_BF16], 0, 1e6, 1e12, false),
+    GNUM("fp8", g.peak_flops[PP_DT_FP8], 0, 1e6, 1e12, false),
+};
+static const pp_key gpu_keys[] = {
+    KSTR(gpu_file, "name", g.name, true),
+    KSTR(gpu_file, "full_name", g.full_name, false),
+    GNUM("memory_gib", memory_gib, 1, 1048576, 1, false),
+    GNUM("memory_mib", memory_mib, 1024, 1073741824.0, 1, false),
+    GNUM("memory_bytes", memory_bytes, 1073741824.0, 1125899906842624.0, 1, false),
+    GNUM("mem_bw_gbs", g.mem_bw_gbs, 1, 1e6, 1, true),
+    {"flops", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, true, gpu_flops_keys,
+     (int)(sizeof gpu_flops_keys / sizeof gpu_flops_keys[0])},
+    GNUM("nvlink_gbs", g.nvlink_gbs, 0, 1e6, 1, true),
+    GNUM("pcie_gbs", g.pcie_gbs, 0.1, 1e5, 1, true),
+    {"gpus_per_node", PP_KEY_INT, offsetof(gpu_file, g.gpus_per_node), 1, 1e6, 0, 0, NULL, 0, true, NULL, 0},
+    GNUM("internode_gbs", g.internode_gbs, 0, 1e6, 1, true),
+    GNUM("gemm_eff", g.gemm_eff, 0.01, 1, 1, true),
+    GNUM("intra_latency_us", g.intra_latency_s, 0, 1e6, 1e-6, true),
+    GNUM("inter_latency_us", g.inter_latency_s, 0, 1e6, 1e-6, true),
+    KSTR(gpu_file, "source", g.source, false),
+};
+#define N_GPU_KEYS ((int)(sizeof gpu_keys / sizeof gpu_keys[0]))
+
+pp_status pp_gpu_load_string(pp_gpu *g, const char *text, size_t len, const char *path, pp_error *err)
+{
+    pp_yaml y;
+    gpu_file gf;
+    memset(&gf, 0, sizeof gf);
+    pp_gpu_init(g);
+    pp_status st = pp_yaml_load(&y, text, len, path, err);
+    if (st) return st;
+    yaml_node_t *root = pp_yaml_root(&y);
+    yaml_node_t *found[N_GPU_KEYS];
+    st = pp_yaml_map(&y, root, gpu_keys, N_GPU_KEYS, &gf, 0, found, "gpu");
+    if (st) goto done;
+    int n_mem = (found[2] != NULL) + (found[3] != NULL) + (found[4] != NULL);
+    if (n_mem != 1) {
+        /* point at the memory key that comes last in the file (the extra one) */
+        yaml_node_t *at = root;
+        static const char *const mem_keys[] = {"memory_gib", "memory_mib", "memory_bytes"};
+        for (int i = 0; i < 3; i++) {
+            yaml_node_t *k = found[2 + i] ? map_lookup(&y, root, mem_keys[i], true) : NULL;
+            if (k && (at == root || k->start_mark.index > at->start_mark.index)) at = k;
+        }
+        st = pp_yaml_error(&y, n_mem ? at : root,
+                           "gpu: give exactly one of 'memory_gib', 'memory_mib', 'memory_bytes'");
+        goto done;
+    }
+    gf.g.memory_bytes = found[2] ? gf.memory_gib * 1073741824.0
+                      : found[3] ? gf.memory_mib * 1048576.0 : gf.memory_bytes;
+    pp_error verr;
+    if ((st = pp_gpu_validate(&gf.g, &verr))) {
+        yaml_node_t *at = strncmp(verr.msg, "flops", 5) ? root : map_lookup(&y, root, "flops", true);
+        st = pp_yaml_error(&y, at ? at : root, "gpu: %s", verr.msg);
+        goto done;
+    }
+    *g = gf.g;
+done:
+    pp_yaml_free(&y);
+    return st;
+}
+
+pp_status pp_gpu_load_file(pp_gpu *g, const char *path, pp_error *err)
+{
+    char *text;
+    size_t len;
+    pp_gpu_init(g);
+    pp_status st = pp_yaml_read_file(path, &text, &len, err);
+    if (st) return st;
+    st = pp_gpu_load_string(g, text, len, path, err);
+    free(text);
+    return st;
+}
+
+/* ================================================================== catalog */
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return p && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool is_catalog(const char *dir)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/models", dir);
+    return is_dir(p);
+}
+
+/* Search order (documented in models.d/README.md):
+ *   1. $PARPLAN_MODELS_DIR (an error if set but not a catalog);
+ *   2. the executable's directory and its parents up to 3 levels, each with models.d/ beside it
+ *      (a build directory inside the source tree: build/src/parplan -> ./models.d);
+ *   3. <exe>/../share/parplan/models.d (the installed layout, meson's datadir). */
+pp_status pp_catalog_find_dir(const char *argv0, char *out, size_t n, pp_error *err)
+{
+    const char *env = getenv("PARPLAN_MODELS_DIR");
+    if (env && env[0]) {
+        if (!is_catalog(env))
+            return pp_error_set(err, PP_ERR_INPUT, env, 0, 0,
+                                "PARPLAN_MODELS_DIR is not a models.d directory (no models/ in it)");
+        snprintf(out, n, "%s", env);
+        return PP_OK;
+    }
+    char exe[PATH_MAX] = "";
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+        exe[l] = '\0';
+    } else if (argv0 && strchr(argv0, '/')) {
+        if (!realpath(argv0, exe)) exe[0] = '\0';
+    }
+    char dir[PATH_MAX], cand[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s", exe);
+    for (int up = 0; up < 4 && dir[0]; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) break;
+        *slash = '\0';
+        snprintf(cand, sizeof cand, "%s/models.d", dir[0] ? dir : "");
+        if (is_catalog(cand)) {
+            snprintf(out, n, "%s", cand);
+            return PP_OK;
+        }
+        snprintf(cand, sizeof cand, "%s/share/parplan/models.d", dir[0] ? dir : "");
+        if (up == 1 && is_catalog(cand)) {
+            snprintf(out, n, "%s", cand);
+            return PP_OK;
+        }
+    }
+    return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0,
+                        "cannot find the models.d catalog; set PARPLAN_MODELS_DIR");
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted *.yaml names of dir; *names is a NULL-terminated array to free with free_names. */
+static void free_names(char **names)
+{
+    if (!names) return;
+    for (char **p = names; *p; p++) free(*p);
+    free(names);
+}
+
+static pp_status list_yaml(const char *dir, char ***names, int *count, pp_error *err)
+{
+    *names = NULL;
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d) return pp_error_set(err, PP_ERR_RUNTIME, dir, 0, 0, "cannot open directory: %s", strerror(errno));
+    int n = 0, cap = 16;
+    bool oom = false;
+    char **v = calloc((size_t)cap + 1, sizeof *v);
+    struct dirent *e;
+    oom = !v;
+    while (!oom && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".yaml") || e->d_name[0] == '.') continue;
+        if (n == cap) {
+            char **nv = realloc(v, ((size_t)cap * 2 + 1) * sizeof *v);
+            if (!nv) { oom = true; break; }
+            v = nv;
+            cap *= 2;
+        }
+        if (!(v[n] = strdup(e->d_name))) { oom = true; break; }
+        v[++n] = NULL;
+    }
+    closedir(d);
+    if (oom) {
+        free_names(v);
+        return pp_error_set(err, PP_ERR_NOMEM, dir, 0, 0, "out of memory");
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    *names = v;
+    *count = n;
+    return PP_OK;
+}
+
+void pp_catalog_free(pp_catalog *cat)
+{
+    if (!cat) return;
+    free(cat->models);
+    free(cat->gpus);
+    cat->models = NULL;
+    cat->gpus = NULL;
+    cat->n_models = cat->n_gpus = 0;
+}
+
+/* The catalog's own rule: the file a.yaml declares name: a (so `parplan models` and the
+ * file system agree); names are unique. */
+static pp_status catalog_check_name(const char *path, const char *file, const char *name, pp_error *err)
+{
+    char stem[256];
+    snprintf(stem, sizeof stem, "%s", file);
+    stem[strlen(stem) - 5] = '\0';
+    if (strcmp(stem, name))
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "name '%s' differs from the file name '%s'",
+                            name, stem);
+    return PP_OK;
+}
+
+pp_status pp_catalog_load(pp_catalog *cat, const char *dir, pp_error *err)
+{
+    memset(cat, 0, sizeof *cat);
+    snprintf(cat->dir, sizeof cat->dir, "%s", dir);
+    char sub[PATH_MAX], path[PATH_MAX + 256];
+    char **names = NULL;
+    int n = 0;
+    pp_status st;
+
+    snprintf(sub, sizeof sub, "%s/models", dir);
+    if ((st = list_yaml(sub, &names, &n, err))) goto fail;
+    cat->models = calloc((size_t)n + 1, sizeof *cat->models);
+    if (!cat->models) { st = pp_error_set(err, PP_ERR_NOMEM, sub, 0, 0, "out of memory"); goto fail; }
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
+        pp_model *m = &cat->models[cat->n_models];
+        if ((st = pp_model_load_file(m, path, err))) goto fail;
+        if ((st = catalog_check_name(path, names[i], m->name, err))) goto fail;
+        cat->n_models++;
+    }
+    free_names(names);
+    names = NULL;
+
+    snprintf(sub, sizeof sub, "%s/gpus", dir);
+    if ((st = list_yaml(sub, &names, &n, err))) goto fail;
+    cat->gpus = calloc((size_t)n + 1, sizeof *cat->gpus);
+    if (!cat->gpus) { st = pp_error_set(err, PP_ERR_NOMEM, sub, 0, 0, "out of memory"); goto fail; }
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
+        pp_gpu *g = &cat->gpus[cat->n_gpus];
+        if ((st = pp_gpu_load_file(g, path, err))) goto fail;
+        if ((st = catalog_check_name(path, names[i], g->name, err))) goto fail;
+        cat->n_gpus++;
+    }
+    free_names(names);
+    names = NULL;
+    /* File names are unique in a directory and equal the names: a model and a GPU may not
+     * share one either, so that NAME arguments are never ambiguous in messages. */
+    for (int i = 0; i < cat->n_models; i++)
+        for (int j = 0; j < cat->n_gpus; j++)
+            if (!strcmp(cat->models[i].name, cat->gpus[j].name)) {
+                st = pp_error_set(err, PP_ERR_INPUT, dir, 0, 0, "'%s' is both a model and a GPU",
+                                  cat->models[i].name);
+                goto fail;
+            }
+    return PP_OK;
+fail:
+    free_names(names);
+    pp_catalog_free(cat);
+    snprintf(cat->dir, sizeof cat->dir, "%s", dir);
+    return st;
+}
+
+const pp_model *pp_catalog_model(const pp_catalog *cat, const char *name)
+{
+    if (!cat || !name) return NULL;
+    for (int i = 0; i < cat->n_models; i++)
+        if (!strcmp(cat->models[i].name, name)) return &cat->models[i];
+    return NULL;
+}
+
+const pp_gpu *pp_catalog_gpu(const pp_catalog *cat, const char *name)
+{
+    if (!cat || !name) return NULL;
+    for (int i = 0; i < cat->n_gpus; i++)
+        if (!strcmp(cat->gpus[i].name, name)) return &cat->gpus[i];
+    return NULL;
+}
+
+static bool is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Something that looks like a path (a slash or a file extension) is reported as a file. */
+static bool looks_like_path(const char *a)
+{
+    return strchr(a, '/') || strstr(a, ".yaml") || strstr(a, ".yml") || strstr(a, ".json");
+}
+
+pp_status pp_model_resolve(pp_model *m, const pp_catalog *cat, const char *arg, pp_error *err)
+{
+    if (!arg || !arg[0]) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--model needs a name or a file");
+    const pp_model *c = pp_catalog_model(cat, arg);
+    if (c) {
+        *m = *c;
+        return PP_OK;
+    }
+    if (is_file(arg) || looks_like_path(arg)) return pp_model_load_file(m, arg, err);
+    return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown model '%s' (see parplan models)", arg);
+}
+
+pp_status pp_gpu_resolve(pp_gpu *g, const pp_catalog *cat, const char *arg, pp_error *err)
+{
+    if (!arg || !arg[0]) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu needs a name or a file");
+    const pp_gpu *c = pp_catalog_gpu(cat, arg);
+    if (c) {
+        *g = *c;
+        return PP_OK;
+    }
+    if (is_file(arg) || looks_like_path(arg)) return pp_gpu_load_file(g, arg, err);
+    return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown GPU '%s' (see parplan models)", arg);
+}

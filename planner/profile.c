@@ -1,0 +1,271 @@
+/* Measured hardware profiles (`parplan probe -o FILE`, read by --profile) and the two queries
+ * the time model asks of them. Schema: ../shared/reference/cli.md "Hardware profile".
+ *
+ * Records are strict (unknown keys inside a gemm/attention/layer/nccl record or in
+ * `bandwidth` are errors); the top level also allows a few documented free-form keys
+ * (env, notes, host, ...) because the contract welcomes more keys there. */
+#include "pp_profile.h"
+#include "pp_yaml.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const pp_coll_names[PP_COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                  "sendrecv", "all_to_all"};
+static const char *const attn_impl_names[2] = {"unfused", "flash"}; /* index = flash */
+
+/* Records as read: the public struct plus informational keys that are allowed, typed, and
+ * not kept (op/label name the transformer GEMM, us/ms/algbw are what busbw came from). */
+typedef struct { pp_prof_gemm r; int dtype; char label[64]; int64_t tp; double scratch; } gemm_rec;
+typedef struct { pp_prof_attn r; int impl; bool causal; char dtype[16]; double scratch; } attn_rec;
+typedef struct { pp_prof_layer r; char dtype[16], act[16]; double scratch; } layer_rec;
+typedef struct { pp_prof_nccl r; int op; double scratch; } nccl_rec;
+
+#define RINT(T, k, f, lo, hi) {k, PP_KEY_INT, offsetof(T, f), lo, hi, 0, 0, NULL, 0, true, NULL, 0}
+#define RNUM(T, k, f, lo, hi, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, 1, 0, NULL, 0, req, NULL, 0}
+#define RENUM(T, k, f, nm, n) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, nm, n, true, NULL, 0}
+#define RSTR(T, k, f) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, false, NULL, 0}
+#define NKEYS(t) ((int)(sizeof t / sizeof t[0]))
+
+static const pp_key gemm_keys[] = {
+    RENUM(gemm_rec, "dtype", dtype, pp_dtype_names, PP_DT_COUNT),
+    RINT(gemm_rec, "m", r.m, 1, 1e9), RINT(gemm_rec, "n", r.n, 1, 1e9), RINT(gemm_rec, "k", r.k, 1, 1e9),
+    RNUM(gemm_rec, "tflops", r.tflops, 0, 1e6, true),
+    RSTR(gemm_rec, "op", label), RSTR(gemm_rec, "label", label),
+    {"tp", PP_KEY_INT, offsetof(gemm_rec, tp), 1, 1e6, 0, 0, NULL, 0, false, NULL, 0},
+    RNUM(gemm_rec, "us", scratch, 0, 1e12, false), RNUM(gemm_rec, "ms", scratch, 0, 1e12, false),
+};
+static const pp_key attn_keys[] = {
+    RENUM(attn_rec, "impl", impl, attn_impl_names, 2),
+    RINT(attn_rec, "b", r.b, 1, 1e9), RINT(attn_rec, "s", r.s, 1, 1e9),
+    RINT(attn_rec, "heads", r.heads, 1, 1e9), RINT(attn_rec, "head_dim", r.head_dim, 1, 1e9),
+    RNUM(attn_rec, "fwd_tflops", r.fwd_tflops, 0, 1e6, true),
+    RNUM(attn_rec, "fwdbwd_tflops", r.fwdbwd_tflops, 0, 1e6, true),
+    {"causal", PP_KEY_BOOL, offsetof(attn_rec, causal), 0, 0, 0, 0, NULL, 0, false, NULL, 0},
+    RSTR(attn_rec, "dtype", dtype),
+    RNUM(attn_rec, "fwd_ms", scratch, 0, 1e12, false), RNUM(attn_rec, "fwdbwd_ms", scratch, 0, 1e12, false),
+};
+static const pp_key layer_keys[] = {
+    RINT(layer_rec, "hidden", r.hidden, 1, 1e9), RINT(layer_rec, "heads", r.heads, 1, 1e9),
+    RINT(layer_rec, "seq", r.seq, 1, 1e9), RINT(layer_rec, "mbs", r.mbs, 1, 1e9),
+    RINT(layer_rec, "tp", r.tp, 1, 1e6),
+    RNUM(layer_rec, "fwd_ms", r.fwd_ms, 0, 1e9, true),
+    RNUM(layer_rec, "fwdbwd_ms", r.fwdbwd_ms, 0, 1e9, true),
+    RSTR(layer_rec, "dtype", dtype), RSTR(layer_rec, "activation", act),
+    RNUM(layer_rec, "fwd_tflops", scratch, 0, 1e6, false),
+    RNUM(layer_rec, "fwdbwd_tflops", scratch, 0, 1e6, false),
+};
+static const pp_key nccl_keys[] = {
+    RENUM(nccl_rec, "op", op, pp_coll_names, PP_COLL_COUNT),
+    RINT(nccl_rec, "ranks", r.ranks, 1, 1e7),
+    RNUM(nccl_rec, "bytes", r.bytes, 1, 1e15, true),
+    RNUM(nccl_rec, "busbw_gbs", r.busbw_gbs, 0, 1e6, true),
+    RNUM(nccl_rec, "algbw_gbs", scratch, 0, 1e6, false),
+    RNUM(nccl_rec, "us", scratch, 0, 1e12, false),
+};
+
+typedef struct {
+    pp_profile p;
+} prof_file;
+
+static const pp_key bw_keys[] = {
+    {"copy_gbs", PP_KEY_NUM, offsetof(prof_file, p.copy_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0},
+    {"mul_gbs", PP_KEY_NUM, offsetof(prof_file, p.mul_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0},
+};
+#define PANY(k) {k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0}
+enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL };
+static const pp_key prof_keys[] = {
+    {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0},
+    {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
+     NULL, 0, true, NULL, 0},
+    PANY("gemm"), /* the record lists are read below with their own tables */
+    {"bandwidth", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, bw_keys, NKEYS(bw_keys)},
+    PANY("attention"), PANY("layer"), PANY("nccl"),
+    /* Free-form, documented extras: where and how the profile was measured. */
+    PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
+    PANY("version"), PANY("gpus"), PANY("command"),
+};
+
+void pp_profile_free(pp_profile *p)
+{
+    if (!p) return;
+    free(p->gemm);
+    free(p->attn);
+    free(p->layer);
+    free(p->nccl);
+    p->gemm = NULL;
+    p->attn = NULL;
+    p->layer = NULL;
+    p->nccl = NULL;
+    p->n_gemm = p->n_attn = p->n_layer = p->n_nccl = 0;
+}
+
+static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
+{
+    prof_file pf;
+    memset(&pf, 0, sizeof pf);
+    yaml_node_t *root = pp_yaml_root(y);
+    yaml_node_t *found[NKEYS(prof_keys)];
+    void *arr = NULL;
+    int n = 0;
+    pp_status st = pp_yaml_map(y, root, prof_keys, NKEYS(prof_keys), &pf, 0, found, "profile");
+    if (st) goto fail;
+    pp_profile *p = &pf.p;
+    if (found[P_GEMM]) {
+        if ((st = pp_yaml_seq(y, found[P_GEMM], gemm_keys, NKEYS(gemm_keys), sizeof(gemm_rec), &arr, &n, "gemm")))
+            goto fail;
+        if (n && !(p->gemm = calloc((size_t)n, sizeof *p->gemm))) goto nomem;
+        for (int i = 0; i < n; i++) {
+            gemm_rec *r = (gemm_rec *)arr + i;
+            p->gemm[i] = r->r;
+            p->gemm[i].dtype = (pp_dtype)r->dtype;
+        }
+        p->n_gemm = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_ATTN]) {
+        if ((st = pp_yaml_seq(y, found[P_ATTN], attn_keys, NKEYS(attn_keys), sizeof(attn_rec), &arr, &n, "attention")))
+            goto fail;
+        if (n && !(p->attn = calloc((size_t)n, sizeof *p->attn))) goto nomem;
+        for (int i = 0; i < n; i++) {
+            attn_rec *r = (attn_rec *)arr + i;
+            p->attn[i] = r->r;
+            p->attn[i].flash = r->impl;
+        }
+        p->n_attn = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_LAYER]) {
+        if ((st = pp_yaml_seq(y, found[P_LAYER], layer_keys, NKEYS(layer_keys), sizeof(layer_rec), &arr, &n, "layer")))
+            goto fail;
+        if (n && !(p->layer = calloc((size_t)n, sizeof *p->layer))) goto nomem;
+        for (int i = 0; i < n; i++) p->layer[i] = ((layer_rec *)arr)[i].r;
+        p->n_layer = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_NCCL]) {
+        if ((st = pp_yaml_seq(y, found[P_NCCL], nccl_keys, NKEYS(nccl_keys), sizeof(nccl_rec), &arr, &n, "nccl")))
+            goto fail;
+        if (n && !(p->nccl = calloc((size_t)n, sizeof *p->nccl))) goto nomem;
+        for (int i = 0; i < n; i++) {
+            nccl_rec *r = (nccl_rec *)arr + i;
+            p->nccl[i] = r->r;
+            p->nccl[i].op = (pp_coll)r->op;
+        }
+        p->n_nccl = n;
+        free(arr);
+        arr = NULL;
+    }
+    *out = pf.p;
+    return PP_OK;
+nomem:
+    st = pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory");
+fail:
+    free(arr);
+    pp_profile_free(&pf.p);
+    return st;
+}
+
+pp_status pp_profile_load_file(pp_profile *p, const char *path, pp_error *err)
+{
+    memset(p, 0, sizeof *p);
+    char *text;
+    size_t len;
+    pp_yaml y;
+    pp_status st = pp_yaml_read_file(path, &text, &len, err);
+    if (st) return st;
+    if ((st = pp_yaml_load(&y, text, len, path, err)) == PP_OK) {
+        st = profile_from_doc(&y, p);
+        pp_yaml_free(&y);
+    }
+    free(text);
+    return st;
+}
+
+/* ------------------------------------------------------------------ queries */
+
+/* Piecewise-linear interpolation of y over x (both as given; callers pass logs), clamped to
+ * the end values outside [x_min, x_max]. Points with equal x are averaged. n >= 1. */
+typedef struct { double x, y; } xy;
+static int cmp_xy(const void *a, const void *b)
+{
+    double d = ((const xy *)a)->x - ((const xy *)b)->x;
+    return d < 0 ? -1 : d > 0;
+}
+
+static double interp_clamped(xy *pt, int n, double x)
+{
+    qsort(pt, (size_t)n, sizeof *pt, cmp_xy);
+    /* merge equal x (average y) */
+    int m = 0;
+    for (int i = 0; i < n;) {
+        int j = i;
+        double sum = 0;
+        while (j < n && pt[j].x == pt[i].x) sum += pt[j++].y;
+        pt[m].x = pt[i].x;
+        pt[m].y = sum / (j - i);
+        m++;
+        i = j;
+    }
+    if (x <= pt[0].x) return pt[0].y;
+    if (x >= pt[m - 1].x) return pt[m - 1].y;
+    for (int i = 1; i < m; i++)
+        if (x <= pt[i].x) {
+            double t = (x - pt[i - 1].x) / (pt[i].x - pt[i - 1].x);
+            return pt[i - 1].y + t * (pt[i].y - pt[i - 1].y);
+        }
+    return pt[m - 1].y;
+}
+
+/* A GEMM's achieved rate depends mostly on its size (small GEMMs cannot fill the GPU): an
+ * exact shape match wins; otherwise interpolate TFLOP/s linearly in log(2mnk) between the
+ * measured shapes of that dtype, clamped to the smallest/largest measured size. */
+double pp_profile_gemm_tflops(const pp_profile *p, pp_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    if (!p || p->n_gemm <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
+    xy *pt = malloc((size_t)p->n_gemm * sizeof *pt);
+    if (!pt) return 0;
+    int c = 0;
+    double result = 0;
+    for (int i = 0; i < p->n_gemm; i++) {
+        const pp_prof_gemm *g = &p->gemm[i];
+        if (g->dtype != dt || g->tflops <= 0) continue;
+        if (g->m == m && g->n == n && g->k == k) {
+            result = g->tflops;
+            goto done;
+        }
+        pt[c].x = log(2.0 * (double)g->m * (double)g->n * (double)g->k);
+        pt[c].y = g->tflops;
+        c++;
+    }
+    if (c) result = interp_clamped(pt, c, log(2.0 * (double)m * (double)n * (double)k));
+done:
+    free(pt);
+    return result;
+}
+
+/* Bus bandwidth of a collective: only measurements with the same op and the same number of
+ * ranks are used (busbw across a node boundary differs from busbw inside it, and the caller
+ * knows the topology); interpolated linearly in log(bytes), clamped at the measured ends. */
+double pp_profile_busbw_gbs(const pp_profile *p, pp_coll op, int64_t ranks, double bytes)
+{
+    if (!p || p->n_nccl <= 0 || !(bytes > 0) || !isfinite(bytes)) return 0;
+    xy *pt = malloc((size_t)p->n_nccl * sizeof *pt);
+    if (!pt) return 0;
+    int c = 0;
+    for (int i = 0; i < p->n_nccl; i++) {
+        const pp_prof_nccl *r = &p->nccl[i];
+        if (r->op != op || r->ranks != ranks || !(r->bytes > 0) || !(r->busbw_gbs > 0)) continue;
+        pt[c].x = log(r->bytes);
+        pt[c].y = r->busbw_gbs;
+        c++;
+    }
+    double result = c ? interp_clamped(pt, c, log(bytes)) : 0;
+    free(pt);
+    return result;
+}
