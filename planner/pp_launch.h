@@ -1,0 +1,78 @@
+/* Launch configs (issue 6): a layout turned into what starts the training run.
+ *
+ *   megatron   a bash script: torchrun ... pretrain_gpt.py with the full Megatron-LM argument
+ *              list (shape, parallel sizes, batch, optimizer, recompute, precision, overlap,
+ *              data, training, logging) in *_ARGS arrays, CUDA_DEVICE_MAX_CONNECTIONS=1
+ *   torchrun   the same arguments under a torchrun c10d rendezvous, run once per node
+ *   slurm      an sbatch script: srun (one task per node) + torchrun rendezvous
+ *   deepspeed  ds_config.json (ZeRO stage, micro-batch, accumulation, bf16, offload, buckets)
+ *              plus the deepspeed launcher line
+ *   nemo       NeMo (1.x, Megatron GPT) YAML overrides: trainer.*, model.*
+ *
+ * Every output names the parplan version and the predicted memory and throughput in a
+ * comment. Megatron flags are names that Megatron-LM's parser accepts; the list they are
+ * tested against is tests/data/megatron_flags.txt (tests/launch/). */
+#ifndef PP_LAUNCH_H
+#define PP_LAUNCH_H
+
+#include <stdio.h>
+
+#include "pp.h"
+
+typedef enum {
+    PP_LAUNCH_MEGATRON = 0,
+    PP_LAUNCH_TORCHRUN,
+    PP_LAUNCH_SLURM,
+    PP_LAUNCH_DEEPSPEED,
+    PP_LAUNCH_NEMO,
+    PP_LAUNCH_COUNT
+} pp_launch_format;
+/* "megatron", "torchrun", "slurm", "deepspeed", "nemo" */
+extern const char *const pp_launch_format_names[PP_LAUNCH_COUNT];
+
+/* Who runs the Megatron command line:
+ *   standard      a normal Megatron-LM install with Transformer Engine (the default);
+ *   device-local  Megatron-LM without TE or apex (the lent GPU machines): --transformer-impl
+ *                 local and the fusions that need TE/apex off, mock data and NullTokenizer,
+ *                 a few iterations; --sequence-parallel and context parallelism are refused
+ *                 there (the torch LayerNorm and local attention do not support them). */
+typedef enum { PP_TARGET_STANDARD = 0, PP_TARGET_DEVICE_LOCAL, PP_TARGET_COUNT } pp_launch_target;
+extern const char *const pp_launch_target_names[PP_TARGET_COUNT]; /* "standard", "device-local" */
+
+/* Everything a launch config is written from. Predictions are optional: a value < 0 (or not
+ * finite) is written as "not predicted", never as NaN. The ILP's uneven stages and per-stage
+ * recompute come in layout->stage_layers / layout->stage_recompute (NULL: uniform). */
+typedef struct {
+    const pp_work *work;
+    const pp_layout *layout;       /* validated (pp_layout_validate): dp is filled */
+    pp_launch_target target;
+    double peak_bytes;             /* predicted allocator peak of the largest rank */
+    double reserved_bytes;         /* beyond the peak on that rank (context, NCCL, slack); <0: unknown */
+    double capacity_bytes;         /* GPU memory; <0: take work->gpu.memory_bytes */
+    double step_time_s;            /* one optimizer step */
+    double samples_per_s;
+    int64_t train_iters;           /* 0: 5 for device-local, a placeholder (TRAIN_ITERS) otherwise */
+    const char *megatron_dir;      /* Megatron-LM checkout on the cluster; NULL: $MEGATRON_LM or . */
+} pp_launch_params;
+
+void pp_launch_params_init(pp_launch_params *p); /* predictions unknown, standard target */
+
+/* Files one format writes into a directory (NULL-terminated, at most 3). */
+const char *const *pp_launch_files(pp_launch_format fmt);
+
+/* Write format fmt for p: to out (a FILE*, several files are joined into one self-contained
+ * script) when out is not NULL, else into directory dir (created if missing; each file is
+ * written to a temporary file in dir, fsync'ed and renamed over the name, so a reader sees the
+ * old file or the whole new one). Bad combinations (a layout the format cannot express) are
+ * PP_ERR_INPUT naming what is wrong; I/O failures PP_ERR_RUNTIME. */
+pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE *out,
+                          const char *dir, pp_error *err);
+
+/* Lower-level pieces, exposed for tests: the Megatron argument list as one line of
+ * "--flag value" tokens separated by spaces (what pretrain_gpt.py receives, bash quoting as in
+ * the script), and the atomic file write. */
+pp_status pp_launch_megatron_args(const pp_launch_params *p, char *buf, size_t n, pp_error *err);
+pp_status pp_launch_write_file_atomic(const char *dir, const char *name, const char *data,
+                                      size_t len, int mode, pp_error *err);
+
+#endif

@@ -1,0 +1,215 @@
+/* Shared by the launch tests: model shapes written out here (so that the launch tests do not
+ * depend on the loader), a GPU, and a parser for the generated scripts' Megatron arguments. */
+#ifndef PP_LAUNCH_FIXTURES_H
+#define PP_LAUNCH_FIXTURES_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp.h"
+#include "pp_launch.h"
+
+/* Published shapes: GPT-3 (Brown et al. 2020, table 2.1), Llama 2 (Touvron et al. 2023, HF
+ * config.json), Llama 3 8B (HF config.json), Mixtral 8x7B, TinyLlama 1.1B, BLOOM (HF config.json files). */
+static inline pp_model fx_model(const char *name)
+{
+    pp_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    m.act = PP_ACT_GELU, m.norm = PP_NORM_LAYERNORM, m.pos = PP_POS_LEARNED;
+    m.bias = true, m.tied = true, m.vocab = 50257, m.seq = 2048;
+    if (!strcmp(name, "gpt3-1.3b")) m.layers = 24, m.hidden = 2048, m.heads = 16;
+    else if (!strcmp(name, "gpt3-13b")) m.layers = 40, m.hidden = 5120, m.heads = 40;
+    else if (!strcmp(name, "gpt3-175b")) m.layers = 96, m.hidden = 12288, m.heads = 96;
+    else if (!strcmp(name, "gpt-tiny")) m.layers = 6, m.hidden = 512, m.heads = 8, m.seq = 1024;
+    else {
+        m.act = PP_ACT_SWIGLU, m.norm = PP_NORM_RMSNORM, m.pos = PP_POS_ROPE;
+        m.bias = false, m.tied = false, m.vocab = 32000, m.seq = 4096;
+        if (!strcmp(name, "llama2-7b")) m.layers = 32, m.hidden = 4096, m.heads = 32, m.ffn = 11008;
+        else if (!strcmp(name, "llama2-70b"))
+            m.layers = 80, m.hidden = 8192, m.heads = 64, m.kv_heads = 8, m.ffn = 28672;
+        else if (!strcmp(name, "llama3-8b"))
+            m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336,
+            m.vocab = 128256, m.seq = 8192;
+        else if (!strcmp(name, "tinyllama-1.1b"))
+            m.layers = 22, m.hidden = 2048, m.heads = 32, m.kv_heads = 4, m.ffn = 5632, m.seq = 2048;
+        else if (!strcmp(name, "mixtral-8x7b"))
+            m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336,
+            m.experts = 8, m.topk = 2;
+        else if (!strcmp(name, "bloom-176b")) {
+            m.layers = 70, m.hidden = 14336, m.heads = 112, m.vocab = 250880, m.seq = 2048;
+            m.act = PP_ACT_GELU, m.norm = PP_NORM_LAYERNORM, m.pos = PP_POS_ALIBI;
+            m.bias = true, m.tied = true;
+        } else {
+            fprintf(stderr, "fixtures: unknown model %s\n", name);
+            exit(99);
+        }
+    }
+    if (!m.kv_heads) m.kv_heads = m.heads;
+    if (!m.ffn) m.ffn = 4 * m.hidden;
+    m.head_dim = m.hidden / m.heads;
+    return m;
+}
+
+static inline pp_work fx_work(const char *model, int64_t gpus, int64_t gpn, int64_t gbs)
+{
+    pp_work w;
+    memset(&w, 0, sizeof w);
+    w.model = fx_model(model);
+    snprintf(w.gpu.name, sizeof w.gpu.name, "h100-sxm");
+    w.gpu.memory_bytes = 80.0 * 1073741824.0;
+    w.gpu.gpus_per_node = 8;
+    w.gpus = gpus;
+    w.gpus_per_node = gpn;
+    w.gbs = gbs;
+    w.framework = PP_FW_MEGATRON;
+    w.attention = PP_ATTN_FLASH;
+    return w;
+}
+
+/* Run fmt into a string (caller frees). */
+static inline char *fx_render(pp_launch_format fmt, const pp_launch_params *p, pp_error *err,
+                              pp_status *st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    *st = pp_launch_write(fmt, p, f, NULL, err);
+    fclose(f);
+    return buf;
+}
+
+/* The Megatron arguments of a generated script: every token of every NAME_ARGS=( ... ) array,
+ * in order. Values keep their shell quoting. */
+#define FX_MAX_TOK 512
+typedef struct {
+    char *tok[FX_MAX_TOK];
+    int n;
+    int arrays;         /* NAME_ARGS arrays defined */
+    int arrays_used;    /* "${NAME_ARGS[@]}" references */
+    char launcher[2048];/* the torchrun ... line(s), joined */
+} fx_args;
+
+static inline void fx_args_free(fx_args *a)
+{
+    for (int i = 0; i < a->n; i++) free(a->tok[i]);
+    a->n = 0;
+}
+
+/* Split a line into shell words, honouring '...' and "..." (no expansion). */
+static inline void fx_split(const char *line, fx_args *a)
+{
+    const char *p = line;
+    while (*p) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p || *p == '#') break;
+        char word[2048];
+        size_t k = 0;
+        while (*p && *p != ' ' && *p != '\t') {
+            if (*p == '\'' || *p == '"') {
+                char q = *p;
+                word[k++] = *p++;
+                while (*p && *p != q && k < sizeof word - 2) word[k++] = *p++;
+                if (*p) word[k++] = *p++;
+            } else if (k < sizeof word - 1) {
+                word[k++] = *p++;
+            } else {
+                p++;
+            }
+        }
+        word[k] = 0;
+        if (a->n < FX_MAX_TOK) a->tok[a->n++] = strdup(word);
+    }
+}
+
+static inline void fx_parse(const char *script, fx_args *a)
+{
+    memset(a, 0, sizeof *a);
+    const char *p = script;
+    bool in_array = false, in_launch = false;
+    while (p && *p) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char line[4096];
+        if (len >= sizeof line) len = sizeof line - 1;
+        memcpy(line, p, len);
+        line[len] = 0;
+        p = e ? e + 1 : NULL;
+        if (in_array) {
+            if (!strcmp(line, ")")) in_array = false;
+            else fx_split(line, a);
+            continue;
+        }
+        size_t L = strlen(line);
+        if (L > 7 && !strcmp(line + L - 7, "_ARGS=(")) {
+            in_array = true;
+            a->arrays++;
+            continue;
+        }
+        if (!strncmp(line, "torchrun ", 9) || !strncmp(line, "srun ", 5) || in_launch) {
+            strncat(a->launcher, line, sizeof a->launcher - strlen(a->launcher) - 2);
+            strncat(a->launcher, " ", sizeof a->launcher - strlen(a->launcher) - 1);
+            in_launch = L > 0 && line[L - 1] == '\\';
+            for (const char *q = line; (q = strstr(q, "_ARGS[@]}")); q++) a->arrays_used++;
+        }
+    }
+}
+
+/* Value after flag (NULL: absent, "" a switch). */
+static inline const char *fx_value(const fx_args *a, const char *flag)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!strcmp(a->tok[i], flag))
+            return (i + 1 < a->n && strncmp(a->tok[i + 1], "--", 2)) ? a->tok[i + 1] : "";
+    return NULL;
+}
+
+static inline long long fx_int(const fx_args *a, const char *flag)
+{
+    const char *v = fx_value(a, flag);
+    return v && *v ? atoll(v) : -1;
+}
+
+/* The flag list: one option per line, '#' comments. */
+typedef struct {
+    char **names;
+    int n;
+} fx_flags;
+
+static inline int fx_flags_load(fx_flags *f, const char *path)
+{
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    char line[512];
+    int cap = 0;
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\r\n\t ")] = 0;
+        if (!line[0] || line[0] == '#') continue;
+        if (f->n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            f->names = realloc(f->names, (size_t)cap * sizeof *f->names);
+        }
+        f->names[f->n++] = strdup(line);
+    }
+    fclose(fp);
+    return 0;
+}
+
+static inline bool fx_flags_has(const fx_flags *f, const char *name)
+{
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->names[i], name)) return true;
+    return false;
+}
+
+static inline void fx_flags_free(fx_flags *f)
+{
+    for (int i = 0; i < f->n; i++) free(f->names[i]);
+    free(f->names);
+    memset(f, 0, sizeof *f);
+}
+
+#endif

@@ -1,0 +1,374 @@
+/* Validation: every Megatron-LM flag that parplan emits is one that Megatron-LM's parser
+ * accepts. The option list (tests/data/megatron_flags.txt) is extracted from the Megatron-LM
+ * snapshot by tests/launch/extract_megatron_flags.py (and cross-checked against the real
+ * argparse parser on the GPU machine: tests/data/launch/). For each of the layouts below
+ * (models x formats x targets) the generated script is parsed: every --flag of every *_ARGS
+ * array must be in the list, appear once, and carry the layout's values; the script must pass
+ * `bash -n`. Prints one line per layout and the count of unknown flags (must be 0). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../tap.h"
+#include "fixtures.h"
+
+typedef struct {
+    const char *model;
+    int64_t gpus, gpn, gbs;
+    int64_t tp, pp, vpp, cp, ep, mbs;
+    bool dist_opt, sp;
+    pp_recompute rc;
+    int64_t rc_layers;
+    pp_offload offload;
+    pp_attention attention;
+    pp_launch_target target;
+    pp_launch_format fmt;
+    int stages[8];   /* ILP stage layers (0: uniform) */
+    int stage_rc[8]; /* ILP per-stage recompute */
+} fx_case;
+
+#define STD PP_TARGET_STANDARD
+#define LOC PP_TARGET_DEVICE_LOCAL
+#define MEG PP_LAUNCH_MEGATRON
+#define TRN PP_LAUNCH_TORCHRUN
+#define SLM PP_LAUNCH_SLURM
+#define FL PP_ATTN_FLASH
+#define UN PP_ATTN_UNFUSED
+
+static const fx_case cases[] = {
+    /* model            gpus gpn  gbs  tp pp vpp cp ep mbs dopt  sp    recompute    k  offload */
+    {"gpt3-1.3b",         2,  2,   16,  1, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
+    {"gpt3-1.3b",         2,  2,   16,  2, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
+    {"gpt3-1.3b",         2,  2,   16,  1, 2, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
+    {"tinyllama-1.1b",    2,  2,   16,  2, 1, 1, 1, 1, 2, true,  false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
+    {"tinyllama-1.1b",    2,  2,   16,  1, 2, 1, 1, 1, 2, true,  false, PP_RC_FULL, 0, PP_OFF_NONE, UN, LOC, MEG, {12, 10}, {2, 0}},
+    {"llama2-7b",         8,  8,   64,  2, 2, 1, 1, 1, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
+    {"llama2-70b",       64,  8,  128,  8, 4, 5, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
+    {"llama2-70b",       64,  8,  128,  8, 4, 1, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, TRN, {22, 20, 20, 18}, {4, 2, 0, 0}},
+    {"llama3-8b",        16,  8,   64,  2, 1, 1, 2, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
+    {"mixtral-8x7b",     16,  8,   64,  2, 2, 1, 1, 4, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
+    {"gpt3-175b",      1024,  8, 1536,  8, 16, 2, 1, 1, 1, true, true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
+    {"gpt3-13b",         16,  8,  256,  4, 2, 1, 1, 1, 2, false, true,  PP_RC_FULL, 5, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
+    {"gpt3-13b",         12,  4,   32,  4, 3, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}},
+    {"llama2-7b",         8,  8,   64,  1, 1, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_OPTIMIZER, FL, STD, MEG, {0}, {0}},
+    {"gpt3-1.3b",         8,  8,  256,  1, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, STD, TRN, {0}, {0}},
+    {"llama3-8b",         2,  2,    8,  2, 1, 1, 1, 1, 1, true,  false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, UN, LOC, TRN, {0}, {0}},
+    {"gpt3-1.3b",         2,  2,    8,  1, 2, 2, 1, 1, 1, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, SLM, {0}, {0}},
+    {"llama2-70b",       16,  8,   64,  8, 2, 2, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, MEG, {42, 38}, {6, 2}},
+    {"gpt-tiny",          1,  1,    4,  1, 1, 1, 1, 1, 1, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, LOC, MEG, {0}, {0}},
+    {"mixtral-8x7b",      8,  8,   64,  1, 1, 1, 1, 8, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}},
+    {"llama2-7b",         8,  8,   64,  2, 2, 2, 1, 1, 1, true,  true,  PP_RC_FULL, 8, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
+    {"gpt3-175b",       384,  8, 1536,  8, 12, 1, 1, 1, 2, true, true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
+    {"llama3-8b",         4,  4,   64,  1, 1, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}},
+    {"gpt3-13b",         16,  8,  512,  2, 4, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
+    {"tinyllama-1.1b",   32,  8,  256,  1, 2, 1, 4, 1, 1, true,  false, PP_RC_FULL, 3, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static bool have_bash(void)
+{
+    static int have = -1;
+    if (have < 0) have = system("bash -c true >/dev/null 2>&1") == 0;
+    return have;
+}
+
+/* Write the script to a temporary file (and to $PARPLAN_LAUNCH_DUMP_DIR/caseNN.sh when set). */
+static bool script_file(const char *script, size_t idx, char *path, size_t n)
+{
+    snprintf(path, n, "/tmp/parplan_launch_XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return false;
+    FILE *f = fdopen(fd, "w");
+    fputs(script, f);
+    fclose(f);
+    const char *dump = getenv("PARPLAN_LAUNCH_DUMP_DIR");
+    if (dump) {
+        char dpath[1024];
+        snprintf(dpath, sizeof dpath, "%s/case%02zu.sh", dump, idx);
+        FILE *d = fopen(dpath, "w");
+        if (d) {
+            fputs(script, d);
+            fclose(d);
+        }
+    }
+    return true;
+}
+
+/* The arguments bash really hands to pretrain_gpt.py (tests/launch/capture_args.sh). */
+static int capture(const char *src, const char *path, fx_args *a, long *world)
+{
+    char out[600], cmd[2048];
+    snprintf(out, sizeof out, "%s.args", path);
+    snprintf(cmd, sizeof cmd, "bash '%s/tests/launch/capture_args.sh' '%s' '%s' >/dev/null", src, path, out);
+    memset(a, 0, sizeof *a);
+    int rc = system(cmd);
+    FILE *f = fopen(out, "rb");
+    if (rc == 0 && f) {
+        char tok[4096];
+        size_t k = 0;
+        int c;
+        while ((c = fgetc(f)) != EOF) {
+            if (c == 0) {
+                tok[k] = 0;
+                if (a->n < FX_MAX_TOK) a->tok[a->n++] = strdup(tok);
+                k = 0;
+            } else if (k < sizeof tok - 1) {
+                tok[k++] = (char)c;
+            }
+        }
+    }
+    if (f) fclose(f);
+    unlink(out);
+    snprintf(cmd, sizeof cmd, "%s.world", out);
+    f = fopen(cmd, "r");
+    *world = 0;
+    if (f) {
+        if (fscanf(f, "%ld", world) != 1) *world = 0;
+        fclose(f);
+    }
+    unlink(cmd);
+    return rc == 0 && a->n > 0;
+}
+
+/* Check --pipeline-model-parallel-layout against the stages: pp*vpp segments, 'E' first, 'L'
+ * last, the 't's of rank r's segments add up to its layers. */
+static bool layout_ok(const char *s, const pp_work *w, const pp_layout *l)
+{
+    char buf[2048];
+    size_t k = 0;
+    if (*s == '\'') s++;
+    /* unroll t*N */
+    for (const char *p = s; *p && *p != '\'' && k < sizeof buf - 64; p++) {
+        if (*p == 't' && p[1] == '*') {
+            long n = strtol(p + 2, (char **)&p, 10);
+            for (long i = 0; i < n && k < sizeof buf - 64; i++) buf[k++] = 't';
+            p--;
+        } else {
+            buf[k++] = *p;
+        }
+    }
+    buf[k] = 0;
+    if (buf[0] != 'E' || buf[k - 1] != 'L') return false;
+    int64_t per_rank[PP_MAX_STAGES] = {0}, seg = 0;
+    for (const char *p = buf; *p; p++) {
+        if (*p == '|') seg++;
+        else if (*p == 't') per_rank[seg % l->pp]++;
+        else if (*p != 'E' && *p != 'L') return false;
+    }
+    if (seg + 1 != l->pp * l->vpp) return false;
+    for (int64_t r = 0; r < l->pp; r++)
+        if (per_rank[r] != pp_layout_stage_layers(w, l, r)) return false;
+    return true;
+}
+
+int main(void)
+{
+    const char *src = getenv("PARPLAN_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/megatron_flags.txt", src ? src : ".");
+    fx_flags flags;
+    if (fx_flags_load(&flags, path) != 0) {
+        tap_ok(0, "load %s", path);
+        return tap_done();
+    }
+    tap_ok(flags.n > 500, "Megatron flag list has %d options (%s)", flags.n, path);
+    /* the list itself must know the flags the device notes say work, and not an invented one */
+    const char *must[] = {"--transformer-impl", "--no-persist-layer-norm", "--no-masked-softmax-fusion",
+                          "--no-gradient-accumulation-fusion", "--no-rope-fusion", "--mock-data",
+                          "--tokenizer-type", "--vocab-size", "--eval-iters", "--eval-interval",
+                          "--log-interval", "--log-throughput", "--bf16", "--train-iters",
+                          "--sequence-parallel", "--tensor-model-parallel-size"};
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        tap_ok(fx_flags_has(&flags, must[i]), "flag list has %s", must[i]);
+    tap_ok(!fx_flags_has(&flags, "--tensor-parallel-size-bogus"), "flag list rejects an invented flag");
+    /* the static extraction against the option list of Megatron's real parser, dumped on the GPU
+     * machine by tests/launch/megatron_parse_check.py (same Megatron-LM commit) */
+    fx_flags rt;
+    snprintf(path, sizeof path, "%s/tests/data/launch/megatron_flags_runtime.txt", src ? src : ".");
+    if (tap_ok(fx_flags_load(&rt, path) == 0, "load %s", path)) {
+        int missing = 0, extra = 0;
+        for (int i = 0; i < rt.n; i++) missing += !fx_flags_has(&flags, rt.names[i]);
+        for (int i = 0; i < flags.n; i++) extra += !fx_flags_has(&rt, flags.names[i]);
+        tap_ok(rt.n == flags.n && missing == 0 && extra == 0,
+               "static list = the real parser's options (%d vs %d; %d missing, %d extra)", flags.n, rt.n,
+               missing, extra);
+        fx_flags_free(&rt);
+    }
+
+    int unknown_total = 0, checked_total = 0, layouts = 0;
+    bool bash_checked = false;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const fx_case *c = &cases[ci];
+        pp_work w = fx_work(c->model, c->gpus, c->gpn, c->gbs);
+        w.attention = c->attention;
+        pp_layout l;
+        pp_layout_init(&l);
+        l.tp = c->tp, l.pp = c->pp, l.vpp = c->vpp, l.cp = c->cp, l.ep = c->ep, l.mbs = c->mbs;
+        l.dist_opt = c->dist_opt, l.sp = c->sp, l.recompute = c->rc, l.recompute_layers = c->rc_layers;
+        l.offload = c->offload;
+        if (c->stages[0]) l.stage_layers = c->stages, l.stage_recompute = c->stage_rc;
+        pp_error err = {0};
+        char name[160];
+        snprintf(name, sizeof name, "#%zu %s %lldx tp%lld pp%lld vpp%lld cp%lld ep%lld %s %s", ci + 1,
+                 c->model, (long long)c->gpus, (long long)c->tp, (long long)c->pp, (long long)c->vpp,
+                 (long long)c->cp, (long long)c->ep, pp_launch_format_names[c->fmt],
+                 pp_launch_target_names[c->target]);
+        if (!tap_ok(pp_layout_validate(&w, &l, &err) == PP_OK, "%s: layout valid (%s)", name, err.msg))
+            continue;
+        pp_launch_params p;
+        pp_launch_params_init(&p);
+        p.work = &w, p.layout = &l, p.target = c->target;
+        p.peak_bytes = 40e9, p.step_time_s = 1.5, p.samples_per_s = (double)c->gbs / 1.5;
+        pp_status st;
+        char *s = fx_render(c->fmt, &p, &err, &st);
+        if (!tap_ok(st == PP_OK && s, "%s: written (%s)", name, err.msg)) {
+            free(s);
+            continue;
+        }
+        layouts++;
+        fx_args a;
+        fx_parse(s, &a);
+        int unknown = 0, dup = 0, nflags = 0;
+        for (int i = 0; i < a.n; i++) {
+            if (strncmp(a.tok[i], "--", 2)) continue;
+            nflags++;
+            if (!fx_flags_has(&flags, a.tok[i])) {
+                unknown++;
+                tap_diag("%s: unknown Megatron flag %s", name, a.tok[i]);
+            }
+            for (int j = 0; j < i; j++)
+                if (!strcmp(a.tok[j], a.tok[i])) dup++;
+        }
+        unknown_total += unknown;
+        checked_total += nflags;
+        tap_ok(unknown == 0 && nflags >= 25, "%s: %d Megatron flags, %d not in Megatron's parser",
+               name, nflags, unknown);
+        tap_ok(dup == 0, "%s: no flag given twice", name);
+        tap_ok(a.arrays > 0 && a.arrays == a.arrays_used && strstr(a.launcher, "pretrain_gpt.py"),
+               "%s: launcher passes all %d argument arrays to pretrain_gpt.py", name, a.arrays);
+        tap_ok(strstr(s, "export CUDA_DEVICE_MAX_CONNECTIONS=1") != NULL, "%s: CUDA_DEVICE_MAX_CONNECTIONS=1", name);
+        tap_ok(strstr(s, "parplan " PP_VERSION) && strstr(s, "predicted by parplan") &&
+                   strstr(s, "37.25 GiB") && strstr(s, "step 1.500 s"),
+               "%s: names the version and the predictions", name);
+        bool vals = fx_int(&a, "--tensor-model-parallel-size") == l.tp &&
+                    fx_int(&a, "--pipeline-model-parallel-size") == l.pp &&
+                    fx_int(&a, "--context-parallel-size") == l.cp &&
+                    fx_int(&a, "--micro-batch-size") == l.mbs &&
+                    fx_int(&a, "--global-batch-size") == w.gbs &&
+                    fx_int(&a, "--num-layers") == w.model.layers &&
+                    fx_int(&a, "--hidden-size") == w.model.hidden &&
+                    fx_int(&a, "--num-attention-heads") == w.model.heads &&
+                    fx_int(&a, "--ffn-hidden-size") == w.model.ffn &&
+                    fx_int(&a, "--seq-length") == w.model.seq &&
+                    (fx_value(&a, "--sequence-parallel") != NULL) == l.sp &&
+                    (fx_value(&a, "--use-distributed-optimizer") != NULL) == l.dist_opt &&
+                    (fx_value(&a, "--swiglu") != NULL) == (w.model.act == PP_ACT_SWIGLU) &&
+                    (fx_value(&a, "--untie-embeddings-and-output-weights") != NULL) == !w.model.tied &&
+                    (fx_value(&a, "--disable-bias-linear") != NULL) == !w.model.bias &&
+                    (fx_value(&a, "--hidden-dropout") != NULL) == !w.model.bias &&
+                    (fx_int(&a, "--num-query-groups") == (w.model.kv_heads != w.model.heads ? w.model.kv_heads : -1));
+        if (w.model.experts > 1)
+            vals = vals && fx_int(&a, "--expert-model-parallel-size") == l.ep &&
+                   fx_int(&a, "--num-experts") == w.model.experts;
+        tap_ok(vals, "%s: shape, parallel sizes and batch carry the layout's values", name);
+        const char *lay = fx_value(&a, "--pipeline-model-parallel-layout");
+        bool even = true;
+        for (int64_t i = 1; i < l.pp; i++)
+            if (pp_layout_stage_layers(&w, &l, i) != pp_layout_stage_layers(&w, &l, 0)) even = false;
+        if (!even)
+            tap_ok(lay && layout_ok(lay, &w, &l), "%s: uneven stages as --pipeline-model-parallel-layout %s",
+                   name, lay ? lay : "(none)");
+        else if (l.vpp > 1)
+            tap_ok(fx_int(&a, "--num-layers-per-virtual-pipeline-stage") == w.model.layers / (l.pp * l.vpp),
+                   "%s: interleaved, %lld layers per virtual stage", name,
+                   (long long)(w.model.layers / (l.pp * l.vpp)));
+        else
+            tap_ok(!lay, "%s: even stages need no layout string", name);
+        const char *gran = fx_value(&a, "--recompute-granularity");
+        if (l.recompute == PP_RC_NONE) tap_ok(!gran, "%s: no recompute flags", name);
+        else if (l.recompute == PP_RC_SELECTIVE)
+            tap_ok(gran && !strcmp(gran, "selective") && !fx_value(&a, "--recompute-method"),
+                   "%s: selective recompute without a method", name);
+        else {
+            int64_t kmax = 0;
+            bool all = true;
+            for (int64_t i = 0; i < l.pp; i++) {
+                int64_t n = pp_layout_stage_layers(&w, &l, i);
+                int64_t k = l.stage_recompute ? l.stage_recompute[i] : l.recompute_layers ? l.recompute_layers : n;
+                if (k > kmax) kmax = k;
+                if (k != n) all = false;
+            }
+            const char *meth = fx_value(&a, "--recompute-method");
+            long long num = fx_int(&a, "--recompute-num-layers");
+            tap_ok(gran && !strcmp(gran, "full") && meth &&
+                       (all ? (!strcmp(meth, "uniform") && num == 1)
+                            : (!strcmp(meth, "block") && num == (kmax + l.vpp - 1) / l.vpp)),
+                   "%s: full recompute %s %lld (planned max %lld per stage)", name, meth ? meth : "-",
+                   num, (long long)kmax);
+        }
+        bool local = c->target == LOC;
+        tap_ok((fx_value(&a, "--transformer-impl") != NULL) == local &&
+                   (fx_value(&a, "--mock-data") != NULL) == local &&
+                   (fx_value(&a, "--data-path") != NULL) == !local,
+               "%s: %s target flags", name, pp_launch_target_names[c->target]);
+        char spath[256];
+        if (have_bash() && script_file(s, ci + 1, spath, sizeof spath)) {
+            bash_checked = true;
+            char cmd[400];
+            snprintf(cmd, sizeof cmd, "bash -n '%s'", spath);
+            tap_ok(system(cmd) == 0, "%s: bash -n accepts the script", name);
+            fx_args r;
+            long world = 0;
+            int got = capture(src ? src : ".", spath, &r, &world);
+            int rflags = 0, runknown = 0;
+            for (int i = 0; got && i < r.n; i++) {
+                if (strncmp(r.tok[i], "--", 2)) continue;
+                rflags++;
+                if (!fx_flags_has(&flags, r.tok[i])) runknown++;
+            }
+            const char *rl = got ? fx_value(&r, "--pipeline-model-parallel-layout") : NULL;
+            const char *sl = fx_value(&a, "--pipeline-model-parallel-layout");
+            bool lay_same = !sl || (rl && strlen(sl) == strlen(rl) + 2 && !strncmp(sl + 1, rl, strlen(rl)));
+            tap_ok(got && rflags == nflags && runknown == 0 && world == w.gpus && lay_same,
+                   "%s: bash hands pretrain_gpt.py %d flags (%d unknown), world size %ld", name, rflags,
+                   runknown, world);
+            fx_args_free(&r);
+            unlink(spath);
+        }
+        /* the one-line argument list must hold the same flags */
+        char *line = malloc(1 << 16);
+        tap_ok(pp_launch_megatron_args(&p, line, 1 << 16, &err) == PP_OK && strstr(line, "--num-layers ") &&
+                   strstr(line, "--global-batch-size "),
+               "%s: pp_launch_megatron_args", name);
+        free(line);
+        fx_args_free(&a);
+        free(s);
+    }
+    /* the scripts that ran on the GPU machine (tests/data/launch/scripts) */
+    const char *runs[] = {"r1-gpt1.3b-dp2", "r2-gpt1.3b-tp2", "r3-gpt1.3b-pp2", "r4-tinyllama-pp2-uneven-rc",
+                          "r5-tinyllama-tp2-distopt"};
+    for (size_t i = 0; have_bash() && i < sizeof runs / sizeof runs[0]; i++) {
+        char sp[1200];
+        snprintf(sp, sizeof sp, "%s/tests/data/launch/scripts/%s.sh", src ? src : ".", runs[i]);
+        fx_args r;
+        long world = 0;
+        int got = capture(src ? src : ".", sp, &r, &world);
+        int nf = 0, unk = 0;
+        for (int k = 0; got && k < r.n; k++) {
+            if (strncmp(r.tok[k], "--", 2)) continue;
+            nf++;
+            if (!fx_flags_has(&flags, r.tok[k])) unk++;
+        }
+        unknown_total += unk;
+        tap_ok(got && nf >= 30 && unk == 0 && world == 2 && fx_value(&r, "--transformer-impl"),
+               "real run %s: %d flags, %d unknown, world %ld", runs[i], nf, unk, world);
+        fx_args_free(&r);
+    }
+    if (!bash_checked) tap_diag("bash not found: scripts not syntax-checked");
+    tap_diag("validation: %d layouts, %d Megatron flags checked, %d unknown to Megatron-LM's parser",
+             layouts, checked_total, unknown_total);
+    tap_ok(layouts >= 20 && unknown_total == 0, "at least 20 layouts, no unknown flag (%d layouts)", layouts);
+    fx_flags_free(&flags);
+    return tap_done();
+}
