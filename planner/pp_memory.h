@@ -27,8 +27,46 @@ typedef struct {
     double peak_bytes;      /* max over stages of peak_bytes */
     int64_t largest_stage;  /* stage whose peak + reserved is largest */
     bool fits;
-    char why[256];          /* when !fits: one line, why and what would make it fit */
+    char why[512];          /* when !fits: one line, why and what would make it fit */
 } pp_mem_result;
+
+/* One stage with an explicit layer count and fully recomputed layer count (the ILP helper of
+ * issue 5 prices uneven splits with it). recompute_layers is exact (0: none fully recomputed,
+ * whatever l->recompute says; the other layers are selective when l->recompute is selective).
+ * stage selects the embedding (first), the output layer and loss (last) and the in-flight
+ * micro-batches of the schedule. The layout is validated. */
+void pp_memory_stage(const pp_work *w, const pp_layout *l, int64_t stage, int64_t layers,
+                     int64_t recompute_layers, pp_mem_stage *out);
+
+/* One tensor of the per-layer activation table: what one transformer layer keeps for its
+ * backward pass for one micro-batch on one rank (memory.c lists them and says where each comes
+ * from). The stored bytes of a layer are the sum of elems x bytes_per_elem. */
+typedef struct {
+    const char *name;
+    double elems;
+    double bytes_per_elem;
+    bool paper; /* counted by Korthikanti et al. 2022, table 2 (false: e.g. norm statistics) */
+} pp_act_tensor;
+
+#define PP_ACT_TENSORS_MAX 40
+typedef struct {
+    int n;
+    pp_act_tensor t[PP_ACT_TENSORS_MAX];
+    double bytes;       /* sum over the table */
+    double paper_bytes; /* sum over the tensors the paper counts */
+} pp_act_table;
+
+/* The table of one layer under recompute mode rc (PP_RC_FULL: the checkpointed layer input). */
+void pp_memory_layer_table(const pp_work *w, const pp_layout *l, pp_recompute rc, pp_act_table *out);
+
+/* Model-state bytes per parameter on one rank (weights, gradients, optimizer) for the
+ * framework's mixed-precision Adam under ZeRO stage / distributed optimizer over shard ranks,
+ * offload as given. The ZeRO paper's table 1 is params x the sum. */
+typedef struct {
+    double weights, grads, optimizer;
+} pp_state_bytes;
+void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offload off,
+                               int64_t shard, pp_state_bytes *out);
 
 /* Full per-stage breakdown (check, report). */
 pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result *out, pp_error *err);

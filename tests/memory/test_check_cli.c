@@ -1,0 +1,72 @@
+/* `parplan check` through the CLI (issue 3): the per-stage table, and --json with the fields
+ * ../shared/reference/cli.md fixes for check, consistent with each other. Runs $PARPLAN. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cli/pp_run.h"
+#include "tap.h"
+
+/* The number after "key": at or after from; NAN when absent. */
+static double json_num(const char *text, const char *key, const char **from)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(from && *from ? *from : text, pat);
+    if (!p) return NAN;
+    if (from) *from = p + strlen(pat);
+    return strtod(p + strlen(pat), NULL);
+}
+
+int main(void)
+{
+    const char *exe = getenv("PARPLAN");
+    if (!exe || !*exe) return tap_skip_all("PARPLAN not set");
+    char *table_argv[] = {(char *)exe, "check", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus",
+                          "16", "--gpus-per-node", "8", "--tp", "2", "--pp", "2", "--mbs", "1", NULL};
+    pp_run_result r;
+    pp_run(table_argv, &r);
+    tap_ok(r.status == 0 && r.err_len == 0, "check gpt3-13b tp 2 pp 2 on 16 x a100-80gb: exit 0");
+    tap_ok(strstr(r.out, "stage") && strstr(r.out, "weights") && strstr(r.out, "activations") &&
+               strstr(r.out, "reserved") && strstr(r.out, "<- largest"),
+           "table: per-stage columns and the largest stage named");
+    tap_ok(strstr(r.out, "\n    0 ") && strstr(r.out, "\n    1 "), "table: one row per stage (0, 1)");
+    tap_ok(strstr(r.out, "step time") != NULL, "table: predicted step time");
+    printf("%s", "# ");
+    for (const char *p = r.out; *p; p++) printf(*p == '\n' && p[1] ? "\n# " : "%c", *p);
+    pp_run_result_free(&r);
+
+    char *json_argv[] = {(char *)exe, "check", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus",
+                         "16", "--gpus-per-node", "8", "--tp", "2", "--pp", "2", "--mbs", "1",
+                         "--json", NULL};
+    pp_run(json_argv, &r);
+    tap_ok(r.status == 0, "check --json: exit 0");
+    const char *keys[] = {"fits", "capacity_bytes", "peak_bytes", "stages", "stage", "layers",
+                          "breakdown", "weights", "grads", "optimizer", "activations", "transient",
+                          "reserved", "step_time_s", "samples_per_s", "tokens_per_s",
+                          "model_tflops_per_gpu", "mfu"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char pat[64];
+        snprintf(pat, sizeof pat, "\"%s\":", keys[i]);
+        tap_ok(strstr(r.out, pat) != NULL, "json has \"%s\"", keys[i]);
+    }
+    tap_ok(strstr(r.out, "\"fits\": true") != NULL, "fits: true");
+    double peak = json_num(r.out, "peak_bytes", NULL);
+    const char *cur = strstr(r.out, "\"stages\"");
+    double worst = 0, sum_ok = 1;
+    for (int st = 0; st < 2; st++) {
+        double sp = json_num(r.out, "peak_bytes", &cur);
+        double wts = json_num(r.out, "weights", &cur), g = json_num(r.out, "grads", &cur);
+        double o = json_num(r.out, "optimizer", &cur), a = json_num(r.out, "activations", &cur);
+        double t = json_num(r.out, "transient", &cur);
+        if (fabs(wts + g + o + a + t - sp) > 8) sum_ok = 0;
+        if (sp > worst) worst = sp;
+    }
+    tap_ok(sum_ok, "each stage: peak = weights + grads + optimizer + activations + transient");
+    tap_ok(peak == worst && peak > 0, "peak_bytes = the largest stage peak (%.0f)", peak);
+    double step = json_num(r.out, "step_time_s", NULL);
+    tap_ok(isfinite(step) && step > 0, "step_time_s %.3f", step);
+    pp_run_result_free(&r);
+    return tap_done();
+}
