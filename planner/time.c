@@ -1,0 +1,813 @@
+/* Step-time model (issue 4).
+ *
+ * A step is built bottom-up, as a Megatron expert would estimate it on paper:
+ *   1. one transformer layer, one micro-batch, one rank: GEMMs at their sharded shapes with a
+ *      shape-dependent efficiency, the attention core (flash or unfused), the elementwise
+ *      kernels from memory bandwidth, and the exposed part of the TP / CP / EP collectives;
+ *   2. a pipeline stage = its layers (+ embedding or output layer + loss), recompute included;
+ *   3. the pipeline: (m - 1) x slowest stage + sum of stages for 1F1B (Narayanan et al. SC'21
+ *      sec. 2.2: bubble fraction (p-1)/m), (p-1)/v of a stage for the interleaved schedule;
+ *   4. the DP gradient reduction (all-reduce, or reduce-scatter + all-gather when sharded), of
+ *      which only what does not fit behind the last backward is exposed, ZeRO-3 gathers, and
+ *      the optimizer step (memory-bound).
+ * Collectives use the nccl-tests bus-bandwidth convention (all-reduce moves 2(n-1)/n of the
+ * buffer per rank, all-gather / reduce-scatter (n-1)/n) with NVLink bandwidth inside a node and
+ * the per-GPU network bandwidth across nodes.
+ *
+ * The only constants that are not a GPU's catalog entry, a published formula or a software
+ * fact (pp_time_opts) are the few model-form constants below, shared by every GPU: measured on
+ * the anchors of the lent H100 (../shared/anchors/h100_torch.jsonl), one of them fitted there,
+ * one an estimate. tests/time/unit.c checks them against those anchors;
+ * tests/time/validation.c checks whole steps against published tables (docs/time-model.md).
+ */
+#include "pp_time.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pp_calibrate.h" /* issue 8: factors fitted by `parplan calibrate` */
+#include "pp_profile.h"
+
+/* ------------------------------------------------------------------ model-form constants */
+
+/* GEMM efficiency against shape. A GEMM (m x k)(k x n) does 2mnk FLOPs and moves at least
+ * 2(mk + kn + mn) bytes; charging both, at the compute rate R and the memory bandwidth BW
+ * (a roofline without overlap),
+ *   time = 2mnk/R (1 + c (1/m + 1/n + 1/k)),   c = R / BW   (elements; H100: 235, A100: 133).
+ * There is no fitted shape constant: with c = R/BW exactly, the form fits the 61 usable bf16
+ * gemm_shape rows of the H100 anchors with a MAPE of 5.9% (max 16%), once its scale is set to
+ * GEMM_SUSTAINED x the catalog's 8192^3 figure (gemm_eff): the transformer shapes, measured in
+ * one ~2-minute sweep, ran at 0.95 of what the short 8192^3 run reached (clocks under sustained
+ * load). Three rows (h 2048, tp 8: proj, fc1, fc2 at 26-132 TFLOP/s while the twice larger
+ * tp 4 GEMMs ran at 700) are measurement outliers and are left out of the fit. */
+#define GEMM_SUSTAINED 0.95
+#define GEMM_REF_DIM 8192.0
+
+/* Elementwise kernels (LayerNorm, bias-GELU, bias-dropout-add, softmax, cross-entropy) stream
+ * at the bandwidth the anchors measured for a plain copy and multiply on H100: 3003 and 3044 of
+ * 3350 GB/s, 0.90. */
+#define ELEM_EFF 0.90
+
+/* Backward GEMMs (dgrad: dY W^T, wgrad: X^T dY) do twice the forward FLOPs but run slower
+ * than the forward GEMMs (transposed operands, wgrad's long reduction over the tokens): the
+ * anchors' GPT layers take 2.4-2.8x their forward time in the backward, not 2x. Least-squares
+ * fit (log error) on the anchors' 5 layer rows, with ELEM_EFF as measured and the anchors'
+ * FlashAttention-2 at its published H100 efficiency (tests/time/unit.c: 5.3% MAPE). */
+#define BWD_GEMM_EFF 0.88
+
+/* Causal attention: fused kernels skip the masked half of the score matrix; the unfused path
+ * (Megatron's fused scale-mask-softmax between two batched GEMMs) computes all of it. */
+#define FLASH_CAUSAL_WORK 0.5
+
+/* Overlap is not free: NCCL runs its collectives on SMs of its own (one per channel, up to 16-32
+ * of the 108-132) and streams every byte through HBM, so a GEMM that runs beside a collective
+ * loses about a fifth of its speed for as long as the collective lasts (0.2 of the hidden time is
+ * charged to the critical path). It also makes ZeRO-3's per-micro-batch gathers cost something
+ * when they hide behind the compute. An estimate of the SM share, not a fit. */
+#define OVERLAP_COST 0.2
+
+/* Collectives: achieved bus bandwidth as a fraction of the link bandwidth. NVLink: the
+ * anchors' 2 x H200 all-reduce reaches 330 GB/s of NV18's 450 (0.73) at 1 GiB; nccl-tests on
+ * 8 x A100 report ~235 of 300 (0.78). Network: InfiniBand reaches ~92% of the line rate. */
+#define NCCL_NVLINK_EFF 0.75
+#define NCCL_NET_EFF 0.90
+
+/* Bytes moved by the elementwise kernels of one layer, per token, with 16-bit activations and
+ * Megatron's fused kernels (bias-GELU, bias-dropout-add, scale-mask-softmax), counted pass by
+ * pass (read + write; a dropout mask is 1 byte). h-wide rows are divided by t with SP. */
+#define EW_NORM_FWD 4.0     /* LayerNorm: read x, write y */
+#define EW_NORM_BWD 8.0     /* read x, dy, write dx, + the residual-gradient add */
+#define EW_BDA_FWD 7.0      /* bias-dropout-add: read out, residual; write y, mask */
+#define EW_BDA_BWD 8.0      /* read dy, mask; write dx; residual-gradient accumulation */
+#define EW_MASK 1.0         /* the dropout mask's byte in each of the two above */
+#define EW_GELU_FWD 4.0     /* per f-wide element: read, write */
+#define EW_GELU_BWD 6.0     /* read x, dy; write dx */
+#define EW_SWIGLU_FWD 6.0   /* per f-wide element: read gate, up; write out */
+#define EW_SWIGLU_BWD 10.0  /* read gate, up, dy; write dgate, dup */
+#define EW_ROPE 4.0         /* per q/k element, forward and backward */
+#define EW_SCORE_FWD 9.0    /* unfused attention, per score: softmax r/w 4, dropout r/w + mask 5 */
+#define EW_SCORE_BWD 11.0   /* dropout bwd 5 (read grad, mask; write), softmax bwd 6 */
+#define EW_SCORE_DROPOUT 5.0 /* the dropout's share of each of the two above */
+#define EW_MOE_PERMUTE 8.0  /* MoE token permute + unpermute: two copies of h per routed token */
+#define EW_CE_FWD 38.0      /* vocab-parallel cross-entropy per logit (megatron/core/tensor_parallel/
+                             cross_entropy.py): to fp32 6, max 4, -= max 8, exp 8, sum 4, /= sum 8 */
+#define EW_CE_BWD 14.0      /* grad = softmax (in place) x dloss 8, back to 16-bit 6 */
+#define EW_EMBED 4.0        /* embedding lookup: read row, write */
+#define EW_EMBED_GRAD 8.0   /* per embedding element: fp32 main-grad read + write per micro-batch */
+/* Weight gradients are accumulated over the micro-batches into the gradient buffer: every
+ * weight element costs pp_time_opts.grad_accum_bytes of HBM traffic per micro-batch on top of
+ * the GEMM's own (see pp_time_opts_default). */
+
+/* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
+ * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
+#define OPT_BYTES_PER_PARAM 34.0
+/* Megatron's DDP bucket (megatron/core/distributed: bucket_size = max(40M, 1M x dp)): the last
+ * bucket cannot overlap with anything. */
+#define DP_BUCKET_PARAMS 40e6
+/* CPU Adam (optimizer offload): parameters updated per second per GPU process, on a host
+ * shared by 8 GPUs. An order-of-magnitude assumption, not measured here (ZeRO-Offload, Ren et
+ * al. 2021, is the reference design); only used when --offload is given. */
+#define CPU_ADAM_PARAMS_PER_S 1e9
+
+/* ------------------------------------------------------------------ options */
+
+void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->overlap_grad_reduce = true;
+    o->overlap_param_gather = true;
+    o->overlap_p2p = true;
+    o->tp_comm_overlap = false; /* needs Transformer Engine userbuffers: opt-in */
+    /* Fused attention of current stacks: FlashAttention-2 on A100 (Dao 2023: 50-73% of peak
+     * forward, i.e. ~0.7 of cuBLAS) and cuDNN / FlashAttention-3 on H100 (Shah et al. 2024:
+     * ~600 TFLOP/s forward, ~0.75 of cuBLAS); the backward at about 0.5. */
+    o->flash_fwd_eff = 0.72;
+    o->flash_bwd_eff = 0.50;
+    /* Megatron splits the PP send/recv across the TP ranks (scatter-gather); DeepSpeed's
+     * pipeline engine sends the whole tensor from every TP rank. */
+    o->p2p_scatter_gather = w->framework == PP_FW_MEGATRON;
+    /* Megatron's GPT defaults: --hidden-dropout 0.1 --attention-dropout 0.1. */
+    o->dropout = true;
+    /* Megatron with bf16 accumulates and reduces gradients in fp32
+     * (arguments.py: accumulate_allreduce_grads_in_fp32 for bf16); DeepSpeed and FSDP reduce
+     * in the 16-bit training dtype by default. */
+    o->grad_reduce_bytes = w->framework == PP_FW_MEGATRON ? 4.0 : 2.0;
+    /* Gradient accumulation per weight element and micro-batch: Megatron's fused wgrad GEMM
+     * reads and writes the fp32 main_grad (8); DeepSpeed's BF16 optimizer writes the bf16 grad,
+     * reads it back and adds it into an fp32 buffer (2 + 2 + 8); FSDP reduce-scatters every
+     * micro-batch's 16-bit grads (write + read, 4). */
+    o->grad_accum_bytes = w->framework == PP_FW_MEGATRON ? 8.0 : w->framework == PP_FW_DEEPSPEED ? 12.0 : 4.0;
+}
+
+/* ------------------------------------------------------------------ context */
+
+static double gpu_peak(const pp_gpu *g)
+{
+    return g->peak_flops[PP_DT_BF16] > 0 ? g->peak_flops[PP_DT_BF16] : g->peak_flops[PP_DT_FP16];
+}
+
+void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
+{
+    memset(c, 0, sizeof *c);
+    c->w = w;
+    if (o) c->opts = *o;
+    else pp_time_opts_default(w, &c->opts);
+    const pp_gpu *g = &w->gpu;
+    c->peak_flops = gpu_peak(g);
+    c->gemm_rate = c->peak_flops * g->gemm_eff;
+    double bw = g->mem_bw_gbs * 1e9;
+    c->gemm_shape_c = bw > 0 ? c->gemm_rate / bw : 0;
+    c->gemm_norm = GEMM_SUSTAINED * (1.0 + 3.0 * c->gemm_shape_c / GEMM_REF_DIM);
+    c->mem_rate = ELEM_EFF * bw;
+    c->flash_fwd_rate = c->opts.flash_fwd_eff * c->gemm_rate;
+    c->flash_bwd_rate = c->opts.flash_bwd_eff * c->gemm_rate;
+    /* No NVLink: peer traffic goes over PCIe. */
+    double link = g->nvlink_gbs > 0 ? g->nvlink_gbs : g->pcie_gbs;
+    c->nvlink_bw = NCCL_NVLINK_EFF * link * 1e9;
+    c->net_bw = NCCL_NET_EFF * g->internode_gbs * 1e9;
+    c->lat_intra_s = g->intra_latency_s;
+    c->lat_inter_s = g->inter_latency_s;
+
+    const pp_model *m = &w->model;
+    pp_param_count pc;
+    pp_model_params(m, &pc);
+    c->layer_params = (double)pc.per_layer;
+    if (m->experts > 1 && m->experts > m->topk)
+        c->layer_expert_params = (double)(pc.per_layer - pc.layer_active) /
+                                 (double)(m->experts - m->topk) * (double)m->experts;
+    c->embed_params = (double)pc.embedding;
+    c->final_params = (double)pc.final_norm;
+    c->output_params = (double)pc.output;
+    c->model_flops = pp_model_flops_per_step(m, w->gbs);
+    if (w->profile) pp_calibration_apply_ctx(&w->profile->calibration, c); /* issue 8 */
+}
+
+/* ------------------------------------------------------------------ building blocks */
+
+double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k)
+{
+    const pp_profile *p = c->w->profile;
+    if (p) {
+        double tf = pp_profile_gemm_tflops(p, PP_DT_BF16, (int64_t)m, (int64_t)n, (int64_t)k);
+        if (tf > 0) return tf * 1e12 * (p->calibration.present ? p->calibration.gemm_scale : 1.0); /* issue 8 */
+    }
+    return c->gemm_rate * c->gemm_norm / (1.0 + c->gemm_shape_c * (1.0 / m + 1.0 / n + 1.0 / k));
+}
+
+/* Time of `count` GEMMs of one shape. */
+static double gemm_s(const pp_time_ctx *c, double m, double n, double k, double count)
+{
+    if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0;
+    return count * 2.0 * m * n * k / pp_time_gemm_rate(c, m, n, k);
+}
+
+static int ceil_log2(int64_t n)
+{
+    return n <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)(n - 1));
+}
+
+static pp_coll coll_profile_op(pp_time_coll op)
+{
+    switch (op) {
+    case PP_TC_ALL_REDUCE: return PP_COLL_ALL_REDUCE;
+    case PP_TC_ALL_GATHER: return PP_COLL_ALL_GATHER;
+    case PP_TC_REDUCE_SCATTER: return PP_COLL_REDUCE_SCATTER;
+    case PP_TC_ALL_TO_ALL: return PP_COLL_ALL_TO_ALL;
+    case PP_TC_SENDRECV: break;
+    }
+    return PP_COLL_SENDRECV;
+}
+
+/* Ring algorithms for bandwidth (what nccl-tests' bus bandwidth measures), tree-like step
+ * counts for latency (NCCL switches to trees / LL protocols for small messages):
+ *   all-reduce      2(n-1)/n x bytes / busbw + 2 ceil(log2 n) steps
+ *   all-gather, RS   (n-1)/n x bytes / busbw +   ceil(log2 n) steps
+ *   all-to-all      (n-1)/n of the buffer leaves each rank; the off-node part over the NIC
+ *   send/recv        bytes / bw + 1 step
+ * Across nodes, a group with k ranks per node drives k NICs in parallel (NCCL builds one ring
+ * per NIC on rail-optimised fabrics), so busbw = min(NVLink, k x per-GPU network bandwidth):
+ * TP of 8 spread one rank per node gets 1/8 of what it would get if the node's 8 ranks shared
+ * the ring, and TP that leaves the node is slow. */
+double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, int64_t per_node,
+                            double bytes)
+{
+    if (n <= 1 || bytes <= 0) return 0;
+    if (per_node < 1) per_node = 1;
+    if (per_node > n) per_node = n;
+    bool intra = per_node >= n;
+    double frac = (double)(n - 1) / (double)n;
+    double factor = op == PP_TC_ALL_REDUCE ? 2.0 * frac : op == PP_TC_SENDRECV ? 1.0 : frac;
+    int mult = op == PP_TC_ALL_REDUCE ? 2 : 1;
+
+    const pp_profile *p = c->w->profile;
+    if (p && intra) {
+        double bus = pp_profile_busbw_gbs(p, coll_profile_op(op), n, bytes);
+        if (bus > 0) return factor * bytes / (bus * 1e9);
+    }
+    if (intra) {
+        int steps = op == PP_TC_SENDRECV ? 1 : mult * ceil_log2(n);
+        return factor * bytes / c->nvlink_bw + steps * c->lat_intra_s;
+    }
+    int64_t nodes = (n + per_node - 1) / per_node;
+    double lat = op == PP_TC_SENDRECV
+                     ? c->lat_inter_s
+                     : mult * (ceil_log2(per_node) * c->lat_intra_s + ceil_log2(nodes) * c->lat_inter_s);
+    double net = (double)per_node * c->net_bw;
+    if (op == PP_TC_ALL_TO_ALL) {
+        /* (k-1)/n of the buffer stays in the node, (n-k)/n crosses it on this rank's NIC. */
+        double in = (double)(per_node - 1) / (double)n, out = (double)(n - per_node) / (double)n;
+        return bytes * (in / c->nvlink_bw + out / c->net_bw) + lat;
+    }
+    if (op == PP_TC_SENDRECV) return bytes / c->net_bw + lat;
+    double bus = net < c->nvlink_bw ? net : c->nvlink_bw;
+    return factor * bytes / bus + lat;
+}
+
+/* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
+ * that share a node of gpn GPUs. */
+static int64_t group_per_node(int64_t n, int64_t stride, int64_t gpn)
+{
+    if (stride >= gpn) return 1;
+    int64_t k = gpn / stride;
+    return k < n ? k : n;
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+static double pos(double a) { return a > 0 ? a : 0; }
+
+/* A collective of `comm` seconds run behind `window` seconds of compute: what is not hidden is
+ * exposed, and the hidden part still slows the compute it runs beside (OVERLAP_COST). */
+static double behind(double comm, double window)
+{
+    if (comm <= 0) return 0;
+    if (window <= 0) return comm;
+    double hidden = comm < window ? comm : window;
+    return comm - hidden + OVERLAP_COST * hidden;
+}
+
+/* ------------------------------------------------------------------ one layer */
+
+void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *o)
+{
+    const pp_work *w = c->w;
+    const pp_model *m = &w->model;
+    memset(o, 0, sizeof *o);
+    const double t = (double)l->tp, cp = (double)l->cp, b = (double)l->mbs;
+    const double s = (double)m->seq, h = (double)m->hidden, d = (double)m->head_dim;
+    const double V = (double)m->vocab;
+    const double T = b * s / cp; /* tokens of this rank's sequence shard */
+    const double a_r = (double)m->heads / t;
+    const double g_r = m->kv_heads >= l->tp ? (double)m->kv_heads / t : 1.0; /* KV replicated */
+    const double hq = a_r * d, hkv = g_r * d;
+    const double f_r = (double)m->ffn / t;
+    const bool glu = m->act == PP_ACT_SWIGLU;
+    const bool moe = m->experts > 1;
+    const double E = moe ? (double)m->experts : 1.0, K = moe ? (double)m->topk : 1.0;
+    const double h_ew = l->sp ? h / t : h; /* width of the replicated-or-split elementwise ops */
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const double M = T * h * 2.0;           /* one activation tensor, bytes */
+
+    /* --- GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the curve is
+     * symmetric in m, n, k so their efficiency is the forward's) */
+    double g_qkv = gemm_s(c, T, hq + 2 * hkv, h, 1);
+    double g_proj = gemm_s(c, T, h, hq, 1);
+    double g_fc1, g_fc2, g_router = 0;
+    if (!moe) {
+        g_fc1 = gemm_s(c, T, (glu ? 2 : 1) * f_r, h, 1);
+        g_fc2 = gemm_s(c, T, h, f_r, 1);
+    } else {
+        /* Balanced routing: the E/ep local experts each get T x K x ep / E tokens. */
+        double ep = (double)l->ep, local = E / ep, Me = T * K * ep / E;
+        g_fc1 = gemm_s(c, Me, (glu ? 2 : 1) * f_r, h, local);
+        g_fc2 = gemm_s(c, Me, h, f_r, local);
+        g_router = gemm_s(c, T, E, h, 1);
+    }
+    double gemm_f = g_qkv + g_proj + g_fc1 + g_fc2 + g_router;
+
+    /* --- attention core */
+    double attn_f, attn_b, score_ew_f = 0, score_ew_b = 0;
+    const double Bh = b * a_r;              /* batched heads on this rank */
+    const double sq = s / cp;               /* this rank's queries */
+    if (w->attention == PP_ATTN_UNFUSED) {
+        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x d). Full score matrix. */
+        attn_f = gemm_s(c, sq, s, d, Bh) + gemm_s(c, sq, d, s, Bh);
+        double scores = Bh * sq * s;
+        double nodrop = c->opts.dropout ? 0 : EW_SCORE_DROPOUT;
+        score_ew_f = (EW_SCORE_FWD - nodrop) * scores / c->mem_rate;
+        score_ew_b = (EW_SCORE_BWD - nodrop) * scores / c->mem_rate;
+        attn_b = 2.0 * attn_f;
+    } else {
+        double fl = 4.0 * Bh * sq * s * d * FLASH_CAUSAL_WORK;
+        attn_f = fl / c->flash_fwd_rate;
+        attn_b = 2.0 * fl / c->flash_bwd_rate;
+    }
+
+    /* --- elementwise */
+    double mask = c->opts.dropout ? 0 : EW_MASK;
+    double ew_f = (2 * EW_NORM_FWD + 2 * (EW_BDA_FWD - mask)) * T * h_ew;
+    double ew_b = (2 * EW_NORM_BWD + 2 * (EW_BDA_BWD - mask)) * T * h_ew;
+    double act_tokens = T * K;
+    ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * f_r;
+    ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * act_tokens * f_r;
+    if (m->pos == PP_POS_ROPE) {
+        ew_f += EW_ROPE * T * (hq + hkv);
+        ew_b += EW_ROPE * T * (hq + hkv);
+    }
+    if (moe) {
+        ew_f += EW_MOE_PERMUTE * T * K * h;
+        ew_b += EW_MOE_PERMUTE * T * K * h;
+    }
+    ew_f /= c->mem_rate;
+    ew_b /= c->mem_rate;
+
+    /* weight-gradient accumulation: the layer's parameters on this rank */
+    double dense_w = (h * (hq + 2 * hkv) + hq * h) + (moe ? h * E : 0);
+    double mlp_w = (glu ? 3.0 : 2.0) * h * f_r * (moe ? E / (double)l->ep : 1.0);
+    double accum = c->opts.grad_accum_bytes * (dense_w + mlp_w) / c->mem_rate;
+
+    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
+    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
+    o->sel_recompute_s = attn_f + score_ew_f;
+
+    /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
+    if (l->tp > 1) {
+        int64_t tpn = group_per_node(l->tp, 1, gpn);
+        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
+        double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
+        double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
+        /* Forward GEMMs, and backward ones (one dgrad or one wgrad: g / BWD_GEMM_EFF). */
+        double g_mlp_in = g_fc1 + g_router, g_mlp_out = g_fc2;
+        double b_qkv = g_qkv / BWD_GEMM_EFF, b_proj = g_proj / BWD_GEMM_EFF;
+        double b_mlp_in = g_mlp_in / BWD_GEMM_EFF, b_mlp_out = g_mlp_out / BWD_GEMM_EFF;
+        if (!l->sp) {
+            /* Forward: all-reduce after proj and after fc2, on the critical path.
+             * Backward: the all-reduce of the column layers' input gradient runs while their
+             * weight gradient is computed (Megatron's async TP all-reduce). */
+            o->fwd_tp_s = 2 * ar;
+            o->bwd_tp_s = behind(ar, b_qkv) + behind(ar, b_mlp_in);
+        } else if (c->opts.tp_comm_overlap) {
+            /* Userbuffers: each all-gather / reduce-scatter is pipelined with its GEMM. */
+            o->fwd_tp_s = behind(ag, g_qkv) + behind(rs, g_proj) + behind(ag, g_mlp_in) + behind(rs, g_mlp_out);
+            o->bwd_tp_s = behind(ag, b_proj) + behind(ag, b_mlp_out) + behind(rs, b_qkv) + behind(rs, b_mlp_in);
+        } else {
+            /* SP (Korthikanti et al. 2022 sec. 4.2.2): forward all-gather before QKV and fc1,
+             * reduce-scatter after proj and fc2. Backward: all-gather of the row layers' output
+             * gradient (exposed), reduce-scatter of the column layers' input gradient behind
+             * their wgrad, and the re-gather of their input behind their dgrad. */
+            o->fwd_tp_s = 2 * ag + 2 * rs;
+            o->bwd_tp_s = 2 * ag + behind(rs, b_qkv) + behind(rs, b_mlp_in) + behind(ag, b_qkv) +
+                          behind(ag, b_mlp_in);
+        }
+    }
+
+    /* --- CP: ring exchange of K and V blocks, overlapped with the attention of the previous
+     * block (Megatron/TE context parallelism); backward moves K, V and their gradients. */
+    if (l->cp > 1) {
+        int64_t cpn = group_per_node(l->cp, l->tp, gpn);
+        double kv = 2.0 * b * sq * hkv * 2.0;
+        /* one ring hop; a ring that spans nodes runs at the pace of its network hops */
+        double step = pp_time_collective_s(c, PP_TC_SENDRECV, 2, cpn >= l->cp ? 2 : 1, kv);
+        double steps = cp - 1;
+        o->fwd_cp_s = step + behind((steps - 1) * step, attn_f);
+        o->bwd_cp_s = 2 * step + behind(2 * (steps - 1) * step, attn_b);
+    }
+
+    /* --- EP: all-to-all dispatch and combine of the routed tokens, forward and backward. */
+    if (moe && l->ep > 1) {
+        int64_t epn = group_per_node(l->ep, l->tp * l->cp, gpn);
+        double a2a = pp_time_collective_s(c, PP_TC_ALL_TO_ALL, l->ep, epn, T * K * h * 2.0);
+        o->fwd_ep_s = 2 * a2a;
+        o->bwd_ep_s = 2 * a2a;
+    }
+
+    /* --- embedding (first stage): vocab-parallel lookup + all-reduce (SP: reduce-scatter) */
+    double emb_ew_f = EW_EMBED * T * h + (m->pos == PP_POS_LEARNED ? 6.0 * T * h : 0) +
+                      (c->opts.dropout ? 5.0 * T * h_ew : 0);
+    double emb_ew_b = EW_EMBED * T * h + EW_EMBED_GRAD * V / t * h;
+    o->embed_fwd_s = emb_ew_f / c->mem_rate;
+    o->embed_bwd_s = emb_ew_b / c->mem_rate;
+    /* --- output layer (last stage): final norm, logits GEMM (vocab-parallel), cross-entropy */
+    double g_logits = gemm_s(c, T, V / t, h, 1);
+    o->output_fwd_s = g_logits + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
+    o->output_bwd_s = 2 * g_logits / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
+    if (l->tp > 1) {
+        int64_t tpn = group_per_node(l->tp, 1, gpn);
+        if (l->sp) {
+            double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
+            double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
+            o->embed_tp_s = rs;                      /* forward reduce-scatter */
+            o->output_tp_s = ag + behind(rs, g_logits / BWD_GEMM_EFF); /* bwd RS behind wgrad */
+            o->embed_bwd_s += ag;
+        } else {
+            double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
+            o->embed_tp_s = ar;
+            o->output_tp_s = behind(ar, g_logits / BWD_GEMM_EFF);
+        }
+        o->embed_fwd_s += o->embed_tp_s;
+        o->output_bwd_s += o->output_tp_s;
+    }
+
+    /* --- PP send/recv: with TP the tensor is split across the TP ranks (Megatron's
+     * scatter-gather optimisation; with SP it is already split), each rank sending 1/t. */
+    bool split = l->tp > 1 && (l->sp || c->opts.p2p_scatter_gather);
+    o->p2p_bytes = split ? M / t : M;
+    if (split && !l->sp)
+        o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, group_per_node(l->tp, 1, gpn), M);
+    if (w->profile) pp_calibration_apply_layer(&w->profile->calibration, c, l, o); /* issue 8 */
+}
+
+/* ------------------------------------------------------------------ the step */
+
+typedef struct {
+    double n, r;     /* layers, fully recomputed layers */
+    bool first, last;
+} stage_desc;
+
+typedef struct {
+    double fwd, bwd;     /* per micro-batch, all included */
+    double compute, recompute, tp, cp, ep;
+    double params;       /* parameters on one rank of the stage (elements) */
+    double expert_params;
+} stage_time;
+
+static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
+                       const stage_desc *sd, stage_time *st)
+{
+    double n = sd->n, r = sd->r;
+    double fwd_layer = ly->fwd_compute_s + ly->fwd_tp_s + ly->fwd_cp_s + ly->fwd_ep_s;
+    double sel = l->recompute == PP_RC_SELECTIVE ? n * ly->sel_recompute_s : 0;
+    st->compute = n * (ly->fwd_compute_s + ly->bwd_compute_s);
+    st->tp = n * (ly->fwd_tp_s + ly->bwd_tp_s) + r * ly->fwd_tp_s;
+    st->cp = n * (ly->fwd_cp_s + ly->bwd_cp_s) + r * ly->fwd_cp_s;
+    st->ep = n * (ly->fwd_ep_s + ly->bwd_ep_s) + r * ly->fwd_ep_s;
+    st->recompute = r * ly->fwd_compute_s + sel;
+    st->fwd = n * fwd_layer;
+    st->bwd = n * (ly->bwd_compute_s + ly->bwd_tp_s + ly->bwd_cp_s + ly->bwd_ep_s) + r * fwd_layer + sel;
+    double t = (double)l->tp;
+    double dense = c->layer_params - c->layer_expert_params;
+    st->params = n * dense / t;
+    st->expert_params = n * c->layer_expert_params / (t * (double)l->ep);
+    if (sd->first) {
+        st->fwd += ly->embed_fwd_s;
+        st->bwd += ly->embed_bwd_s;
+        st->compute += ly->embed_fwd_s + ly->embed_bwd_s - ly->embed_tp_s;
+        st->tp += ly->embed_tp_s;
+        st->params += c->embed_params / t;
+    }
+    if (sd->last) {
+        st->fwd += ly->output_fwd_s;
+        st->bwd += ly->output_bwd_s;
+        st->compute += ly->output_fwd_s + ly->output_bwd_s - ly->output_tp_s;
+        st->tp += ly->output_tp_s;
+        st->params += c->final_params;
+        /* Untied output layer, or Megatron's copy of the tied embedding on the last stage. */
+        if (c->output_params > 0) st->params += c->output_params / t;
+        else if (l->pp > 1) st->params += c->embed_params / t;
+    }
+}
+
+static double recomputed(const pp_layout *l, double n)
+{
+    if (l->recompute != PP_RC_FULL) return 0;
+    if (l->recompute_layers > 0 && (double)l->recompute_layers < n) return (double)l->recompute_layers;
+    return n;
+}
+
+void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
+                  pp_time_result *out)
+{
+    const pp_work *w = c->w;
+    const int64_t p = l->pp, L = w->model.layers;
+    const double m = (double)(w->gbs / (l->dp * l->mbs));
+    const double v = (double)l->vpp;
+    memset(out, 0, sizeof *out);
+
+    /* Stages: uniform split in O(1) (the first L % p stages hold one more layer), or the
+     * given uneven split. Track the slowest, the first and the last stage and the sum. */
+    stage_time worst = {0}, first = {0}, last = {0};
+    double sum_work = 0, worst_work = -1;
+    if (l->stage_layers) {
+        for (int64_t i = 0; i < p; i++) {
+            stage_desc sd = {(double)l->stage_layers[i], 0, i == 0, i == p - 1};
+            sd.r = l->stage_recompute ? (double)l->stage_recompute[i] : recomputed(l, sd.n);
+            stage_time st;
+            stage_eval(c, l, ly, &sd, &st);
+            double work = st.fwd + st.bwd;
+            sum_work += work;
+            if (work > worst_work) { worst_work = work; worst = st; }
+            if (i == 0) first = st;
+            if (i == p - 1) last = st;
+        }
+    } else {
+        int64_t lo = L / p, rem = L % p; /* rem < p: the last stage never gets an extra layer */
+        double n0 = (double)(lo + (rem > 0)), nl = (double)lo;
+        stage_desc d0 = {n0, recomputed(l, n0), true, p == 1};
+        stage_eval(c, l, ly, &d0, &first);
+        worst = first;
+        worst_work = first.fwd + first.bwd;
+        if (p == 1) {
+            last = first;
+            sum_work = worst_work;
+        } else {
+            stage_desc dl = {nl, recomputed(l, nl), false, true};
+            stage_eval(c, l, ly, &dl, &last);
+            double wl = last.fwd + last.bwd;
+            if (wl > worst_work) { worst_work = wl; worst = last; }
+            sum_work = first.fwd + first.bwd + wl;
+            if (p > 2) {
+                /* Middle stages: rem - 1 of them (if any) with lo + 1 layers, the rest lo. */
+                int64_t mid_hi = rem > 1 ? (rem - 1 < p - 2 ? rem - 1 : p - 2) : 0;
+                int64_t mid_lo = p - 2 - mid_hi;
+                stage_time sh = {0}, sl = {0};
+                if (mid_hi > 0) {
+                    stage_desc dh = {(double)(lo + 1), recomputed(l, (double)(lo + 1)), false, false};
+                    stage_eval(c, l, ly, &dh, &sh);
+                    sum_work += (double)mid_hi * (sh.fwd + sh.bwd);
+                    if (sh.fwd + sh.bwd > worst_work) { worst_work = sh.fwd + sh.bwd; worst = sh; }
+                }
+                if (mid_lo > 0) {
+                    stage_desc dd = {(double)lo, recomputed(l, (double)lo), false, false};
+                    stage_eval(c, l, ly, &dd, &sl);
+                    sum_work += (double)mid_lo * (sl.fwd + sl.bwd);
+                    if (sl.fwd + sl.bwd > worst_work) { worst_work = sl.fwd + sl.bwd; worst = sl; }
+                }
+            }
+        }
+    }
+
+    /* --- pipeline */
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    double p2p = 0, per_mb_p2p = 0;
+    if (p > 1) {
+        /* Stage neighbours are tp*cp*dp ranks apart: on a multi-node job at least one stage
+         * boundary crosses nodes, and the pipeline runs at the pace of its slowest link. */
+        bool cross = w->gpus > gpn;
+        p2p = cross ? pp_time_collective_s(c, PP_TC_SENDRECV, 2, 1, ly->p2p_bytes)
+                    : pp_time_collective_s(c, PP_TC_SENDRECV, 2, 2, ly->p2p_bytes);
+        p2p += ly->p2p_gather_s;
+        /* 1F1B: per micro-batch a stage receives/sends its activations and gradients (two
+         * batched exchanges). The interleaved schedule does that once per model chunk: the
+         * v - 1 extra exchanges each way are exposed, or, overlapped with the chunk's compute
+         * (Megatron-Core --overlap-p2p-communication), cost what overlap costs. */
+        per_mb_p2p = 2.0 * p2p;
+        if (v > 1) {
+            double chunk = worst_work / (2.0 * v);
+            per_mb_p2p += 2.0 * (v - 1) * (c->opts.overlap_p2p ? behind(p2p, chunk) : p2p);
+        }
+    }
+    double pipe, pp_comm;
+    if (p == 1) {
+        pipe = m * worst_work;
+        pp_comm = 0;
+    } else if (v <= 1) {
+        /* Flow shop of m identical jobs over p machines: (m-1) max + sum. */
+        pipe = (m - 1) * (worst_work + per_mb_p2p) + sum_work + (double)p * per_mb_p2p;
+        pp_comm = (m + (double)p - 1) * per_mb_p2p;
+    } else {
+        /* Interleaved (Narayanan et al. SC'21 sec. 2.2.2): the bubble shrinks to (p-1)/v. */
+        double avg = sum_work / (double)p;
+        pipe = m * (worst_work + per_mb_p2p) + ((double)p - 1) / v * (avg + per_mb_p2p);
+        pp_comm = (m + ((double)p - 1) / v) * per_mb_p2p;
+    }
+    out->compute_s = m * worst.compute;
+    out->recompute_s = m * worst.recompute;
+    out->tp_comm_s = m * worst.tp;
+    out->cp_comm_s = m * worst.cp;
+    out->ep_comm_s = m * worst.ep;
+    out->pp_comm_s = pp_comm;
+    out->bubble_s = pos(pipe - m * worst_work - pp_comm);
+
+    /* --- data parallel: gradients over dp*cp ranks (experts over dp*cp/ep) */
+    const int64_t dpg = l->dp * l->cp;
+    const int64_t edpg = dpg / (l->ep > 0 ? l->ep : 1);
+    const bool sharded = l->dist_opt || l->zero >= 1;
+    const double gb = c->opts.grad_reduce_bytes;
+    double dp_exposed = 0, zero_s = 0;
+    /* The reduction of a bucket starts when its gradients are final, i.e. in the last
+     * micro-batch's backward (Megatron --overlap-grad-reduce, DeepSpeed overlap_comm). With 1F1B
+     * that window is the stage's last backward; the first stage finishes last, the last stage
+     * (p-1) stage-backwards earlier, which its reduction can also hide behind. With the
+     * interleaved schedule each model chunk finishes at its own time during the cooldown, which
+     * lasts as many chunk-backwards as the warm-up had chunk-forwards,
+     * (p-1) x 2 + (v-1) x p on the first stage (megatron/core/pipeline_parallel/schedules.py),
+     * and only the last chunk's reduction is left at the end. */
+    const stage_time *ends[2] = {&first, &last};
+    double window[2] = {first.bwd, last.bwd + (double)(p - 1) * (last.bwd + per_mb_p2p)};
+    double tail_div = 1.0;
+    if (v > 1) {
+        double cool = (2.0 * (double)(p - 1) + (v - 1) * (double)p) / v;
+        window[0] = first.bwd * (1.0 + cool);
+        window[1] = last.bwd * (1.0 + cool);
+        tail_div = v;
+    }
+    double opt_params = 0;
+    for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
+        const stage_time *st = ends[e];
+        double P = st->params, PE = st->expert_params;
+        int64_t dpn = group_per_node(dpg, l->tp, gpn);
+        int64_t edpn = group_per_node(edpg, l->tp * l->cp * l->ep, gpn);
+        double red, gather = 0;
+        if (l->zero >= 3) {
+            /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward
+             * and again for the backward, reduce-scatter the gradients; prefetching overlaps
+             * them with the micro-batch's compute. */
+            double agp = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
+                         pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
+                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            double z = m * (behind(agp, st->fwd) + behind(agp + rsg, st->bwd));
+            if (z > zero_s) zero_s = z;
+            red = 0;
+        } else if (l->zero == 2) {
+            /* ZeRO-2: gradients reduce-scattered during every micro-batch's backward. */
+            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
+                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            double z = m * behind(rsg, st->bwd);
+            if (z > zero_s) zero_s = z;
+            red = 0;
+            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
+                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+        } else if (sharded) {
+            red = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
+                  pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
+                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+        } else {
+            red = pp_time_collective_s(c, PP_TC_ALL_REDUCE, dpg, dpn, P * gb) +
+                  pp_time_collective_s(c, PP_TC_ALL_REDUCE, edpg, edpn, PE * gb);
+        }
+        double buckets = max2(tail_div, (P + PE) / DP_BUCKET_PARAMS);
+        double ex = 0;
+        /* The last bucket cannot hide behind anything. */
+        if (red > 0)
+            ex = c->opts.overlap_grad_reduce ? red / buckets + behind(red - red / buckets, window[e]) : red;
+        if (gather > 0)
+            ex += c->opts.overlap_param_gather ? gather / buckets + behind(gather - gather / buckets, st->fwd)
+                                               : gather;
+        if (ex > dp_exposed) dp_exposed = ex;
+        double po = sharded ? P / (double)dpg + PE / (double)edpg : P + PE;
+        if (po > opt_params) opt_params = po;
+    }
+    /* Tied embeddings with PP: the first and last stage all-reduce the embedding gradient
+     * (Megatron finalize_model_grads), after the backward. */
+    if (p > 1 && c->output_params == 0 && w->model.tied)
+        dp_exposed += pp_time_collective_s(c, PP_TC_ALL_REDUCE, 2, w->gpus > gpn ? 1 : 2,
+                                           c->embed_params / (double)l->tp * gb);
+    /* Offloaded parameters (ZeRO-Infinity): fetched over PCIe for forward and backward. */
+    if (l->offload == PP_OFF_PARAMS) {
+        double pcie = w->gpu.pcie_gbs * 1e9;
+        zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / pcie;
+    }
+    out->dp_comm_s = dp_exposed;
+    out->zero_gather_s = zero_s;
+
+    /* --- optimizer: Adam over the rank's (shard of the) parameters, memory-bound */
+    if (l->offload == PP_OFF_NONE) {
+        out->optimizer_s = OPT_BYTES_PER_PARAM * opt_params / c->mem_rate;
+        if (w->profile && w->profile->calibration.present)
+            out->optimizer_s *= w->profile->calibration.optimizer_scale; /* issue 8 */
+    } else {
+        /* CPU Adam: gradients down, 16-bit parameters up over PCIe, update on the host. */
+        double pcie = w->gpu.pcie_gbs * 1e9;
+        out->optimizer_s = opt_params * (gb + 2.0) / pcie + opt_params / CPU_ADAM_PARAMS_PER_S;
+    }
+
+    out->step_time_s = pipe + out->dp_comm_s + out->zero_gather_s + out->optimizer_s;
+    double gbs = (double)w->gbs;
+    out->samples_per_s = gbs / out->step_time_s;
+    out->tokens_per_s = out->samples_per_s * (double)w->model.seq;
+    out->model_flops = c->model_flops;
+    out->model_tflops_per_gpu = c->model_flops / out->step_time_s / (double)w->gpus / 1e12;
+    out->mfu = c->peak_flops > 0 ? c->model_flops / (out->step_time_s * (double)w->gpus * c->peak_flops) : 0;
+}
+
+/* ------------------------------------------------------------------ public API */
+
+void pp_time_parts_get(const pp_work *w, const pp_layout *l, pp_time_parts *out)
+{
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, w, NULL);
+    pp_time_layer ly;
+    pp_time_layer_get(&c, l, &ly);
+    double fwd = ly.fwd_compute_s + ly.fwd_tp_s + ly.fwd_cp_s + ly.fwd_ep_s;
+    out->layer_fwd_s = fwd;
+    out->layer_bwd_s = ly.bwd_compute_s + ly.bwd_tp_s + ly.bwd_cp_s + ly.bwd_ep_s +
+                       (l->recompute == PP_RC_SELECTIVE ? ly.sel_recompute_s : 0);
+    out->layer_recompute_s = fwd;
+    out->embed_fwd_s = ly.embed_fwd_s;
+    out->embed_bwd_s = ly.embed_bwd_s;
+    out->output_fwd_s = ly.output_fwd_s;
+    out->output_bwd_s = ly.output_bwd_s;
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    out->p2p_s = l->pp > 1 ? pp_time_collective_s(&c, PP_TC_SENDRECV, 2, w->gpus > gpn ? 1 : 2, ly.p2p_bytes) +
+                                 ly.p2p_gather_s
+                           : 0;
+}
+
+pp_status pp_time_estimate_opts(const pp_work *w, const pp_layout *l, const pp_time_opts *o,
+                                pp_time_result *out, pp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!w || !l) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "time estimate: no work or layout");
+    if (gpu_peak(&w->gpu) <= 0 || w->gpu.gemm_eff <= 0 || w->gpu.mem_bw_gbs <= 0)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "GPU '%s' lacks bf16/fp16 FLOP/s, gemm_eff or memory bandwidth",
+                            w->gpu.name);
+    if (w->gpus > w->gpus_per_node && w->gpu.internode_gbs <= 0)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "GPU '%s' has no internode_gbs but the job spans %lld nodes", w->gpu.name,
+                            (long long)((w->gpus + w->gpus_per_node - 1) / w->gpus_per_node));
+    if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->cp < 1 || l->ep < 1 || l->mbs < 1 || l->vpp < 1 ||
+        w->gbs % (l->dp * l->mbs))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "time estimate: the layout is not validated");
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, w, o);
+    pp_time_layer ly;
+    pp_time_layer_get(&c, l, &ly);
+    pp_time_step(&c, l, &ly, out);
+    if (!isfinite(out->step_time_s) || out->step_time_s <= 0)
+        return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "time estimate is not finite");
+    return PP_OK;
+}
+
+pp_status pp_time_estimate(const pp_work *w, const pp_layout *l, pp_time_result *out, pp_error *err)
+{
+    pp_time_opts o;
+    pp_time_opts_default(w, &o);
+    return pp_time_estimate_opts(w, l, &o, out, err);
+}
+
+/* Forward FLOPs per token, GEMMs only (the published convention: the causal mask is not
+ * discounted). Per layer: 2 x (QKV + proj + top-k experts' MLP + router) weights + 4 s a d for
+ * QK^T and AV; output layer 2 h V. For GPT (f = 4h, MHA) this is 24 h^2 + 4 s h per layer, the
+ * per-layer term of Narayanan et al. SC'21 eq. 3. */
+static double fwd_flops_per_token(const pp_model *m, double *attn_core)
+{
+    double h = (double)m->hidden, d = (double)m->head_dim, s = (double)m->seq;
+    double q = (double)m->heads * d, kv = (double)m->kv_heads * d, f = (double)m->ffn;
+    bool moe = m->experts > 1;
+    double K = moe ? (double)m->topk : 1.0;
+    double mlp = (m->act == PP_ACT_SWIGLU ? 3.0 : 2.0) * h * f * K + (moe ? h * (double)m->experts : 0);
+    double layer = 2.0 * (h * (q + 2 * kv) + q * h + mlp);
+    double attn = 4.0 * s * q;
+    if (attn_core) *attn_core = (double)m->layers * attn;
+    return (double)m->layers * (layer + attn) + 2.0 * h * (double)m->vocab;
+}
+
+double pp_model_flops_per_step(const pp_model *m, int64_t gbs)
+{
+    /* Backward = 2 x forward: 3 x forward in all (Korthikanti et al. 2022 eq. 7). */
+    return 3.0 * fwd_flops_per_token(m, NULL) * (double)gbs * (double)m->seq;
+}
+
+double pp_hardware_flops_per_step(const pp_model *m, int64_t gbs, pp_recompute rc)
+{
+    double attn = 0;
+    double fwd = fwd_flops_per_token(m, &attn);
+    double h = (double)m->hidden, V = (double)m->vocab;
+    double tokens = (double)gbs * (double)m->seq;
+    double extra = 0;
+    if (rc == PP_RC_FULL) extra = fwd - 2.0 * h * V;  /* every layer's forward again */
+    else if (rc == PP_RC_SELECTIVE) extra = attn;      /* the attention core's forward */
+    return (3.0 * fwd + extra) * tokens;
+}

@@ -1,0 +1,569 @@
+/* parplan plan: search the layouts, prune (with reasons), rank by predicted step time, and
+ * explain why the best beats the runners-up (issue 4). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pp_json.h"
+#include "pp_launch.h"
+#include "pp_memory.h"
+#include "pp_search.h"
+#include "pp_stages.h"
+#include "pp_time.h"
+#include "report.h"
+
+/* The search's fixed-dimension bits are the CLI's (compared as ints: two anonymous enums). */
+_Static_assert((int)PP_SEARCH_FIX_TP == (int)PP_FIX_TP &&
+                   (int)PP_SEARCH_FIX_PP == (int)PP_FIX_PP &&
+                   (int)PP_SEARCH_FIX_DP == (int)PP_FIX_DP &&
+                   (int)PP_SEARCH_FIX_VPP == (int)PP_FIX_VPP &&
+                   (int)PP_SEARCH_FIX_CP == (int)PP_FIX_CP &&
+                   (int)PP_SEARCH_FIX_EP == (int)PP_FIX_EP &&
+                   (int)PP_SEARCH_FIX_MBS == (int)PP_FIX_MBS &&
+                   (int)PP_SEARCH_FIX_ZERO == (int)PP_FIX_ZERO &&
+                   (int)PP_SEARCH_FIX_DIST_OPT == (int)PP_FIX_DIST_OPT &&
+                   (int)PP_SEARCH_FIX_SP == (int)PP_FIX_SP &&
+                   (int)PP_SEARCH_FIX_RECOMPUTE == (int)PP_FIX_RECOMPUTE &&
+                   (int)PP_SEARCH_FIX_OFFLOAD == (int)PP_FIX_OFFLOAD,
+               "PP_SEARCH_FIX_* must match PP_FIX_*");
+
+/* "tp2 pp1 dp8 mbs4 dist-opt sp selective": sizes of 1 left out except tp, pp, dp, mbs. */
+static const char *layout_label(const pp_layout *l, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "tp%lld pp%lld dp%lld", (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    if (l->vpp > 1) k += snprintf(buf + k, n - (size_t)k, " vpp%lld", (long long)l->vpp);
+    if (l->cp > 1) k += snprintf(buf + k, n - (size_t)k, " cp%lld", (long long)l->cp);
+    if (l->ep > 1) k += snprintf(buf + k, n - (size_t)k, " ep%lld", (long long)l->ep);
+    k += snprintf(buf + k, n - (size_t)k, " mbs%lld", (long long)l->mbs);
+    if (l->zero > 0) k += snprintf(buf + k, n - (size_t)k, " zero%d", l->zero);
+    if (l->dist_opt) k += snprintf(buf + k, n - (size_t)k, " dist-opt");
+    if (l->sp) k += snprintf(buf + k, n - (size_t)k, " sp");
+    if (l->recompute != PP_RC_NONE)
+        k += snprintf(buf + k, n - (size_t)k, " %s", pp_recompute_names[l->recompute]);
+    if (l->recompute_layers > 0) k += snprintf(buf + k, n - (size_t)k, "(%lld)", (long long)l->recompute_layers);
+    if (l->offload != PP_OFF_NONE)
+        k += snprintf(buf + k, n - (size_t)k, " offload=%s", pp_offload_names[l->offload]);
+    if (l->stage_layers && (size_t)k < n) {
+        /* uneven stages from the ILP: "stages 21/19" (+ "rc 0/2" when some are recomputed) */
+        k += snprintf(buf + k, n - (size_t)k, " stages ");
+        for (int64_t i = 0; i < l->pp && (size_t)k < n; i++)
+            k += snprintf(buf + k, n - (size_t)k, "%s%d", i ? "/" : "", l->stage_layers[i]);
+        bool any = false;
+        for (int64_t i = 0; l->stage_recompute && i < l->pp; i++) any |= l->stage_recompute[i] > 0;
+        if (any && (size_t)k < n) {
+            k += snprintf(buf + k, n - (size_t)k, " rc ");
+            for (int64_t i = 0; i < l->pp && (size_t)k < n; i++)
+                k += snprintf(buf + k, n - (size_t)k, "%s%d", i ? "/" : "", l->stage_recompute[i]);
+        }
+    }
+    return buf;
+}
+
+/* 12.3k, 4.5M */
+static const char *fmt_rate(double v, char *buf, size_t n)
+{
+    if (v >= 1e9) snprintf(buf, n, "%.2fG", v / 1e9);
+    else if (v >= 1e6) snprintf(buf, n, "%.2fM", v / 1e6);
+    else if (v >= 1e4) snprintf(buf, n, "%.1fk", v / 1e3);
+    else snprintf(buf, n, "%.1f", v);
+    return buf;
+}
+
+/* ------------------------------------------------------------------ explanation */
+
+enum { T_COMPUTE, T_RECOMPUTE, T_TP, T_CP, T_EP, T_PP, T_BUBBLE, T_DP, T_ZERO, T_OPT, T_COUNT };
+static const char *const term_names[T_COUNT] = {
+    "compute", "recompute", "TP collectives", "CP exchange", "EP all-to-all", "PP send/recv",
+    "pipeline bubble", "DP gradient reduction", "ZeRO-3 gathers", "optimizer step",
+};
+
+static void terms_of(const pp_time_result *t, double *v)
+{
+    v[T_COMPUTE] = t->compute_s;
+    v[T_RECOMPUTE] = t->recompute_s;
+    v[T_TP] = t->tp_comm_s;
+    v[T_CP] = t->cp_comm_s;
+    v[T_EP] = t->ep_comm_s;
+    v[T_PP] = t->pp_comm_s;
+    v[T_BUBBLE] = t->bubble_s;
+    v[T_DP] = t->dp_comm_s;
+    v[T_ZERO] = t->zero_gather_s;
+    v[T_OPT] = t->optimizer_s;
+}
+
+/* "tp 4 (not 2), mbs 2 (not 4)": how b differs from a. */
+static void layout_diff(const pp_layout *a, const pp_layout *b, char *buf, size_t n)
+{
+    struct { const char *name; int64_t va, vb; } d[] = {
+        {"tp", a->tp, b->tp}, {"pp", a->pp, b->pp}, {"dp", a->dp, b->dp}, {"vpp", a->vpp, b->vpp},
+        {"cp", a->cp, b->cp}, {"ep", a->ep, b->ep}, {"mbs", a->mbs, b->mbs}, {"zero", a->zero, b->zero},
+    };
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof d / sizeof d[0] && k < n; i++)
+        if (d[i].va != d[i].vb)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s %lld (not %lld)", k ? ", " : "", d[i].name,
+                                  (long long)d[i].vb, (long long)d[i].va);
+    if (a->dist_opt != b->dist_opt && k < n)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "",
+                              b->dist_opt ? "distributed optimizer" : "no distributed optimizer");
+    if (a->sp != b->sp && k < n)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "",
+                              b->sp ? "sequence parallel" : "no sequence parallel");
+    if (a->recompute != b->recompute && k < n)
+        k += (size_t)snprintf(buf + k, n - k, "%srecompute %s (not %s)", k ? ", " : "",
+                              pp_recompute_names[b->recompute], pp_recompute_names[a->recompute]);
+    if (!k) snprintf(buf, n, "the same sizes");
+}
+
+/* One line: why `best` beats `other` (which step-time terms differ). */
+static void explain_one(FILE *f, const char *name, const pp_search_candidate *best,
+                        const pp_search_candidate *other)
+{
+    double v1[T_COUNT], vk[T_COUNT], dt = other->time.step_time_s - best->time.step_time_s;
+    terms_of(&best->time, v1);
+    terms_of(&other->time, vk);
+    char diff[256], gib[32];
+    layout_diff(&best->layout, &other->layout, diff, sizeof diff);
+    if (dt <= 1e-9 * best->time.step_time_s) {
+        fprintf(f, "  %s (%s): the same predicted step time; #1 leaves %s more memory free.\n", name, diff,
+                pp_fmt_bytes(best->headroom_bytes - other->headroom_bytes, gib, sizeof gib));
+        return;
+    }
+    /* The two terms that cost `other` the most, and the one that saves it the most. */
+    int worst1 = -1, worst2 = -1, save = -1;
+    for (int i = 0; i < T_COUNT; i++) {
+        double d = vk[i] - v1[i];
+        if (d > 0 && (worst1 < 0 || d > vk[worst1] - v1[worst1])) {
+            worst2 = worst1;
+            worst1 = i;
+        } else if (d > 0 && (worst2 < 0 || d > vk[worst2] - v1[worst2])) {
+            worst2 = i;
+        }
+        if (d < 0 && (save < 0 || d < vk[save] - v1[save])) save = i;
+    }
+    fprintf(f, "  %s (%s) is %.3g s per step slower (%.1f%%):", name, diff, dt, 100.0 * dt / best->time.step_time_s);
+    if (worst1 >= 0)
+        fprintf(f, " %s %+.3g s (%.3g vs %.3g)", term_names[worst1], vk[worst1] - v1[worst1], vk[worst1],
+                v1[worst1]);
+    if (worst2 >= 0 && vk[worst2] - v1[worst2] > 0.05 * dt)
+        fprintf(f, ", %s %+.3g s", term_names[worst2], vk[worst2] - v1[worst2]);
+    if (save >= 0 && v1[save] - vk[save] > 0.05 * dt)
+        fprintf(f, "; it saves %.3g s of %s", v1[save] - vk[save], term_names[save]);
+    fprintf(f, ".\n");
+}
+
+/* Parallel dimensions in use: fewer is simpler to run and to debug. */
+static int complexity(const pp_layout *l)
+{
+    return (l->tp > 1) + 2 * (l->pp > 1) + (l->vpp > 1) + 2 * (l->cp > 1) + 2 * (l->ep > 1) +
+           (l->recompute != PP_RC_NONE) + (l->zero >= 3) + (l->offload != PP_OFF_NONE);
+}
+
+static bool same_shape(const pp_layout *a, const pp_layout *b)
+{
+    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep;
+}
+
+/* Accuracy of the time model, from its validation (tests/time): step-time MAPE on the published
+ * A100 tables is 4.5-9%, so layouts closer than this are a tie for the model. */
+#define PLAN_TIE_FRACTION 0.02
+
+static void explain(FILE *f, const pp_search_candidate *c, int64_t n, const pp_search_candidate *shapes,
+                    int64_t n_shapes)
+{
+    if (n < 1) return;
+    fprintf(f, "\nwhy #1 wins:\n");
+    char name[200], lab[160], gib[32];
+    for (int64_t k = 1; k < n && k < 3; k++) {
+        snprintf(name, sizeof name, "#%lld", (long long)(k + 1));
+        explain_one(f, name, &c[0], &c[k]);
+    }
+    /* The best of other parallel shapes, when the top of the table is variations of one. */
+    int shown = 0;
+    for (int64_t i = 0; i < n_shapes && shown < 3; i++) {
+        if (same_shape(&shapes[i].layout, &c[0].layout)) continue;
+        bool listed = false;
+        for (int64_t k = 1; k < n && k < 3; k++) listed |= same_shape(&shapes[i].layout, &c[k].layout);
+        if (listed) continue;
+        if (!shown) fprintf(f, "  the best layouts of other shapes:\n");
+        snprintf(name, sizeof name, "  %s", layout_label(&shapes[i].layout, lab, sizeof lab));
+        explain_one(f, name, &c[0], &shapes[i]);
+        shown++;
+    }
+    fprintf(f, "  #1 needs %s per GPU (peak + reserved) of %s: %s headroom.\n",
+            pp_fmt_bytes(c[0].worst_bytes, gib, sizeof gib),
+            pp_fmt_bytes(c[0].worst_bytes + c[0].headroom_bytes, (char[32]){0}, 32),
+            pp_fmt_bytes(c[0].headroom_bytes, (char[32]){0}, 32));
+    /* Near ties: say so, and name the simplest of them. */
+    const pp_search_candidate *simple = &c[0];
+    double limit = c[0].time.step_time_s * (1 + PLAN_TIE_FRACTION);
+    for (int64_t k = 1; k < n; k++)
+        if (c[k].time.step_time_s <= limit && complexity(&c[k].layout) < complexity(&simple->layout)) simple = &c[k];
+    for (int64_t i = 0; i < n_shapes; i++)
+        if (shapes[i].time.step_time_s <= limit && complexity(&shapes[i].layout) < complexity(&simple->layout))
+            simple = &shapes[i];
+    if (simple != &c[0])
+        fprintf(f, "  note: %s is within %.1f%% of #1, closer than the model's accuracy (5-10%% on published "
+                   "runs); it is the simpler layout to run.\n",
+                layout_label(&simple->layout, lab, sizeof lab),
+                100.0 * (simple->time.step_time_s / c[0].time.step_time_s - 1));
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *cand,
+                        const pp_search_result *r, const pp_search_candidate *shapes)
+{
+    const pp_work *w = &c->work;
+    int64_t nodes = (w->gpus + w->gpus_per_node - 1) / w->gpus_per_node;
+    fprintf(f, "parplan plan: %s on %lld x %s (%lld node%s of %lld), global batch %lld x %lld tokens, "
+               "%s, %s attention\n",
+            w->model.name, (long long)w->gpus, w->gpu.name, (long long)nodes, nodes > 1 ? "s" : "",
+            (long long)w->gpus_per_node, (long long)w->gbs, (long long)w->model.seq,
+            pp_framework_names[w->framework], pp_attention_names[w->attention]);
+    fprintf(f, "searched %lld layouts in %.1f ms: %lld fit in memory", (long long)r->evaluated,
+            r->search_time_s * 1e3, (long long)r->fitting);
+    if (r->none_fit)
+        fprintf(f, "; NONE fits: the %lld closest are shown\n\n", (long long)r->n);
+    else
+        fprintf(f, "; the best %lld by predicted step time\n\n", (long long)r->n);
+    fprintf(f, " #  %-44s %10s %9s %10s %9s %9s %6s\n", "layout", "mem/GPU", "step s", "samples/s",
+            "tokens/s", "TFLOP/s", "MFU");
+    for (int64_t i = 0; i < r->n; i++) {
+        const pp_search_candidate *k = &cand[i];
+        char lab[160], mem[32], tok[32];
+        fprintf(f, "%2lld  %-44s %10s %9.4g %10.4g %9s %9.1f %5.1f%%%s\n", (long long)(i + 1),
+                layout_label(&k->layout, lab, sizeof lab), pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
+                k->time.step_time_s, k->time.samples_per_s, fmt_rate(k->time.tokens_per_s, tok, sizeof tok),
+                k->time.model_tflops_per_gpu, 100 * k->time.mfu, k->fits ? "" : "  OOM");
+    }
+    fprintf(f, "(mem/GPU: peak + reserved on the fullest GPU, of %s; TFLOP/s: model FLOPs per GPU, no "
+               "recompute; MFU against %.0f TFLOP/s)\n",
+            pp_fmt_bytes(w->gpu.memory_bytes, (char[32]){0}, 32),
+            (w->gpu.peak_flops[PP_DT_BF16] > 0 ? w->gpu.peak_flops[PP_DT_BF16] : w->gpu.peak_flops[PP_DT_FP16]) / 1e12);
+
+    if (r->n > 0) {
+        const pp_time_result *t = &cand[0].time;
+        fprintf(f, "\n#1 step %.4g s = compute %.3g + recompute %.3g + TP %.3g + CP %.3g + EP %.3g + "
+                   "PP send/recv %.3g + bubble %.3g + DP %.3g + ZeRO %.3g + optimizer %.3g\n",
+                t->step_time_s, t->compute_s, t->recompute_s, t->tp_comm_s, t->cp_comm_s, t->ep_comm_s,
+                t->pp_comm_s, t->bubble_s, t->dp_comm_s, t->zero_gather_s, t->optimizer_s);
+    }
+
+    fprintf(f, "\npruning funnel (each layout counted under the first rule it breaks):\n");
+    fprintf(f, "  %14lld  layouts in the space (tp x cp x ep x mbs x sp x pp x vpp x recompute x "
+               "optimizer sharding)\n",
+            (long long)r->evaluated);
+    int64_t left = r->evaluated;
+    for (int i = 0; i < PP_PRUNE_COUNT; i++) {
+        if (!r->pruned[i]) continue;
+        left -= r->pruned[i];
+        fprintf(f, "- %14lld  %-14s %s\n", (long long)r->pruned[i], pp_prune_names[i], pp_prune_help[i]);
+    }
+    fprintf(f, "= %14lld  fit and were ranked\n", (long long)left);
+    if (!r->none_fit) explain(f, cand, r->n, shapes, r->n_shapes);
+}
+
+static void print_json(const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w)
+{
+    pp_json j;
+    pp_json_init(&j, stdout, true);
+    pp_json_obj_begin(&j);
+    pp_json_kint(&j, "evaluated", r->evaluated);
+    pp_json_key(&j, "pruned");
+    pp_json_obj_begin(&j);
+    for (int i = 0; i < PP_PRUNE_COUNT; i++) pp_json_kint(&j, pp_prune_names[i], r->pruned[i]);
+    pp_json_obj_end(&j);
+    pp_json_kint(&j, "fitting", r->fitting);
+    pp_json_kint(&j, "leaves", r->leaves);
+    pp_json_knum(&j, "search_time_s", r->search_time_s);
+    pp_json_knum(&j, "capacity_bytes", w->gpu.memory_bytes);
+    pp_json_key(&j, "candidates");
+    pp_json_arr_begin(&j);
+    for (int64_t i = 0; i < r->n; i++) {
+        const pp_search_candidate *k = &cand[i];
+        const pp_layout *l = &k->layout;
+        const pp_time_result *t = &k->time;
+        pp_json_obj_begin(&j);
+        pp_json_kint(&j, "tp", l->tp);
+        pp_json_kint(&j, "pp", l->pp);
+        pp_json_kint(&j, "dp", l->dp);
+        pp_json_kint(&j, "vpp", l->vpp);
+        pp_json_kint(&j, "cp", l->cp);
+        pp_json_kint(&j, "ep", l->ep);
+        pp_json_kint(&j, "mbs", l->mbs);
+        pp_json_kint(&j, "zero", l->zero);
+        pp_json_kbool(&j, "dist_opt", l->dist_opt);
+        pp_json_kbool(&j, "sp", l->sp);
+        pp_json_kstr(&j, "recompute", pp_recompute_names[l->recompute]);
+        if (l->recompute_layers > 0) pp_json_kint(&j, "recompute_layers", l->recompute_layers);
+        pp_json_kstr(&j, "offload", pp_offload_names[l->offload]);
+        if (l->stage_layers) {
+            pp_json_key(&j, "stage_layers");
+            pp_json_arr_begin(&j);
+            for (int64_t s = 0; s < l->pp; s++) pp_json_int(&j, l->stage_layers[s]);
+            pp_json_arr_end(&j);
+            pp_json_key(&j, "stage_recompute");
+            pp_json_arr_begin(&j);
+            for (int64_t s = 0; s < l->pp; s++) pp_json_int(&j, l->stage_recompute ? l->stage_recompute[s] : 0);
+            pp_json_arr_end(&j);
+        }
+        pp_json_knum(&j, "peak_bytes", k->peak_bytes);
+        pp_json_knum(&j, "reserved_bytes", k->worst_bytes - k->peak_bytes);
+        pp_json_knum(&j, "headroom_bytes", k->headroom_bytes);
+        pp_json_kbool(&j, "fits", k->fits);
+        pp_json_knum(&j, "step_time_s", t->step_time_s);
+        pp_json_knum(&j, "samples_per_s", t->samples_per_s);
+        pp_json_knum(&j, "tokens_per_s", t->tokens_per_s);
+        pp_json_knum(&j, "model_tflops_per_gpu", t->model_tflops_per_gpu);
+        pp_json_knum(&j, "mfu", t->mfu);
+        pp_json_key(&j, "breakdown");
+        pp_json_obj_begin(&j);
+        pp_json_knum(&j, "compute_s", t->compute_s);
+        pp_json_knum(&j, "recompute_s", t->recompute_s);
+        pp_json_knum(&j, "tp_comm_s", t->tp_comm_s);
+        pp_json_knum(&j, "cp_comm_s", t->cp_comm_s);
+        pp_json_knum(&j, "ep_comm_s", t->ep_comm_s);
+        pp_json_knum(&j, "pp_comm_s", t->pp_comm_s);
+        pp_json_knum(&j, "bubble_s", t->bubble_s);
+        pp_json_knum(&j, "dp_comm_s", t->dp_comm_s);
+        pp_json_knum(&j, "zero_gather_s", t->zero_gather_s);
+        pp_json_knum(&j, "optimizer_s", t->optimizer_s);
+        pp_json_obj_end(&j);
+        pp_json_kstr(&j, "source", "model");
+        pp_json_obj_end(&j);
+    }
+    pp_json_arr_end(&j);
+    pp_json_obj_end(&j);
+    pp_json_end(&j);
+}
+
+/* ------------------------------------------------------------------ uneven stages (issue 5) */
+
+/* With --stages ilp|auto: the ILP's stage split for the best candidates with a pipeline,
+ * re-timed and re-measured, then re-ranked. Uniform stages unless asked: GLPK costs 10-20 ms
+ * per plan, which would break the 20 ms budget of a small plan. stage_mem holds the split of
+ * candidate k at [2k] (layers) and [2k+1] (recompute). */
+#define PLAN_ILP_MAX 16
+static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, int64_t n, int (*stage_mem)[PP_MAX_STAGES],
+                             pp_error *err)
+{
+    const char *mode = c->stages ? c->stages : "uniform";
+    if (c->dump_ilp && cand[0].layout.pp < 2 && !c->quiet)
+        fprintf(stderr, "parplan: warning: --dump-ilp: the best layout has no pipeline, no stage MILP "
+                        "to write\n");
+    if (!strcmp(mode, "uniform")) {
+        if (c->dump_ilp && cand[0].layout.pp > 1)
+            return pp_stages_apply(&c->work, &cand[0].layout, "uniform", c->dump_ilp, stage_mem[0],
+                                   stage_mem[1], NULL, err);
+        return PP_OK;
+    }
+    pp_stages_result *sr = calloc(1, sizeof *sr);
+    pp_mem_result *mem = calloc(1, sizeof *mem);
+    pp_status st = PP_OK;
+    if (!sr || !mem) {
+        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        goto done;
+    }
+    int64_t nk = n < PLAN_ILP_MAX ? n : PLAN_ILP_MAX;
+    for (int64_t k = 0; k < nk; k++) {
+        pp_layout l = cand[k].layout;
+        if (l.pp < 2) continue;
+        st = pp_stages_apply(&c->work, &l, mode, k == 0 ? c->dump_ilp : NULL, stage_mem[2 * k],
+                             stage_mem[2 * k + 1], sr, err);
+        if (st != PP_OK) goto done;
+        if (sr->warning[0] && !c->quiet && k == 0)
+            fprintf(stderr, "parplan: warning: stages of #1: %s\n", sr->warning);
+        if (!l.stage_layers) continue;
+        pp_time_result t;
+        pp_error e2 = {0};
+        if (pp_time_estimate(&c->work, &l, &t, &e2) != PP_OK || pp_memory_estimate(&c->work, &l, mem, &e2) != PP_OK)
+            continue; /* keep the uniform split */
+        const pp_mem_stage *big = &mem->stages[mem->largest_stage];
+        double worst = big->peak_bytes + big->reserved_bytes;
+        if (worst > c->work.gpu.memory_bytes || t.step_time_s >= cand[k].time.step_time_s) continue;
+        cand[k].layout = l;
+        cand[k].time = t;
+        cand[k].peak_bytes = mem->peak_bytes;
+        cand[k].worst_bytes = worst;
+        cand[k].headroom_bytes = c->work.gpu.memory_bytes - worst;
+        cand[k].fits = true;
+    }
+    /* re-rank the re-timed head of the list (insertion sort: nk is small) */
+    for (int64_t i = 1; i < nk; i++)
+        for (int64_t j = i; j > 0 && pp_search_better(&cand[j], &cand[j - 1]); j--) {
+            pp_search_candidate t = cand[j];
+            cand[j] = cand[j - 1];
+            cand[j - 1] = t;
+        }
+done:
+    free(sr);
+    free(mem);
+    return st;
+}
+
+/* ------------------------------------------------------------------ HTML report (issue 10) */
+
+static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r,
+                             pp_error *err)
+{
+    const pp_work *w = &c->work;
+    pp_report rep;
+    char title[256], lab[160];
+    snprintf(title, sizeof title, "parplan plan: %s on %lld x %s", w->model.name, (long long)w->gpus, w->gpu.name);
+    pp_status st = pp_report_open(&rep, c->report, title, err);
+    if (st != PP_OK) return st;
+    char v_gpus[64], v_batch[64], v_best[160], v_time[64];
+    snprintf(v_gpus, sizeof v_gpus, "%lld x %s, %lld per node", (long long)w->gpus, w->gpu.name,
+             (long long)w->gpus_per_node);
+    snprintf(v_batch, sizeof v_batch, "%lld sequences of %lld tokens", (long long)w->gbs, (long long)w->model.seq);
+    snprintf(v_best, sizeof v_best, "%s", r->n ? layout_label(&cand[0].layout, lab, sizeof lab) : "none");
+    snprintf(v_time, sizeof v_time, "%.4g s per step (%.1f%% MFU)", r->n ? cand[0].time.step_time_s : 0,
+             r->n ? 100 * cand[0].time.mfu : 0);
+    const char *keys[] = {"model", "GPUs", "global batch", "framework", "best layout", "predicted"};
+    const char *vals[] = {w->model.name, v_gpus, v_batch, pp_framework_names[w->framework], v_best, v_time};
+    pp_report_summary(&rep, "Work and verdict", keys, vals, 6);
+    /* funnel: what is left after each rule */
+    const char *names[PP_PRUNE_COUNT + 1];
+    const char *notes[PP_PRUNE_COUNT + 1];
+    int64_t counts[PP_PRUNE_COUNT + 1];
+    int nf = 0;
+    names[nf] = "enumerated";
+    notes[nf] = "tp x cp x ep x mbs x sp x pp x vpp x recompute x optimizer sharding";
+    counts[nf++] = r->evaluated;
+    int64_t left = r->evaluated;
+    for (int i = 0; i < PP_PRUNE_COUNT; i++) {
+        if (!r->pruned[i]) continue;
+        left -= r->pruned[i];
+        names[nf] = pp_prune_names[i];
+        notes[nf] = pp_prune_help[i];
+        counts[nf++] = left;
+    }
+    pp_report_funnel(&rep, names, notes, counts, nf);
+    if (r->n > 0) {
+        int n = r->n < 64 ? (int)r->n : 64;
+        pp_report_point pts[64];
+        const char *labels[64];
+        pp_time_result times[64];
+        char (*buf)[160] = calloc((size_t)n, sizeof *buf);
+        if (buf) {
+            for (int i = 0; i < n; i++) {
+                labels[i] = layout_label(&cand[i].layout, buf[i], sizeof buf[i]);
+                pts[i] = (pp_report_point){labels[i], cand[i].headroom_bytes, cand[i].time.samples_per_s};
+                times[i] = cand[i].time;
+            }
+            pp_report_candidates(&rep, pts, n, 0);
+            pp_report_step_breakdown(&rep, labels, times, n);
+            free(buf);
+        }
+        pp_mem_result *mem = calloc(1, sizeof *mem);
+        pp_error e2 = {0};
+        if (mem && pp_memory_estimate(w, &cand[0].layout, mem, &e2) == PP_OK)
+            pp_report_memory_stages(&rep, mem, w->gpu.name);
+        free(mem);
+    }
+    return pp_report_close(&rep, err);
+}
+
+int pp_cmd_plan(pp_cli *c)
+{
+    pp_error err = {0};
+    pp_search_candidate *cand = NULL, *shapes = NULL;
+    int (*stage_mem)[PP_MAX_STAGES] = NULL;
+    int rc = 0;
+    /* the cheap checks first: nothing is printed for a bad command line */
+    if (c->npos) {
+        pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0, "plan takes no positional argument, got '%s'", c->pos[0]);
+        return pp_cli_fail(&err);
+    }
+    if (c->emit && pp_name_lookup(pp_launch_format_names, PP_LAUNCH_COUNT, c->emit) < 0) {
+        pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
+                     "--emit expects megatron|torchrun|slurm|deepspeed|nemo, got '%s'", c->emit);
+        return pp_cli_fail(&err);
+    }
+    if (c->emit && c->json && !c->output) {
+        pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
+                     "--json with --emit needs -o DIR (the launch config would share stdout)");
+        return pp_cli_fail(&err);
+    }
+    if (c->probe_k > 0) {
+        pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
+                     "plan --probe is not available in this build (rank by the model, then measure "
+                     "with `parplan probe`)");
+        return pp_cli_fail(&err);
+    }
+    pp_status st = pp_cli_work(c, false, &err);
+    if (st != PP_OK) return pp_cli_fail(&err);
+
+    pp_search_params p;
+    pp_search_params_init(&p);
+    p.fixed_layout = c->layout;
+    p.fixed = c->fixed;
+    p.top = c->top;
+    p.allow_cross_node_tp = c->allow_cross_node_tp;
+    cand = calloc((size_t)(c->top > 0 ? c->top : 1), sizeof *cand);
+    p.shapes_cap = 8;
+    p.shapes = shapes = calloc((size_t)p.shapes_cap, sizeof *shapes);
+    stage_mem = calloc(2 * PLAN_ILP_MAX, sizeof *stage_mem);
+    if (!cand || !shapes || !stage_mem) {
+        pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        return pp_cli_fail(&err);
+    }
+    pp_search_result r;
+    st = pp_search_run(&c->work, &p, cand, &r, &err);
+    if (st != PP_OK) {
+        rc = pp_cli_fail(&err);
+        goto done;
+    }
+    if (!r.none_fit && r.n > 0) {
+        st = plan_stages(c, cand, r.n, stage_mem, &err);
+        if (st != PP_OK) {
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
+    }
+    if (c->report) {
+        st = plan_report(c, cand, &r, &err);
+        if (st != PP_OK) {
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
+    }
+    /* With --emit and no -o the launch config owns stdout: the table goes to stderr. */
+    bool emit_stdout = c->emit && !c->output;
+    if (c->json && !emit_stdout) print_json(cand, &r, &c->work);
+    else if (!c->quiet || !c->emit) print_table(emit_stdout ? stderr : stdout, c, cand, &r, shapes);
+
+    if (r.n == 0) {
+        fprintf(stderr, "parplan: no layout satisfies the rules for %lld GPUs and global batch %lld "
+                        "(see the pruning funnel)\n",
+                (long long)c->work.gpus, (long long)c->work.gbs);
+        rc = 1;
+        goto done;
+    }
+    if (r.none_fit) {
+        char need[32], have[32], lab[160];
+        fprintf(stderr, "parplan: no layout fits in %s per GPU; the closest (%s) needs %s (more GPUs, "
+                        "a smaller --gbs, or offload)\n",
+                pp_fmt_bytes(c->work.gpu.memory_bytes, have, sizeof have),
+                layout_label(&cand[0].layout, lab, sizeof lab),
+                pp_fmt_bytes(cand[0].worst_bytes, need, sizeof need));
+        rc = 1;
+        goto done;
+    }
+    if (c->emit) {
+        /* One JSON document on stdout: plan's. The launch files go to -o DIR. */
+        bool json = c->json;
+        c->json = false;
+        rc = pp_launch_emit(c, &c->work, &cand[0].layout, c->emit);
+        c->json = json;
+    }
+done:
+    free(cand);
+    free(shapes);
+    free(stage_mem);
+    return rc;
+}

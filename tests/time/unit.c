@@ -1,0 +1,416 @@
+/* Unit tests of the step-time model (planner/time.c):
+ *   - its building blocks against the anchors measured on the lent GPUs
+ *     (../shared/anchors: H100 GEMMs at transformer shapes, GPT layer forward/backward,
+ *     2 x H200 NCCL bus bandwidth), with the catalog's constants;
+ *   - the published formulas it must reproduce exactly (model and hardware FLOPs);
+ *   - the structure of a step: bubble (p-1)/m and (p-1)/(vm), recompute, DP overlap, sharded
+ *     optimizer, TP across nodes, terms adding up, finite figures at 1e15 parameters. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_profile.h"
+#include "pp_time.h"
+#include "tap.h"
+#include "time_test.h"
+
+/* ------------------------------------------------------------------ anchors (JSON lines) */
+
+/* The number after "key": in a one-line JSON object; NAN when absent. */
+static double jl_num(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p) return NAN;
+    return strtod(p + strlen(pat), NULL);
+}
+
+static bool jl_is(const char *line, const char *key, const char *value)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\": \"%s\"", key, value);
+    return strstr(line, pat) != NULL;
+}
+
+static FILE *anchors_open(const char *name)
+{
+    const char *dir = getenv("PARPLAN_SHARED_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/anchors/%s", dir ? dir : "../shared", name);
+    FILE *f = fopen(path, "r");
+    if (!f) printf("# cannot open %s\n", path);
+    return f;
+}
+
+static void test_gemm_anchors(const pp_gpu *h100)
+{
+    FILE *f = anchors_open("h100_torch.jsonl");
+    if (!tap_ok(f != NULL, "read h100_torch.jsonl")) return;
+    pp_work w = {0};
+    w.gpu = *h100;
+    tt_gpt(&w.model, 1, 1024, 8, 1024, 1024);
+    w.gpus = w.gpus_per_node = w.gbs = 1;
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, &w, NULL);
+    char line[1024];
+    double sum = 0, worst = 0;
+    int n = 0, outliers = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!jl_is(line, "kind", "gemm_shape")) continue;
+        double m = jl_num(line, "m"), nn = jl_num(line, "n"), k = jl_num(line, "k");
+        double meas = jl_num(line, "tflops");
+        double pred = pp_time_gemm_rate(&c, m, nn, k) / 1e12;
+        double e = (pred - meas) / meas;
+        /* The three h 2048 / tp 8 rows below 150 TFLOP/s (a twice larger GEMM ran at 700):
+         * measurement outliers, reported but not scored. */
+        bool outlier = meas < 150;
+        printf("# gemm %6.0f x %6.0f x %6.0f  predicted %6.1f measured %6.1f TFLOP/s  %+6.1f%%%s\n", m, nn, k,
+               pred, meas, 100 * e, outlier ? "  (outlier, not scored)" : "");
+        if (outlier) {
+            outliers++;
+            continue;
+        }
+        sum += fabs(e);
+        if (fabs(e) > worst) worst = fabs(e);
+        n++;
+    }
+    fclose(f);
+    double mape = n ? sum / n : NAN;
+    printf("# GEMM curve vs anchors: MAPE %.1f%%, worst %.1f%% over %d shapes (%d outliers)\n", 100 * mape,
+           100 * worst, n, outliers);
+    tap_ok(n == 61 && outliers == 3, "61 scored GEMM shapes, 3 outliers (got %d, %d)", n, outliers);
+    tap_ok(mape <= 0.07, "GEMM efficiency curve: MAPE %.1f%% <= 7%% on the H100 anchors", 100 * mape);
+    tap_ok(worst <= 0.20, "GEMM efficiency curve: worst shape %.1f%% <= 20%%", 100 * worst);
+    /* Shape dependence: a small-k GEMM is slower than a square one. */
+    tap_ok(pp_time_gemm_rate(&c, 4096, 4096, 512) < 0.8 * pp_time_gemm_rate(&c, 8192, 8192, 8192),
+           "k = 512 runs well below the large-GEMM rate");
+    tap_near(pp_time_gemm_rate(&c, 8192, 8192, 8192), 0.95 * h100->gemm_eff * h100->peak_flops[PP_DT_BF16],
+             1e-9, "8192^3 runs at the sustained fraction (0.95) of the catalog's gemm_eff");
+}
+
+static void test_layer_anchors(const pp_gpu *h100)
+{
+    FILE *f = anchors_open("h100_torch.jsonl");
+    if (!tap_ok(f != NULL, "read h100_torch.jsonl")) return;
+    char line[1024];
+    double sum = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!jl_is(line, "kind", "layer")) continue;
+        pp_work w = {0};
+        w.gpu = *h100;
+        tt_gpt(&w.model, 1, (int64_t)jl_num(line, "h"), (int64_t)jl_num(line, "heads"),
+               (int64_t)jl_num(line, "seq"), 50304);
+        w.gpus = w.gpus_per_node = 1;
+        w.gbs = (int64_t)jl_num(line, "mbs");
+        w.attention = PP_ATTN_FLASH;
+        pp_layout l;
+        pp_layout_init(&l);
+        l.mbs = w.gbs;
+        l.dp = 1;
+        /* The anchors' block: PyTorch SDPA flash (FlashAttention-2; on H100 about 0.42 of cuBLAS
+         * forward and 0.27 backward, Dao 2023 fig. 7), no dropout, bf16 weights with fresh bf16
+         * gradients (no fp32 accumulation buffer). */
+        pp_time_opts o;
+        pp_time_opts_default(&w, &o);
+        o.flash_fwd_eff = 0.42;
+        o.flash_bwd_eff = 0.27;
+        o.dropout = false;
+        o.grad_accum_bytes = 2.0; /* the bf16 gradient written once */
+        pp_time_ctx c;
+        pp_time_ctx_init(&c, &w, &o);
+        pp_time_layer ly;
+        pp_time_layer_get(&c, &l, &ly);
+        double fwd = ly.fwd_compute_s * 1e3, fb = (ly.fwd_compute_s + ly.bwd_compute_s) * 1e3;
+        double mf = jl_num(line, "fwd_ms"), mfb = jl_num(line, "fwdbwd_ms");
+        double e1 = (fwd - mf) / mf, e2 = (fb - mfb) / mfb;
+        printf("# layer h %5.0f mbs %2.0f  fwd %.3f vs %.3f ms (%+.1f%%)  fwd+bwd %.3f vs %.3f ms (%+.1f%%)\n",
+               jl_num(line, "h"), jl_num(line, "mbs"), fwd, mf, 100 * e1, fb, mfb, 100 * e2);
+        tap_ok(fabs(e1) <= 0.15 && fabs(e2) <= 0.15, "layer h %.0f: forward and forward+backward within 15%%",
+               jl_num(line, "h"));
+        sum += fabs(e1) + fabs(e2);
+        n += 2;
+    }
+    fclose(f);
+    double mape = n ? sum / n : NAN;
+    printf("# GPT layer vs anchors: MAPE %.1f%% over %d values\n", 100 * mape, n);
+    tap_ok(n == 10 && mape <= 0.08, "GPT layer times: MAPE %.1f%% <= 8%%", 100 * mape);
+}
+
+static void test_nccl_anchors(void)
+{
+    pp_gpu h200;
+    if (!tap_ok(tt_gpu("h200", &h200) == 0, "catalog GPU h200")) return;
+    FILE *f = anchors_open("h200x2_torch_nccl.jsonl");
+    if (!tap_ok(f != NULL, "read h200x2_torch_nccl.jsonl")) return;
+    pp_work w = {0};
+    w.gpu = h200;
+    tt_gpt(&w.model, 1, 1024, 8, 1024, 1024);
+    w.gpus = w.gpus_per_node = 2;
+    w.gbs = 2;
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, &w, NULL);
+    char line[1024];
+    double sum = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        pp_time_coll op;
+        if (jl_is(line, "op", "all_reduce")) op = PP_TC_ALL_REDUCE;
+        else if (jl_is(line, "op", "all_gather")) op = PP_TC_ALL_GATHER;
+        else if (jl_is(line, "op", "reduce_scatter")) op = PP_TC_REDUCE_SCATTER;
+        else if (jl_is(line, "op", "sendrecv")) op = PP_TC_SENDRECV;
+        else continue;
+        double bytes = jl_num(line, "bytes"), us = jl_num(line, "us");
+        double pred = pp_time_collective_s(&c, op, 2, 2, bytes) * 1e6;
+        double e = (pred - us) / us;
+        bool scored = bytes >= 64.0 * 1048576;
+        printf("# nccl %-14s %11.0f B  predicted %8.1f us measured %8.1f us  %+6.1f%%%s\n",
+               op == PP_TC_ALL_REDUCE ? "all_reduce" : op == PP_TC_ALL_GATHER ? "all_gather"
+               : op == PP_TC_REDUCE_SCATTER ? "reduce_scatter" : "sendrecv",
+               bytes, pred, us, 100 * e, scored ? "" : "  (latency-bound size, not scored)");
+        if (scored) {
+            sum += fabs(e);
+            n++;
+        }
+    }
+    fclose(f);
+    double mape = n ? sum / n : NAN;
+    printf("# NCCL over NVLink (2 x H200), >= 64 MiB: MAPE %.1f%% over %d\n", 100 * mape, n);
+    tap_ok(n >= 8 && mape <= 0.20, "collectives >= 64 MiB: MAPE %.1f%% <= 20%%", 100 * mape);
+}
+
+/* ------------------------------------------------------------------ formulas */
+
+static void test_flops(void)
+{
+    pp_model m;
+    tt_gpt(&m, 96, 12288, 96, 2048, 51200); /* GPT-3 175B */
+    double B = 1536, s = 2048, L = 96, h = 12288, V = 51200;
+    double model = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+    double hw = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+    tap_near(pp_model_flops_per_step(&m, 1536), model, 1e-12, "model FLOPs = Korthikanti eq. 7");
+    tap_near(pp_hardware_flops_per_step(&m, 1536, PP_RC_FULL), hw, 1e-12,
+             "hardware FLOPs with full recompute = SC'21 eq. 3");
+    tap_ok(pp_hardware_flops_per_step(&m, 1536, PP_RC_SELECTIVE) > model &&
+               pp_hardware_flops_per_step(&m, 1536, PP_RC_SELECTIVE) < hw,
+           "selective recompute: between model and full-recompute FLOPs");
+    /* GQA + SwiGLU: 6 x (matmul params) x tokens + attention. */
+    pp_model l;
+    pp_model_init(&l);
+    l.layers = 32;
+    l.hidden = 4096;
+    l.heads = 32;
+    l.kv_heads = 8;
+    l.seq = 8192;
+    l.vocab = 128256;
+    l.act = PP_ACT_SWIGLU;
+    l.ffn = 14336;
+    l.pos = PP_POS_ROPE;
+    pp_error err = {0};
+    pp_model_validate(&l, &err);
+    double per_tok = 32 * (2 * (4096.0 * (4096 + 2 * 1024) + 4096.0 * 4096 + 3 * 4096.0 * 14336) +
+                           4 * 8192.0 * 4096) + 2 * 4096.0 * 128256;
+    tap_near(pp_model_flops_per_step(&l, 4), 3 * per_tok * 4 * 8192, 1e-12,
+             "model FLOPs of a GQA/SwiGLU model (Llama-3-8B shape)");
+}
+
+/* ------------------------------------------------------------------ structure */
+
+static pp_work gpt_work(const pp_gpu *g, int64_t L, int64_t h, int64_t a, int64_t gpus, int64_t gbs)
+{
+    pp_work w = {0};
+    w.gpu = *g;
+    tt_gpt(&w.model, L, h, a, 2048, 51200);
+    w.gpus = gpus;
+    w.gpus_per_node = 8;
+    w.gbs = gbs;
+    w.attention = PP_ATTN_FLASH;
+    return w;
+}
+
+static pp_time_result step(const pp_work *w, pp_layout l, const pp_time_opts *o)
+{
+    pp_time_result r;
+    memset(&r, 0, sizeof r);
+    pp_error err = {0};
+    if (pp_layout_validate(w, &l, &err) != PP_OK) {
+        printf("# layout: %s\n", err.msg);
+        r.step_time_s = NAN;
+        return r;
+    }
+    pp_status st = o ? pp_time_estimate_opts(w, &l, o, &r, &err) : pp_time_estimate(w, &l, &r, &err);
+    if (st != PP_OK) {
+        printf("# time: %s\n", err.msg);
+        r.step_time_s = NAN;
+    }
+    return r;
+}
+
+static double terms_sum(const pp_time_result *r)
+{
+    return r->compute_s + r->recompute_s + r->tp_comm_s + r->cp_comm_s + r->ep_comm_s + r->pp_comm_s +
+           r->bubble_s + r->dp_comm_s + r->zero_gather_s + r->optimizer_s;
+}
+
+static void test_structure(const pp_gpu *a100)
+{
+    /* 175B on 64 GPUs, tp 8 pp 8: the bubble is (p-1)/m of the pipeline's work. */
+    pp_work w = gpt_work(a100, 96, 12288, 96, 64, 64);
+    pp_layout l;
+    pp_layout_init(&l);
+    l.tp = 8;
+    l.pp = 8;
+    l.mbs = 1;
+    l.sp = true;
+    pp_time_result r = step(&w, l, NULL);
+    double work = r.compute_s + r.recompute_s + r.tp_comm_s;
+    tap_near(r.bubble_s / work, 7.0 / 64, 0.10, "1F1B bubble = (p-1)/m of the stage work");
+    tap_near(terms_sum(&r), r.step_time_s, 1e-9, "the terms add up to the step time");
+    l.vpp = 3;
+    pp_time_result ri = step(&w, l, NULL);
+    tap_near(ri.bubble_s / work, 7.0 / (3 * 64), 0.10, "interleaved bubble = (p-1)/(v m)");
+    tap_ok(ri.step_time_s < r.step_time_s, "interleaving shortens the step (%.3f < %.3f s)", ri.step_time_s,
+           r.step_time_s);
+
+    /* Recompute: full adds about one forward per layer; selective much less. */
+    l.vpp = 1;
+    l.recompute = PP_RC_FULL;
+    pp_time_result rf = step(&w, l, NULL);
+    l.recompute = PP_RC_SELECTIVE;
+    pp_time_result rs = step(&w, l, NULL);
+    tap_ok(rf.recompute_s > 0.25 * rf.compute_s && rf.recompute_s < 0.40 * rf.compute_s,
+           "full recompute costs about a third of forward+backward (%.3f of %.3f s)", rf.recompute_s, rf.compute_s);
+    tap_ok(rs.recompute_s > 0 && rs.recompute_s < 0.2 * rf.recompute_s,
+           "selective recompute (attention core, flash) costs a fraction of full (%.3f vs %.3f s)",
+           rs.recompute_s, rf.recompute_s);
+
+    /* DP: overlap hides part of the reduction; the distributed optimizer divides the step. */
+    pp_work wd = gpt_work(a100, 40, 5120, 40, 64, 512);
+    pp_layout d;
+    pp_layout_init(&d);
+    d.tp = 4;
+    d.mbs = 1;
+    pp_time_opts o;
+    pp_time_opts_default(&wd, &o);
+    pp_time_result ov = step(&wd, d, &o);
+    o.overlap_grad_reduce = false;
+    pp_time_result no = step(&wd, d, &o);
+    tap_ok(no.dp_comm_s > 0 && ov.dp_comm_s < no.dp_comm_s,
+           "overlapped gradient reduction exposes less (%.3f < %.3f s)", ov.dp_comm_s, no.dp_comm_s);
+    d.dist_opt = true;
+    pp_time_result dist = step(&wd, d, NULL);
+    tap_near(dist.optimizer_s, ov.optimizer_s / 16, 0.02, "distributed optimizer: optimizer step / dp");
+    tap_near(terms_sum(&dist), dist.step_time_s, 1e-9, "terms add up (dist-opt)");
+
+    /* TP that leaves the node: the same layer with 16 TP ranks over two nodes spends far more on
+     * its collectives than 8 inside one. */
+    pp_work wt = gpt_work(a100, 96, 12288, 96, 16, 16);
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, &wt, NULL);
+    double intra = pp_time_collective_s(&c, PP_TC_ALL_REDUCE, 8, 8, 1e8);
+    double cross = pp_time_collective_s(&c, PP_TC_ALL_REDUCE, 16, 8, 1e8);
+    double spread = pp_time_collective_s(&c, PP_TC_ALL_REDUCE, 16, 1, 1e8);
+    tap_ok(cross > intra && spread > 4 * intra,
+           "all-reduce of 100 MB: 8 in a node %.2f ms, 16 over 2 nodes %.2f ms, 16 over 16 nodes %.2f ms",
+           intra * 1e3, cross * 1e3, spread * 1e3);
+    pp_layout t8, t16;
+    pp_layout_init(&t8);
+    t8.tp = 8;
+    t8.dp = 2;
+    t8.mbs = 1;
+    t16 = t8;
+    t16.tp = 16;
+    t16.dp = 1;
+    pp_time_layer y8, y16;
+    pp_time_layer_get(&c, &t8, &y8);
+    pp_time_layer_get(&c, &t16, &y16);
+    tap_ok(y16.fwd_tp_s > 1.3 * y8.fwd_tp_s && y16.fwd_tp_s > 0.5 * y16.fwd_compute_s,
+           "tp 16 across nodes: TP comm %.2f ms vs %.2f ms at tp 8, compute %.2f ms", y16.fwd_tp_s * 1e3,
+           y8.fwd_tp_s * 1e3, y16.fwd_compute_s * 1e3);
+
+    /* ZeRO-3 (DeepSpeed): per-micro-batch gathers appear; ZeRO-1 has none. */
+    pp_work wz = gpt_work(a100, 32, 4096, 32, 16, 256);
+    wz.framework = PP_FW_DEEPSPEED;
+    pp_layout z;
+    pp_layout_init(&z);
+    z.mbs = 2;
+    z.zero = 3;
+    pp_time_result z3 = step(&wz, z, NULL);
+    z.zero = 1;
+    pp_time_result z1 = step(&wz, z, NULL);
+    tap_ok(z3.zero_gather_s >= 0 && z1.zero_gather_s == 0 && z3.step_time_s >= z1.step_time_s,
+           "ZeRO-3 costs at least ZeRO-1 (%.3f vs %.3f s, gathers %.3f s)", z3.step_time_s, z1.step_time_s,
+           z3.zero_gather_s);
+
+    /* pp_time_parts_get: with one stage the step is m x (L x (fwd + bwd) + embed + output)
+     * plus the DP and optimizer terms. */
+    pp_work wp = gpt_work(a100, 24, 2048, 16, 8, 64);
+    pp_layout p1;
+    pp_layout_init(&p1);
+    p1.mbs = 2;
+    pp_time_result rp = step(&wp, p1, NULL);
+    pp_layout_validate(&wp, &p1, &(pp_error){0});
+    pp_time_parts parts;
+    pp_time_parts_get(&wp, &p1, &parts);
+    double m = 64.0 / (8 * 2);
+    double pipe = m * (24 * (parts.layer_fwd_s + parts.layer_bwd_s) + parts.embed_fwd_s + parts.embed_bwd_s +
+                       parts.output_fwd_s + parts.output_bwd_s);
+    tap_near(pipe + rp.dp_comm_s + rp.optimizer_s + rp.zero_gather_s, rp.step_time_s, 1e-9,
+             "pp_time_parts_get composes the step");
+    tap_ok(parts.p2p_s == 0 && parts.layer_recompute_s == parts.layer_fwd_s, "parts: no p2p at pp 1; recompute = fwd");
+
+    /* Huge: 1e15 parameters on 1e6 GPUs stay finite. */
+    pp_work wh = {0};
+    wh.gpu = *a100;
+    tt_gpt(&wh.model, 10000, 100000, 1000, 4096, 100000);
+    wh.gpus = 1000000;
+    wh.gpus_per_node = 8;
+    wh.gbs = 1000000;
+    pp_layout hl;
+    pp_layout_init(&hl);
+    hl.tp = 8;
+    hl.pp = 1000;
+    hl.mbs = 1;
+    hl.dist_opt = true;
+    pp_time_result rh = step(&wh, hl, NULL);
+    tap_ok(isfinite(rh.step_time_s) && rh.step_time_s > 0 && isfinite(rh.mfu) && rh.mfu > 0 && rh.mfu < 1,
+           "1e15 parameters on 1e6 GPUs: step %.4g s, MFU %.3f", rh.step_time_s, rh.mfu);
+}
+
+/* A measured profile replaces the catalog's GEMM curve. */
+static void test_profile(const pp_gpu *h100)
+{
+    pp_prof_gemm g[2] = {{PP_DT_BF16, 4096, 4096, 4096, 500.0}, {PP_DT_BF16, 8192, 8192, 8192, 600.0}};
+    pp_profile p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.gpu, sizeof p.gpu, "test");
+    p.gemm = g;
+    p.n_gemm = 2;
+    pp_work w = {0};
+    w.gpu = *h100;
+    tt_gpt(&w.model, 1, 1024, 8, 1024, 1024);
+    w.gpus = w.gpus_per_node = w.gbs = 1;
+    w.profile = &p;
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, &w, NULL);
+    double r = pp_time_gemm_rate(&c, 8192, 8192, 8192) / 1e12;
+    tap_near(r, 600.0, 0.02, "--profile: a measured GEMM shape is used as measured (%.1f TFLOP/s)", r);
+}
+
+int main(void)
+{
+    pp_gpu a100, h100;
+    if (tt_gpu("a100-80gb", &a100) || tt_gpu("h100-sxm", &h100)) {
+        tap_ok(0, "catalog GPUs a100-80gb and h100-sxm");
+        return tap_done();
+    }
+    test_gemm_anchors(&h100);
+    test_layer_anchors(&h100);
+    test_nccl_anchors();
+    test_flops();
+    test_structure(&a100);
+    test_profile(&h100);
+    return tap_done();
+}
