@@ -23,7 +23,7 @@ typedef enum {
 /* Which subcommands take an option (bit per command). */
 enum {
     C_MODELS = 1 << 0, C_CHECK = 1 << 1, C_PLAN = 1 << 2, C_LAUNCH = 1 << 3,
-    C_PROBE = 1 << 4, C_ESTIMATE = 1 << 5,
+    C_PROBE = 1 << 4, C_ESTIMATE = 1 << 5, C_CALIBRATE = 1 << 6,
     C_WORK = C_CHECK | C_PLAN | C_LAUNCH | C_ESTIMATE,
     C_LAYOUT = C_CHECK | C_PLAN | C_LAUNCH | C_ESTIMATE,
     C_ALL = 0xff,
@@ -35,7 +35,7 @@ typedef enum {
     K_UNTIED, K_TIED, K_RMSNORM, K_LAYERNORM, K_NO_BIAS, K_EXPERTS, K_TOPK, K_TP, K_PP, K_DP,
     K_VPP, K_CP, K_EP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
     K_OFFLOAD, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
-    K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP,
+    K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT,
 } opt_key;
 
 typedef struct {
@@ -51,9 +51,9 @@ static const opt_def opt_table[] = {
     {"--json", 0, K_JSON, OPT_FLAG, C_ALL, "one JSON document on stdout"},
     {"--help", 'h', K_HELP, OPT_FLAG, C_ALL, "this help"},
     {"--quiet", 'q', K_QUIET, OPT_FLAG, C_ALL, "no progress lines"},
-    {"--model", 0, K_MODEL, OPT_STR, C_WORK, "NAME|FILE: catalog name, model YAML or HF config.json"},
-    {"--gpu", 0, K_GPU, OPT_STR, C_WORK, "NAME|FILE: catalog GPU or GPU YAML"},
-    {"--profile", 0, K_PROFILE, OPT_STR, C_WORK, "FILE: hardware profile from `parplan probe`"},
+    {"--model", 0, K_MODEL, OPT_STR, C_WORK | C_PROBE, "NAME|FILE: catalog name, model YAML or HF config.json"},
+    {"--gpu", 0, K_GPU, OPT_STR, C_WORK | C_CALIBRATE, "NAME|FILE: catalog GPU or GPU YAML"},
+    {"--profile", 0, K_PROFILE, OPT_STR, C_WORK | C_CALIBRATE, "FILE: hardware profile from `parplan probe`"},
     {"--gpus", 0, K_GPUS, OPT_INT, C_WORK, "N: total GPUs"},
     {"--gpus-per-node", 0, K_GPN, OPT_INT, C_WORK, "N: GPUs per node (default: the GPU's)"},
     {"--gbs", 0, K_GBS, OPT_INT, C_WORK, "N: global batch in sequences"},
@@ -75,13 +75,13 @@ static const opt_def opt_table[] = {
     {"--no-bias", 0, K_NO_BIAS, OPT_FLAG, C_WORK, "no linear-layer biases"},
     {"--experts", 0, K_EXPERTS, OPT_INT, C_WORK, "N: MoE experts per layer"},
     {"--topk", 0, K_TOPK, OPT_INT, C_WORK, "N: experts per token"},
-    {"--tp", 0, K_TP, OPT_INT, C_LAYOUT, "N: tensor parallel"},
+    {"--tp", 0, K_TP, OPT_INT, C_LAYOUT | C_PROBE, "N: tensor parallel"},
     {"--pp", 0, K_PP, OPT_INT, C_LAYOUT, "N: pipeline parallel"},
     {"--dp", 0, K_DP, OPT_INT, C_LAYOUT, "N: data parallel (default gpus/(tp*pp*cp))"},
     {"--vpp", 0, K_VPP, OPT_INT, C_LAYOUT, "N: virtual stages per rank (interleaved)"},
     {"--cp", 0, K_CP, OPT_INT, C_LAYOUT, "N: context parallel"},
     {"--ep", 0, K_EP, OPT_INT, C_LAYOUT, "N: expert parallel"},
-    {"--mbs", 0, K_MBS, OPT_INT, C_LAYOUT, "N: micro-batch size"},
+    {"--mbs", 0, K_MBS, OPT_INT, C_LAYOUT | C_PROBE, "N: micro-batch size"},
     {"--zero", 0, K_ZERO, OPT_STR, C_LAYOUT, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"},
     {"--dist-opt", 0, K_DIST_OPT, OPT_FLAG, C_LAYOUT, "Megatron's distributed optimizer"},
     {"--sp", 0, K_SP, OPT_FLAG, C_LAYOUT, "sequence parallel"},
@@ -93,9 +93,12 @@ static const opt_def opt_table[] = {
     {"--probe-budget", 0, K_PROBE_BUDGET, OPT_NUM, C_PLAN, "SECONDS: GPU time for --probe"},
     {"--format", 0, K_FORMAT, OPT_STR, C_LAUNCH, "megatron|deepspeed|nemo|torchrun|slurm"},
     {"--emit", 0, K_EMIT, OPT_STR, C_PLAN, "FORMAT: launch config of the best layout"},
-    {"--output", 'o', K_OUTPUT, OPT_STR, C_LAUNCH | C_PLAN | C_PROBE, "PATH: output file or directory"},
+    {"--launch-target", 0, K_LAUNCH_TARGET, OPT_STR, C_LAUNCH | C_PLAN, "standard|device-local: Megatron with TE, or without TE/apex (mock data)"},
+    {"--train-iters", 0, K_TRAIN_ITERS, OPT_INT, C_LAUNCH | C_PLAN, "N: Megatron --train-iters (default: device-local 5, else $TRAIN_ITERS)"},
+    {"--output", 'o', K_OUTPUT, OPT_STR, C_LAUNCH | C_PLAN | C_PROBE | C_CALIBRATE, "PATH: output file or directory"},
+    {"--fit", 0, K_FIT, OPT_STR, C_CALIBRATE, "LIST: factors to fit: gemm,elementwise,score,layer,optimizer, or none to evaluate --profile (default: gemm,layer,optimizer + score with unfused attention, else elementwise)"},
     {"--report", 0, K_REPORT, OPT_STR, C_PLAN | C_CHECK, "FILE.html: self-contained report"},
-    {"--stages", 0, K_STAGES, OPT_STR, C_PLAN | C_CHECK | C_LAUNCH, "uniform|ilp: pipeline stage split"},
+    {"--stages", 0, K_STAGES, OPT_STR, C_PLAN | C_CHECK | C_LAUNCH, "uniform|ilp|auto: pipeline stage split (plan: auto)"},
     {"--dump-ilp", 0, K_DUMP_ILP, OPT_STR, C_PLAN | C_CHECK, "FILE: write the stage ILP (CPLEX LP)"},
     {"--tokens", 0, K_TOKENS, OPT_NUM, C_ESTIMATE, "T: training tokens (e.g. 300e9)"},
     {"--price-per-gpu-hour", 0, K_PRICE, OPT_NUM, C_ESTIMATE, "P: price of one GPU-hour"},
@@ -105,7 +108,7 @@ static const opt_def opt_table[] = {
 
 static const struct { const char *name; unsigned bit; } cmd_bits[] = {
     {"models", C_MODELS}, {"check", C_CHECK}, {"plan", C_PLAN}, {"launch", C_LAUNCH},
-    {"probe", C_PROBE}, {"estimate", C_ESTIMATE},
+    {"probe", C_PROBE}, {"estimate", C_ESTIMATE}, {"calibrate", C_CALIBRATE},
 };
 
 static unsigned cmd_bit(const char *cmd)
@@ -259,14 +262,17 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_OUTPUT: c->output = v; break;
     case K_REPORT: c->report = v; break;
     case K_STAGES:
-        if (strcmp(v, "uniform") && strcmp(v, "ilp"))
-            st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--stages expects uniform|ilp, got '%s'", v);
+        if (strcmp(v, "uniform") && strcmp(v, "ilp") && strcmp(v, "auto"))
+            st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--stages expects uniform|ilp|auto, got '%s'", v);
         c->stages = v;
         break;
     case K_DUMP_ILP: c->dump_ilp = v; break;
     case K_TOKENS: st = parse_num(o->name, v, 1, 1e18, &c->tokens, err); break;
     case K_PRICE: st = parse_num(o->name, v, 0, 1e6, &c->price_per_gpu_hour, err); break;
     case K_CROSS_NODE_TP: c->allow_cross_node_tp = true; break;
+    case K_LAUNCH_TARGET: c->launch_target = v; break;
+    case K_TRAIN_ITERS: st = parse_int(o->name, v, 1, 1000000000, &c->train_iters, err); break;
+    case K_FIT: c->fit = v; break;
     }
     if (st == PP_OK && o->kind == OPT_STR && (!v || !*v))
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a non-empty value", o->name);
@@ -359,6 +365,16 @@ pp_status pp_cli_catalog(pp_cli *c, pp_error *err)
     if (c->cat.n_models || c->cat.n_gpus) return PP_OK;
     char dir[1024];
     pp_status st = pp_catalog_find_dir(c->argv0, dir, sizeof dir, err);
+    if (st != PP_OK && !getenv("PARPLAN_MODELS_DIR")) {
+        /* Not beside the binary: the configured install datadir, then (for a build tree outside
+         * the checkout) the source tree this binary was configured from. */
+        const char *fallback[] = {PP_DATADIR "/models.d", PP_SOURCE_DIR "/models.d"};
+        for (size_t i = 0; i < sizeof fallback / sizeof fallback[0] && st != PP_OK; i++)
+            if (access(fallback[i], R_OK) == 0) {
+                snprintf(dir, sizeof dir, "%s", fallback[i]);
+                st = PP_OK;
+            }
+    }
     if (st != PP_OK) return st;
     return pp_catalog_load(&c->cat, dir, err);
 }

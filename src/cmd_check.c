@@ -8,6 +8,9 @@
 
 #include "cli.h"
 #include "pp_json.h"
+#include "pp_launch.h"
+#include "pp_stages.h"
+#include "report.h"
 #include "pp_memory.h"
 #include "pp_time.h"
 
@@ -41,6 +44,7 @@ static void check_json(const pp_work *w, const pp_layout *l, const pp_mem_result
     pp_json_kstr(&j, "offload", pp_offload_names[l->offload]);
     pp_json_kstr(&j, "framework", pp_framework_names[w->framework]);
     pp_json_kstr(&j, "attention", pp_attention_names[w->attention]);
+    pp_json_kstr(&j, "stage_split", l->stage_layers ? "ilp" : "uniform");
     pp_json_obj_end(&j);
     pp_json_kbool(&j, "fits", r->fits);
     kbytes(&j, "capacity_bytes", r->capacity_bytes);
@@ -139,6 +143,19 @@ int pp_cmd_check(pp_cli *c)
     }
     pp_status st = pp_cli_work(c, true, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
+    /* --stages ilp|auto: the stage MILP's split (issue 5); uniform by default. */
+    static int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    pp_stages_result *sres = calloc(1, sizeof *sres);
+    if (!sres) {
+        pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        return pp_cli_fail(&err);
+    }
+    st = pp_stages_apply(&c->work, &c->layout, c->stages, c->dump_ilp, stage_layers, stage_recompute,
+                         sres, &err);
+    if (st == PP_OK && sres->warning[0] && !c->quiet)
+        fprintf(stderr, "parplan: warning: %s\n", sres->warning);
+    free(sres);
+    if (st != PP_OK) return pp_cli_fail(&err);
     const pp_work *w = &c->work;
     const pp_layout *l = &c->layout;
     pp_mem_result *r = calloc(1, sizeof *r);
@@ -153,6 +170,17 @@ int pp_cmd_check(pp_cli *c)
     if (st != PP_OK) {
         rc = pp_cli_fail(&err);
         goto done;
+    }
+    if (c->report) {
+        int tgt = c->launch_target ? pp_name_lookup(pp_launch_target_names, PP_TARGET_COUNT, c->launch_target) : 0;
+        pp_report_page pg = {.work = w, .layout = l, .time = &t, .mem = r, .launch_format = -1,
+                             .launch_target = tgt > 0 ? (pp_launch_target)tgt : PP_TARGET_STANDARD,
+                             .train_iters = c->train_iters};
+        st = pp_report_write_page(c->report, "check", &pg, &err);
+        if (st != PP_OK) {
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
     }
     if (c->json) check_json(w, l, r, &t);
     else check_table(w, l, r, &t);

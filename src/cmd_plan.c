@@ -12,6 +12,7 @@
 #include "pp_search.h"
 #include "pp_stages.h"
 #include "pp_time.h"
+#include "plan_probe.h"
 #include "report.h"
 
 /* The search's fixed-dimension bits are the CLI's (compared as ints: two anonymous enums). */
@@ -267,6 +268,10 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
     if (!r->none_fit) explain(f, cand, r->n, shapes, r->n_shapes);
 }
 
+/* plan --probe (issue 8): what was measured per listed candidate; NULL without --probe. */
+static const pp_plan_probe_info *plan_probe_info;
+static int64_t plan_probe_n;
+
 static void print_json(const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w)
 {
     pp_json j;
@@ -333,7 +338,23 @@ static void print_json(const pp_search_candidate *cand, const pp_search_result *
         pp_json_knum(&j, "zero_gather_s", t->zero_gather_s);
         pp_json_knum(&j, "optimizer_s", t->optimizer_s);
         pp_json_obj_end(&j);
-        pp_json_kstr(&j, "source", "model");
+        const pp_plan_probe_info *pi = plan_probe_info && i < plan_probe_n ? &plan_probe_info[i] : NULL;
+        pp_json_kstr(&j, "source", pi && pi->probed ? "probe" : "model");
+        if (pi && pi->model_step_s > 0) {
+            pp_json_key(&j, "probe");
+            pp_json_obj_begin(&j);
+            pp_json_kbool(&j, "measured", pi->probed);
+            if (pi->probed) {
+                pp_json_knum(&j, "layer_fwd_ms", pi->layer_fwd_ms);
+                pp_json_knum(&j, "layer_fwdbwd_ms", pi->layer_fwdbwd_ms);
+                pp_json_kstr(&j, "attention", pi->attention);
+                pp_json_kstr(&j, "device", pi->device);
+                pp_json_kbool(&j, "cached", pi->cached);
+            }
+            pp_json_knum(&j, "model_step_time_s", pi->model_step_s);
+            pp_json_kstr(&j, "modelled", pi->modelled);
+            pp_json_obj_end(&j);
+        }
         pp_json_obj_end(&j);
     }
     pp_json_arr_end(&j);
@@ -343,65 +364,32 @@ static void print_json(const pp_search_candidate *cand, const pp_search_result *
 
 /* ------------------------------------------------------------------ uneven stages (issue 5) */
 
-/* With --stages ilp|auto: the ILP's stage split for the best candidates with a pipeline,
- * re-timed and re-measured, then re-ranked. Uniform stages unless asked: GLPK costs 10-20 ms
- * per plan, which would break the 20 ms budget of a small plan. stage_mem holds the split of
- * candidate k at [2k] (layers) and [2k+1] (recompute). */
-#define PLAN_ILP_MAX 16
-static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, int64_t n, int (*stage_mem)[PP_MAX_STAGES],
-                             pp_error *err)
+/* The stage MILP (issue 5) on the head of the ranking: --stages auto (plan's default) takes an
+ * uneven split or per-stage recompute where it is faster or is the only one that fits, ilp
+ * wherever it solved, uniform never. pp_stages_refine solves only candidates whose bound
+ * (pp_stages_gain_bound) can still reach the top `want`: measured 1.2x the search alone on
+ * 13B / 16 A100 (tests/stages bench_plan). stage_mem holds 2 x n rows: layers then recompute. */
+#define PLAN_ILP_WINDOW 32
+static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, pp_search_result *r, int64_t want,
+                             int (*stage_mem)[PP_MAX_STAGES], pp_error *err)
 {
-    const char *mode = c->stages ? c->stages : "uniform";
-    if (c->dump_ilp && cand[0].layout.pp < 2 && !c->quiet)
-        fprintf(stderr, "parplan: warning: --dump-ilp: the best layout has no pipeline, no stage MILP "
-                        "to write\n");
-    if (!strcmp(mode, "uniform")) {
-        if (c->dump_ilp && cand[0].layout.pp > 1)
-            return pp_stages_apply(&c->work, &cand[0].layout, "uniform", c->dump_ilp, stage_mem[0],
-                                   stage_mem[1], NULL, err);
-        return PP_OK;
-    }
-    pp_stages_result *sr = calloc(1, sizeof *sr);
-    pp_mem_result *mem = calloc(1, sizeof *mem);
-    pp_status st = PP_OK;
-    if (!sr || !mem) {
-        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        goto done;
-    }
-    int64_t nk = n < PLAN_ILP_MAX ? n : PLAN_ILP_MAX;
-    for (int64_t k = 0; k < nk; k++) {
-        pp_layout l = cand[k].layout;
-        if (l.pp < 2) continue;
-        st = pp_stages_apply(&c->work, &l, mode, k == 0 ? c->dump_ilp : NULL, stage_mem[2 * k],
-                             stage_mem[2 * k + 1], sr, err);
-        if (st != PP_OK) goto done;
-        if (sr->warning[0] && !c->quiet && k == 0)
-            fprintf(stderr, "parplan: warning: stages of #1: %s\n", sr->warning);
-        if (!l.stage_layers) continue;
-        pp_time_result t;
-        pp_error e2 = {0};
-        if (pp_time_estimate(&c->work, &l, &t, &e2) != PP_OK || pp_memory_estimate(&c->work, &l, mem, &e2) != PP_OK)
-            continue; /* keep the uniform split */
-        const pp_mem_stage *big = &mem->stages[mem->largest_stage];
-        double worst = big->peak_bytes + big->reserved_bytes;
-        if (worst > c->work.gpu.memory_bytes || t.step_time_s >= cand[k].time.step_time_s) continue;
-        cand[k].layout = l;
-        cand[k].time = t;
-        cand[k].peak_bytes = mem->peak_bytes;
-        cand[k].worst_bytes = worst;
-        cand[k].headroom_bytes = c->work.gpu.memory_bytes - worst;
-        cand[k].fits = true;
-    }
-    /* re-rank the re-timed head of the list (insertion sort: nk is small) */
-    for (int64_t i = 1; i < nk; i++)
-        for (int64_t j = i; j > 0 && pp_search_better(&cand[j], &cand[j - 1]); j--) {
-            pp_search_candidate t = cand[j];
-            cand[j] = cand[j - 1];
-            cand[j - 1] = t;
+    const char *mode = c->stages ? c->stages : "auto";
+    pp_stages_refine_stats rs;
+    pp_status st = pp_stages_refine(&c->work, cand, r->n, want, mode, stage_mem, stage_mem + r->n, &rs, err);
+    if (st != PP_OK) return st;
+    if (rs.warning[0] && !c->quiet) fprintf(stderr, "parplan: warning: stages: %s\n", rs.warning);
+    r->n = rs.n; /* duplicates dropped */
+    r->none_fit = r->n == 0 || !cand[0].fits; /* the MILP can make the closest OOM layout fit */
+    r->search_time_s += rs.time_s;
+    if (c->dump_ilp) {
+        if (r->n > 0 && cand[0].layout.pp > 1) {
+            pp_layout l = cand[0].layout;
+            st = pp_stages_dump_lp(&c->work, &l, c->dump_ilp, err);
+        } else if (!c->quiet) {
+            fprintf(stderr, "parplan: warning: --dump-ilp: the best layout has no pipeline, no stage "
+                            "MILP to write\n");
         }
-done:
-    free(sr);
-    free(mem);
+    }
     return st;
 }
 
@@ -416,7 +404,7 @@ static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, c
     snprintf(title, sizeof title, "parplan plan: %s on %lld x %s", w->model.name, (long long)w->gpus, w->gpu.name);
     pp_status st = pp_report_open(&rep, c->report, title, err);
     if (st != PP_OK) return st;
-    char v_gpus[64], v_batch[64], v_best[160], v_time[64];
+    char v_gpus[128], v_batch[64], v_best[160], v_time[64];
     snprintf(v_gpus, sizeof v_gpus, "%lld x %s, %lld per node", (long long)w->gpus, w->gpu.name,
              (long long)w->gpus_per_node);
     snprintf(v_batch, sizeof v_batch, "%lld sequences of %lld tokens", (long long)w->gbs, (long long)w->model.seq);
@@ -489,25 +477,25 @@ int pp_cmd_plan(pp_cli *c)
                      "--json with --emit needs -o DIR (the launch config would share stdout)");
         return pp_cli_fail(&err);
     }
-    if (c->probe_k > 0) {
-        pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
-                     "plan --probe is not available in this build (rank by the model, then measure "
-                     "with `parplan probe`)");
-        return pp_cli_fail(&err);
-    }
     pp_status st = pp_cli_work(c, false, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
+    /* --probe: a GPU and parplan-probe are needed; say so before searching (issue 8) */
+    pp_plan_probe_env probe_env;
+    pp_plan_probe_info *probe_info = NULL;
+    if (c->probe_k > 0 && (rc = pp_plan_probe_check(c, &probe_env))) return rc;
+    int64_t want = c->probe_k > c->top ? c->probe_k : c->top; /* candidates searched for */
 
     pp_search_params p;
     pp_search_params_init(&p);
     p.fixed_layout = c->layout;
     p.fixed = c->fixed;
-    p.top = c->top;
+    bool stages_uniform = c->stages && !strcmp(c->stages, "uniform");
+    p.top = stages_uniform || want >= PLAN_ILP_WINDOW ? want : PLAN_ILP_WINDOW;
     p.allow_cross_node_tp = c->allow_cross_node_tp;
-    cand = calloc((size_t)(c->top > 0 ? c->top : 1), sizeof *cand);
+    cand = calloc((size_t)p.top, sizeof *cand);
     p.shapes_cap = 8;
     p.shapes = shapes = calloc((size_t)p.shapes_cap, sizeof *shapes);
-    stage_mem = calloc(2 * PLAN_ILP_MAX, sizeof *stage_mem);
+    stage_mem = calloc(2 * (size_t)p.top, sizeof *stage_mem);
     if (!cand || !shapes || !stage_mem) {
         pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         return pp_cli_fail(&err);
@@ -518,13 +506,24 @@ int pp_cmd_plan(pp_cli *c)
         rc = pp_cli_fail(&err);
         goto done;
     }
-    if (!r.none_fit && r.n > 0) {
-        st = plan_stages(c, cand, r.n, stage_mem, &err);
+    if (r.n > 0) {
+        st = plan_stages(c, cand, &r, want, stage_mem, &err);
         if (st != PP_OK) {
             rc = pp_cli_fail(&err);
             goto done;
         }
     }
+    if (c->probe_k > 0 && !r.none_fit && r.n > 0) {
+        if (!(probe_info = calloc((size_t)want, sizeof *probe_info))) {
+            pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
+        if ((rc = pp_plan_probe_run(c, &probe_env, cand, r.n, probe_info))) goto done;
+        plan_probe_info = probe_info;
+        plan_probe_n = r.n < c->probe_k ? r.n : c->probe_k;
+    }
+    if (r.n > c->top) r.n = c->top; /* --probe searched for more */
     if (c->report) {
         st = plan_report(c, cand, &r, &err);
         if (st != PP_OK) {
@@ -536,6 +535,8 @@ int pp_cmd_plan(pp_cli *c)
     bool emit_stdout = c->emit && !c->output;
     if (c->json && !emit_stdout) print_json(cand, &r, &c->work);
     else if (!c->quiet || !c->emit) print_table(emit_stdout ? stderr : stdout, c, cand, &r, shapes);
+    if (probe_info && !(c->json && !emit_stdout) && (!c->quiet || !c->emit))
+        pp_plan_probe_print(emit_stdout ? stderr : stdout, cand, plan_probe_n < r.n ? plan_probe_n : r.n, probe_info);
 
     if (r.n == 0) {
         fprintf(stderr, "parplan: no layout satisfies the rules for %lld GPUs and global batch %lld "
@@ -565,5 +566,7 @@ done:
     free(cand);
     free(shapes);
     free(stage_mem);
+    free(probe_info);
+    plan_probe_info = NULL;
     return rc;
 }

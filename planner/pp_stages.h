@@ -1,0 +1,223 @@
+/* Uneven pipeline stages and per-stage recompute as a small MILP solved with GLPK (issue 5).
+ *
+ * Transformer layers are identical, so a contiguous assignment of L layers to p stages is fully
+ * described by the layer COUNT n_j of each stage (stage 0 holds layers 0..n_0-1 and the
+ * embedding, stage p-1 the last n_{p-1} layers, the output layer, the fp32 logits and the loss):
+ * any integer vector with sum n_j = L is contiguous by construction. Per stage, r_j of the n_j
+ * layers are fully recomputed (Megatron --recompute-granularity full --recompute-method block).
+ *
+ * Per stage j, with the coefficients of pp_stages_costs:
+ *   time_j   = time_base_j + time_layer_j n_j + time_recompute_j r_j          (s per micro-batch)
+ *   memory_j = mem_base_j + mem_layer_j n_j                           when r_j = 0
+ *            = mem_rc_base_j + mem_rc_layer_j n_j - mem_recompute_saved_j r_j   when r_j >= 1
+ * (two regimes: recomputing at all changes the transient working set and the allocator slack).
+ * The step's pipeline time is the flow-shop makespan of m identical jobs,
+ *   step = (m - 1) max_j time_j + sum_j time_j,
+ * (exact for a forward-only pipeline; for a balanced 1F1B pipeline it is the usual (m + p - 1) t,
+ * Narayanan et al. SC'21 sec. 2.2; time.c's pp_time_step uses the same) and the MILP minimises
+ *   obj_max_weight T + obj_sum_weight sum_j time_j   s.t.   T >= time_j,  sum_j n_j = L,
+ *   lo_j <= n_j <= hi_j,  0 <= r_j <= n_j,  z_j <= r_j <= hi_j z_j  (z_j = [r_j > 0], binary),
+ *   mem_base_j + mem_layer_j n_j <= limit_j + M0_j z_j                          (regime 0)
+ *   mem_rc_base_j + mem_rc_layer_j n_j - saved_j r_j <= limit_j + M1_j (1 - z_j) (regime 1)
+ * with big-M constants that make the other regime's row slack. A stage whose memory is not linear
+ * in each regime (convex max() terms: unfused attention, FSDP's foreach Adam) is priced instead
+ * by a table of the fewest recomputed layers with which it fits for each layer count
+ * (pp_stages_costs_tabulate; exact when memory grows with layers and does not grow with
+ * recompute), and chooses its count with binaries y_jk = [n_j = k] (multiple choice):
+ *   sum_k y_jk = 1,  n_j = sum_k k y_jk,  r_j >= sum_k rmin_j(k) y_jk.
+ * All GLPK code is in stages.c. */
+#ifndef PP_STAGES_H
+#define PP_STAGES_H
+
+#include "pp.h"
+#include "pp_search.h"
+
+/* The cost coefficients of the MILP. Filled from the memory and time models by
+ * pp_stages_costs_from_model, or by hand (tests, synthetic instances). */
+typedef struct {
+    int64_t n_stages;                 /* p, 1..PP_MAX_STAGES */
+    int64_t layers;                   /* L, >= sum of layers_min */
+    int64_t microbatches;             /* m per step per DP replica (informational) */
+    double obj_max_weight;            /* weight of max_j time_j: m - 1 (>= 0) */
+    double obj_sum_weight;            /* weight of sum_j time_j: 1 (>= 0) */
+    bool allow_recompute;             /* false: r_j = 0 everywhere */
+    int64_t uniform_recompute;        /* the uniform reference split: -1 all layers, else min(K, n_j) */
+    int64_t layers_min[PP_MAX_STAGES];/* >= 1 */
+    int64_t layers_max[PP_MAX_STAGES];/* >= layers_min */
+    double time_base_s[PP_MAX_STAGES];      /* embedding / output layer + loss / p2p per micro-batch */
+    double time_layer_s[PP_MAX_STAGES];     /* forward + backward of one layer per micro-batch */
+    double time_recompute_s[PP_MAX_STAGES]; /* extra forward of one fully recomputed layer */
+    /* Memory (peak + reserved bytes) without recompute: base + layer n. */
+    double mem_base_bytes[PP_MAX_STAGES];
+    double mem_layer_bytes[PP_MAX_STAGES];  /* per layer, all in-flight micro-batches (>= 0) */
+    /* With r >= 1 recomputed layers: rc_base + rc_layer n - saved r. */
+    double mem_rc_base_bytes[PP_MAX_STAGES];
+    double mem_rc_layer_bytes[PP_MAX_STAGES];        /* (>= 0) */
+    double mem_recompute_saved_bytes[PP_MAX_STAGES]; /* per recomputed layer (>= 0) */
+    double mem_limit_bytes[PP_MAX_STAGES];  /* device capacity */
+    /* Stages priced by table instead (pp_stages_costs_tabulate): mem_table[j], and
+     * mem_rmin[j * (layers + 1) + n] = the fewest recomputed layers with which stage j fits
+     * with n layers, -1 when it does not fit at all. Owned: pp_stages_costs_free. */
+    bool mem_table[PP_MAX_STAGES];
+    int32_t *mem_rmin;
+} pp_stages_costs;
+/* Frees mem_rmin (accepts NULL). */
+void pp_stages_costs_free(pp_stages_costs *c);
+
+typedef enum {
+    PP_STAGES_MODE_UNIFORM = 0, /* the uniform split (remainder on the first stages) */
+    PP_STAGES_MODE_ILP,         /* the MILP's optimum; fallback to uniform with a warning */
+    PP_STAGES_MODE_AUTO,        /* the MILP's optimum when it beats uniform by min_gain, or when
+                                   only it fits; else uniform (plan's default) */
+    PP_STAGES_MODE_COUNT
+} pp_stages_mode;
+extern const char *const pp_stages_mode_names[PP_STAGES_MODE_COUNT]; /* "uniform","ilp","auto" */
+
+typedef struct {
+    pp_stages_mode mode;
+    int time_limit_ms;   /* GLPK tm_lim; default 2000 */
+    double min_gain;     /* auto: relative pipeline-time gain needed to leave uniform; default 0.002 */
+} pp_stages_params;
+void pp_stages_params_init(pp_stages_params *p);
+
+typedef enum {
+    PP_STAGES_UNIFORM = 0, /* uniform split, as asked (or auto found no gain) */
+    PP_STAGES_OPTIMAL,     /* GLPK proved the integer optimum; the layout is the MILP's */
+    PP_STAGES_FALLBACK,    /* no integer optimum (infeasible, time limit, non-linear model): uniform,
+                              warning says why */
+    PP_STAGES_STATUS_COUNT
+} pp_stages_status;
+extern const char *const pp_stages_status_names[PP_STAGES_STATUS_COUNT]; /* "uniform","optimal","fallback" */
+
+typedef struct {
+    pp_stages_status status;
+    int64_t n_stages;
+    int stage_layers[PP_MAX_STAGES];
+    int stage_recompute[PP_MAX_STAGES];
+    double stage_time_s[PP_MAX_STAGES];    /* per micro-batch, linear model */
+    double stage_mem_bytes[PP_MAX_STAGES]; /* peak + reserved; the memory model's own figure
+                                              after pp_stages_solve, the linear model otherwise */
+    double max_stage_time_s;
+    double pipeline_time_s;       /* obj_max_weight max + obj_sum_weight sum, s per step */
+    bool fits;                    /* every stage within its limit */
+    /* The uniform split under the same costs, for comparison. */
+    double uniform_pipeline_time_s;
+    bool uniform_fits;
+    /* The MILP (when it ran). */
+    bool ilp_ran;
+    bool ilp_optimal;
+    double ilp_pipeline_time_s;   /* its optimum (also set when auto keeps uniform) */
+    double solve_time_s;          /* wall time of building + glp_intopt */
+    int glpk_ret;                 /* glp_intopt's return */
+    int glpk_mip_status;          /* glp_mip_status after it */
+    char warning[512];            /* "" when none; printed by the CLI as a warning */
+} pp_stages_result;
+
+/* A stage evaluator for pp_stages_brute: time (s per micro-batch) and memory (peak + reserved
+ * bytes) of stage `stage` holding `layers` layers of which `recompute` fully recomputed. */
+typedef pp_status (*pp_stages_eval_fn)(void *ctx, int64_t stage, int64_t layers, int64_t recompute,
+                                       double *time_s, double *mem_bytes);
+
+/* Check a costs table (finite, signs, bounds); PP_ERR_INPUT names the bad field. */
+pp_status pp_stages_costs_validate(const pp_stages_costs *c, pp_error *err);
+/* Time and memory of one stage under the costs. A table stage has no memory figure: mem is its
+ * limit when (layers, recompute) fits by the table, +inf when not. */
+void pp_stages_costs_eval(const pp_stages_costs *c, int64_t stage, int64_t layers, int64_t recompute,
+                          double *time_s, double *mem_bytes);
+/* The uniform split (pp_layout_stage_layers' rule) with uniform_recompute, into out. */
+void pp_stages_uniform(const pp_stages_costs *c, pp_stages_result *out);
+
+/* Price stage `stage` by table from eval's memory (peak + reserved <= mem_limit_bytes): for each
+ * layer count the fewest recomputed layers that fit (0 only when recompute is not allowed).
+ * Assumes what the memory models do: memory grows with layers and does not grow with more
+ * recomputed layers (r >= 1); sweeps in O(layers) evaluations. Allocates mem_rmin. */
+pp_status pp_stages_costs_tabulate(pp_stages_costs *c, int64_t stage, pp_stages_eval_fn eval,
+                                   void *ctx, pp_error *err);
+
+/* Coefficients from the memory model (pp_memory_stage) and the time model (pp_time_parts_get) for
+ * the layout l (its stage_layers / stage_recompute are ignored). The memory model is fitted per
+ * regime from a few points per stage and checked at others (ends and middle of the range, r in
+ * {0, 1, 2, n/2, n}); a stage where it is not linear is tabulated instead: *linear is then false
+ * and why names the first such stage (informational: the MILP stays exact). Free with
+ * pp_stages_costs_free. */
+pp_status pp_stages_costs_from_model(const pp_work *w, const pp_layout *l, pp_stages_costs *c,
+                                     bool *linear, char *why, size_t why_n, pp_error *err);
+
+/* The core: solve the MILP for costs c (GLPK, presolve on, tm_lim). Never fails on an
+ * infeasible or unsolved MILP: the result is then PP_STAGES_FALLBACK with a warning.
+ * Errors: bad costs (PP_ERR_INPUT), out of memory. */
+pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params *params,
+                                pp_stages_result *out, pp_error *err);
+/* Write the MILP for c in CPLEX LP format (glpsol --lp FILE solves it; times in ms, memory in
+ * GiB, objective = pipeline time per step in ms; its constant is a column "one" fixed at 1). */
+pp_status pp_stages_dump_lp_costs(const pp_stages_costs *c, const char *path, pp_error *err);
+
+/* The same from the models for layout l: costs_from_model, then solve; the chosen stages are
+ * re-evaluated with the memory model itself (stage_mem_bytes); a stage that does not fit there
+ * (its linear fit missed a kink between the checked points) is tabulated and the MILP solved
+ * again. params NULL: defaults (mode ilp). */
+pp_status pp_stages_solve(const pp_work *w, const pp_layout *l, const pp_stages_params *params,
+                          pp_stages_result *out, pp_error *err);
+pp_status pp_stages_dump_lp(const pp_work *w, const pp_layout *l, const char *path, pp_error *err);
+
+/* Reference for the tests: every integer vector n (lo_j <= n_j <= hi_j, sum L) and every
+ * r_j in 0..n_j (0 when recompute is not allowed); the lowest pipeline time that fits, first
+ * found on ties. eval NULL: the linear costs; else eval(ctx, ...) for time and memory (e.g.
+ * pp_stages_eval_model). *evaluated (optional) counts the points. PP_ERR_INPUT when more than
+ * max_points points would be visited. Status OPTIMAL when something fits, else FALLBACK with
+ * the uniform split. */
+pp_status pp_stages_brute(const pp_stages_costs *c, pp_stages_eval_fn eval, void *ctx,
+                          int64_t max_points, pp_stages_result *out, int64_t *evaluated,
+                          pp_error *err);
+
+/* Context and evaluator running the real models for one stage (ctx: pp_stages_model_ctx). */
+typedef struct {
+    const pp_work *w;
+    const pp_layout *l;
+    double time_layer_s, time_recompute_s; /* filled by pp_stages_model_ctx_init */
+    double time_base_s[PP_MAX_STAGES];
+} pp_stages_model_ctx;
+void pp_stages_model_ctx_init(pp_stages_model_ctx *ctx, const pp_work *w, const pp_layout *l);
+pp_status pp_stages_eval_model(void *ctx, int64_t stage, int64_t layers, int64_t recompute,
+                               double *time_s, double *mem_bytes);
+
+/* Upper bound on what any split can save on the pipeline time of the uniform split (s per step),
+ * from the time model alone (no GLPK, no memory model): uniform - (w_max max(W/p, t_first(1),
+ * t_last(1)) + w_sum W) with W the total work without recompute. plan skips the MILP for a
+ * candidate whose uniform step time minus this bound cannot beat the current best. When the
+ * uniform split does not fit, compare the bound on the ILP's step time instead:
+ * *lower_bound_s = that lower bound on the pipeline time (s per step). */
+void pp_stages_gain_bound(const pp_work *w, const pp_layout *l, double *max_gain_s,
+                          double *lower_bound_s);
+
+/* One call for check and plan. mode: "uniform", "ilp", "auto" or NULL (uniform). dump_path
+ * (optional): write the MILP there first (even for uniform). On PP_STAGES_OPTIMAL fills
+ * stage_layers/stage_recompute (PP_MAX_STAGES each, caller-owned, must outlive l) and points
+ * l->stage_layers / l->stage_recompute at them; otherwise sets both to NULL (uniform).
+ * res (optional) receives the details, res->warning the fallback reason. */
+pp_status pp_stages_apply(const pp_work *w, pp_layout *l, const char *mode, const char *dump_path,
+                          int stage_layers[], int stage_recompute[], pp_stages_result *res,
+                          pp_error *err);
+
+/* plan: refine the search's candidates (best first, as pp_search_run returns them) with the
+ * stage MILP. mode "uniform" (nothing), "ilp" (take the MILP's split wherever it solved) or
+ * "auto"/NULL (take it when the step time improves, or when only it fits). Candidates are
+ * visited best first; one whose step time minus pp_stages_gain_bound cannot beat the top-th
+ * best fitting step is skipped (the cutoff tightens as candidates improve). A refined
+ * candidate's layout points at row i of stage_layers / stage_recompute (n rows, caller-owned,
+ * must outlive cand); its time, memory, headroom and fits are re-evaluated with
+ * pp_time_estimate and pp_memory_worst_bytes (full recompute of no layer becomes recompute
+ * none); cand is re-sorted (fitting first, then pp_search_better; not fitting by memory) and
+ * duplicates (the same run) are dropped: cand[0..stats->n) are the candidates left. */
+typedef struct {
+    int64_t n;                      /* candidates left in cand (duplicates dropped) */
+    int64_t solved, skipped, improved;
+    double time_s;
+    char warning[512]; /* the first MILP fallback's warning, "" if none */
+} pp_stages_refine_stats;
+pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t n, int64_t top,
+                           const char *mode, int (*stage_layers)[PP_MAX_STAGES],
+                           int (*stage_recompute)[PP_MAX_STAGES], pp_stages_refine_stats *stats,
+                           pp_error *err);
+
+#endif
