@@ -13,6 +13,22 @@ typedef enum { PP_COLL_ALL_REDUCE = 0, PP_COLL_ALL_GATHER, PP_COLL_REDUCE_SCATTE
 extern const char *const pp_coll_names[PP_COLL_COUNT];
 typedef struct { pp_coll op; int64_t ranks; double bytes; double busbw_gbs; } pp_prof_nccl;
 
+/* Efficiency factors of one software stack on one cluster, fitted by `parplan calibrate` on
+ * real training logs (calibrate.c) and applied by the time model when present (time.c):
+ *   GEMM time / gemm_scale, elementwise and other memory-bound bytes x elementwise_scale,
+ *   + score_bytes HBM bytes per attention score and pass (unfused attention only),
+ *   + layer_overhead_s per layer and micro-batch forward (x2 backward: kernel launches, Python),
+ *   optimizer step x optimizer_scale.
+ * Neutral values: 1, 1, 0, 0, 1. The rest documents the fit. */
+typedef struct {
+    bool present;
+    double gemm_scale, elementwise_scale, score_bytes, layer_overhead_s, optimizer_scale;
+    int64_t runs;                       /* logs fitted */
+    double mape_before, mape_after, mape_loo; /* percent, on those logs; mape_loo < 0: not computed */
+    char stack[160];                    /* software the logs ran ("megatron local, unfused attention") */
+    char fitted[64];                    /* ISO date */
+} pp_calibration;
+
 typedef struct pp_profile {
     char gpu[128];
     char measured[64];
@@ -21,6 +37,7 @@ typedef struct pp_profile {
     pp_prof_attn *attn; int n_attn;
     pp_prof_layer *layer; int n_layer;
     pp_prof_nccl *nccl; int n_nccl;
+    pp_calibration calibration;         /* `calibration:` section; present = false without it */
 } pp_profile;
 
 pp_status pp_profile_load_file(pp_profile *p, const char *path, pp_error *err);

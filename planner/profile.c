@@ -75,7 +75,28 @@ static const pp_key bw_keys[] = {
     {"mul_gbs", PP_KEY_NUM, offsetof(prof_file, p.mul_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0},
 };
 #define PANY(k) {k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0}
-enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL };
+/* `calibration:` written by `parplan calibrate` (calibrate.c): the factors are required when the
+ * section is there; the fit's figures are informational. Bounds: what a real stack can be (a
+ * GEMM at 5%..20x the model's rate, elementwise traffic 1/20..50x). */
+#define CNUM(k, f, lo, hi, req, scale) \
+    {k, PP_KEY_NUM, offsetof(prof_file, p.calibration.f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+static const pp_key cal_keys[] = {
+    CNUM("gemm_scale", gemm_scale, 0.05, 20, true, 1),
+    CNUM("elementwise_scale", elementwise_scale, 0.05, 50, true, 1),
+    CNUM("score_bytes", score_bytes, 0, 1000, true, 1),
+    CNUM("layer_overhead_us", layer_overhead_s, 0, 1e6, true, 1e-6),
+    CNUM("optimizer_scale", optimizer_scale, 0.05, 50, true, 1),
+    {"runs", PP_KEY_INT, offsetof(prof_file, p.calibration.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0},
+    CNUM("mape_before_pct", mape_before, -1, 1e6, false, 1),
+    CNUM("mape_after_pct", mape_after, -1, 1e6, false, 1),
+    CNUM("mape_loo_pct", mape_loo, -1, 1e6, false, 1),
+    {"stack", PP_KEY_STR, offsetof(prof_file, p.calibration.stack), 0, 0, 0,
+     sizeof(((pp_calibration *)0)->stack), NULL, 0, false, NULL, 0},
+    {"fitted", PP_KEY_STR, offsetof(prof_file, p.calibration.fitted), 0, 0, 0,
+     sizeof(((pp_calibration *)0)->fitted), NULL, 0, false, NULL, 0},
+    PANY("logs"), PANY("notes"),
+};
+enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL };
 static const pp_key prof_keys[] = {
     {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0},
     {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
@@ -83,6 +104,7 @@ static const pp_key prof_keys[] = {
     PANY("gemm"), /* the record lists are read below with their own tables */
     {"bandwidth", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, bw_keys, NKEYS(bw_keys)},
     PANY("attention"), PANY("layer"), PANY("nccl"),
+    {"calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, cal_keys, NKEYS(cal_keys)},
     /* Free-form, documented extras: where and how the profile was measured. */
     PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
     PANY("version"), PANY("gpus"), PANY("command"),
@@ -106,6 +128,9 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
 {
     prof_file pf;
     memset(&pf, 0, sizeof pf);
+    /* neutral factors until a calibration section says otherwise */
+    pf.p.calibration.gemm_scale = pf.p.calibration.elementwise_scale = pf.p.calibration.optimizer_scale = 1;
+    pf.p.calibration.mape_before = pf.p.calibration.mape_after = pf.p.calibration.mape_loo = -1;
     yaml_node_t *root = pp_yaml_root(y);
     yaml_node_t *found[NKEYS(prof_keys)];
     void *arr = NULL;
@@ -113,6 +138,7 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
     pp_status st = pp_yaml_map(y, root, prof_keys, NKEYS(prof_keys), &pf, 0, found, "profile");
     if (st) goto fail;
     pp_profile *p = &pf.p;
+    p->calibration.present = found[P_CAL] != NULL;
     if (found[P_GEMM]) {
         if ((st = pp_yaml_seq(y, found[P_GEMM], gemm_keys, NKEYS(gemm_keys), sizeof(gemm_rec), &arr, &n, "gemm")))
             goto fail;

@@ -39,12 +39,15 @@ typedef struct {
     const char *format;       /* launch --format */
     const char *emit;         /* plan --emit FORMAT */
     const char *output;       /* -o / --output */
+    const char *launch_target;/* launch / plan --emit: --launch-target standard|device-local */
+    int64_t train_iters;      /* launch / plan --emit: --train-iters N (0: the target's default) */
     const char *report;       /* --report FILE.html */
     const char *stages;       /* --stages uniform|ilp (NULL: command's default) */
     const char *dump_ilp;     /* --dump-ilp FILE */
     double tokens;            /* estimate --tokens */
     double price_per_gpu_hour;/* estimate --price-per-gpu-hour */
     bool allow_cross_node_tp; /* plan --allow-cross-node-tp */
+    const char *fit;          /* calibrate --fit LIST */
     int npos;                 /* positional arguments after the subcommand */
     char **pos;
 } pp_cli;
@@ -68,6 +71,15 @@ int pp_cmd_plan(pp_cli *c);
 int pp_cmd_estimate(pp_cli *c);
 int pp_cmd_launch(pp_cli *c);
 int pp_cmd_probe(pp_cli *c);
+int pp_cmd_calibrate(pp_cli *c); /* cmd_calibrate.c (issue 8) */
+/* Path of parplan-probe ($PARPLAN_PROBE, beside this executable, ../probes/, ../libexec/, the
+ * libexecdir); false with the places tried. Defined in cmd_probe.c. */
+bool pp_probe_find(const char *argv0, char *out, size_t n, char *tried, size_t tried_n);
+/* Write the launch config of layout l (validated against w) in format `format` (a
+ * pp_launch_format_names entry): predictions from the memory and time models, --launch-target,
+ * --train-iters, -o DIR and --json from c; stdout when no -o. For launch and plan --emit.
+ * Returns the exit status (errors printed). Defined in cmd_launch.c. */
+int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *format);
 
 /* The option lines that apply to cmd, for --help. */
 void pp_cli_usage_options(FILE *f, const char *cmd);

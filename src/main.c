@@ -26,6 +26,9 @@ static const pp_subcommand subcommands[] = {
     {"estimate", pp_cmd_estimate, "WORK LAYOUT --tokens T [--price-per-gpu-hour P]",
      "time and cost to train on a token budget",
      "parplan estimate --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 8 --tokens 300e9"},
+    {"calibrate", pp_cmd_calibrate, "LOG[:ARGS]... --gpu NAME [--profile BASE] [-o FILE]",
+     "fit the time model's efficiency factors to real Megatron-LM logs",
+     "parplan calibrate --gpu h200 run1.log run2.log -o h200-calibrated.yaml"},
 };
 #define N_SUB (sizeof subcommands / sizeof subcommands[0])
 

@@ -21,7 +21,7 @@ ok() { # cond-status message
 diag() { sed 's/^/# /'; }
 
 cmds=$("$parplan" --help | awk '/^commands:/{f=1;next} f&&/^$/{exit} f{print $1}')
-[ "$(echo $cmds)" = "models check plan launch probe estimate" ]
+[ "$(echo $cmds)" = "models check plan launch probe estimate calibrate" ]
 ok $? "subcommands: $(echo $cmds)"
 
 manpage=$(cat "$man")

@@ -1,0 +1,1131 @@
+/* Calibration of the time model on real Megatron-LM logs (issue 8). See pp_calibrate.h.
+ *
+ * Why a calibration: the time model (time.c) prices a layer from its GEMMs, the elementwise bytes
+ * of a fused stack (Transformer Engine / Megatron's fused kernels) and flash attention. A stack
+ * without those (Megatron's `--transformer-impl local` with the fusions off, eager PyTorch, the
+ * unfused attention path) runs the same math through more kernels: the lent H200s ran it 41-54%
+ * slower than predicted (tests/data/launch/README.md). Rather than guessing each missing fusion,
+ * `parplan calibrate` fits a handful of factors, each tied to one physical cause, on logs of the
+ * stack itself:
+ *   gemm_scale         the GEMM rate that stack reaches (cuBLAS through torch.matmul vs the curve)
+ *   elementwise_scale  memory-bound traffic of unfused kernels (bias, GELU, dropout, add, norm,
+ *                      optimizer passes) relative to the fused count
+ *   score_bytes        extra HBM bytes per attention score per pass of the unfused attention
+ *                      (masked_fill, softmax and dropout as separate kernels)
+ *   layer_overhead_s   fixed time per layer and micro-batch (kernel launches, Python dispatch;
+ *                      the backward launches about twice the kernels of the forward)
+ *   optimizer_scale    the optimizer step of the stack (Megatron without apex falls back to
+ *                      torch.optim and per-tensor Python loops for the norm and the copies)
+ * The fit minimises sum (log predicted - log measured)^2, a relative error that weighs a 2 s and
+ * a 0.4 s run alike, with box bounds, by Levenberg-Marquardt on the free factors. */
+#include "pp_calibrate.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_memory.h"
+#include "pp_yaml.h"
+
+const char *const pp_cal_names[PP_CAL_COUNT] = {"gemm_scale", "elementwise_scale", "score_bytes",
+                                                "layer_overhead_us", "optimizer_scale"};
+
+/* ------------------------------------------------------------------ small helpers */
+
+static pp_status grow(void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return PP_OK;
+    int nc = *cap ? 2 * *cap : 16;
+    while (nc < need) nc *= 2;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) return PP_ERR_NOMEM;
+    *arr = p;
+    *cap = nc;
+    return PP_OK;
+}
+
+static bool strict_double(const char *s, double *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v)) return false;
+    while (*end && isspace((unsigned char)*end)) end++;
+    if (*end) return false;
+    *out = v;
+    return true;
+}
+
+static bool strict_int(const char *s, int64_t *out)
+{
+    double v;
+    if (!strict_double(s, &v) || v != floor(v) || fabs(v) > 9e15) return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+void pp_mlog_free(pp_mlog *log)
+{
+    if (!log) return;
+    free(log->args);
+    free(log->iter);
+    free(log->iter_ms);
+    free(log->mem);
+    memset(log, 0, sizeof *log);
+}
+
+static pp_mlog_kv *arg_find(const pp_mlog *log, const char *key)
+{
+    for (int i = 0; i < log->n_args; i++)
+        if (!strcmp(log->args[i].key, key)) return &log->args[i];
+    return NULL;
+}
+
+/* Add key = value unless the key is there (the printed block, read first, wins). */
+static pp_status arg_add(pp_mlog *log, const char *key, size_t klen, const char *value, size_t vlen)
+{
+    char k[sizeof log->args[0].key];
+    if (klen >= sizeof k) klen = sizeof k - 1;
+    memcpy(k, key, klen);
+    k[klen] = 0;
+    if (arg_find(log, k)) return PP_OK;
+    if (grow((void **)&log->args, &log->cap_args, log->n_args + 1, sizeof *log->args)) return PP_ERR_NOMEM;
+    pp_mlog_kv *a = &log->args[log->n_args++];
+    snprintf(a->key, sizeof a->key, "%s", k);
+    if (vlen >= sizeof a->value) vlen = sizeof a->value - 1;
+    memcpy(a->value, value, vlen);
+    a->value[vlen] = 0;
+    return PP_OK;
+}
+
+const char *pp_mlog_arg(const pp_mlog *log, const char *key)
+{
+    const pp_mlog_kv *a = arg_find(log, key);
+    if (!a || !a->value[0] || !strcmp(a->value, "None")) return NULL;
+    return a->value;
+}
+
+/* ------------------------------------------------------------------ the log */
+
+/* "  name ........ value" (long names have no dots: "name  value"). */
+static pp_status parse_arg_line(pp_mlog *log, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    size_t k0 = i;
+    while (i < n && !isspace((unsigned char)s[i])) i++;
+    size_t k1 = i;
+    if (k1 == k0) return PP_OK;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    size_t d = i;
+    while (i < n && s[i] == '.') i++;
+    if (i > d && (i == n || isspace((unsigned char)s[i]))) {
+        while (i < n && isspace((unsigned char)s[i])) i++;
+    } else {
+        i = d; /* no dots: the value starts here */
+    }
+    size_t v1 = n;
+    while (v1 > i && isspace((unsigned char)s[v1 - 1])) v1--;
+    return arg_add(log, s + k0, k1 - k0, s + i, v1 - i);
+}
+
+/* The number after `label` in line [s, s+n), or error at its column. */
+static pp_status number_after(const char *s, size_t n, const char *label, double *out, bool *found,
+                              const char *path, int line, pp_error *err)
+{
+    char buf[1024];
+    size_t m = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, m);
+    buf[m] = 0;
+    const char *p = strstr(buf, label);
+    *found = p != NULL;
+    if (!p) return PP_OK;
+    p += strlen(label);
+    char *end = NULL;
+    double v = strtod(p, &end);
+    if (end == p || !isfinite(v) || v < 0)
+        return pp_error_set(err, PP_ERR_INPUT, path, line, (int)(p - buf) + 1, "malformed number after '%s'", label);
+    *out = v;
+    return PP_OK;
+}
+
+static pp_status parse_iter_line(pp_mlog *log, const char *s, size_t n, const char *path, int line, pp_error *err)
+{
+    double ms = 0;
+    bool found = false;
+    pp_status st = number_after(s, n, "elapsed time per iteration (ms):", &ms, &found, path, line, err);
+    if (st || !found) return st;
+    double it = 0;
+    st = number_after(s, n, "iteration ", &it, &found, path, line, err);
+    if (st) return st;
+    if (!found || it != floor(it) || it < 1)
+        return pp_error_set(err, PP_ERR_INPUT, path, line, 1, "an 'elapsed time per iteration' line without its iteration number");
+    for (int i = 0; i < log->n_iter; i++)
+        if (log->iter[i] == (int64_t)it) return PP_OK; /* printed again by another rank */
+    int cap = log->cap_iter;
+    if (grow((void **)&log->iter, &cap, log->n_iter + 1, sizeof *log->iter) ||
+        grow((void **)&log->iter_ms, &log->cap_iter, log->n_iter + 1, sizeof *log->iter_ms))
+        return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    log->iter[log->n_iter] = (int64_t)it;
+    log->iter_ms[log->n_iter++] = ms;
+    return PP_OK;
+}
+
+/* Every "[Rank N] (after K iterations) memory (MB) | allocated: a | max allocated: b | reserved: c
+ * | max reserved: d" of the line (two ranks' reports sometimes share a line). */
+static pp_status parse_mem_line(pp_mlog *log, const char *s, size_t n, const char *path, int line, pp_error *err)
+{
+    char buf[2048];
+    size_t m = n < sizeof buf - 1 ? n : sizeof buf - 1;
+    memcpy(buf, s, m);
+    buf[m] = 0;
+    char *p = buf;
+    while ((p = strstr(p, "[Rank ")) != NULL) {
+        char *next = strstr(p + 6, "[Rank ");
+        size_t seg = next ? (size_t)(next - p) : strlen(p);
+        if (!strstr(p, "memory (MB)") || (next && strstr(p, "memory (MB)") > next)) {
+            p += 6;
+            continue;
+        }
+        pp_mlog_mem r;
+        memset(&r, 0, sizeof r);
+        char *end = NULL;
+        r.rank = strtoll(p + 6, &end, 10);
+        if (end == p + 6 || *end != ']')
+            return pp_error_set(err, PP_ERR_INPUT, path, line, (int)(p - buf) + 7, "malformed rank in a memory report");
+        const char *a = strstr(p, "(after ");
+        r.after = a ? strtoll(a + 7, NULL, 10) : 0;
+        const struct { const char *label; double *v; } f[] = {
+            {"| allocated:", &r.allocated_mib}, {"| max allocated:", &r.max_allocated_mib},
+            {"| reserved:", &r.reserved_mib}, {"| max reserved:", &r.max_reserved_mib}};
+        for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+            bool found = false;
+            int col = (int)(p - buf);
+            pp_status st = number_after(p, seg, f[i].label, f[i].v, &found, path, line, err);
+            if (st) {
+                err->col += col;
+                return st;
+            }
+            if (!found)
+                return pp_error_set(err, PP_ERR_INPUT, path, line, col + 1, "memory report without '%s'", f[i].label + 2);
+        }
+        if (grow((void **)&log->mem, &log->cap_mem, log->n_mem + 1, sizeof *log->mem))
+            return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        log->mem[log->n_mem++] = r;
+        p += seg;
+    }
+    return PP_OK;
+}
+
+pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err)
+{
+    memset(log, 0, sizeof *log);
+    snprintf(log->path, sizeof log->path, "%s", path ? path : "");
+    bool in_args = false, had_args = false;
+    int line = 0;
+    pp_status st = PP_OK;
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && text[j] != '\n') j++;
+        const char *s = text + i;
+        size_t n = j - i;
+        line++;
+        /* short views of the line for the markers */
+        char head[256];
+        size_t hn = n < sizeof head - 1 ? n : sizeof head - 1;
+        memcpy(head, s, hn);
+        head[hn] = 0;
+        if (!had_args && !in_args && strstr(head, "-- arguments --")) {
+            in_args = true;
+        } else if (in_args && strstr(head, "end of arguments")) {
+            in_args = false;
+            had_args = true;
+            log->args_block = true;
+        } else if (in_args) {
+            if ((st = parse_arg_line(log, s, n))) goto nomem;
+        } else if (memchr(s, 'e', n) && n > 30) {
+            char *probe = malloc(n + 1);
+            if (!probe) goto nomem;
+            memcpy(probe, s, n);
+            probe[n] = 0;
+            bool is_iter = strstr(probe, "elapsed time per iteration (ms):") != NULL;
+            bool is_mem = strstr(probe, "memory (MB)") && strstr(probe, "[Rank ");
+            free(probe);
+            if (is_iter && (st = parse_iter_line(log, s, n, path, line, err))) goto fail;
+            if (is_mem && (st = parse_mem_line(log, s, n, path, line, err))) goto fail;
+        }
+        i = j + 1;
+    }
+    if (in_args) {
+        st = pp_error_set(err, PP_ERR_INPUT, path, line, 1, "the arguments block has no end (truncated log?)");
+        goto fail;
+    }
+    return PP_OK;
+nomem:
+    st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+fail:
+    pp_mlog_free(log);
+    return st;
+}
+
+/* ------------------------------------------------------------------ command-line flags */
+
+typedef struct { char name[64]; char value[64]; } shvar;
+
+/* A shell word: quotes removed; "${X:-d}" / "$X" resolved from vars (unknown: left as is). */
+static void resolve_word(const char *w, const shvar *vars, int nv, char *out, size_t n)
+{
+    const char *p = w;
+    if (p[0] == '$') {
+        char name[64];
+        const char *def = NULL;
+        size_t k = 0;
+        p++;
+        bool brace = *p == '{';
+        if (brace) p++;
+        while (*p && (isalnum((unsigned char)*p) || *p == '_') && k < sizeof name - 1) name[k++] = *p++;
+        name[k] = 0;
+        if (brace && p[0] == ':' && p[1] == '-') def = p + 2;
+        for (int i = 0; i < nv; i++)
+            if (!strcmp(vars[i].name, name)) {
+                snprintf(out, n, "%s", vars[i].value);
+                return;
+            }
+        if (def) {
+            const char *e = strchr(def, '}');
+            size_t dl = e ? (size_t)(e - def) : strlen(def);
+            if (dl >= n) dl = n - 1;
+            memcpy(out, def, dl);
+            out[dl] = 0;
+            return;
+        }
+    }
+    snprintf(out, n, "%s", w);
+}
+
+pp_status pp_mlog_add_flags(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err)
+{
+    (void)path;
+    shvar vars[32];
+    int nv = 0;
+    char prev_flag[80] = "";  /* a flag waiting for its value on the same line */
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && text[j] != '\n') j++;
+        /* words of the line */
+        size_t p = i;
+        bool first = true;
+        prev_flag[0] = 0;
+        while (p < j) {
+            while (p < j && isspace((unsigned char)text[p])) p++;
+            if (p >= j) break;
+            if (text[p] == '#') break; /* comment */
+            char word[256];
+            size_t k = 0;
+            char q = 0;
+            while (p < j && (q || !isspace((unsigned char)text[p]))) {
+                char ch = text[p++];
+                if (!q && (ch == '"' || ch == '\'')) {
+                    q = ch;
+                    continue;
+                }
+                if (q && ch == q) {
+                    q = 0;
+                    continue;
+                }
+                if (k < sizeof word - 1) word[k++] = ch;
+            }
+            word[k] = 0;
+            bool at_start = first;
+            first = false;
+            /* NAME=VALUE at the start of a line (or after `export`) */
+            char *eq = strchr(word, '=');
+            if (eq && word[0] != '-' && (at_start || nv >= 0) && isupper((unsigned char)word[0])) {
+                *eq = 0;
+                bool ok = true;
+                for (char *c = word; *c; c++) ok &= isalnum((unsigned char)*c) || *c == '_';
+                if (ok && nv < 32) {
+                    snprintf(vars[nv].name, sizeof vars[nv].name, "%.63s", word);
+                    resolve_word(eq + 1, vars, nv, vars[nv].value, sizeof vars[nv].value);
+                    nv++;
+                }
+                continue;
+            }
+            if (!strcmp(word, "export")) {
+                first = true;
+                continue;
+            }
+            if (word[0] == '-' && word[1] == '-' && word[2] && word[2] != '-') {
+                if (prev_flag[0]) {
+                    /* the previous flag had no value: a switch */
+                    if (arg_add(log, prev_flag, strlen(prev_flag), "True", 4)) goto nomem;
+                }
+                /* --name-with-dashes -> name_with_dashes */
+                size_t m = 0;
+                for (const char *c = word + 2; *c && *c != '=' && m < sizeof prev_flag - 1; c++)
+                    prev_flag[m++] = *c == '-' ? '_' : *c;
+                prev_flag[m] = 0;
+                const char *inl = strchr(word, '=');
+                if (inl) {
+                    char v[200];
+                    resolve_word(inl + 1, vars, nv, v, sizeof v);
+                    if (arg_add(log, prev_flag, m, v, strlen(v))) goto nomem;
+                    prev_flag[0] = 0;
+                }
+                continue;
+            }
+            if (prev_flag[0] && strcmp(word, "\\") && strcmp(word, ")") && strcmp(word, "(")) {
+                char v[200];
+                resolve_word(word, vars, nv, v, sizeof v);
+                if (arg_add(log, prev_flag, strlen(prev_flag), v, strlen(v))) goto nomem;
+                prev_flag[0] = 0;
+                continue;
+            }
+        }
+        if (prev_flag[0] && arg_add(log, prev_flag, strlen(prev_flag), "True", 4)) goto nomem;
+        prev_flag[0] = 0;
+        i = j + 1;
+    }
+    /* switches that set another argument (Megatron's dest names) */
+    {
+        pp_mlog_kv *a;
+        int n0 = log->n_args;
+        for (int i = 0; i < n0; i++) {
+            a = &log->args[i];
+            if (!strncmp(a->key, "no_", 3) && !strcmp(a->value, "True")) {
+                char k[80];
+                snprintf(k, sizeof k, "%s", a->key + 3);
+                if (arg_add(log, k, strlen(k), "False", 5)) goto nomem;
+            }
+        }
+        if ((a = arg_find(log, "disable_bias_linear")) && !strcmp(a->value, "True") &&
+            arg_add(log, "add_bias_linear", 15, "False", 5))
+            goto nomem;
+        if ((a = arg_find(log, "recompute_activations")) && !strcmp(a->value, "True") &&
+            arg_add(log, "recompute_granularity", 21, "selective", 9))
+            goto nomem;
+    }
+    /* the GPU count from torchrun's flags or the script's variables */
+    {
+        const char *gpn = NULL, *nodes = NULL;
+        const pp_mlog_kv *a;
+        if ((a = arg_find(log, "nproc_per_node"))) gpn = a->value;
+        if ((a = arg_find(log, "nnodes"))) nodes = a->value;
+        for (int i = 0; i < nv; i++) {
+            if (!gpn && (!strcmp(vars[i].name, "GPUS_PER_NODE") || !strcmp(vars[i].name, "NPROC_PER_NODE")))
+                gpn = vars[i].value;
+            if (!nodes && (!strcmp(vars[i].name, "NNODES") || !strcmp(vars[i].name, "NUM_NODES")))
+                nodes = vars[i].value;
+        }
+        int64_t g = 0, nn = 1;
+        if (gpn && strict_int(gpn, &g) && g > 0 && (!nodes || (strict_int(nodes, &nn) && nn > 0))) {
+            char v[32];
+            int vl = snprintf(v, sizeof v, "%lld", (long long)(g * nn));
+            if (arg_add(log, "world_size", 10, v, (size_t)vl)) goto nomem;
+            vl = snprintf(v, sizeof v, "%lld", (long long)g);
+            if (arg_add(log, "gpus_per_node", 13, v, (size_t)vl)) goto nomem;
+        }
+    }
+    return PP_OK;
+nomem:
+    return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+}
+
+pp_status pp_mlog_load(pp_mlog *log, const char *log_path, const char *args_path, pp_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    memset(log, 0, sizeof *log);
+    pp_status st = pp_yaml_read_file(log_path, &text, &len, err);
+    if (st) return st;
+    st = pp_mlog_parse(log, text, len, log_path, err);
+    if (st) goto done;
+    if (!log->args_block && !args_path) {
+        /* The command line the log records: "# cmd ..." (tests/megatron/run_configs.py) or a
+         * line that runs pretrain_*.py. */
+        for (size_t i = 0; i < len;) {
+            size_t j = i;
+            while (j < len && text[j] != '\n') j++;
+            size_t n = j - i;
+            const char *s = text + i;
+            bool cmd = (n > 6 && !strncmp(s, "# cmd ", 6));
+            char *tmp = malloc(n + 1);
+            if (!tmp) {
+                st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+                goto done;
+            }
+            memcpy(tmp, s, n);
+            tmp[n] = 0;
+            cmd = cmd || (strstr(tmp, "pretrain_") && strstr(tmp, ".py") && strstr(tmp, "--num-layers"));
+            if (cmd) st = pp_mlog_add_flags(log, tmp[0] == '#' ? tmp + 6 : tmp, strlen(tmp[0] == '#' ? tmp + 6 : tmp),
+                                            log_path, err);
+            free(tmp);
+            if (st) goto done;
+            if (cmd) break;
+            i = j + 1;
+        }
+    }
+    if (args_path) {
+        char *at = NULL;
+        size_t al = 0;
+        st = pp_yaml_read_file(args_path, &at, &al, err);
+        if (st) goto done;
+        st = pp_mlog_add_flags(log, at, al, args_path, err);
+        free(at);
+    }
+done:
+    free(text);
+    if (st) pp_mlog_free(log);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double d = *(const double *)a - *(const double *)b;
+    return d < 0 ? -1 : d > 0;
+}
+
+double pp_mlog_step_ms(const pp_mlog *log, int64_t warmup, int *n_used)
+{
+    int n = 0;
+    if (n_used) *n_used = 0;
+    double *v = log->n_iter ? malloc((size_t)log->n_iter * sizeof *v) : NULL;
+    if (!v) return 0;
+    for (int i = 0; i < log->n_iter; i++)
+        if (log->iter[i] > warmup) v[n++] = log->iter_ms[i];
+    if (n_used) *n_used = n;
+    double med = 0;
+    if (n) {
+        qsort(v, (size_t)n, sizeof v[0], cmp_double);
+        med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    }
+    free(v);
+    return med;
+}
+
+double pp_mlog_max_alloc_mib(const pp_mlog *log, int64_t rank)
+{
+    double v = 0;
+    int64_t after = -1;
+    for (int i = 0; i < log->n_mem; i++)
+        if (log->mem[i].rank == rank && log->mem[i].after >= after) {
+            after = log->mem[i].after;
+            v = log->mem[i].max_allocated_mib;
+        }
+    return v;
+}
+
+/* ------------------------------------------------------------------ runs */
+
+static bool arg_true(const pp_mlog *log, const char *key, bool def)
+{
+    const char *v = pp_mlog_arg(log, key);
+    if (!v) return def;
+    return !strcmp(v, "True") || !strcmp(v, "true") || !strcmp(v, "1");
+}
+
+/* An integer argument; def < 0: required. */
+static pp_status arg_int(const pp_mlog *log, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out,
+                         pp_error *err)
+{
+    const char *v = pp_mlog_arg(log, key);
+    if (!v) {
+        if (def < 0)
+            return pp_error_set(err, PP_ERR_INPUT, log->path, 0, 0,
+                                "the log has no '%s' (neither a printed arguments block nor its command line)", key);
+        *out = def;
+        return PP_OK;
+    }
+    int64_t x;
+    if (!strict_int(v, &x) || x < lo || x > hi)
+        return pp_error_set(err, PP_ERR_INPUT, log->path, 0, 0, "argument %s = '%s' is not an integer in %lld..%lld",
+                            key, v, (long long)lo, (long long)hi);
+    *out = x;
+    return PP_OK;
+}
+
+static pp_status arg_num(const pp_mlog *log, const char *key, double def, double *out, pp_error *err)
+{
+    const char *v = pp_mlog_arg(log, key);
+    if (!v) {
+        *out = def;
+        return PP_OK;
+    }
+    if (!strict_double(v, out) || *out < 0)
+        return pp_error_set(err, PP_ERR_INPUT, log->path, 0, 0, "argument %s = '%s' is not a number >= 0", key, v);
+    return PP_OK;
+}
+
+/* "Et*12|t*10L": transformer layers ('t', optionally *N) per pipeline stage. */
+static pp_status parse_pp_layout(const char *s, int64_t pp, int *layers, const char *path, pp_error *err)
+{
+    int64_t stage = 0;
+    int count = 0;
+    for (const char *p = s;; p++) {
+        if (*p == '|' || *p == 0) {
+            if (stage >= pp) break;
+            layers[stage++] = count;
+            count = 0;
+            if (!*p) break;
+        } else if (*p == 't') {
+            int mult = 1;
+            if (p[1] == '*') {
+                char *end = NULL;
+                long v = strtol(p + 2, &end, 10);
+                if (end == p + 2 || v < 0 || v > 1000000)
+                    return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "pipeline layout '%s': bad count after 't*'", s);
+                mult = (int)v;
+                p = end - 1;
+            }
+            count += mult;
+        } else if (*p == 'E' || *p == 'L' || *p == ' ' || *p == 'm') {
+            /* embedding, loss, spaces, MTP: no transformer layer */
+        } else {
+            return pp_error_set(err, PP_ERR_INPUT, path, 0, 0,
+                                "pipeline layout '%s': '%c' is not understood (t, E, L, |)", s, *p);
+        }
+    }
+    if (stage != pp)
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0,
+                            "pipeline layout '%s' has %lld stages, the run %lld (virtual stages are not read)", s,
+                            (long long)stage, (long long)pp);
+    return PP_OK;
+}
+
+pp_layout pp_calib_run_layout(const pp_calib_run *run)
+{
+    pp_layout l = run->layout;
+    if (run->uneven) {
+        l.stage_layers = run->stage_layers;
+        l.stage_recompute = run->stage_recompute;
+    } else {
+        l.stage_layers = l.stage_recompute = NULL;
+    }
+    return l;
+}
+
+pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu *gpu, pp_error *err)
+{
+    memset(run, 0, sizeof *run);
+    const char *path = log->path;
+    snprintf(run->path, sizeof run->path, "%s", path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(run->name, sizeof run->name, "%.127s", base);
+    char *dot = strrchr(run->name, '.');
+    if (dot && !strcmp(dot, ".log")) *dot = 0;
+
+    pp_status st;
+    int64_t v;
+    pp_work *w = &run->work;
+    pp_model *m = &w->model;
+    pp_model_init(m);
+    snprintf(m->name, sizeof m->name, "%.63s", run->name);
+    snprintf(m->family, sizeof m->family, "megatron-log");
+    snprintf(m->source, sizeof m->source, "%.255s", path);
+#define NEED(key, def, lo, hi, dst)                                               \
+    do {                                                                          \
+        if ((st = arg_int(log, key, def, lo, hi, &v, err))) return st;            \
+        dst = v;                                                                  \
+    } while (0)
+    NEED("num_layers", -1, 1, 1000000, m->layers);
+    NEED("hidden_size", -1, 1, 100000000, m->hidden);
+    NEED("num_attention_heads", -1, 1, 1000000, m->heads);
+    m->kv_heads = m->heads;
+    if (arg_true(log, "group_query_attention", false)) NEED("num_query_groups", -1, 1, 1000000, m->kv_heads);
+    NEED("kv_channels", m->hidden / m->heads, 1, 1000000, m->head_dim);
+    m->act = arg_true(log, "swiglu", false) ? PP_ACT_SWIGLU : PP_ACT_GELU;
+    /* Megatron's default MLP: 4h, or 2/3 of it rounded down to 64 for SwiGLU (arguments.py) */
+    int64_t ffn_def = m->act == PP_ACT_SWIGLU ? (4 * m->hidden * 2 / 3) / 64 * 64 : 4 * m->hidden;
+    NEED("ffn_hidden_size", ffn_def, 1, 100000000, m->ffn);
+    if (pp_mlog_arg(log, "vocab_size")) NEED("vocab_size", -1, 1, 100000000, m->vocab);
+    else NEED("padded_vocab_size", -1, 1, 100000000, m->vocab);
+    NEED("seq_length", -1, 1, 100000000, m->seq);
+    const char *norm = pp_mlog_arg(log, "normalization");
+    m->norm = norm && !strcmp(norm, "RMSNorm") ? PP_NORM_RMSNORM : PP_NORM_LAYERNORM;
+    const char *pos = pp_mlog_arg(log, "position_embedding_type");
+    m->pos = PP_POS_LEARNED;
+    if ((pos && !strcmp(pos, "rope")) || arg_true(log, "use_rotary_position_embeddings", false)) m->pos = PP_POS_ROPE;
+    else if (pos && !strcmp(pos, "none")) m->pos = PP_POS_NONE;
+    m->bias = arg_true(log, "add_bias_linear", true);
+    m->tied = !arg_true(log, "untie_embeddings_and_output_weights", false);
+    NEED("num_experts", 0, 0, 1000000, m->experts);
+    NEED("moe_router_topk", 2, 1, 1000000, m->topk);
+    if (m->experts <= 1) m->topk = 0;
+    if ((st = pp_model_validate(m, err))) {
+        snprintf(err->file, sizeof err->file, "%s", path);
+        err->line = err->col = 0;
+        return st;
+    }
+
+    /* precision: the time model is for 16-bit training */
+    if (!arg_true(log, "bf16", false) && !arg_true(log, "fp16", false))
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "the run is neither --bf16 nor --fp16 (fp32 training is "
+                                                           "not modelled)");
+
+    /* cluster and batch */
+    int64_t world;
+    NEED("world_size", -1, 1, 10000000, world);
+    w->gpu = *gpu;
+    w->gpus = world;
+    int64_t gpn_def = gpu->gpus_per_node > 0 ? gpu->gpus_per_node : 8;
+    if (gpn_def > world) gpn_def = world;
+    NEED("gpus_per_node", gpn_def, 1, 1024, w->gpus_per_node);
+    if (w->gpus_per_node > world) w->gpus_per_node = world;
+    w->framework = PP_FW_MEGATRON;
+    const char *impl = pp_mlog_arg(log, "transformer_impl");
+    const char *backend = pp_mlog_arg(log, "attention_backend");
+    bool local = impl && !strcmp(impl, "local");
+    w->attention = local || (backend && strstr(backend, "unfused")) ? PP_ATTN_UNFUSED : PP_ATTN_FLASH;
+
+    /* layout */
+    pp_layout *l = &run->layout;
+    pp_layout_init(l);
+    NEED("tensor_model_parallel_size", 1, 1, 1000000, l->tp);
+    NEED("pipeline_model_parallel_size", 1, 1, 1000000, l->pp);
+    NEED("context_parallel_size", 1, 1, 1000000, l->cp);
+    NEED("expert_model_parallel_size", 1, 1, 1000000, l->ep);
+    NEED("micro_batch_size", -1, 1, 1000000, l->mbs);
+    if (world % (l->tp * l->pp * l->cp))
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "world size %lld is not a multiple of tp x pp x cp = %lld",
+                            (long long)world, (long long)(l->tp * l->pp * l->cp));
+    l->dp = world / (l->tp * l->pp * l->cp);
+    NEED("global_batch_size", l->mbs * l->dp, 1, (int64_t)1 << 40, w->gbs);
+    int64_t vpp = 1;
+    NEED("num_virtual_stages_per_pipeline_rank", 1, 1, 1000000, vpp);
+    if (vpp == 1) NEED("virtual_pipeline_model_parallel_size", 1, 1, 1000000, vpp);
+    if (vpp == 1 && pp_mlog_arg(log, "num_layers_per_virtual_pipeline_stage")) {
+        int64_t per;
+        NEED("num_layers_per_virtual_pipeline_stage", -1, 1, 1000000, per);
+        if (m->layers % (per * l->pp) == 0) vpp = m->layers / (per * l->pp);
+    }
+    l->vpp = vpp;
+    l->dist_opt = arg_true(log, "use_distributed_optimizer", false);
+    l->sp = arg_true(log, "sequence_parallel", false);
+    const char *gran = pp_mlog_arg(log, "recompute_granularity");
+    const char *method = pp_mlog_arg(log, "recompute_method");
+    int64_t rc_layers = 0;
+    if (gran && !strcmp(gran, "full")) {
+        l->recompute = PP_RC_FULL;
+        if (method && !strcmp(method, "block")) NEED("recompute_num_layers", -1, 0, 1000000, rc_layers);
+        /* uniform: every layer is recomputed (in groups of recompute_num_layers) */
+        l->recompute_layers = rc_layers;
+    } else if (gran && !strcmp(gran, "selective")) {
+        l->recompute = PP_RC_SELECTIVE;
+    }
+    /* uneven stages: --pipeline-model-parallel-layout or first/last stage sizes */
+    const char *ppl = pp_mlog_arg(log, "pipeline_model_parallel_layout");
+    int64_t first = 0, last = 0;
+    NEED("decoder_first_pipeline_num_layers", 0, 0, 1000000, first);
+    NEED("decoder_last_pipeline_num_layers", 0, 0, 1000000, last);
+    if (l->pp > PP_MAX_STAGES)
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "more than %d pipeline stages", PP_MAX_STAGES);
+    if (ppl && l->pp > 1 && l->vpp == 1) {
+        if ((st = parse_pp_layout(ppl, l->pp, run->stage_layers, path, err))) return st;
+        run->uneven = true;
+    } else if ((first || last) && l->pp > 1) {
+        int64_t rest = m->layers - first - last, mid = l->pp - (first ? 1 : 0) - (last ? 1 : 0);
+        if (rest < 0 || (mid > 0 && rest % mid) || (mid == 0 && rest))
+            return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "decoder_first/last_pipeline_num_layers do not split "
+                                                               "%lld layers over %lld stages", (long long)m->layers,
+                                (long long)l->pp);
+        for (int64_t i = 0; i < l->pp; i++)
+            run->stage_layers[i] = (int)(i == 0 && first ? first : i == l->pp - 1 && last ? last : rest / (mid ? mid : 1));
+        run->uneven = true;
+    }
+    if (run->uneven)
+        for (int64_t i = 0; i < l->pp; i++) {
+            int n = run->stage_layers[i];
+            run->stage_recompute[i] = l->recompute != PP_RC_FULL ? 0
+                                      : rc_layers > 0 && rc_layers < n ? (int)rc_layers : n;
+        }
+    pp_layout lv = pp_calib_run_layout(run);
+    if ((st = pp_layout_validate(w, &lv, err))) {
+        snprintf(err->file, sizeof err->file, "%s", path);
+        err->line = err->col = 0;
+        return st;
+    }
+    run->layout.dp = lv.dp;
+
+    /* what the software overlaps and fuses (the time model's options) */
+    pp_time_opts *o = &run->opts;
+    pp_time_opts_default(w, o);
+    o->overlap_grad_reduce = arg_true(log, "overlap_grad_reduce", false);
+    o->overlap_param_gather = arg_true(log, "overlap_param_gather", false);
+    o->tp_comm_overlap = arg_true(log, "tp_comm_overlap", false);
+    o->overlap_p2p = arg_true(log, "overlap_p2p_comm", true) && l->vpp > 1;
+    double hd, ad;
+    if ((st = arg_num(log, "hidden_dropout", 0.1, &hd, err)) || (st = arg_num(log, "attention_dropout", 0.1, &ad, err)))
+        return st;
+    o->dropout = hd > 0 || ad > 0;
+    /* Without the fused wgrad-accumulate kernel the wgrad GEMM writes a 16-bit grad that the DDP
+     * hook adds into the fp32 main_grad: 2 + 2 + 4 + 4 bytes per weight and micro-batch. */
+    o->grad_accum_bytes = arg_true(log, "gradient_accumulation_fusion", true) ? 8.0 : 12.0;
+    bool fp32_reduce = pp_mlog_arg(log, "accumulate_allreduce_grads_in_fp32")
+                           ? arg_true(log, "accumulate_allreduce_grads_in_fp32", true)
+                           : arg_true(log, "bf16", false) && !arg_true(log, "grad_reduce_in_bf16", false);
+    o->grad_reduce_bytes = fp32_reduce ? 4.0 : 2.0;
+    snprintf(run->stack, sizeof run->stack, "megatron %s, %s attention", impl ? impl : "transformer_engine",
+             pp_attention_names[w->attention]);
+
+    /* measured */
+    double ms = pp_mlog_step_ms(log, PP_CALIB_WARMUP_ITERS, &run->iters_used);
+    if (!(ms > 0))
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0,
+                            "no 'elapsed time per iteration' after the %d warm-up iterations (%d timed in all; out of "
+                            "memory?)",
+                            PP_CALIB_WARMUP_ITERS, log->n_iter);
+    run->measured_step_s = ms * 1e-3;
+    /* Megatron's rank order puts pipeline stages outermost: stage = rank / (world / pp). */
+    run->n_stages = l->pp;
+    for (int i = 0; i < log->n_mem; i++) {
+        int64_t r = log->mem[i].rank;
+        if (r < 0 || r >= world) continue;
+        int64_t s = r / (world / l->pp);
+        double mx = pp_mlog_max_alloc_mib(log, r);
+        if (mx > run->stage_max_alloc_mib[s]) run->stage_max_alloc_mib[s] = mx;
+    }
+#undef NEED
+    return PP_OK;
+}
+
+/* ------------------------------------------------------------------ applying a calibration */
+
+void pp_calibration_init(pp_calibration *cal)
+{
+    memset(cal, 0, sizeof *cal);
+    cal->gemm_scale = cal->elementwise_scale = cal->optimizer_scale = 1;
+    cal->mape_before = cal->mape_after = cal->mape_loo = -1;
+}
+
+void pp_calibration_apply_ctx(const pp_calibration *cal, pp_time_ctx *c)
+{
+    if (!cal || !cal->present) return;
+    /* The GEMM curve keeps its shape (c = R/BW was set from the catalog rate); only its scale
+     * moves. Fused attention kernels are priced as a fraction of the GEMM rate, so they follow. */
+    c->gemm_rate *= cal->gemm_scale;
+    c->flash_fwd_rate *= cal->gemm_scale;
+    c->flash_bwd_rate *= cal->gemm_scale;
+    c->mem_rate /= cal->elementwise_scale;
+}
+
+void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c, const pp_layout *l,
+                                pp_time_layer *ly)
+{
+    if (!cal || !cal->present) return;
+    const pp_work *w = c->w;
+    const pp_model *m = &w->model;
+    if (w->attention == PP_ATTN_UNFUSED && cal->score_bytes > 0) {
+        /* scores of this rank: b x heads/t x (s/cp) x s, each touched score_bytes more per pass */
+        double scores = (double)l->mbs * (double)m->heads / (double)l->tp * (double)m->seq / (double)l->cp *
+                        (double)m->seq;
+        double extra = cal->score_bytes * scores / c->mem_rate;
+        ly->fwd_compute_s += extra;
+        ly->bwd_compute_s += extra;
+        ly->sel_recompute_s += extra; /* selective recompute redoes the attention core */
+    }
+    ly->fwd_compute_s += cal->layer_overhead_s;
+    ly->bwd_compute_s += 2.0 * cal->layer_overhead_s;
+}
+
+/* ------------------------------------------------------------------ prediction and fit */
+
+pp_status pp_calib_predict(const pp_calib_run *run, const pp_profile *base, const pp_calibration *cal,
+                           double *step_s, pp_error *err)
+{
+    pp_profile prof;
+    if (base) prof = *base; /* shallow: the record arrays are shared, never freed here */
+    else memset(&prof, 0, sizeof prof);
+    if (cal) prof.calibration = *cal;
+    else pp_calibration_init(&prof.calibration);
+    pp_work w = run->work;
+    w.profile = &prof;
+    pp_layout l = pp_calib_run_layout(run);
+    pp_time_result r;
+    pp_status st = pp_time_estimate_opts(&w, &l, &run->opts, &r, err);
+    if (st) return st;
+    *step_s = r.step_time_s;
+    return PP_OK;
+}
+
+void pp_calib_params_init(pp_calib_params *p)
+{
+    p->fit_mask = (1u << PP_CAL_COUNT) - 1;
+    p->max_iters = 200;
+}
+
+unsigned pp_calib_default_mask(const pp_calib_run *runs, int n)
+{
+    bool unfused = false;
+    for (int i = 0; i < n; i++) unfused |= runs[i].work.attention == PP_ATTN_UNFUSED;
+    return (1u << PP_CAL_GEMM) | (1u << PP_CAL_LAYER) | (1u << PP_CAL_OPTIMIZER) |
+           (unfused ? 1u << PP_CAL_SCORE : 1u << PP_CAL_ELEMENTWISE);
+}
+
+void pp_calib_result_free(pp_calib_result *res)
+{
+    if (!res) return;
+    free(res->measured_s);
+    free(res->before_s);
+    free(res->after_s);
+    free(res->loo_s);
+    res->measured_s = res->before_s = res->after_s = res->loo_s = NULL;
+}
+
+/* Bounds of each factor: wide enough for any real stack, narrow enough that the fit cannot
+ * wander into nonsense when a factor is poorly determined. */
+static const double cal_lo[PP_CAL_COUNT] = {0.2, 0.5, 0.0, 0.0, 0.5};
+static const double cal_hi[PP_CAL_COUNT] = {2.0, 10.0, 200.0, 2e-3, 20.0};
+static const double cal_neutral[PP_CAL_COUNT] = {1.0, 1.0, 0.0, 0.0, 1.0};
+
+static void cal_set(pp_calibration *c, const double *x)
+{
+    c->present = true;
+    c->gemm_scale = x[PP_CAL_GEMM];
+    c->elementwise_scale = x[PP_CAL_ELEMENTWISE];
+    c->score_bytes = x[PP_CAL_SCORE];
+    c->layer_overhead_s = x[PP_CAL_LAYER];
+    c->optimizer_scale = x[PP_CAL_OPTIMIZER];
+}
+
+typedef struct {
+    const pp_calib_run *runs;
+    int n;
+    int skip;                 /* run left out (-1: none) */
+    const pp_profile *base;
+    unsigned mask;
+} fit_ctx;
+
+/* Residuals log(pred/meas) of the runs in use; returns the sum of squares (inf on failure). */
+static double residuals(const fit_ctx *f, const double *x, double *r)
+{
+    pp_calibration cal;
+    pp_calibration_init(&cal);
+    cal_set(&cal, x);
+    double ss = 0;
+    int k = 0;
+    for (int i = 0; i < f->n; i++) {
+        if (i == f->skip) continue;
+        double s;
+        pp_error e;
+        if (pp_calib_predict(&f->runs[i], f->base, &cal, &s, &e) != PP_OK || !(s > 0)) return INFINITY;
+        double ri = log(s / f->runs[i].measured_step_s);
+        if (r) r[k] = ri;
+        k++;
+        ss += ri * ri;
+    }
+    return ss;
+}
+
+/* Solve A x = b (n x n, row-major; A and b destroyed) by Gaussian elimination with partial
+ * pivoting. false when singular. */
+static bool solve(double *A, double *b, int n, double *x)
+{
+    for (int c = 0; c < n; c++) {
+        int piv = c;
+        for (int r = c + 1; r < n; r++)
+            if (fabs(A[r * n + c]) > fabs(A[piv * n + c])) piv = r;
+        if (fabs(A[piv * n + c]) < 1e-300) return false;
+        if (piv != c) {
+            for (int k = 0; k < n; k++) {
+                double t = A[c * n + k];
+                A[c * n + k] = A[piv * n + k];
+                A[piv * n + k] = t;
+            }
+            double t = b[c];
+            b[c] = b[piv];
+            b[piv] = t;
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = A[r * n + c] / A[c * n + c];
+            for (int k = c; k < n; k++) A[r * n + k] -= f * A[c * n + k];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int r = n - 1; r >= 0; r--) {
+        double s = b[r];
+        for (int k = r + 1; k < n; k++) s -= A[r * n + k] * x[k];
+        x[r] = s / A[r * n + r];
+    }
+    return true;
+}
+
+/* Projected Levenberg-Marquardt in normalised coordinates u = (x - lo) / (hi - lo) in [0, 1]. */
+static pp_status lm_fit(const fit_ctx *f, double *x, int max_iters, pp_error *err)
+{
+    int free_idx[PP_CAL_COUNT], nf = 0;
+    for (int i = 0; i < PP_CAL_COUNT; i++)
+        if (f->mask & (1u << i)) free_idx[nf++] = i;
+    int m = f->n - (f->skip >= 0 ? 1 : 0);
+    if (nf == 0) return PP_OK;
+    double *r = calloc((size_t)m, sizeof *r), *rn = calloc((size_t)m, sizeof *rn);
+    double *J = calloc((size_t)m * (size_t)nf, sizeof *J);
+    pp_status st = PP_OK;
+    if (!r || !rn || !J) {
+        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        goto done;
+    }
+    double cost = residuals(f, x, r);
+    if (!isfinite(cost)) {
+        st = pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "the time model failed on a run at the start of the fit");
+        goto done;
+    }
+    double lambda = 1e-2;
+    for (int it = 0; it < max_iters; it++) {
+        /* Jacobian by forward differences in u (a step of 1e-4 of the range, backwards at the
+         * upper bound) */
+        for (int j = 0; j < nf; j++) {
+            int p = free_idx[j];
+            double span = cal_hi[p] - cal_lo[p], h = 1e-4 * span;
+            double xs[PP_CAL_COUNT];
+            memcpy(xs, x, sizeof xs);
+            if (xs[p] + h > cal_hi[p]) h = -h;
+            xs[p] += h;
+            if (!isfinite(residuals(f, xs, rn))) {
+                st = pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "the time model failed during the fit");
+                goto done;
+            }
+            for (int i = 0; i < m; i++) J[i * nf + j] = (rn[i] - r[i]) / (h / span);
+        }
+        double A[PP_CAL_COUNT * PP_CAL_COUNT], g[PP_CAL_COUNT];
+        bool improved = false;
+        for (int tries = 0; tries < 30 && !improved; tries++) {
+            for (int a = 0; a < nf; a++) {
+                g[a] = 0;
+                for (int i = 0; i < m; i++) g[a] -= J[i * nf + a] * r[i];
+                for (int b = 0; b < nf; b++) {
+                    double s = 0;
+                    for (int i = 0; i < m; i++) s += J[i * nf + a] * J[i * nf + b];
+                    A[a * nf + b] = s;
+                }
+            }
+            for (int a = 0; a < nf; a++) A[a * nf + a] += lambda * (A[a * nf + a] + 1e-9);
+            double du[PP_CAL_COUNT];
+            if (!solve(A, g, nf, du)) {
+                lambda *= 10;
+                continue;
+            }
+            double xn[PP_CAL_COUNT];
+            memcpy(xn, x, sizeof xn);
+            for (int j = 0; j < nf; j++) {
+                int p = free_idx[j];
+                xn[p] += du[j] * (cal_hi[p] - cal_lo[p]);
+                if (xn[p] < cal_lo[p]) xn[p] = cal_lo[p];
+                if (xn[p] > cal_hi[p]) xn[p] = cal_hi[p];
+            }
+            double cn = residuals(f, xn, rn);
+            if (cn < cost) {
+                double gain = cost - cn;
+                memcpy(x, xn, sizeof xn);
+                memcpy(r, rn, (size_t)m * sizeof *r);
+                cost = cn;
+                lambda = lambda / 3 > 1e-12 ? lambda / 3 : 1e-12;
+                improved = true;
+                if (gain < 1e-14 * (1 + cost)) it = max_iters; /* converged */
+            } else {
+                lambda *= 4;
+            }
+        }
+        if (!improved) break; /* no step lowers the cost: a (bounded) minimum */
+    }
+done:
+    free(r);
+    free(rn);
+    free(J);
+    return st;
+}
+
+static double mape(const double *pred, const double *meas, int n, double *max_abs)
+{
+    double s = 0, mx = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs(pred[i] / meas[i] - 1);
+        s += e;
+        if (e > mx) mx = e;
+    }
+    if (max_abs) *max_abs = 100 * mx;
+    return n ? 100 * s / n : 0;
+}
+
+pp_status pp_calib_fit(const pp_calib_run *runs, int n, const pp_profile *base, const pp_calib_params *p,
+                       pp_calib_result *res, pp_error *err)
+{
+    memset(res, 0, sizeof *res);
+    pp_calib_params def;
+    if (!p) {
+        pp_calib_params_init(&def);
+        p = &def;
+    }
+    int nf = 0;
+    for (int i = 0; i < PP_CAL_COUNT; i++) nf += (p->fit_mask >> i) & 1;
+    if (n < nf + 1)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "%d timed run%s cannot determine %d factors: give at least %d logs", n, n == 1 ? "" : "s",
+                            nf, nf + 1);
+    res->n = n;
+    res->measured_s = calloc((size_t)n, sizeof(double));
+    res->before_s = calloc((size_t)n, sizeof(double));
+    res->after_s = calloc((size_t)n, sizeof(double));
+    if (n >= 3) res->loo_s = calloc((size_t)n, sizeof(double));
+    pp_status st = PP_OK;
+    if (!res->measured_s || !res->before_s || !res->after_s || (n >= 3 && !res->loo_s)) {
+        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        res->measured_s[i] = runs[i].measured_step_s;
+        if ((st = pp_calib_predict(&runs[i], base, NULL, &res->before_s[i], err))) {
+            snprintf(err->file, sizeof err->file, "%s", runs[i].path);
+            goto fail;
+        }
+    }
+    /* The base profile's own calibration (if any) is replaced, not compounded; with nothing to
+     * fit (mask 0) it is evaluated as it is: how well a calibration predicts logs it was not
+     * fitted on. */
+    double x[PP_CAL_COUNT];
+    memcpy(x, cal_neutral, sizeof x);
+    if (!p->fit_mask && base && base->calibration.present) {
+        const pp_calibration *bc = &base->calibration;
+        x[PP_CAL_GEMM] = bc->gemm_scale;
+        x[PP_CAL_ELEMENTWISE] = bc->elementwise_scale;
+        x[PP_CAL_SCORE] = bc->score_bytes;
+        x[PP_CAL_LAYER] = bc->layer_overhead_s;
+        x[PP_CAL_OPTIMIZER] = bc->optimizer_scale;
+    }
+    fit_ctx f = {runs, n, -1, base, p->fit_mask};
+    if ((st = lm_fit(&f, x, p->max_iters, err))) goto fail;
+    pp_calibration_init(&res->cal);
+    cal_set(&res->cal, x);
+    for (int i = 0; i < n; i++)
+        if ((st = pp_calib_predict(&runs[i], base, &res->cal, &res->after_s[i], err))) goto fail;
+    res->mape_before = mape(res->before_s, res->measured_s, n, &res->max_abs_before);
+    res->mape_after = mape(res->after_s, res->measured_s, n, &res->max_abs_after);
+    res->mape_loo = -1;
+    if (res->loo_s && p->fit_mask) {
+        for (int k = 0; k < n; k++) {
+            double xk[PP_CAL_COUNT];
+            memcpy(xk, cal_neutral, sizeof xk);
+            fit_ctx fk = {runs, n, k, base, p->fit_mask};
+            if ((st = lm_fit(&fk, xk, p->max_iters, err))) goto fail;
+            pp_calibration ck;
+            pp_calibration_init(&ck);
+            cal_set(&ck, xk);
+            if ((st = pp_calib_predict(&runs[k], base, &ck, &res->loo_s[k], err))) goto fail;
+        }
+        res->mape_loo = mape(res->loo_s, res->measured_s, n, &res->max_abs_loo);
+    }
+    res->cal.runs = n;
+    res->cal.mape_before = res->mape_before;
+    res->cal.mape_after = res->mape_after;
+    res->cal.mape_loo = res->mape_loo;
+    snprintf(res->cal.stack, sizeof res->cal.stack, "%s", runs[0].stack);
+    if (!p->fit_mask) {
+        free(res->loo_s);
+        res->loo_s = NULL;
+    }
+    return PP_OK;
+fail:
+    pp_calib_result_free(res);
+    return st;
+}

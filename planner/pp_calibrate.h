@@ -1,0 +1,135 @@
+/* Calibration of the time model on real training logs (issue 8): `parplan calibrate LOG...`.
+ *
+ * 1. Megatron-LM logs are parsed (pp_mlog): the printed arguments block (or, for a log that lacks
+ *    it, the Megatron flags of its command line or launch script), the "elapsed time per
+ *    iteration (ms)" lines and the per-rank "memory (MB)" reports.
+ * 2. Each run is rebuilt as a work and a layout (pp_calib_run): model shape, cluster, batch,
+ *    parallel sizes, recompute, and the software behaviour the time model needs (overlap flags,
+ *    fusions, dropout, attention implementation).
+ * 3. A few efficiency factors of one software stack on one cluster (pp_calibration, stored in the
+ *    hardware profile) are fitted by bounded least squares on log(predicted / measured), and the
+ *    time model applies them whenever the work's profile carries them (time.c calls
+ *    pp_calibration_apply_ctx / _layer). */
+#ifndef PP_CALIBRATE_H
+#define PP_CALIBRATE_H
+
+#include "pp.h"
+#include "pp_profile.h"
+#include "pp_time.h"
+
+/* ------------------------------------------------------------------ logs */
+
+typedef struct { char key[80]; char value[200]; } pp_mlog_kv;
+typedef struct {
+    int64_t rank, after;     /* "[Rank N] (after K iterations)" */
+    double allocated_mib, max_allocated_mib, reserved_mib, max_reserved_mib;
+} pp_mlog_mem;
+
+typedef struct {
+    char path[512];
+    bool args_block;         /* arguments from the printed block (else from command-line flags) */
+    pp_mlog_kv *args;
+    int n_args, cap_args;
+    int64_t *iter;           /* iteration numbers, in log order (first report of each) */
+    double *iter_ms;
+    int n_iter, cap_iter;
+    pp_mlog_mem *mem;
+    int n_mem, cap_mem;
+} pp_mlog;
+
+/* Parse a Megatron-LM log (text of len bytes; path names it in messages). A text without any
+ * arguments block, iteration line or memory report is not an error here (see pp_calib_run_init);
+ * malformed numbers in a recognised line are (PP_ERR_INPUT with line:col). */
+pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err);
+/* Add the Megatron flags of a command line or launch script ("--num-layers 22", bash arrays and
+ * comments allowed; GPUS_PER_NODE=/NNODES= and torchrun's --nproc-per-node/--nnodes give the GPU
+ * count). Keys already present (from the printed block) win. */
+pp_status pp_mlog_add_flags(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err);
+/* Read log_path, and args_path's flags when not NULL; without args_path, a log with no printed
+ * arguments block falls back to the flags of its "# cmd" / torchrun line. */
+pp_status pp_mlog_load(pp_mlog *log, const char *log_path, const char *args_path, pp_error *err);
+void pp_mlog_free(pp_mlog *log); /* accepts NULL */
+/* Value of an argument, NULL when absent or printed as None. */
+const char *pp_mlog_arg(const pp_mlog *log, const char *key);
+/* Median elapsed ms of the iterations numbered above `warmup` (Megatron's first two iterations
+ * include compilation and allocator growth); 0 when there is none. *n_used: how many. */
+double pp_mlog_step_ms(const pp_mlog *log, int64_t warmup, int *n_used);
+/* The last "max allocated" (MiB) reported by a rank; 0 when that rank reported none. */
+double pp_mlog_max_alloc_mib(const pp_mlog *log, int64_t rank);
+
+/* ------------------------------------------------------------------ runs */
+
+#define PP_CALIB_WARMUP_ITERS 2
+
+typedef struct {
+    char name[128];          /* the log's file name without directories and .log */
+    char path[512];
+    pp_work work;
+    pp_layout layout;        /* use pp_calib_run_layout(): it points at the stage arrays below */
+    pp_time_opts opts;
+    bool uneven;             /* stage_layers/stage_recompute hold an explicit split */
+    int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    char stack[160];         /* "megatron local (no TE), unfused attention, no fusions" */
+    double measured_step_s;  /* median after the warm-up */
+    int iters_used;
+    /* memory: measured max allocated per pipeline stage (largest over the stage's ranks that
+     * printed one), MiB; 0 when no rank of the stage printed */
+    int64_t n_stages;
+    double stage_max_alloc_mib[PP_MAX_STAGES];
+} pp_calib_run;
+
+/* Rebuild the run from a parsed log: gpu is the cluster's GPU (the logs do not name it).
+ * PP_ERR_INPUT when an argument the model needs is missing or malformed, or the log has no
+ * iteration after the warm-up (the error says which). */
+pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu *gpu, pp_error *err);
+/* The run's layout with its stage arrays attached (copy it; do not keep it past the run). */
+pp_layout pp_calib_run_layout(const pp_calib_run *run);
+
+/* ------------------------------------------------------------------ the fit */
+
+/* The fitted factors (pp_calibration, in pp_profile.h) in a fixed order. */
+enum { PP_CAL_GEMM = 0, PP_CAL_ELEMENTWISE, PP_CAL_SCORE, PP_CAL_LAYER, PP_CAL_OPTIMIZER, PP_CAL_COUNT };
+extern const char *const pp_cal_names[PP_CAL_COUNT]; /* the YAML keys */
+
+/* Predicted step time of a run with the base profile (may be NULL) and a calibration (may be
+ * NULL: the uncalibrated model). */
+pp_status pp_calib_predict(const pp_calib_run *run, const pp_profile *base, const pp_calibration *cal,
+                           double *step_s, pp_error *err);
+
+typedef struct {
+    unsigned fit_mask;       /* 1 << PP_CAL_*: the factors fitted (others stay neutral) */
+    int max_iters;           /* Levenberg-Marquardt iterations (default 200) */
+} pp_calib_params;
+void pp_calib_params_init(pp_calib_params *p); /* every factor, 200 iterations */
+/* The factors the runs can determine: gemm, layer and optimizer always; score_bytes when some run
+ * used unfused attention (else it has no effect), elementwise_scale otherwise. With unfused
+ * attention elementwise_scale is left out: it is nearly collinear with score_bytes and
+ * layer_overhead_s (on the 21 H200 logs of tests/data the fit pushes it to its bound while the
+ * leave-one-out error stays the same, 2.5%). */
+unsigned pp_calib_default_mask(const pp_calib_run *runs, int n);
+
+typedef struct {
+    int n;
+    double *measured_s, *before_s, *after_s, *loo_s; /* per run; loo_s NULL when n < 3 */
+    double mape_before, mape_after, mape_loo;        /* percent; mape_loo < 0 when not computed */
+    double max_abs_before, max_abs_after, max_abs_loo;
+    pp_calibration cal;
+} pp_calib_result;
+
+/* Fit on the runs, then refit with each run left out to predict it (leave-one-out), so that
+ * mape_loo says how well the factors generalise to a layout they were not fitted on. */
+pp_status pp_calib_fit(const pp_calib_run *runs, int n, const pp_profile *base, const pp_calib_params *p,
+                       pp_calib_result *res, pp_error *err);
+void pp_calib_result_free(pp_calib_result *res); /* accepts NULL */
+
+/* ------------------------------------------------------------------ use by the time model */
+
+/* Called by pp_time_ctx_init and pp_time_layer_get (time.c) when the work's profile carries a
+ * calibration: scale the rates, then add the per-layer terms. */
+void pp_calibration_apply_ctx(const pp_calibration *cal, pp_time_ctx *c);
+void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c, const pp_layout *l,
+                                pp_time_layer *ly);
+/* Neutral factors (gemm 1, elementwise 1, score 0, layer 0, optimizer 1), present = false. */
+void pp_calibration_init(pp_calibration *cal);
+
+#endif

@@ -1,0 +1,181 @@
+/* The measurement cache of `plan --probe` (issue 8). See pp_probe_cache.h. */
+#include "pp_probe_cache.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pp_yaml.h"
+
+pp_status pp_probe_cache_path(char *out, size_t n, pp_error *err)
+{
+    const char *env = getenv("PARPLAN_CACHE");
+    if (env && *env) {
+        snprintf(out, n, "%s", env);
+        return PP_OK;
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && *xdg) {
+        snprintf(out, n, "%s/parplan/probe-cache.yaml", xdg);
+        return PP_OK;
+    }
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        snprintf(out, n, "%s/.cache/parplan/probe-cache.yaml", home);
+        return PP_OK;
+    }
+    return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0,
+                        "no place for the probe cache: set PARPLAN_CACHE (or HOME, XDG_CACHE_HOME)");
+}
+
+void pp_probe_cache_free(pp_probe_cache *c)
+{
+    if (!c) return;
+    free(c->e);
+    c->e = NULL;
+    c->n = c->cap = 0;
+}
+
+const pp_probe_cache_entry *pp_probe_cache_get(const pp_probe_cache *c, const char *gpu, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->e[i].gpu, gpu) && !strcmp(c->e[i].key, key)) return &c->e[i];
+    return NULL;
+}
+
+static bool plain_text(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || *s == '\n' || *s == '\r' || (unsigned char)*s < 0x20) return false;
+    return true;
+}
+
+pp_status pp_probe_cache_put(pp_probe_cache *c, const pp_probe_cache_entry *e, pp_error *err)
+{
+    if (!e->gpu[0] || !e->key[0] || !plain_text(e->gpu) || !plain_text(e->key) || !plain_text(e->note))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "probe cache: an empty key or one with quotes/newlines");
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->e[i].gpu, e->gpu) && !strcmp(c->e[i].key, e->key)) {
+            c->e[i] = *e;
+            return PP_OK;
+        }
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 32;
+        void *p = realloc(c->e, (size_t)nc * sizeof *c->e);
+        if (!p) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        c->e = p;
+        c->cap = nc;
+    }
+    c->e[c->n++] = *e;
+    return PP_OK;
+}
+
+#define NKEYS(t) ((int)(sizeof t / sizeof t[0]))
+static const pp_key entry_keys[] = {
+    {"gpu", PP_KEY_STR, offsetof(pp_probe_cache_entry, gpu), 0, 0, 0, sizeof(((pp_probe_cache_entry *)0)->gpu), NULL,
+     0, true, NULL, 0},
+    {"key", PP_KEY_STR, offsetof(pp_probe_cache_entry, key), 0, 0, 0, sizeof(((pp_probe_cache_entry *)0)->key), NULL,
+     0, true, NULL, 0},
+    {"a", PP_KEY_NUM, offsetof(pp_probe_cache_entry, a), 0, 1e15, 1, 0, NULL, 0, true, NULL, 0},
+    {"b", PP_KEY_NUM, offsetof(pp_probe_cache_entry, b), 0, 1e15, 1, 0, NULL, 0, false, NULL, 0},
+    {"note", PP_KEY_STR, offsetof(pp_probe_cache_entry, note), 0, 0, 0, sizeof(((pp_probe_cache_entry *)0)->note),
+     NULL, 0, false, NULL, 0},
+};
+typedef struct { int64_t version; } cache_head;
+static const pp_key head_keys[] = {
+    {"version", PP_KEY_INT, offsetof(cache_head, version), 1, 1, 0, 0, NULL, 0, true, NULL, 0},
+    {"entries", PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0},
+};
+
+pp_status pp_probe_cache_load(pp_probe_cache *c, const char *path, pp_error *err)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->path, sizeof c->path, "%s", path);
+    if (access(path, F_OK) != 0) return PP_OK; /* no cache yet */
+    char *text = NULL;
+    size_t len = 0;
+    pp_yaml y;
+    void *arr = NULL;
+    int n = 0;
+    pp_status st = pp_yaml_read_file(path, &text, &len, err);
+    if (st) return st;
+    if ((st = pp_yaml_load(&y, text, len, path, err))) goto done_text;
+    cache_head h;
+    yaml_node_t *found[NKEYS(head_keys)];
+    if ((st = pp_yaml_map(&y, pp_yaml_root(&y), head_keys, NKEYS(head_keys), &h, 0, found, "probe cache"))) goto done;
+    if (found[1] && (st = pp_yaml_seq(&y, found[1], entry_keys, NKEYS(entry_keys), sizeof(pp_probe_cache_entry), &arr,
+                                      &n, "entries")))
+        goto done;
+    for (int i = 0; i < n; i++)
+        if ((st = pp_probe_cache_put(c, (pp_probe_cache_entry *)arr + i, err))) goto done;
+done:
+    free(arr);
+    pp_yaml_free(&y);
+done_text:
+    free(text);
+    if (st) pp_probe_cache_free(c);
+    return st;
+}
+
+/* mkdir -p of the directory holding path */
+static pp_status make_parent(const char *path, pp_error *err)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return PP_OK;
+    *slash = 0;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            return pp_error_set(err, PP_ERR_RUNTIME, dir, 0, 0, "cannot create the cache directory: %s", strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return pp_error_set(err, PP_ERR_RUNTIME, dir, 0, 0, "cannot create the cache directory: %s", strerror(errno));
+    return PP_OK;
+}
+
+pp_status pp_probe_cache_save(pp_probe_cache *c, pp_error *err)
+{
+    pp_status st;
+    /* entries another process saved since we loaded: keep them, ours win */
+    pp_probe_cache disk;
+    pp_error e2 = {0};
+    if (pp_probe_cache_load(&disk, c->path, &e2) == PP_OK) {
+        for (int i = 0; i < disk.n; i++)
+            if (!pp_probe_cache_get(c, disk.e[i].gpu, disk.e[i].key) && (st = pp_probe_cache_put(c, &disk.e[i], err))) {
+                pp_probe_cache_free(&disk);
+                return st;
+            }
+        pp_probe_cache_free(&disk);
+    }
+    if ((st = make_parent(c->path, err))) return st;
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", c->path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) return pp_error_set(err, PP_ERR_RUNTIME, tmp, 0, 0, "cannot write the probe cache: %s", strerror(errno));
+    fprintf(f, "# parplan probe cache: measurements of `plan --probe` on the local GPUs, keyed by GPU and shape.\n"
+               "# Safe to delete (they are measured again).\nversion: 1\nentries:%s\n",
+            c->n ? "" : " []");
+    for (int i = 0; i < c->n; i++) {
+        const pp_probe_cache_entry *e = &c->e[i];
+        fprintf(f, "  - {gpu: \"%s\", key: \"%s\", a: %.9g, b: %.9g, note: \"%s\"}\n", e->gpu, e->key, e->a, e->b,
+                e->note);
+    }
+    if (fflush(f) || fsync(fileno(f)) || ferror(f)) {
+        fclose(f);
+        remove(tmp);
+        return pp_error_set(err, PP_ERR_RUNTIME, tmp, 0, 0, "cannot write the probe cache: %s", strerror(errno));
+    }
+    if (fclose(f) || rename(tmp, c->path)) {
+        remove(tmp);
+        return pp_error_set(err, PP_ERR_RUNTIME, c->path, 0, 0, "cannot write the probe cache: %s", strerror(errno));
+    }
+    return PP_OK;
+}

@@ -1,0 +1,587 @@
+/* plan --probe K (issue 8): probe-ranked tuning. See plan_probe.h.
+ *
+ * For each of the K best candidates of the search:
+ *   - its transformer layer, sharded by its TP size, at its micro-batch: forward and
+ *     forward+backward on one local GPU (`parplan-probe layer --hidden .. --tp T --mbs B`);
+ *   - the collectives of its groups that fit on the local GPUs (TP, DP, the PP pair):
+ *     `parplan-probe nccl --gpus N` measures all_reduce / all_gather / reduce_scatter / sendrecv
+ *     over a sweep of sizes; the time model then reads the bus bandwidth at the candidate's own
+ *     message sizes (the TP all-reduce of s b h, the DP reduction of its gradients, the PP
+ *     activations) from those measurements;
+ * then the step is composed by the time model's schedule (pp_time_step: pipeline bubble, overlap
+ * of the DP reduction, optimizer) with the measured layer times in place of the modelled ones.
+ * What cannot be measured here is modelled and listed per candidate: groups larger than the
+ * local GPUs or spanning nodes (the profile's / catalog's network figures), the optimizer step,
+ * the embedding and output layer, CP/MoE layers.
+ *
+ * Measurements are cached per (GPU, shape) (planner/probe_cache.c), saved atomically after every
+ * parplan-probe call: an interrupted plan resumes, a repeated one measures nothing. */
+#include "plan_probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pp_config.h"
+#include "pp_probe_cache.h"
+#include "pp_profile.h"
+#include "pp_time.h"
+#include "pp_yaml.h"
+
+/* Default --probe-budget: K = 8 candidates of distinct shapes take about a minute on one H200. */
+#define PROBE_BUDGET_DEFAULT_S 300.0
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Run argv; stdout into out (n bytes, NUL-terminated) when out, else to /dev/null; stderr is the
+ * user's. Returns the exit status, 128 + signal, or -1 when it could not start. */
+static int run_probe(char *const argv[], char *out, size_t n)
+{
+    int pfd[2] = {-1, -1};
+    if (out && pipe(pfd)) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        if (out) {
+            close(pfd[0]);
+            close(pfd[1]);
+        }
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = out ? pfd[1] : open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, STDOUT_FILENO);
+        if (out) close(pfd[0]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    size_t got = 0;
+    if (out) {
+        close(pfd[1]);
+        ssize_t k;
+        while ((k = read(pfd[0], out + got, n - 1 - got)) > 0 && got + (size_t)k < n - 1) got += (size_t)k;
+        if (k > 0) got += (size_t)k;
+        out[got < n ? got : n - 1] = 0;
+        close(pfd[0]);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFSIGNALED(status)) {
+        /* the user interrupted (the probe shares our terminal): stop like it did; the cache holds
+         * everything measured before */
+        if (WTERMSIG(status) == SIGINT) raise(SIGINT);
+        return 128 + WTERMSIG(status);
+    }
+    return WEXITSTATUS(status);
+}
+
+int pp_plan_probe_check(pp_cli *c, pp_plan_probe_env *env)
+{
+    char tried[8192];
+    memset(env, 0, sizeof *env);
+    const char *forced = getenv("PARPLAN_PROBE");
+#if !PP_HAVE_CUDA
+    if (!forced || !*forced) {
+        fprintf(stderr, "parplan: plan --probe needs the GPU probes, and this parplan was built without them "
+                        "(reconfigure with -Dcuda=enabled, or set PARPLAN_PROBE) (plan --probe)\n");
+        return 1;
+    }
+#endif
+    (void)forced;
+    if (!pp_probe_find(c->argv0, env->path, sizeof env->path, tried, sizeof tried)) {
+        fprintf(stderr, "parplan: plan --probe needs parplan-probe, not found at %s (plan --probe)\n", tried);
+        return 1;
+    }
+    char out[256];
+    char *argv[] = {env->path, "--count", NULL};
+    int rc = run_probe(argv, out, sizeof out);
+    long n = rc == 0 ? strtol(out, NULL, 10) : 0;
+    if (rc != 0 || n < 1) {
+        /* parplan-probe printed why (no driver, no device) on stderr when it could */
+        fprintf(stderr, "parplan: plan --probe found no CUDA GPU on this machine%s; plan without --probe to rank "
+                        "by the model (plan --probe)\n",
+                rc == 0 ? "" : " (parplan-probe --count failed)");
+        return 1;
+    }
+    env->gpus = (int)n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ shapes and keys */
+
+static void layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n)
+{
+    const pp_model *m = &w->model;
+    snprintf(buf, n, "layer h%lld a%lld g%lld f%lld s%lld b%lld t%lld %s", (long long)m->hidden, (long long)m->heads,
+             (long long)m->kv_heads, (long long)m->ffn, (long long)m->seq, (long long)l->mbs, (long long)l->tp,
+             pp_act_names[m->act]);
+}
+
+static bool layer_probeable(const pp_work *w, const pp_layout *l, char *why, size_t n)
+{
+    const pp_model *m = &w->model;
+    if (m->experts > 1) return snprintf(why, n, "MoE layer"), false;
+    if (l->cp > 1) return snprintf(why, n, "context-parallel layer"), false;
+    if (m->act == PP_ACT_RELU) return snprintf(why, n, "ReLU MLP"), false;
+    if (m->head_dim * m->heads != m->hidden || m->head_dim % 8) return snprintf(why, n, "head size"), false;
+    if (m->hidden > 32768) return snprintf(why, n, "hidden above 32768"), false;
+    return true;
+}
+
+static void append(char *dst, size_t n, const char *what)
+{
+    if (strstr(dst, what)) return;
+    size_t k = strlen(dst);
+    snprintf(dst + k, n - k, "%s%s", k ? "; " : "", what);
+}
+
+/* The collective group sizes the candidate needs measured, and notes for what stays modelled. */
+static int groups_of(const pp_work *w, const pp_layout *l, int local, int *sizes, char *modelled, size_t mn)
+{
+    int k = 0;
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    int64_t want[3] = {l->tp, l->dp * l->cp, l->pp > 1 ? 2 : 1};
+    const char *what[3] = {"TP", "DP", "PP send/recv"};
+    for (int i = 0; i < 3; i++) {
+        int64_t g = want[i];
+        if (g <= 1) continue;
+        char note[160];
+        /* the DP group strides over tp ranks: inside a node only when tp x dp x cp fits in it */
+        bool intra = i == 0 ? g <= gpn : i == 1 ? l->tp * g <= gpn : w->gpus <= gpn;
+        if (!intra) {
+            snprintf(note, sizeof note, "%s across nodes (network figures)", what[i]);
+            append(modelled, mn, note);
+        } else if (g > local) {
+            snprintf(note, sizeof note, "%s group of %lld > %d local GPUs", what[i], (long long)g, local);
+            append(modelled, mn, note);
+        } else {
+            bool dup = false;
+            for (int j = 0; j < k; j++) dup |= sizes[j] == (int)g;
+            if (!dup) sizes[k++] = (int)g;
+        }
+    }
+    return k;
+}
+
+/* ------------------------------------------------------------------ measuring */
+
+typedef struct {
+    pp_cli *c;
+    const pp_plan_probe_env *env;
+    pp_probe_cache cache;
+    char gpu[128];             /* the cache's GPU key: the device once a probe named it */
+    bool device_known, warned;
+    double t0, budget;
+    int calls;
+    bool progress;
+    char failed[64][192];      /* layer keys whose probe failed: not asked again */
+    int n_failed;
+} probe_run;
+
+static bool failed_key(const probe_run *pr, const char *key)
+{
+    for (int i = 0; i < pr->n_failed; i++)
+        if (!strcmp(pr->failed[i], key)) return true;
+    return false;
+}
+
+/* After a parplan-probe call: the device name, and a warning if it is not the planned GPU. */
+static void note_device(probe_run *pr, const pp_profile *p)
+{
+    if (!p->gpu[0]) return;
+    const pp_gpu *g = &pr->c->work.gpu;
+    if (!pr->device_known) {
+        snprintf(pr->gpu, sizeof pr->gpu, "%s", p->gpu);
+        pr->device_known = true;
+    }
+    if (!pr->warned && strcmp(p->gpu, g->full_name[0] ? g->full_name : g->name)) {
+        fprintf(stderr, "parplan: warning: planning for %s but probing %s: the measured figures are that GPU's\n",
+                g->full_name[0] ? g->full_name : g->name, p->gpu);
+        pr->warned = true;
+    }
+}
+
+static int tmp_profile(char *path, size_t n)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, n, "%s/parplan-probe-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
+
+/* Measure the layers of `keys` that share everything but tp (one parplan-probe call). */
+static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const int64_t *tps, int ntp)
+{
+    const pp_model *m = &w->model;
+    char tmp[1100], nums[8][32], tplist[128] = "";
+    if (tmp_profile(tmp, sizeof tmp)) {
+        fprintf(stderr, "parplan: cannot create a temporary file: %s (plan --probe)\n", strerror(errno));
+        return 1;
+    }
+    for (int i = 0; i < ntp; i++) {
+        size_t k = strlen(tplist);
+        snprintf(tplist + k, sizeof tplist - k, "%s%lld", i ? "," : "", (long long)tps[i]);
+    }
+    snprintf(nums[0], 32, "%lld", (long long)m->hidden);
+    snprintf(nums[1], 32, "%lld", (long long)m->heads);
+    snprintf(nums[2], 32, "%lld", (long long)m->kv_heads);
+    snprintf(nums[3], 32, "%lld", (long long)m->ffn);
+    snprintf(nums[4], 32, "%lld", (long long)m->seq);
+    snprintf(nums[5], 32, "%lld", (long long)mbs);
+    char *argv[32];
+    int a = 0;
+    argv[a++] = (char *)pr->env->path;
+    argv[a++] = "layer";
+    argv[a++] = "-q";
+    argv[a++] = "-o";
+    argv[a++] = tmp;
+    argv[a++] = "--hidden";
+    argv[a++] = nums[0];
+    argv[a++] = "--heads";
+    argv[a++] = nums[1];
+    argv[a++] = "--kv-heads";
+    argv[a++] = nums[2];
+    argv[a++] = "--ffn";
+    argv[a++] = nums[3];
+    argv[a++] = "--seq";
+    argv[a++] = nums[4];
+    argv[a++] = "--mbs";
+    argv[a++] = nums[5];
+    argv[a++] = "--tp";
+    argv[a++] = tplist;
+    if (m->act == PP_ACT_SWIGLU) argv[a++] = "--swiglu";
+    argv[a] = NULL;
+    pr->calls++;
+    int rc = run_probe(argv, NULL, 0);
+    pp_profile p;
+    pp_error err = {0};
+    if (rc != 0) {
+        remove(tmp);
+        fprintf(stderr, "parplan: warning: parplan-probe layer failed (exit %d) for mbs %lld, tp %s: those candidates "
+                        "keep the model's figures\n",
+                rc, (long long)mbs, tplist);
+        return -1; /* not fatal: the candidates stay modelled */
+    }
+    if (pp_profile_load_file(&p, tmp, &err)) {
+        remove(tmp);
+        return pp_cli_fail(&err);
+    }
+    /* which attention the probe's layer ran: flash unless it noted that cuDNN had none */
+    char *text = NULL;
+    size_t len = 0;
+    const char *attn = "flash";
+    if (pp_yaml_read_file(tmp, &text, &len, &err) == PP_OK && strstr(text, "flash attention unavailable"))
+        attn = "unfused";
+    free(text);
+    remove(tmp);
+    note_device(pr, &p);
+    int rcode = 0;
+    for (int i = 0; i < p.n_layer; i++) {
+        const pp_prof_layer *r = &p.layer[i];
+        if (r->hidden != m->hidden || r->heads != m->heads || r->seq != m->seq || r->mbs != mbs) continue;
+        pp_layout l;
+        pp_layout_init(&l);
+        l.tp = r->tp;
+        l.mbs = mbs;
+        pp_probe_cache_entry e;
+        memset(&e, 0, sizeof e);
+        snprintf(e.gpu, sizeof e.gpu, "%s", pr->gpu);
+        layer_key(w, &l, e.key, sizeof e.key);
+        e.a = r->fwd_ms;
+        e.b = r->fwdbwd_ms;
+        snprintf(e.note, sizeof e.note, "%s", attn);
+        if (pp_probe_cache_put(&pr->cache, &e, &err)) {
+            rcode = pp_cli_fail(&err);
+            break;
+        }
+    }
+    pp_profile_free(&p);
+    if (!rcode && pp_probe_cache_save(&pr->cache, &err)) rcode = pp_cli_fail(&err);
+    return rcode;
+}
+
+static int measure_nccl(probe_run *pr, int ranks)
+{
+    char tmp[1100], num[32];
+    if (tmp_profile(tmp, sizeof tmp)) {
+        fprintf(stderr, "parplan: cannot create a temporary file: %s (plan --probe)\n", strerror(errno));
+        return 1;
+    }
+    snprintf(num, sizeof num, "%d", ranks);
+    char *argv[] = {(char *)pr->env->path, "nccl", "-q", "-o", tmp, "--gpus", num, NULL};
+    pr->calls++;
+    int rc = run_probe(argv, NULL, 0);
+    pp_profile p;
+    pp_error err = {0};
+    if (rc != 0) {
+        remove(tmp);
+        fprintf(stderr, "parplan: warning: parplan-probe nccl failed (exit %d) on %d GPUs: its collectives keep the "
+                        "model's figures\n",
+                rc, ranks);
+        return -1; /* not fatal */
+    }
+    if (pp_profile_load_file(&p, tmp, &err)) {
+        remove(tmp);
+        return pp_cli_fail(&err);
+    }
+    remove(tmp);
+    note_device(pr, &p);
+    int rcode = 0;
+    pp_probe_cache_entry e;
+    for (int i = 0; i < p.n_nccl && !rcode; i++) {
+        const pp_prof_nccl *r = &p.nccl[i];
+        memset(&e, 0, sizeof e);
+        snprintf(e.gpu, sizeof e.gpu, "%s", pr->gpu);
+        snprintf(e.key, sizeof e.key, "nccl %s n%lld b%.0f", pp_coll_names[r->op], (long long)r->ranks, r->bytes);
+        e.a = r->busbw_gbs;
+        if (pp_probe_cache_put(&pr->cache, &e, &err)) rcode = pp_cli_fail(&err);
+    }
+    /* the sweep of this size is complete (even if NCCL measured nothing usable) */
+    memset(&e, 0, sizeof e);
+    snprintf(e.gpu, sizeof e.gpu, "%s", pr->gpu);
+    snprintf(e.key, sizeof e.key, "nccl n%d", ranks);
+    e.a = p.n_nccl;
+    if (!rcode && pp_probe_cache_put(&pr->cache, &e, &err)) rcode = pp_cli_fail(&err);
+    pp_profile_free(&p);
+    if (!rcode && pp_probe_cache_save(&pr->cache, &err)) rcode = pp_cli_fail(&err);
+    return rcode;
+}
+
+/* The measured collectives of the cache as profile records (plus the base profile's records of
+ * the (op, ranks) pairs not measured here). *owned: the array to free. */
+static pp_status probe_profile(const probe_run *pr, const pp_profile *base, pp_profile *out, pp_prof_nccl **owned,
+                               pp_error *err)
+{
+    if (base) *out = *base;
+    else memset(out, 0, sizeof *out);
+    int nb = base ? base->n_nccl : 0;
+    pp_prof_nccl *arr = calloc((size_t)(pr->cache.n + nb + 1), sizeof *arr);
+    if (!arr) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    int n = 0;
+    for (int i = 0; i < pr->cache.n; i++) {
+        const pp_probe_cache_entry *e = &pr->cache.e[i];
+        char op[32];
+        long long ranks;
+        double bytes;
+        if (strcmp(e->gpu, pr->gpu) || sscanf(e->key, "nccl %31s n%lld b%lf", op, &ranks, &bytes) != 3) continue;
+        int o = pp_name_lookup(pp_coll_names, PP_COLL_COUNT, op);
+        if (o < 0 || !(e->a > 0)) continue;
+        arr[n++] = (pp_prof_nccl){(pp_coll)o, ranks, bytes, e->a};
+    }
+    int measured = n;
+    for (int i = 0; i < nb; i++) {
+        bool have = false;
+        for (int j = 0; j < measured; j++) have |= arr[j].op == base->nccl[i].op && arr[j].ranks == base->nccl[i].ranks;
+        if (!have) arr[n++] = base->nccl[i];
+    }
+    out->nccl = arr;
+    out->n_nccl = n;
+    *owned = arr;
+    return PP_OK;
+}
+
+int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candidate *cand, int64_t n,
+                      pp_plan_probe_info *info)
+{
+    pp_error err = {0};
+    probe_run pr;
+    memset(&pr, 0, sizeof pr);
+    pr.c = c;
+    pr.env = env;
+    pr.t0 = now_s();
+    pr.budget = c->probe_budget_s > 0 ? c->probe_budget_s : PROBE_BUDGET_DEFAULT_S;
+    pr.progress = !c->quiet && isatty(STDERR_FILENO);
+    const pp_work *w = &c->work;
+    snprintf(pr.gpu, sizeof pr.gpu, "%s", w->gpu.full_name[0] ? w->gpu.full_name : w->gpu.name);
+    char cpath[1024];
+    int rc = 0;
+    pp_prof_nccl *owned = NULL;
+    if (pp_probe_cache_path(cpath, sizeof cpath, &err) || pp_probe_cache_load(&pr.cache, cpath, &err))
+        return pp_cli_fail(&err);
+    int64_t K = c->probe_k < n ? c->probe_k : n;
+    bool out_of_budget = false;
+
+    for (int64_t k = 0; k < K; k++) {
+        pp_plan_probe_info *in = &info[k];
+        memset(in, 0, sizeof *in);
+        in->model_step_s = cand[k].time.step_time_s;
+        const pp_layout *l = &cand[k].layout;
+        char lab[64];
+        snprintf(lab, sizeof lab, "tp%lld pp%lld dp%lld mbs%lld", (long long)l->tp, (long long)l->pp, (long long)l->dp,
+                 (long long)l->mbs);
+        int sizes[3];
+        int ns = groups_of(w, l, env->gpus, sizes, in->modelled, sizeof in->modelled);
+        char why[64], key[192];
+        bool can_layer = layer_probeable(w, l, why, sizeof why);
+        int before = pr.calls;
+        if (pr.progress)
+            fprintf(stderr, "parplan: probe [%lld/%lld] %s ...\n", (long long)(k + 1), (long long)K, lab);
+        /* collectives */
+        for (int i = 0; i < ns && !out_of_budget; i++) {
+            char mk[32];
+            snprintf(mk, sizeof mk, "nccl n%d", sizes[i]);
+            if (pp_probe_cache_get(&pr.cache, pr.gpu, mk)) continue;
+            if (now_s() - pr.t0 > pr.budget) {
+                out_of_budget = true;
+                break;
+            }
+            int m = measure_nccl(&pr, sizes[i]);
+            if (m > 0) {
+                rc = m;
+                goto done;
+            }
+            if (m < 0) {
+                char note[96];
+                snprintf(note, sizeof note, "collectives over %d GPUs (the probe failed)", sizes[i]);
+                append(in->modelled, sizeof in->modelled, note);
+            }
+        }
+        /* the layer: this candidate's tp, and those of the later candidates of the same shape and
+         * micro-batch, in one call */
+        if (can_layer) {
+            layer_key(w, l, key, sizeof key);
+            if (!pp_probe_cache_get(&pr.cache, pr.gpu, key) && !out_of_budget && !failed_key(&pr, key)) {
+                if (now_s() - pr.t0 > pr.budget) {
+                    out_of_budget = true;
+                } else {
+                    int64_t tps[8];
+                    int ntp = 0;
+                    for (int64_t j = k; j < K && ntp < 8; j++) {
+                        const pp_layout *lj = &cand[j].layout;
+                        char kj[192];
+                        if (lj->mbs != l->mbs || !layer_probeable(w, lj, why, sizeof why)) continue;
+                        layer_key(w, lj, kj, sizeof kj);
+                        bool dup = false;
+                        for (int t = 0; t < ntp; t++) dup |= tps[t] == lj->tp;
+                        if (!dup && !pp_probe_cache_get(&pr.cache, pr.gpu, kj) && !failed_key(&pr, kj))
+                            tps[ntp++] = lj->tp;
+                    }
+                    int m = measure_layers(&pr, w, l->mbs, tps, ntp);
+                    if (m > 0) {
+                        rc = m;
+                        goto done;
+                    }
+                    if (m < 0)
+                        for (int t = 0; t < ntp && pr.n_failed < 64; t++) {
+                            pp_layout lt = *l;
+                            lt.tp = tps[t];
+                            layer_key(w, &lt, pr.failed[pr.n_failed++], sizeof pr.failed[0]);
+                        }
+                    layer_key(w, l, key, sizeof key); /* the cache key may have moved to the device */
+                }
+            }
+            const pp_probe_cache_entry *e = pp_probe_cache_get(&pr.cache, pr.gpu, key);
+            if (e) {
+                in->probed = true;
+                in->layer_fwd_ms = e->a;
+                in->layer_fwdbwd_ms = e->b;
+                snprintf(in->attention, sizeof in->attention, "%.15s", e->note);
+                snprintf(in->device, sizeof in->device, "%s", e->gpu);
+            } else if (failed_key(&pr, key)) {
+                append(in->modelled, sizeof in->modelled, "layer (the probe failed)");
+            } else if (out_of_budget) {
+                append(in->modelled, sizeof in->modelled, "layer (--probe-budget spent)");
+            } else {
+                append(in->modelled, sizeof in->modelled, "layer (the probe returned no figure for this shape)");
+            }
+        } else {
+            char note[96];
+            snprintf(note, sizeof note, "layer (%s: no layer probe)", why);
+            append(in->modelled, sizeof in->modelled, note);
+        }
+        in->cached = in->probed && pr.calls == before;
+        if (pr.progress)
+            fprintf(stderr, "parplan: probe [%lld/%lld] %s: %s (%.0f s so far)\n", (long long)(k + 1), (long long)K, lab,
+                    !in->probed ? "modelled" : in->cached ? "from the cache" : "measured", now_s() - pr.t0);
+    }
+    if (out_of_budget)
+        fprintf(stderr, "parplan: warning: --probe-budget of %.0f s spent: the rest keep the model's figures\n",
+                pr.budget);
+
+    /* compose: the time model's schedule with the measured layer and collectives */
+    pp_profile prof;
+    if ((rc = probe_profile(&pr, c->have_profile ? &c->profile : NULL, &prof, &owned, &err) ? pp_cli_fail(&err) : 0))
+        goto done;
+    pp_work wp = *w;
+    wp.profile = &prof;
+    pp_time_opts o;
+    pp_time_opts_default(&wp, &o);
+    pp_time_ctx ctx;
+    pp_time_ctx_init(&ctx, &wp, &o);
+    for (int64_t k = 0; k < K; k++) {
+        pp_plan_probe_info *in = &info[k];
+        if (!in->probed) continue;
+        pp_time_layer ly;
+        pp_time_layer_get(&ctx, &cand[k].layout, &ly);
+        double f = in->layer_fwd_ms * 1e-3, fb = in->layer_fwdbwd_ms * 1e-3;
+        ly.fwd_compute_s = f;
+        ly.bwd_compute_s = fb > f ? fb - f : 0;
+        pp_time_result t;
+        pp_time_step(&ctx, &cand[k].layout, &ly, &t);
+        if (!isfinite(t.step_time_s) || t.step_time_s <= 0) {
+            in->probed = false;
+            append(in->modelled, sizeof in->modelled, "step (the measured figures gave no finite time)");
+            continue;
+        }
+        cand[k].time = t;
+        append(in->modelled, sizeof in->modelled, "optimizer, embedding and output layer");
+        if (strcmp(in->attention, pp_attention_names[w->attention])) {
+            char note[96];
+            snprintf(note, sizeof note, "the probe's layer ran %s attention, the work asks %s", in->attention,
+                     pp_attention_names[w->attention]);
+            append(in->modelled, sizeof in->modelled, note);
+        }
+        if (w->model.kv_heads != w->model.heads) append(in->modelled, sizeof in->modelled, "GQA (the probe's layer is MHA)");
+    }
+    /* re-rank the probed head of the list (insertion sort; info follows) */
+    for (int64_t i = 1; i < K; i++)
+        for (int64_t j = i; j > 0 && pp_search_better(&cand[j], &cand[j - 1]); j--) {
+            pp_search_candidate t = cand[j];
+            cand[j] = cand[j - 1];
+            cand[j - 1] = t;
+            pp_plan_probe_info ti = info[j];
+            info[j] = info[j - 1];
+            info[j - 1] = ti;
+        }
+done:
+    free(owned);
+    pp_probe_cache_free(&pr.cache);
+    return rc;
+}
+
+void pp_plan_probe_print(FILE *f, const pp_search_candidate *cand, int64_t n, const pp_plan_probe_info *info)
+{
+    fprintf(f, "\nprobe: #1-#%lld re-ranked by what this machine measured (the rest of each step is the model's; "
+               "rows below them keep the model's figures):\n",
+            (long long)n);
+    for (int64_t k = 0; k < n; k++) {
+        const pp_plan_probe_info *in = &info[k];
+        const pp_layout *l = &cand[k].layout;
+        if (in->probed)
+            fprintf(f, "  #%lld tp%lld pp%lld dp%lld mbs%lld: layer fwd %.3g ms, fwd+bwd %.3g ms (%s attention, %s%s); "
+                       "step %.4g s (model %.4g s, %+.1f%%); modelled: %s\n",
+                    (long long)(k + 1), (long long)l->tp, (long long)l->pp, (long long)l->dp, (long long)l->mbs,
+                    in->layer_fwd_ms, in->layer_fwdbwd_ms, in->attention, in->device, in->cached ? ", cached" : "",
+                    cand[k].time.step_time_s, in->model_step_s,
+                    100 * (cand[k].time.step_time_s / in->model_step_s - 1), in->modelled[0] ? in->modelled : "-");
+        else if (in->model_step_s > 0)
+            fprintf(f, "  #%lld tp%lld pp%lld dp%lld mbs%lld: not measured, modelled: %s\n", (long long)(k + 1),
+                    (long long)l->tp, (long long)l->pp, (long long)l->dp, (long long)l->mbs,
+                    in->modelled[0] ? in->modelled : "-");
+    }
+}
