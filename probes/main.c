@@ -1,0 +1,297 @@
+/* parplan-probe: the measuring half of `parplan probe` (which execs it). Parses the command line,
+ * finds a GPU, runs the probes in order with a progress line each on a terminal, prints the
+ * '#'-headed table (or JSON) and writes the profile. Exit 0; 1 on a runtime failure, a wrong result
+ * or no GPU (one line on stderr); 2 on bad input. */
+#include "probe.h"
+#include "probe_config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: parplan-probe [gemm|bandwidth|attention|layer|nccl|all]... [options]\n"
+            "measures this machine's GPUs into a hardware profile (default: all probes)\n\n"
+            "  -o, --output FILE   write the profile: YAML, or JSON when FILE ends in .json\n"
+            "  --json              one JSON document on stdout instead of the table\n"
+            "  -q, --quiet         no progress lines\n"
+            "  --quick             small sizes and few repeats (tests)\n"
+            "  --device N          the GPU of the single-GPU probes (default 0)\n"
+            "  --gpus N            GPUs the nccl probe drives in this process (default: all)\n"
+            "  --hidden H --heads A [--kv-heads G] [--ffn F] [--seq S] [--mbs B] [--tp 1,2,4,8] [--swiglu]\n"
+            "                      a model's shapes instead of the default ones (gemm, attention, layer)\n"
+            "  --count             print the number of visible GPUs and exit\n"
+            "  --version, -h, --help\n\n"
+            "mpirun -np N parplan-probe nccl  spans nodes (one GPU per rank) when built with MPI.\n");
+}
+
+static int bad_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_input(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("parplan: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (parplan probe --help)\n", stderr);
+    va_end(ap);
+    return 2;
+}
+
+static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || !end || end == s || *end || v < lo || v > hi)
+        return bad_input("%s expects an integer in %lld..%lld, got '%s'", flag, (long long)lo, (long long)hi, s);
+    *out = v;
+    return 0;
+}
+
+static int parse_tp_list(const char *s, pp_probe_opts *o)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->n_tp = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int64_t v = 0;
+        if (o->n_tp >= PP_PROBE_MAX_TP) return bad_input("--tp takes at most %d sizes", PP_PROBE_MAX_TP);
+        if (parse_i64("--tp", tok, 1, 4096, &v)) return 2;
+        o->tp[o->n_tp++] = v;
+    }
+    if (!o->n_tp) return bad_input("--tp expects a list such as 1,2,4,8");
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
+{
+    bool any = false;
+    int64_t v = 0;
+    memset(o, 0, sizeof *o);
+    *count_only = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VAL()                                                          \
+    do {                                                                    \
+        if (!val) return bad_input("option %s needs a value", a);           \
+        i++;                                                                \
+    } while (0)
+        if (!strcmp(a, "all")) {
+            for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = true;
+            any = true;
+            continue;
+        }
+        int k;
+        for (k = 0; k < PP_PROBE_COUNT; k++)
+            if (!strcmp(a, pp_probe_names[k])) break;
+        if (k < PP_PROBE_COUNT) {
+            o->run[k] = true;
+            any = true;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            NEED_VAL();
+            if (!*val) return bad_input("%s needs a non-empty value", a);
+            o->output = val;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            o->quiet = true;
+        } else if (!strcmp(a, "--quick")) {
+            o->quick = true;
+        } else if (!strcmp(a, "--count")) {
+            *count_only = true;
+        } else if (!strcmp(a, "--device")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 0, 1023, &v)) return 2;
+            o->device = (int)v;
+        } else if (!strcmp(a, "--gpus")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 1, 1024, &v)) return 2;
+            o->gpus = (int)v;
+        } else if (!strcmp(a, "--hidden")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1 << 20, &o->hidden)) return 2;
+        } else if (!strcmp(a, "--heads")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 1, 1 << 16, &o->heads)) return 2;
+        } else if (!strcmp(a, "--kv-heads")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 1, 1 << 16, &o->kv_heads)) return 2;
+        } else if (!strcmp(a, "--ffn")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1 << 22, &o->ffn)) return 2;
+        } else if (!strcmp(a, "--seq")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1 << 22, &o->seq)) return 2;
+        } else if (!strcmp(a, "--mbs")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 1, 1 << 16, &o->mbs)) return 2;
+        } else if (!strcmp(a, "--tp")) {
+            NEED_VAL();
+            if (parse_tp_list(val, o)) return 2;
+        } else if (!strcmp(a, "--swiglu")) {
+            o->swiglu = true;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("parplan-probe %s\n", PP_VERSION);
+            exit(0);
+        } else {
+            return bad_input("unknown argument '%s'", a);
+        }
+#undef NEED_VAL
+    }
+    if (!any)
+        for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = true;
+    if (o->hidden && !o->heads) return bad_input("--hidden needs --heads");
+    if (o->heads && !o->hidden) return bad_input("--heads needs --hidden");
+    if (o->hidden) {
+        if (o->hidden % o->heads) return bad_input("--hidden %lld is not a multiple of --heads %lld",
+                                                   (long long)o->hidden, (long long)o->heads);
+        if ((o->hidden / o->heads) % 8) return bad_input("the head size %lld must be a multiple of 8",
+                                                         (long long)(o->hidden / o->heads));
+        if (o->kv_heads && o->heads % o->kv_heads) return bad_input("--heads must be a multiple of --kv-heads");
+        if (!o->n_tp) {
+            /* the TP sizes that split the heads evenly, up to 8 (one node) */
+            for (int64_t t = 1; t <= 8; t *= 2)
+                if (o->heads % t == 0 && (!o->kv_heads || o->kv_heads % t == 0)) o->tp[o->n_tp++] = t;
+        }
+        for (int i = 0; i < o->n_tp; i++) {
+            int64_t ffn = o->ffn ? o->ffn : 4 * o->hidden;
+            if (o->heads % o->tp[i] || ffn % o->tp[i])
+                return bad_input("--tp %lld does not split %lld heads and an MLP of %lld evenly", (long long)o->tp[i],
+                                 (long long)o->heads, (long long)ffn);
+        }
+    } else if (o->n_tp || o->ffn || o->seq || o->mbs || o->kv_heads || o->swiglu) {
+        return bad_input("--tp, --ffn, --seq, --mbs, --kv-heads and --swiglu describe a model: give --hidden and --heads");
+    }
+    return 0;
+}
+
+/* Write the profile file (YAML, or JSON for *.json) with what the report holds now. */
+static int write_profile(const pp_probe_opts *o, const pp_report *rep)
+{
+    size_t n = strlen(o->output);
+    bool json = n >= 5 && !strcmp(o->output + n - 5, ".json");
+    FILE *f = fopen(o->output, "w");
+    if (!f || (json ? pp_report_write_json(rep, f) : pp_report_write_yaml(rep, f)) || fclose(f)) {
+        fprintf(stderr, "parplan: cannot write the profile: %s (%s)\n", strerror(errno), o->output);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    pp_probe_opts o;
+    pp_report rep;
+    pp_probe_ctx *ctx = NULL;
+    bool count_only = false, progress, need_ctx = false, root = true;
+    char why[256] = "";
+    int rc = 0, n_gpu = 0, n_run = 0, done = 0;
+
+    pp_report_init(&rep);
+    if (pp_mpi_init(&argc, &argv)) {
+        fprintf(stderr, "parplan: MPI_Init failed (parplan-probe)\n");
+        return 1;
+    }
+    rc = parse_args(argc, argv, &o, &count_only);
+    if (rc) goto out;
+    root = pp_mpi_rank() == 0;
+    n_gpu = pp_gpu_count(why, sizeof why);
+    if (count_only) {
+        printf("%d\n", n_gpu);
+        goto out;
+    }
+    if (n_gpu < 1) {
+        /* one line, whatever was asked */
+        for (int k = 0; k < PP_PROBE_COUNT; k++)
+            if (o.run[k]) {
+                fprintf(stderr, "parplan: no CUDA GPU is visible: %s (probe %s)\n", why, pp_probe_names[k]);
+                break;
+            }
+        rc = 1;
+        goto out;
+    }
+    if (o.device >= n_gpu) {
+        rc = bad_input("--device %d: only %d GPU(s) are visible", o.device, n_gpu);
+        goto out;
+    }
+    progress = root && !o.quiet && isatty(STDERR_FILENO);
+    for (int k = 0; k < PP_PROBE_COUNT; k++) {
+        if (!o.run[k]) continue;
+        n_run++;
+        if (k != PP_PROBE_NCCL) need_ctx = true;
+    }
+    /* under mpirun the single-GPU probes run on rank 0 only; rank 0 also fills the machine fields */
+    if (root) {
+        if (pp_probe_open(&ctx, &o, &rep)) {
+            fprintf(stderr, "parplan: %s (probe setup)\n", pp_probe_error_msg());
+            rc = 1;
+            goto out;
+        }
+        if (!need_ctx) {
+            pp_probe_close(ctx);
+            ctx = NULL;
+        }
+    }
+    if (root && !o.json) pp_report_write_section(&rep, stdout, -1);
+    for (int k = 0; k < PP_PROBE_COUNT; k++) {
+        int st = 0;
+        double t0;
+        if (!o.run[k]) continue;
+        done++;
+        if (k != PP_PROBE_NCCL && !root) continue;
+        if (k == PP_PROBE_NCCL && ctx) {
+            /* free the single-GPU probes' memory and handles first */
+            pp_probe_close(ctx);
+            ctx = NULL;
+        }
+        if (progress) fprintf(stderr, "parplan probe [%d/%d] %s ...\n", done, n_run, pp_probe_names[k]);
+        t0 = wall_s();
+        switch (k) {
+        case PP_PROBE_GEMM: st = pp_probe_gemm(ctx); break;
+        case PP_PROBE_BANDWIDTH: st = pp_probe_bandwidth(ctx); break;
+        case PP_PROBE_ATTENTION: st = pp_probe_attention(ctx); break;
+        case PP_PROBE_LAYER: st = pp_probe_layer(ctx); break;
+        default: st = pp_probe_nccl(&o, &rep); break;
+        }
+        rep.probe_s[k] = wall_s() - t0;
+        if (st) {
+            fprintf(stderr, "parplan: %s (probe %s)\n", pp_probe_error_msg(), pp_probe_names[k]);
+            pp_probe_error_clear();
+            rc = 1;
+        }
+        if (progress) fprintf(stderr, "parplan probe [%d/%d] %s done in %.1f s\n", done, n_run, pp_probe_names[k],
+                              rep.probe_s[k]);
+        if (root && !o.json) pp_report_write_section(&rep, stdout, k);
+        /* the profile so far: a later probe that crashes the process leaves these figures */
+        if (root && o.output && write_profile(&o, &rep)) rc = 1;
+    }
+    pp_probe_close(ctx);
+    ctx = NULL;
+    if (!root) goto out;
+    for (int i = 0; i < rep.n_fail; i++) fprintf(stderr, "parplan: wrong result, not timed: %s\n", rep.fail[i]);
+    if (rep.n_fail) rc = 1;
+    if (o.json) pp_report_write_json(&rep, stdout);
+    else pp_report_write_section(&rep, stdout, PP_PROBE_COUNT);
+out:
+    pp_probe_close(ctx);
+    pp_report_free(&rep);
+    pp_mpi_finalize();
+    return rc;
+}

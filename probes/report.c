@@ -1,0 +1,474 @@
+/* report.c: the probes' results, written as a '#'-headed table, a YAML profile (cli.md
+ * "Hardware profile") or JSON. Pure C, no CUDA: unit-tested on machines without a GPU. */
+#include "probe.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PP_PROBE_VERSION
+#define PP_PROBE_VERSION "0.1.0"
+#endif
+
+const char *const pp_probe_names[PP_PROBE_COUNT] = {"gemm", "bandwidth", "attention", "layer", "nccl"};
+
+void pp_report_init(pp_report *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+static void free_lines(char **v, int n)
+{
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+void pp_report_free(pp_report *r)
+{
+    if (!r) return;
+    free(r->gemm);
+    free(r->bw);
+    free(r->attn);
+    free(r->layer);
+    free(r->nccl);
+    free_lines(r->fail, r->n_fail);
+    free_lines(r->note, r->n_note);
+    memset(r, 0, sizeof *r);
+}
+
+/* Grow *v (elements of size sz) to hold n + 1. */
+static int grow(void **v, int n, int *cap, size_t sz)
+{
+    if (n < *cap) return 0;
+    int nc = *cap ? 2 * *cap : 16;
+    void *p = realloc(*v, (size_t)nc * sz);
+    if (!p) return -1;
+    *v = p;
+    *cap = nc;
+    return 0;
+}
+
+static bool pos(double x) { return isfinite(x) && x > 0; }
+static bool fin(double x) { return isfinite(x); }
+
+#define ADD_ROW(arr, n, cap, row)                                                          \
+    do {                                                                                   \
+        if (grow((void **)&(arr), (n), &(cap), sizeof *(arr))) return -1;                  \
+        (arr)[(n)++] = *(row);                                                             \
+        return 0;                                                                          \
+    } while (0)
+
+int pp_report_add_gemm(pp_report *r, const pp_gemm_row *row)
+{
+    if (!pos(row->us) || !pos(row->tflops) || !fin(row->rel_err) || row->m < 1 || row->n < 1 || row->k < 1)
+        return -1;
+    ADD_ROW(r->gemm, r->n_gemm, r->cap_gemm, row);
+}
+
+int pp_report_add_bw(pp_report *r, const pp_bw_row *row)
+{
+    if (!pos(row->us) || !pos(row->gbs) || !pos(row->bytes)) return -1;
+    ADD_ROW(r->bw, r->n_bw, r->cap_bw, row);
+}
+
+int pp_report_add_attn(pp_report *r, const pp_attn_row *row)
+{
+    if (!pos(row->fwd_ms) || !pos(row->fwdbwd_ms) || !pos(row->fwd_tflops) || !pos(row->fwdbwd_tflops) ||
+        !fin(row->rel_err))
+        return -1;
+    ADD_ROW(r->attn, r->n_attn, r->cap_attn, row);
+}
+
+int pp_report_add_layer(pp_report *r, const pp_layer_row *row)
+{
+    if (!pos(row->fwd_ms) || !pos(row->fwdbwd_ms) || !pos(row->fwd_tflops) || !pos(row->fwdbwd_tflops) ||
+        !fin(row->check_err))
+        return -1;
+    ADD_ROW(r->layer, r->n_layer, r->cap_layer, row);
+}
+
+int pp_report_add_nccl(pp_report *r, const pp_nccl_row *row)
+{
+    if (!pos(row->us) || !pos(row->algbw_gbs) || !pos(row->busbw_gbs) || !pos(row->bytes) || row->ranks < 2)
+        return -1;
+    ADD_ROW(r->nccl, r->n_nccl, r->cap_nccl, row);
+}
+
+static void add_line(char ***v, int *n, int *cap, const char *fmt, va_list ap)
+{
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    if (grow((void **)v, *n, cap, sizeof **v)) return;
+    char *s = strdup(buf);
+    if (s) (*v)[(*n)++] = s;
+}
+
+void pp_report_fail(pp_report *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&r->fail, &r->n_fail, &r->cap_fail, fmt, ap);
+    va_end(ap);
+}
+
+void pp_report_note(pp_report *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&r->note, &r->n_note, &r->cap_note, fmt, ap);
+    va_end(ap);
+}
+
+double pp_nccl_busbw_factor(const char *op, int64_t ranks)
+{
+    if (ranks < 1) return 0;
+    double n = (double)ranks;
+    if (!strcmp(op, "all_reduce")) return 2 * (n - 1) / n;
+    if (!strcmp(op, "all_gather") || !strcmp(op, "reduce_scatter") || !strcmp(op, "all_to_all"))
+        return (n - 1) / n;
+    if (!strcmp(op, "sendrecv")) return 1;
+    return 0;
+}
+
+double pp_rel_l2(const double *a, const double *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) return INFINITY;
+        double d = a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+    }
+    if (den == 0) return num == 0 ? 0 : INFINITY;
+    return sqrt(num / den);
+}
+
+/* ---------------------------------------------------------------- writers */
+
+static void version_str(int v, int major_div, char *buf, size_t n)
+{
+    /* cuBLASLt and NCCL encode major*10000 + minor*100 + patch (NCCL >= 2.9, cuBLAS >= 11);
+     * cuDNN 9 encodes major*10000 + minor*100 + patch too; CUDA runtime/driver major*1000 + minor*10. */
+    if (v <= 0) snprintf(buf, n, "none");
+    else if (major_div == 1000) snprintf(buf, n, "%d.%d", v / 1000, (v % 1000) / 10);
+    else snprintf(buf, n, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+static void table_header(const pp_report *r, FILE *f)
+{
+    char drv[16], rt[16], lt[16], dnn[16], nc[16];
+    version_str(r->driver_version, 1000, drv, sizeof drv);
+    version_str(r->runtime_version, 1000, rt, sizeof rt);
+    version_str(r->cublaslt_version, 10000, lt, sizeof lt);
+    version_str(r->cudnn_version, 10000, dnn, sizeof dnn);
+    version_str(r->nccl_version, 10000, nc, sizeof nc);
+    fprintf(f, "# parplan probe: %s, %d SMs, %.1f GiB, cc %d.%d, %d GPU(s), measured %s\n", r->gpu, r->sms,
+            r->memory_bytes / 1073741824.0, r->cc_major, r->cc_minor, r->gpu_count, r->measured);
+    fprintf(f, "# driver CUDA %s, runtime %s, cuBLASLt %s, cuDNN %s, NCCL %s\n", drv, rt, lt, dnn, nc);
+}
+
+int pp_report_write_section(const pp_report *r, FILE *f, int probe)
+{
+    if (probe < 0) {
+        table_header(r, f);
+    } else if (probe == PP_PROBE_GEMM && r->n_gemm) {
+        fprintf(f, "#\n# gemm: D[m,n] = X[m,k] W[n,k]^T, cuBLASLt, TFLOP/s = 2mnk/time\n");
+        fprintf(f, "# %-5s %-6s %6s %3s %6s %6s %6s %10s %8s %8s\n", "dtype", "op", "hidden", "tp", "m", "n",
+                "k", "us", "tflops", "err");
+        for (int i = 0; i < r->n_gemm; i++) {
+            const pp_gemm_row *g = &r->gemm[i];
+            fprintf(f, "  %-5s %-6s %6lld %3lld %6lld %6lld %6lld %10.1f %8.1f %8.1e\n", g->dtype, g->op,
+                    (long long)g->hidden, (long long)g->tp, (long long)g->m, (long long)g->n, (long long)g->k,
+                    g->us, g->tflops, g->rel_err);
+        }
+    } else if (probe == PP_PROBE_BANDWIDTH && r->n_bw) {
+        fprintf(f, "#\n# bandwidth: GB/s = (bytes read + bytes written) / time\n");
+        fprintf(f, "# %-7s %12s %10s %8s\n", "op", "bytes", "us", "gbs");
+        for (int i = 0; i < r->n_bw; i++)
+            fprintf(f, "  %-7s %12.0f %10.1f %8.1f\n", r->bw[i].op, r->bw[i].bytes, r->bw[i].us, r->bw[i].gbs);
+    } else if (probe == PP_PROBE_ATTENTION && r->n_attn) {
+        fprintf(f, "#\n# attention (bf16, causal): TFLOP/s = 4*b*s^2*heads*head_dim (x3 fwd+bwd) / time\n");
+        fprintf(f, "# %-7s %-8s %3s %5s %5s %4s %9s %9s %8s %8s %8s\n", "impl", "backend", "b", "s", "heads",
+                "dim", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err");
+        for (int i = 0; i < r->n_attn; i++) {
+            const pp_attn_row *a = &r->attn[i];
+            fprintf(f, "  %-7s %-8s %3lld %5lld %5lld %4lld %9.3f %9.3f %8.1f %8.1f %8.1e\n", a->impl, a->backend,
+                    (long long)a->b, (long long)a->s, (long long)a->heads, (long long)a->head_dim, a->fwd_ms,
+                    a->fwdbwd_ms, a->fwd_tflops, a->fwdbwd_tflops, a->rel_err);
+        }
+    } else if (probe == PP_PROBE_LAYER && r->n_layer) {
+        fprintf(f, "#\n# layer (bf16, one transformer block of a TP shard): TFLOP/s = model FLOPs / time\n");
+        fprintf(f, "# %6s %5s %5s %4s %3s %6s %-6s %-7s %9s %9s %8s %8s %8s\n", "hidden", "heads", "seq", "mbs",
+                "tp", "ffn", "act", "attn", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err");
+        for (int i = 0; i < r->n_layer; i++) {
+            const pp_layer_row *l = &r->layer[i];
+            fprintf(f, "  %6lld %5lld %5lld %4lld %3lld %6lld %-6s %-7s %9.3f %9.3f %8.1f %8.1f %8.1e\n",
+                    (long long)l->hidden, (long long)l->heads, (long long)l->seq, (long long)l->mbs,
+                    (long long)l->tp, (long long)l->ffn, l->act, l->attention, l->fwd_ms, l->fwdbwd_ms,
+                    l->fwd_tflops, l->fwdbwd_tflops, l->check_err);
+        }
+    } else if (probe == PP_PROBE_NCCL && r->n_nccl) {
+        fprintf(f, "#\n# nccl (fp32 sum): algbw = bytes / time, busbw = algbw * nccl-tests factor\n");
+        fprintf(f, "# %-14s %5s %12s %10s %9s %9s\n", "op", "ranks", "bytes", "us", "algbw", "busbw");
+        for (int i = 0; i < r->n_nccl; i++) {
+            const pp_nccl_row *c = &r->nccl[i];
+            fprintf(f, "  %-14s %5lld %12.0f %10.1f %9.1f %9.1f\n", c->op, (long long)c->ranks, c->bytes, c->us,
+                    c->algbw_gbs, c->busbw_gbs);
+        }
+    } else if (probe == PP_PROBE_COUNT) {
+        for (int i = 0; i < r->n_note; i++) fprintf(f, "# note: %s\n", r->note[i]);
+        for (int i = 0; i < r->n_fail; i++) fprintf(f, "# WRONG: %s\n", r->fail[i]);
+    }
+    fflush(f);
+    return ferror(f) ? -1 : 0;
+}
+
+int pp_report_write_table(const pp_report *r, FILE *f)
+{
+    int rc = pp_report_write_section(r, f, -1);
+    for (int k = 0; k <= PP_PROBE_COUNT; k++) rc |= pp_report_write_section(r, f, k);
+    return rc;
+}
+
+/* Strings we write come from the driver (device name) or from us; escape quotes and controls. */
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* %.6g would print 1e+06 for a byte count; integers up to 2^53 print exactly with %.0f. */
+static void put_num(FILE *f, double v)
+{
+    if (!isfinite(v)) v = 0; /* never reached: rows are checked when added */
+    if (v == floor(v) && fabs(v) < 9e15) fprintf(f, "%.0f", v);
+    else fprintf(f, "%.6g", v);
+}
+
+/* One writer for both formats: YAML flow mappings are JSON objects with bare keys. */
+typedef struct {
+    FILE *f;
+    bool json;
+    bool first; /* first member of the current mapping */
+} wr;
+
+static void key(wr *w, const char *k)
+{
+    if (!w->first) fputs(", ", w->f);
+    w->first = false;
+    if (w->json) fprintf(w->f, "\"%s\": ", k);
+    else fprintf(w->f, "%s: ", k);
+}
+static void kv_num(wr *w, const char *k, double v) { key(w, k); put_num(w->f, v); }
+static void kv_int(wr *w, const char *k, int64_t v) { key(w, k); fprintf(w->f, "%lld", (long long)v); }
+static void kv_str(wr *w, const char *k, const char *v) { key(w, k); put_str(w->f, v); }
+static void kv_bool(wr *w, const char *k, bool v) { key(w, k); fputs(v ? "true" : "false", w->f); }
+
+static void list_begin(wr *w, const char *name, int n)
+{
+    if (w->json) fprintf(w->f, ",\n  \"%s\": [", name);
+    else fprintf(w->f, "%s:%s\n", name, n ? "" : " []");
+}
+static void item_begin(wr *w, int i)
+{
+    if (w->json) fprintf(w->f, "%s\n    {", i ? "," : "");
+    else fputs("  - {", w->f);
+    w->first = true;
+}
+static void item_end(wr *w)
+{
+    fputs(w->json ? "}" : "}\n", w->f);
+}
+static void list_end(wr *w, int n)
+{
+    if (w->json) fputs(n ? "\n  ]" : "]", w->f);
+}
+
+static int write_doc(const pp_report *r, FILE *f, bool json)
+{
+    wr w = {f, json, true};
+    char drv[16], rt[16], lt[16], dnn[16], nc[16];
+    version_str(r->driver_version, 1000, drv, sizeof drv);
+    version_str(r->runtime_version, 1000, rt, sizeof rt);
+    version_str(r->cublaslt_version, 10000, lt, sizeof lt);
+    version_str(r->cudnn_version, 10000, dnn, sizeof dnn);
+    version_str(r->nccl_version, 10000, nc, sizeof nc);
+    if (json) {
+        fputs("{\n  ", f);
+    } else {
+        fputs("# parplan hardware profile, written by `parplan probe` (schema: cli.md \"Hardware profile\").\n"
+              "# gemm: m tokens x n out-features x k in-features, TFLOP/s = 2mnk / time.\n"
+              "# attention/layer TFLOP/s count the full (not causal-halved) 4*b*s^2*h attention FLOPs.\n"
+              "# nccl: bytes as nccl-tests count them; busbw = algbw * nccl-tests factor.\n",
+              f);
+    }
+    /* top-level scalars, one per line */
+    const char *sep = json ? ",\n  " : "\n";
+#define TOP_STR(k, v)                                                            \
+    do {                                                                         \
+        if (json) fprintf(f, "\"%s\": ", k); else fprintf(f, "%s: ", k);         \
+        put_str(f, v);                                                           \
+    } while (0)
+#define TOP_NUM(k, v)                                                            \
+    do {                                                                         \
+        if (json) fprintf(f, "\"%s\": ", k); else fprintf(f, "%s: ", k);         \
+        put_num(f, v);                                                           \
+    } while (0)
+    TOP_STR("gpu", r->gpu); fputs(sep, f);
+    TOP_STR("measured", r->measured); fputs(sep, f);
+    TOP_NUM("gpus", r->gpu_count); fputs(sep, f);
+    {
+        char tool[64];
+        snprintf(tool, sizeof tool, "parplan-probe %s", PP_PROBE_VERSION);
+        TOP_STR("tool", tool);
+    }
+    /* the machine and software: free-form under `env` (the loader's records are strict) */
+    if (json) fputs(",\n  \"env\": ", f);
+    else fputs("\nenv: ", f);
+    w.first = true;
+    fputc('{', f);
+    {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", r->cc_major, r->cc_minor);
+        kv_int(&w, "sms", r->sms);
+        kv_num(&w, "memory_bytes", r->memory_bytes);
+        kv_num(&w, "l2_bytes", r->l2_bytes);
+        kv_str(&w, "compute_capability", cc);
+    }
+    kv_str(&w, "driver_cuda", drv);
+    kv_str(&w, "cuda_runtime", rt);
+    kv_str(&w, "cublaslt", lt);
+    kv_str(&w, "cudnn", dnn);
+    kv_str(&w, "nccl", nc);
+    fputc('}', f);
+    if (!json) fputc('\n', f);
+#undef TOP_STR
+#undef TOP_NUM
+
+    list_begin(&w, "gemm", r->n_gemm);
+    for (int i = 0; i < r->n_gemm; i++) {
+        const pp_gemm_row *g = &r->gemm[i];
+        item_begin(&w, i);
+        kv_str(&w, "dtype", g->dtype);
+        kv_int(&w, "m", g->m);
+        kv_int(&w, "n", g->n);
+        kv_int(&w, "k", g->k);
+        kv_num(&w, "tflops", g->tflops);
+        kv_num(&w, "us", g->us);
+        kv_str(&w, "op", g->op);
+        if (g->tp) kv_int(&w, "tp", g->tp);
+        item_end(&w);
+    }
+    list_end(&w, r->n_gemm);
+
+    /* bandwidth is a mapping in the schema */
+    {
+        double copy = 0, mul = 0;
+        for (int i = 0; i < r->n_bw; i++) {
+            if (!strcmp(r->bw[i].op, "copy")) copy = r->bw[i].gbs;
+            else if (!strcmp(r->bw[i].op, "mul")) mul = r->bw[i].gbs;
+        }
+        if (json) fputs(",\n  \"bandwidth\": {", f);
+        else fputs("bandwidth: {", f);
+        w.first = true;
+        if (r->n_bw) {
+            kv_num(&w, "copy_gbs", copy);
+            kv_num(&w, "mul_gbs", mul);
+        }
+        fputs(json ? "}" : "}\n", f);
+    }
+
+    list_begin(&w, "attention", r->n_attn);
+    for (int i = 0; i < r->n_attn; i++) {
+        const pp_attn_row *a = &r->attn[i];
+        item_begin(&w, i);
+        kv_str(&w, "impl", a->impl);
+        kv_int(&w, "b", a->b);
+        kv_int(&w, "s", a->s);
+        kv_int(&w, "heads", a->heads);
+        kv_int(&w, "head_dim", a->head_dim);
+        kv_num(&w, "fwd_tflops", a->fwd_tflops);
+        kv_num(&w, "fwdbwd_tflops", a->fwdbwd_tflops);
+        kv_num(&w, "fwd_ms", a->fwd_ms);
+        kv_num(&w, "fwdbwd_ms", a->fwdbwd_ms);
+        kv_bool(&w, "causal", a->causal);
+        kv_str(&w, "dtype", "bf16");
+        item_end(&w);
+    }
+    list_end(&w, r->n_attn);
+
+    list_begin(&w, "layer", r->n_layer);
+    for (int i = 0; i < r->n_layer; i++) {
+        const pp_layer_row *l = &r->layer[i];
+        item_begin(&w, i);
+        kv_int(&w, "hidden", l->hidden);
+        kv_int(&w, "heads", l->heads);
+        kv_int(&w, "seq", l->seq);
+        kv_int(&w, "mbs", l->mbs);
+        kv_int(&w, "tp", l->tp);
+        kv_num(&w, "fwd_ms", l->fwd_ms);
+        kv_num(&w, "fwdbwd_ms", l->fwdbwd_ms);
+        kv_num(&w, "fwd_tflops", l->fwd_tflops);
+        kv_num(&w, "fwdbwd_tflops", l->fwdbwd_tflops);
+        kv_str(&w, "activation", l->act);
+        kv_str(&w, "dtype", "bf16");
+        item_end(&w);
+    }
+    list_end(&w, r->n_layer);
+
+    list_begin(&w, "nccl", r->n_nccl);
+    for (int i = 0; i < r->n_nccl; i++) {
+        const pp_nccl_row *c = &r->nccl[i];
+        item_begin(&w, i);
+        kv_str(&w, "op", c->op);
+        kv_int(&w, "ranks", c->ranks);
+        kv_num(&w, "bytes", c->bytes);
+        kv_num(&w, "busbw_gbs", c->busbw_gbs);
+        kv_num(&w, "algbw_gbs", c->algbw_gbs);
+        kv_num(&w, "us", c->us);
+        item_end(&w);
+    }
+    list_end(&w, r->n_nccl);
+
+    /* notes (what was skipped, which backends ran) and wrong results (reported, not timed) */
+    if (json) fputs(",\n  \"notes\": [", f);
+    else fputs("notes: [", f);
+    for (int i = 0; i < r->n_note + r->n_fail; i++) {
+        char buf[600];
+        if (i < r->n_note) snprintf(buf, sizeof buf, "%s", r->note[i]);
+        else snprintf(buf, sizeof buf, "WRONG, not timed: %s", r->fail[i - r->n_note]);
+        fputs(i ? ",\n    " : "\n    ", f);
+        put_str(f, buf);
+    }
+    fputs(json ? "]\n}\n" : "]\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int pp_report_write_yaml(const pp_report *r, FILE *f) { return write_doc(r, f, false); }
+int pp_report_write_json(const pp_report *r, FILE *f) { return write_doc(r, f, true); }
+
+/* ---------------------------------------------------------------- error state */
+
+static char err_msg[768];
+
+void pp_probe_error(const char *file, int line, const char *fmt, ...)
+{
+    if (err_msg[0]) return; /* keep the first: later ones are consequences */
+    char buf[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    const char *base = file ? strrchr(file, '/') : NULL;
+    snprintf(err_msg, sizeof err_msg, "%s (%s:%d)", buf, base ? base + 1 : (file ? file : "?"), line);
+}
+
+const char *pp_probe_error_msg(void) { return err_msg; }
+void pp_probe_error_clear(void) { err_msg[0] = 0; }

@@ -1,0 +1,319 @@
+/* Unit tests of the probes' CPU side (no GPU needed):
+ *   - the CPU references (probes/ref.c) against central finite differences, so that the reference
+ *     the GPU layer is checked against is itself right (GELU and SwiGLU layers, attention);
+ *   - causality of the reference attention;
+ *   - nccl-tests' bus-bandwidth factors, and that they reproduce the PyTorch anchors' busbw;
+ *   - the profile writer: refuses non-finite rows, and what it writes loads through the
+ *     planner's strict profile loader with the same figures. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pp_profile.h"
+#include "probe.h"
+#include "ref.h"
+#include "tap.h"
+
+/* xorshift64*: deterministic test inputs */
+static unsigned long long rng_state = 0x9E3779B97F4A7C15ull;
+static double urand(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static float *frand(size_t n, double scale, double base)
+{
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = (float)(base + scale * urand());
+    return p;
+}
+
+typedef struct {
+    pp_ref_shape sh;
+    float *w[12];
+    float *x, *dy;
+} fixture;
+
+static void fixture_make(fixture *f, bool swiglu)
+{
+    pp_ref_shape sh = {.b = 2, .s = 6, .h = 16, .heads = 2, .head_dim = 8, .ffn = 24, .swiglu = swiglu};
+    int64_t h = sh.h, hq = sh.heads * sh.head_dim, n1 = swiglu ? 2 * sh.ffn : sh.ffn, T = sh.b * sh.s;
+    const size_t n[12] = {(size_t)h, (size_t)h, (size_t)(3 * hq * h), (size_t)(3 * hq), (size_t)(h * hq), (size_t)h,
+                          (size_t)h, (size_t)h, (size_t)(n1 * h), (size_t)n1, (size_t)(h * sh.ffn), (size_t)h};
+    f->sh = sh;
+    for (int i = 0; i < 12; i++) {
+        bool gain = i == 0 || i == 6;
+        f->w[i] = frand(n[i], gain ? 0.2 : 0.5, gain ? 1.0 : 0.0);
+    }
+    f->x = frand((size_t)(T * h), 1.0, 0);
+    f->dy = frand((size_t)(T * h), 1.0, 0);
+}
+
+static void fixture_free(fixture *f)
+{
+    for (int i = 0; i < 12; i++) free(f->w[i]);
+    free(f->x);
+    free(f->dy);
+}
+
+static pp_ref_weights weights(const fixture *f)
+{
+    pp_ref_weights w = {f->w[0], f->w[1], f->w[2], f->w[3], f->w[4], f->w[5],
+                        f->w[6], f->w[7], f->w[8], f->w[9], f->w[10], f->w[11]};
+    return w;
+}
+
+/* L = sum(y * dy) */
+static double loss(const fixture *f)
+{
+    int64_t n = f->sh.b * f->sh.s * f->sh.h;
+    double *y = malloc((size_t)n * sizeof *y);
+    pp_ref_weights w = weights(f);
+    pp_ref_layer(&f->sh, &w, f->x, NULL, y, NULL);
+    double l = 0;
+    for (int64_t i = 0; i < n; i++) l += y[i] * f->dy[i];
+    free(y);
+    return l;
+}
+
+/* d loss / d p[i] by central differences, with the exact float step */
+static double fd(fixture *f, float *p, size_t i)
+{
+    float orig = p[i];
+    float up = orig + 1e-2f, dn = orig - 1e-2f;
+    p[i] = up;
+    double lu = loss(f);
+    p[i] = dn;
+    double ld = loss(f);
+    p[i] = orig;
+    return (lu - ld) / ((double)up - (double)dn);
+}
+
+static void check_layer_grads(bool swiglu)
+{
+    fixture f;
+    fixture_make(&f, swiglu);
+    const pp_ref_shape *sh = &f.sh;
+    int64_t h = sh->h, hq = sh->heads * sh->head_dim, n1 = swiglu ? 2 * sh->ffn : sh->ffn, T = sh->b * sh->s;
+    double *y = calloc((size_t)(T * h), sizeof *y);
+    double *gr[13];
+    const size_t n[13] = {(size_t)(T * h), (size_t)h, (size_t)h, (size_t)(3 * hq * h), (size_t)(3 * hq),
+                          (size_t)(h * hq), (size_t)h, (size_t)h, (size_t)h, (size_t)(n1 * h), (size_t)n1,
+                          (size_t)(h * sh->ffn), (size_t)h};
+    for (int i = 0; i < 13; i++) gr[i] = calloc(n[i], sizeof(double));
+    pp_ref_grads g = {gr[0], gr[1], gr[2], gr[3], gr[4], gr[5], gr[6], gr[7], gr[8], gr[9], gr[10], gr[11], gr[12]};
+    pp_ref_weights w = weights(&f);
+    tap_ok(pp_ref_layer(sh, &w, f.x, f.dy, y, &g) == 0, "%s layer: reference runs", swiglu ? "swiglu" : "gelu");
+    /* every gradient array: three entries each against finite differences */
+    const char *names[13] = {"dx", "dln1_g", "dln1_b", "dwqkv", "dbqkv", "dwproj", "dbproj",
+                             "dln2_g", "dln2_b", "dw1", "db1", "dw2", "db2"};
+    float *params[13] = {f.x, f.w[0], f.w[1], f.w[2], f.w[3], f.w[4], f.w[5], f.w[6], f.w[7], f.w[8], f.w[9],
+                         f.w[10], f.w[11]};
+    for (int a = 0; a < 13; a++) {
+        double worst = 0;
+        for (int k = 0; k < 3; k++) {
+            size_t i = (size_t)(((double)k + 0.5) / 3 * (double)n[a]);
+            double num = fd(&f, params[a], i), ana = gr[a][i];
+            double err = fabs(num - ana) / (fabs(ana) + 1e-3);
+            if (err > worst) worst = err;
+        }
+        /* the step is 1e-2: truncation O(1e-4) relative on these smooth functions */
+        tap_ok(worst < 2e-3, "%s layer: %s matches finite differences (worst relative error %.2e)",
+               swiglu ? "swiglu" : "gelu", names[a], worst);
+    }
+    for (int i = 0; i < 13; i++) free(gr[i]);
+    free(y);
+    fixture_free(&f);
+}
+
+static void check_attention_causal(void)
+{
+    const int64_t b = 1, s = 5, H = 2, d = 4, hq = H * d, ld = 3 * hq;
+    double *qkv = malloc((size_t)(b * s * ld) * sizeof *qkv), *o1 = malloc((size_t)(s * hq) * sizeof *o1),
+           *o2 = malloc((size_t)(s * hq) * sizeof *o2);
+    for (int64_t i = 0; i < b * s * ld; i++) qkv[i] = urand();
+    pp_ref_attention(b, s, H, d, qkv, qkv + hq, qkv + 2 * hq, ld, o1, NULL, NULL, NULL, NULL);
+    /* change the last token's k and v: every earlier output must stay */
+    for (int64_t j = hq; j < ld; j++) qkv[(s - 1) * ld + j] += 1.0;
+    pp_ref_attention(b, s, H, d, qkv, qkv + hq, qkv + 2 * hq, ld, o2, NULL, NULL, NULL, NULL);
+    double diff_early = 0, diff_last = 0;
+    for (int64_t t = 0; t < s; t++)
+        for (int64_t j = 0; j < hq; j++) {
+            double dlt = fabs(o1[t * hq + j] - o2[t * hq + j]);
+            if (t < s - 1) diff_early += dlt;
+            else diff_last += dlt;
+        }
+    tap_ok(diff_early == 0, "attention reference is causal (earlier outputs unchanged: %g)", diff_early);
+    tap_ok(diff_last > 1e-3, "attention reference: the last output depends on the last token (%g)", diff_last);
+    /* the first token attends only to itself: o_0 = v_0 */
+    double e = 0;
+    for (int64_t j = 0; j < hq; j++) e += fabs(o1[j] - qkv[2 * hq + j]);
+    tap_ok(e < 1e-12, "attention reference: token 0 sees only itself (|o0 - v0| = %g)", e);
+    free(qkv);
+    free(o1);
+    free(o2);
+}
+
+static void check_gelu(void)
+{
+    double worst = 0;
+    for (double x = -4; x <= 4; x += 0.37) {
+        double num = (pp_ref_gelu(x + 1e-6) - pp_ref_gelu(x - 1e-6)) / 2e-6;
+        double e = fabs(num - pp_ref_gelu_grad(x));
+        if (e > worst) worst = e;
+    }
+    tap_ok(worst < 1e-7, "GELU derivative matches finite differences (%.1e)", worst);
+    tap_near(pp_ref_gelu(1.0), 0.8411919906082768, 1e-12, "GELU(1) (tanh form)");
+}
+
+/* the anchors' busbw follow nccl-tests' factors: recompute them from algbw */
+static void check_busbw(void)
+{
+    tap_near(pp_nccl_busbw_factor("all_reduce", 2), 1.0, 0, "all_reduce factor, 2 ranks: 2(n-1)/n = 1");
+    tap_near(pp_nccl_busbw_factor("all_reduce", 8), 1.75, 0, "all_reduce factor, 8 ranks = 1.75");
+    tap_near(pp_nccl_busbw_factor("all_gather", 8), 0.875, 0, "all_gather factor, 8 ranks = 7/8");
+    tap_near(pp_nccl_busbw_factor("reduce_scatter", 4), 0.75, 0, "reduce_scatter factor, 4 ranks = 3/4");
+    tap_near(pp_nccl_busbw_factor("all_to_all", 2), 0.5, 0, "all_to_all factor, 2 ranks = 1/2");
+    tap_near(pp_nccl_busbw_factor("sendrecv", 2), 1.0, 0, "sendrecv factor = 1");
+    tap_ok(pp_nccl_busbw_factor("broadcastx", 2) == 0, "unknown op: factor 0");
+    const char *shared = getenv("PARPLAN_SHARED_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/anchors/h200x2_torch_nccl.jsonl", shared ? shared : "../shared");
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        tap_ok(0, "anchors readable at %s", path);
+        return;
+    }
+    char line[1024];
+    int rows = 0;
+    double worst = 0;
+    while (fgets(line, sizeof line, fp)) {
+        char op[32];
+        double algbw = 0, busbw = -1;
+        char *p = strstr(line, "\"op\": \"");
+        char *a = strstr(line, "\"algbw_gbs\": ");
+        char *bb = strstr(line, "\"busbw_gbs\": ");
+        if (!p || !a || !bb) continue;
+        if (sscanf(p + 7, "%31[^\"]", op) != 1) continue;
+        algbw = strtod(a + 13, NULL);
+        busbw = strtod(bb + 13, NULL);
+        double mine = algbw * pp_nccl_busbw_factor(op, 2);
+        double e = fabs(mine - busbw) / busbw;
+        if (e > worst) worst = e;
+        rows++;
+    }
+    fclose(fp);
+    tap_ok(rows >= 18 && worst < 1e-9, "busbw of %d anchor rows recomputed from algbw (worst %.1e)", rows, worst);
+}
+
+static void check_rel_l2(void)
+{
+    double a[3] = {1, 2, 3}, b[3] = {1, 2, 3}, c[3] = {1, 2, NAN};
+    tap_ok(pp_rel_l2(a, b, 3) == 0, "rel_l2 of equal arrays is 0");
+    tap_ok(isinf(pp_rel_l2(c, b, 3)), "rel_l2 with a NaN is inf (a NaN never passes a check)");
+    b[2] = 4;
+    tap_near(pp_rel_l2(a, b, 3), 1.0 / sqrt(21.0), 1e-12, "rel_l2 = |a-b| / |b|");
+}
+
+static void check_report(void)
+{
+    pp_report r;
+    pp_report_init(&r);
+    snprintf(r.gpu, sizeof r.gpu, "Test \"GPU\"");
+    snprintf(r.measured, sizeof r.measured, "2026-11-22T00:00:00Z");
+    r.gpu_count = 2;
+    r.sms = 132;
+    pp_gemm_row g = {"bf16", "square", 0, 0, 8192, 8192, 8192, 1400.0, 785.4, 1e-3};
+    pp_gemm_row g2 = {"bf16", "qkv", 4096, 2, 4096, 6144, 4096, 300.0, 687.2, 1e-3};
+    pp_gemm_row bad = g;
+    bad.tflops = NAN;
+    tap_ok(pp_report_add_gemm(&r, &g) == 0 && pp_report_add_gemm(&r, &g2) == 0, "gemm rows added");
+    tap_ok(pp_report_add_gemm(&r, &bad) == -1 && r.n_gemm == 2, "a NaN row is refused");
+    bad = g;
+    bad.us = -1;
+    tap_ok(pp_report_add_gemm(&r, &bad) == -1, "a negative time is refused");
+    pp_bw_row c = {"copy", 2147483648.0, 700.0, 3067.8}, m = {"mul", 1610612736.0, 520.0, 3097.3};
+    pp_report_add_bw(&r, &c);
+    pp_report_add_bw(&r, &m);
+    pp_attn_row at = {"flash", "cudnn", true, 8, 2048, 16, 128, 0.6, 2.1, 458.1, 392.7, 5e-3};
+    pp_report_add_attn(&r, &at);
+    pp_layer_row l = {2048, 16, 2048, 8, 1, 8192, "gelu", "flash", 2.7, 9.5, 700.0, 607.0, 1e-2};
+    pp_report_add_layer(&r, &l);
+    pp_nccl_row n1 = {"all_reduce", 2, 1073741824.0, 3200.0, 335.5, 335.5};
+    pp_nccl_row n0 = n1;
+    n0.ranks = 1;
+    tap_ok(pp_report_add_nccl(&r, &n0) == -1, "an nccl row of one rank is refused");
+    pp_report_add_nccl(&r, &n1);
+    pp_report_note(&r, "nccl: a note with \"quotes\"");
+    pp_report_fail(&r, "gemm fp8: wrong");
+
+    char path[] = "/tmp/pp_probe_unit_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    tap_ok(f && pp_report_write_yaml(&r, f) == 0, "YAML written");
+    if (f) fclose(f);
+
+    pp_profile p;
+    pp_error err;
+    memset(&p, 0, sizeof p);
+    memset(&err, 0, sizeof err);
+    pp_status st = pp_profile_load_file(&p, path, &err);
+    tap_ok(st == PP_OK, "the planner's strict loader reads the written profile (%s)", st == PP_OK ? "ok" : err.msg);
+    if (st == PP_OK) {
+        tap_ok(!strcmp(p.gpu, "Test \"GPU\""), "gpu name round-trips with its quotes: %s", p.gpu);
+        tap_ok(p.n_gemm == 2 && p.gemm[0].m == 8192 && p.gemm[1].n == 6144 && p.gemm[1].k == 4096,
+               "gemm shapes round-trip");
+        tap_near(p.gemm[0].tflops, 785.4, 1e-6, "gemm TFLOP/s round-trips");
+        tap_near(p.copy_gbs, 3067.8, 1e-6, "copy GB/s round-trips");
+        tap_near(p.mul_gbs, 3097.3, 1e-6, "mul GB/s round-trips");
+        tap_ok(p.n_attn == 1 && p.attn[0].flash && p.attn[0].head_dim == 128, "attention row round-trips");
+        tap_near(p.attn[0].fwdbwd_tflops, 392.7, 1e-6, "attention fwd+bwd TFLOP/s round-trips");
+        tap_ok(p.n_layer == 1 && p.layer[0].hidden == 2048 && p.layer[0].mbs == 8, "layer row round-trips");
+        tap_near(p.layer[0].fwdbwd_ms, 9.5, 1e-6, "layer fwd+bwd ms round-trips");
+        tap_ok(p.n_nccl == 1 && p.nccl[0].ranks == 2 && p.nccl[0].op == PP_COLL_ALL_REDUCE, "nccl row round-trips");
+        tap_near(p.nccl[0].bytes, 1073741824.0, 0, "nccl bytes exact (no 1e+09 rounding)");
+        tap_near(pp_profile_busbw_gbs(&p, PP_COLL_ALL_REDUCE, 2, 1073741824.0), 335.5, 1e-6,
+                 "the time model's busbw query reads the measured point");
+    }
+    pp_profile_free(&p);
+    unlink(path);
+
+    char jpath[] = "/tmp/pp_probe_unit_XXXXXX.json";
+    fd = mkstemps(jpath, 5);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    tap_ok(f && pp_report_write_json(&r, f) == 0, "JSON written");
+    if (f) fclose(f);
+    memset(&p, 0, sizeof p);
+    st = pp_profile_load_file(&p, jpath, &err);
+    tap_ok(st == PP_OK && p.n_gemm == 2 && p.n_nccl == 1, "the JSON profile (-o x.json) loads too (%s)",
+           st == PP_OK ? "ok" : err.msg);
+    pp_profile_free(&p);
+    unlink(jpath);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    pp_report_write_table(&r, mem);
+    fclose(mem);
+    tap_ok(buf && buf[0] == '#' && strstr(buf, "\n# gemm") && strstr(buf, "# WRONG: gemm fp8: wrong") &&
+               !strstr(buf, "nan") && !strstr(buf, "inf"),
+           "the table is '#'-headed, lists wrong results, prints no nan/inf");
+    free(buf);
+    pp_report_free(&r);
+}
+
+int main(void)
+{
+    check_gelu();
+    check_layer_grads(false);
+    check_layer_grads(true);
+    check_attention_causal();
+    check_rel_l2();
+    check_busbw();
+    check_report();
+    return tap_done();
+}
