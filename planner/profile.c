@@ -66,6 +66,20 @@ static const pp_key nccl_keys[] = {
     RNUM(nccl_rec, "us", scratch, 0, 1e12, false),
 };
 
+/* `oom:` (parplan-probe, issue 9): the sizes that ran out of GPU memory, reported instead of
+ * measured. Checked as strictly as the measurements, then not kept (nothing is timed in them). */
+static const char *const oom_probe_names[5] = {"gemm", "bandwidth", "attention", "layer", "nccl"};
+typedef struct { int probe; char what[160]; bool oom, capped; double need, request, free_b; } oom_rec;
+static const pp_key oom_keys[] = {
+    RENUM(oom_rec, "probe", probe, oom_probe_names, 5),
+    {"what", PP_KEY_STR, offsetof(oom_rec, what), 0, 0, 0, sizeof(((oom_rec *)0)->what), NULL, 0, true, NULL, 0},
+    {"oom", PP_KEY_BOOL, offsetof(oom_rec, oom), 0, 0, 0, 0, NULL, 0, true, NULL, 0},
+    RNUM(oom_rec, "need_bytes", need, 0, 1e15, true),
+    RNUM(oom_rec, "request_bytes", request, 0, 1e15, false),
+    RNUM(oom_rec, "free_bytes", free_b, 0, 1e15, false),
+    {"capped", PP_KEY_BOOL, offsetof(oom_rec, capped), 0, 0, 0, 0, NULL, 0, false, NULL, 0},
+};
+
 typedef struct {
     pp_profile p;
 } prof_file;
@@ -96,7 +110,7 @@ static const pp_key cal_keys[] = {
      sizeof(((pp_calibration *)0)->fitted), NULL, 0, false, NULL, 0},
     PANY("logs"), PANY("notes"),
 };
-enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL };
+enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM };
 static const pp_key prof_keys[] = {
     {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0},
     {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
@@ -105,6 +119,7 @@ static const pp_key prof_keys[] = {
     {"bandwidth", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, bw_keys, NKEYS(bw_keys)},
     PANY("attention"), PANY("layer"), PANY("nccl"),
     {"calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, cal_keys, NKEYS(cal_keys)},
+    PANY("oom"), /* read below with oom_keys */
     /* Free-form, documented extras: where and how the profile was measured. */
     PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
     PANY("version"), PANY("gpus"), PANY("command"),
@@ -184,6 +199,19 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
             p->nccl[i].op = (pp_coll)r->op;
         }
         p->n_nccl = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_OOM]) {
+        if ((st = pp_yaml_seq(y, found[P_OOM], oom_keys, NKEYS(oom_keys), sizeof(oom_rec), &arr, &n, "oom")))
+            goto fail;
+        for (int i = 0; i < n; i++)
+            if (!((oom_rec *)arr)[i].oom) {
+                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_OOM]->data.sequence.items.start[i]);
+                st = pp_yaml_error(y, item ? item : found[P_OOM], "oom[%d]: a record of a size that ran out of "
+                                                                  "memory says `oom: true`", i);
+                goto fail;
+            }
         free(arr);
         arr = NULL;
     }

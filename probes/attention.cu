@@ -120,8 +120,19 @@ typedef struct {
     int n_ops;
     int64_t next_uid;
     bool bad;
+    bool oom;        /* the failure was cuDNN's device allocation (an OOM at this size) */
     char msg[400];
 } dnn_g;
+
+/* cuDNN 9 splits allocation failures; the device one is an OOM of this size */
+static bool dnn_is_oom(cudnnStatus_t s)
+{
+#if CUDNN_MAJOR >= 9
+    return s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+#else
+    return s == CUDNN_STATUS_ALLOC_FAILED;
+#endif
+}
 
 typedef struct {
     cudnnBackendDescriptor_t d;
@@ -134,6 +145,7 @@ static void dnn_err(dnn_g *g, cudnnStatus_t s, const char *what)
     char last[256] = "";
     cudnnGetLastErrorString(last, sizeof last);
     g->bad = true;
+    g->oom = dnn_is_oom(s);
     snprintf(g->msg, sizeof g->msg, "cuDNN %s: %s%s%s", what, cudnnGetErrorString(s), last[0] ? ": " : "", last);
 }
 
@@ -482,6 +494,11 @@ static int dnn_build(pp_probe_ctx *c, pp_attn *a, char *why, size_t why_n)
     (void)c;
     return 0;
 unsupported:
+    if (g.oom) {
+        cudaGetLastError();
+        pp_probe_error_oom(__FILE__, __LINE__, 0, -1, false, "%s", g.msg);
+        return -1;
+    }
     snprintf(why, why_n, "%s", g.msg);
     return 1;
 }
@@ -511,7 +528,12 @@ static int dnn_exec(pp_probe_ctx *c, pp_attn *a, cudnnBackendDescriptor_t plan, 
     if (s != CUDNN_STATUS_SUCCESS) {
         char last[256] = "";
         cudnnGetLastErrorString(last, sizeof last);
-        pp_probe_error(__FILE__, __LINE__, "cudnnBackendExecute: %s %s", cudnnGetErrorString(s), last);
+        if (dnn_is_oom(s)) {
+            cudaGetLastError();
+            pp_probe_error_oom(__FILE__, __LINE__, 0, -1, false, "cudnnBackendExecute: %s %s", cudnnGetErrorString(s), last);
+        } else {
+            pp_probe_error(__FILE__, __LINE__, "cudnnBackendExecute: %s %s", cudnnGetErrorString(s), last);
+        }
         return -1;
     }
     (void)c;
@@ -672,10 +694,14 @@ int pp_attn_bwd(pp_probe_ctx *c, pp_attn *a)
 #if PP_HAVE_CUDNN
     if (a->flash) {
         /* before cuDNN 9.6 the dQ accumulator had to be zeroed by the caller (cudnn-frontend) */
-        if (cudnnGetVersion() < 90600 &&
-            cudaMemsetAsync(a->dq_acc, 0, (size_t)(a->sh.b * a->sh.heads * a->sh.s * a->sh.d) * 4, c->stream) !=
-                cudaSuccess)
-            return -1;
+        if (cudnnGetVersion() < 90600) {
+            cudaError_t e = cudaMemsetAsync(a->dq_acc, 0, (size_t)(a->sh.b * a->sh.heads * a->sh.s * a->sh.d) * 4,
+                                            c->stream);
+            if (e != cudaSuccess) {
+                pp_cuda_fail(__FILE__, __LINE__, "cudaMemsetAsync(dq_acc)", e);
+                return -1;
+            }
+        }
         return dnn_exec(c, a, a->bwd_plan, a->bwd_vp);
     }
 #endif
@@ -860,6 +886,95 @@ static int build_jobs(const pp_probe_opts *o, attn_job *jobs, int cap)
     return n;
 }
 
+/* One shape: the CPU checks of its head size once, both implementations cross-checked, then timed.
+ * 0 (rows, notes or wrong results), -1 on a failure (an OOM among them: the caller reports the size
+ * and goes on). The caller frees x, y and impl. */
+static int attn_one(pp_probe_ctx *c, const attn_job *j, int ji, bool small_ok[2][2], bool small_done[2][2],
+                    attn_bufs *x, attn_bufs *y, pp_attn *impl[2])
+{
+    const int64_t T = j->b * j->s, hq = j->heads * j->d;
+    double ms_f[2] = {0, 0}, ms_fb[2] = {0, 0}, cross = 0;
+    bool have[2] = {false, false};
+    int di = j->d == 128;
+    char why[512];
+    /* the CPU check once per (implementation, head size) */
+    for (int f = 0; f < 2; f++) {
+        if (small_done[f][di]) continue;
+        double err = 0;
+        int st = check_small(c, f == 1, j->d, &err, why, sizeof why);
+        if (st < 0) goto fail;
+        small_done[f][di] = true;
+        if (st > 0) {
+            pp_report_note(c->rep, "attention %s (head_dim %lld) unavailable: %s", f ? "flash" : "unfused",
+                           (long long)j->d, why);
+            continue;
+        }
+        if (!(err <= 2e-2)) {
+            pp_report_fail(c->rep, "attention %s head_dim %lld: relative error %.3g against the CPU reference",
+                           f ? "flash" : "unfused", (long long)j->d, err);
+            continue;
+        }
+        small_ok[f][di] = true;
+    }
+    pp_alloc_mark(); /* the size's own buffers from here */
+    PP_TRY(bufs_alloc(c, x, j->b, j->s, j->heads, j->d, 1000 + (unsigned long long)ji));
+    PP_TRY(bufs_alloc(c, y, j->b, j->s, j->heads, j->d, 1000 + (unsigned long long)ji));
+    for (int f = 0; f < 2; f++) {
+        attn_bufs *bx = f ? x : y;
+        pp_attn_io io = bufs_io(bx);
+        if (!small_ok[f][di]) continue;
+        int st = pp_attn_create(c, &bx->sh, f == 1, &io, &impl[f], why, sizeof why);
+        if (st < 0) goto fail;
+        if (st > 0) {
+            pp_report_note(c->rep, "attention %s b=%lld s=%lld heads=%lld: %s", f ? "flash" : "unfused",
+                           (long long)j->b, (long long)j->s, (long long)j->heads, why);
+            continue;
+        }
+        PP_TRY(pp_poison(c, bx->o, (size_t)(T * hq) * 2));
+        PP_TRY(pp_poison(c, bx->dqkv, (size_t)(T * 3 * hq) * 2));
+        PP_TRY(run_fwdbwd(c, impl[f]));
+        have[f] = true;
+    }
+    /* cross-check at this size: same inputs (same seed), two implementations */
+    if (have[0] && have[1]) {
+        double eo = 0, eg = 0;
+        PP_TRY(pp_rel_err_dev(c, x->o, y->o, (size_t)(T * hq), PP_BF16, &eo));
+        PP_TRY(pp_rel_err_dev(c, x->dqkv, y->dqkv, (size_t)(T * 3 * hq), PP_BF16, &eg));
+        cross = eo > eg ? eo : eg;
+        if (!(cross <= 3e-2)) {
+            pp_report_fail(c->rep, "attention b=%lld s=%lld heads=%lld d=%lld: flash and unfused differ by %.3g",
+                           (long long)j->b, (long long)j->s, (long long)j->heads, (long long)j->d, cross);
+            have[0] = have[1] = false;
+        }
+    }
+    for (int f = 0; f < 2; f++) {
+        if (!have[f]) continue;
+        PP_TRY(pp_time_ms(c, run_fwd, impl[f], true, &ms_f[f]));
+        PP_TRY(pp_time_ms(c, run_fwdbwd, impl[f], true, &ms_fb[f]));
+        pp_attn_row row;
+        memset(&row, 0, sizeof row);
+        snprintf(row.impl, sizeof row.impl, "%s", f ? "flash" : "unfused");
+        snprintf(row.backend, sizeof row.backend, "%s", pp_attn_backend(impl[f]));
+        row.causal = true;
+        row.b = j->b;
+        row.s = j->s;
+        row.heads = j->heads;
+        row.head_dim = j->d;
+        row.fwd_ms = ms_f[f];
+        row.fwdbwd_ms = ms_fb[f];
+        {
+            double fl = pp_attn_fwd_flops(&x->sh);
+            row.fwd_tflops = fl / (ms_f[f] * 1e-3) / 1e12;
+            row.fwdbwd_tflops = 3 * fl / (ms_fb[f] * 1e-3) / 1e12;
+        }
+        row.rel_err = cross;
+        if (pp_report_add_attn(c->rep, &row)) pp_report_fail(c->rep, "attention: no valid time");
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 int pp_probe_attention(pp_probe_ctx *c)
 {
     attn_job jobs[16];
@@ -868,88 +983,17 @@ int pp_probe_attention(pp_probe_ctx *c)
     pp_attn *impl[2] = {NULL, NULL};
     bool small_ok[2][2] = {{false, false}, {false, false}}; /* [flash][d == 128] */
     bool small_done[2][2] = {{false, false}, {false, false}};
-    char why[512];
     memset(&x, 0, sizeof x);
     memset(&y, 0, sizeof y);
     c->target_ms = 100;
     for (int ji = 0; ji < n_jobs; ji++) {
         const attn_job *j = &jobs[ji];
-        const int64_t T = j->b * j->s, hq = j->heads * j->d;
-        double ms_f[2] = {0, 0}, ms_fb[2] = {0, 0}, cross = 0;
-        bool have[2] = {false, false};
-        int di = j->d == 128;
-        /* the CPU check once per (implementation, head size) */
-        for (int f = 0; f < 2; f++) {
-            if (small_done[f][di]) continue;
-            double err = 0;
-            int st = check_small(c, f == 1, j->d, &err, why, sizeof why);
-            if (st < 0) goto fail;
-            small_done[f][di] = true;
-            if (st > 0) {
-                pp_report_note(c->rep, "attention %s (head_dim %lld) unavailable: %s", f ? "flash" : "unfused",
-                               (long long)j->d, why);
-                continue;
-            }
-            if (!(err <= 2e-2)) {
-                pp_report_fail(c->rep, "attention %s head_dim %lld: relative error %.3g against the CPU reference",
-                               f ? "flash" : "unfused", (long long)j->d, err);
-                continue;
-            }
-            small_ok[f][di] = true;
-        }
-        PP_TRY(bufs_alloc(c, &x, j->b, j->s, j->heads, j->d, 1000 + (unsigned long long)ji));
-        PP_TRY(bufs_alloc(c, &y, j->b, j->s, j->heads, j->d, 1000 + (unsigned long long)ji));
-        for (int f = 0; f < 2; f++) {
-            attn_bufs *bx = f ? &x : &y;
-            pp_attn_io io = bufs_io(bx);
-            if (!small_ok[f][di]) continue;
-            int st = pp_attn_create(c, &bx->sh, f == 1, &io, &impl[f], why, sizeof why);
-            if (st < 0) goto fail;
-            if (st > 0) {
-                pp_report_note(c->rep, "attention %s b=%lld s=%lld heads=%lld: %s", f ? "flash" : "unfused",
-                               (long long)j->b, (long long)j->s, (long long)j->heads, why);
-                continue;
-            }
-            PP_TRY(pp_poison(c, bx->o, (size_t)(T * hq) * 2));
-            PP_TRY(pp_poison(c, bx->dqkv, (size_t)(T * 3 * hq) * 2));
-            PP_TRY(run_fwdbwd(c, impl[f]));
-            have[f] = true;
-        }
-        /* cross-check at this size: same inputs (same seed), two implementations */
-        if (have[0] && have[1]) {
-            double eo = 0, eg = 0;
-            PP_TRY(pp_rel_err_dev(c, x.o, y.o, (size_t)(T * hq), PP_BF16, &eo));
-            PP_TRY(pp_rel_err_dev(c, x.dqkv, y.dqkv, (size_t)(T * 3 * hq), PP_BF16, &eg));
-            cross = eo > eg ? eo : eg;
-            if (!(cross <= 3e-2)) {
-                pp_report_fail(c->rep, "attention b=%lld s=%lld heads=%lld d=%lld: flash and unfused differ by %.3g",
-                               (long long)j->b, (long long)j->s, (long long)j->heads, (long long)j->d, cross);
-                have[0] = have[1] = false;
-            }
-        }
-        for (int f = 0; f < 2; f++) {
-            if (!have[f]) continue;
-            PP_TRY(pp_time_ms(c, run_fwd, impl[f], true, &ms_f[f]));
-            PP_TRY(pp_time_ms(c, run_fwdbwd, impl[f], true, &ms_fb[f]));
-            pp_attn_row row;
-            memset(&row, 0, sizeof row);
-            snprintf(row.impl, sizeof row.impl, "%s", f ? "flash" : "unfused");
-            snprintf(row.backend, sizeof row.backend, "%s", pp_attn_backend(impl[f]));
-            row.causal = true;
-            row.b = j->b;
-            row.s = j->s;
-            row.heads = j->heads;
-            row.head_dim = j->d;
-            row.fwd_ms = ms_f[f];
-            row.fwdbwd_ms = ms_fb[f];
-            {
-                double fl = pp_attn_fwd_flops(&x.sh);
-                row.fwd_tflops = fl / (ms_f[f] * 1e-3) / 1e12;
-                row.fwdbwd_tflops = 3 * fl / (ms_fb[f] * 1e-3) / 1e12;
-            }
-            row.rel_err = cross;
-            if (pp_report_add_attn(c->rep, &row)) pp_report_fail(c->rep, "attention: no valid time");
-        }
+        pp_alloc_mark();
+        if (attn_one(c, j, ji, small_ok, small_done, &x, &y, impl) &&
+            pp_oom_recover(c->rep, c->stream, PP_PROBE_ATTENTION, "b=%lld s=%lld heads=%lld head_dim=%lld",
+                           (long long)j->b, (long long)j->s, (long long)j->heads, (long long)j->d))
+            goto fail;
+        /* this size's buffers and plans, measured or out of memory */
         pp_attn_free(impl[0]);
         pp_attn_free(impl[1]);
         impl[0] = impl[1] = NULL;

@@ -129,9 +129,15 @@ int pp_probe_bandwidth(pp_probe_ctx *c)
     double ms = 0, best = 0;
     const char *names[3] = {"copy", "copy", "memcpy"};
     pp_bw_row row;
-    PP_TRY(pp_alloc(&a, bytes));
-    PP_TRY(pp_alloc(&b, bytes));
-    PP_TRY(pp_alloc(&d, bytes));
+    pp_alloc_mark();
+    pp_alloc_need(3.0 * (double)bytes);
+    if (pp_alloc(&a, bytes) || pp_alloc(&b, bytes) || pp_alloc(&d, bytes)) {
+        /* the one size does not fit: a row saying so, not a failure */
+        if (pp_oom_recover(c->rep, c->stream, PP_PROBE_BANDWIDTH, "three %.0f MiB arrays", (double)bytes / 1048576.0))
+            goto fail;
+        rc = 0;
+        goto fail;
+    }
     PP_TRY(pp_alloc((void **)&dev_bad, sizeof *dev_bad));
     PP_TRY(pp_fill(c, a, bytes / 4, PP_F32, 1.0f, 101));
     PP_TRY(pp_fill(c, b, bytes / 4, PP_F32, 1.0f, 102));

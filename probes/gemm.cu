@@ -104,17 +104,140 @@ static int build_jobs(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int cap)
     return n;
 }
 
+/* The operand buffers, grown to the largest size measured so far (a size that does not fit frees
+ * them: the next one allocates afresh). filled: the type whose random inputs X and W hold (-1 none). */
+typedef struct {
+    void *X, *W, *D;
+    size_t cap_x, cap_w, cap_d;
+    int filled;
+} gemm_bufs;
+
+static void bufs_free(gemm_bufs *b)
+{
+    cudaFree(b->X);
+    cudaFree(b->W);
+    cudaFree(b->D);
+    memset(b, 0, sizeof *b);
+    b->filled = -1;
+}
+
+static int grow(void **p, size_t *cap, size_t want, int *filled)
+{
+    if (want <= *cap) return 0;
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    *filled = -1;
+    PP_TRY(pp_alloc(p, want));
+    *cap = want;
+    return 0;
+fail:
+    return -1;
+}
+
+/* Plan, check and time one GEMM: 0 (a row, a wrong result or a note), -1 on a failure (an OOM
+ * among them: the caller reports the size and goes on). */
+static int gemm_one(pp_probe_ctx *c, const gemm_job *j, gemm_bufs *b, bool autotune)
+{
+    const gemm_type *t = &types[j->type];
+    size_t xb = (size_t)(j->m * j->k) * pp_elt_bytes(t->in);
+    size_t wb = (size_t)(j->n * j->k) * pp_elt_bytes(t->in);
+    size_t db = (size_t)(j->m * j->n) * pp_elt_bytes(t->out);
+    pp_gemm_plan plan;
+    pp_gemm_desc d;
+    double err = 0, ms = 0, best_ms = 0;
+    int st = 0, best = 0, rc = -1;
+    memset(&plan, 0, sizeof plan);
+    PP_TRY(grow(&b->X, &b->cap_x, xb, &b->filled));
+    PP_TRY(grow(&b->W, &b->cap_w, wb, &b->filled));
+    PP_TRY(grow(&b->D, &b->cap_d, db, &b->filled));
+    if (b->filled != j->type) {
+        /* N(0, 1) as torch.randn: sums of k products stay far from fp16's range, fp8 saturates at 448.
+         * The values are a hash of (seed, index): the same whatever the buffer's size. */
+        PP_TRY(pp_fill_normal(c, b->X, b->cap_x / pp_elt_bytes(t->in), t->in, 1.0f, 11 + (unsigned long long)j->type));
+        PP_TRY(pp_fill_normal(c, b->W, b->cap_w / pp_elt_bytes(t->in), t->in, 1.0f, 23 + (unsigned long long)j->type));
+        b->filled = j->type;
+    }
+    memset(&d, 0, sizeof d);
+    d.ta = CUBLAS_OP_T;
+    d.tb = CUBLAS_OP_N;
+    d.m = j->n;
+    d.n = j->m;
+    d.k = j->k;
+    d.A = b->W;
+    d.lda = j->k;
+    d.B = b->X;
+    d.ldb = j->k;
+    d.C = NULL;
+    d.D = b->D;
+    d.ldc = d.ldd = j->n;
+    d.a_t = d.b_t = t->in;
+    d.c_t = t->out;
+    d.tf32 = t->tf32;
+    d.fast_accum = t->fast_accum;
+    d.alpha = 1.0f;
+    d.beta = 0.0f;
+    st = pp_gemm_plan_make(c, &d, autotune ? 8 : 1, &plan);
+    if (st < 0) goto fail;
+    if (st > 0) {
+        pp_report_note(c->rep, "gemm %s %lldx%lldx%lld: no cuBLASLt plan (%s)", t->dtype, (long long)j->m,
+                       (long long)j->n, (long long)j->k, pp_gemm_plan_why());
+        rc = 0;
+        goto fail;
+    }
+    /* PARPLAN_PROBE_GEMM_AUTOTUNE=1: the fastest of the heuristics' first eight (5 repeats each) */
+    for (int a = 0; autotune && a < plan.n_algos; a++) {
+        plan.pick = a;
+        PP_TRY(pp_time_ms_reps(c, run_plan, &plan, false, 5, &ms));
+        if (a == 0 || ms < best_ms) {
+            best_ms = ms;
+            best = a;
+        }
+    }
+    plan.pick = best;
+    /* check on a poisoned output */
+    PP_TRY(pp_poison(c, b->D, db));
+    PP_TRY(run_plan(c, &plan));
+    PP_TRY(pp_check_linear(c, b->X, t->in, b->W, t->in, b->D, t->out, j->m, j->n, j->k, 256, &err));
+    if (!(err <= t->tol)) {
+        pp_report_fail(c->rep, "gemm %s %s m=%lld n=%lld k=%lld: relative error %.3g > %.3g", t->dtype, j->op,
+                       (long long)j->m, (long long)j->n, (long long)j->k, err, t->tol);
+        rc = 0;
+        goto fail;
+    }
+    PP_TRY(pp_time_ms(c, run_plan, &plan, false, &ms));
+    {
+        pp_gemm_row row;
+        memset(&row, 0, sizeof row);
+        snprintf(row.dtype, sizeof row.dtype, "%s", t->dtype);
+        snprintf(row.op, sizeof row.op, "%s", j->op);
+        row.hidden = j->hidden;
+        row.tp = j->tp;
+        row.m = j->m;
+        row.n = j->n;
+        row.k = j->k;
+        row.us = 1e3 * ms;
+        row.tflops = 2.0 * (double)j->m * (double)j->n * (double)j->k / (ms * 1e-3) / 1e12;
+        row.rel_err = err;
+        if (pp_report_add_gemm(c->rep, &row))
+            pp_report_fail(c->rep, "gemm %s %s: no valid time (%g ms)", t->dtype, j->op, ms);
+    }
+    rc = 0;
+fail:
+    pp_gemm_plan_free(&plan);
+    return rc;
+}
+
 int pp_probe_gemm(pp_probe_ctx *c)
 {
     enum { CAP = 256 };
     gemm_job *jobs = (gemm_job *)calloc(CAP, sizeof *jobs);
-    void *X = NULL, *W = NULL, *D = NULL;
-    size_t max_x = 0, max_w = 0, max_d = 0;
-    int n_jobs = 0, rc = -1, filled = -1;
+    gemm_bufs b;
+    int n_jobs = 0, rc = -1;
     bool fp8 = c->prop.major * 10 + c->prop.minor >= 89;
     bool autotune = getenv("PARPLAN_PROBE_GEMM_AUTOTUNE") != NULL;
-    pp_gemm_plan plan;
-    memset(&plan, 0, sizeof plan);
+    memset(&b, 0, sizeof b);
+    b.filled = -1;
     if (!jobs) {
         pp_probe_error(__FILE__, __LINE__, "out of memory");
         goto fail;
@@ -124,105 +247,26 @@ int pp_probe_gemm(pp_probe_ctx *c)
     if (autotune)
         pp_report_note(c->rep, "gemm: the fastest of cuBLASLt's first 8 heuristic algorithms per shape "
                                "(PARPLAN_PROBE_GEMM_AUTOTUNE); the default is the first, as PyTorch runs");
-    for (int i = 0; i < n_jobs; i++) {
-        const gemm_type *t = &types[jobs[i].type];
-        size_t xb = (size_t)(jobs[i].m * jobs[i].k) * pp_elt_bytes(t->in);
-        size_t wb = (size_t)(jobs[i].n * jobs[i].k) * pp_elt_bytes(t->in);
-        size_t db = (size_t)(jobs[i].m * jobs[i].n) * pp_elt_bytes(t->out);
-        if (xb > max_x) max_x = xb;
-        if (wb > max_w) max_w = wb;
-        if (db > max_d) max_d = db;
-    }
-    PP_TRY(pp_alloc(&X, max_x));
-    PP_TRY(pp_alloc(&W, max_w));
-    PP_TRY(pp_alloc(&D, max_d));
     c->target_ms = 15;
     c->min_reps = 10;
     /* PARPLAN_PROBE_GEMM_BATCH_US=500: time batches of back-to-back launches instead (NOTES.md) */
     c->batch_us = getenv("PARPLAN_PROBE_GEMM_BATCH_US") ? atof(getenv("PARPLAN_PROBE_GEMM_BATCH_US")) : 0;
     for (int i = 0; i < n_jobs; i++) {
         const gemm_job *j = &jobs[i];
-        const gemm_type *t = &types[j->type];
-        pp_gemm_desc d;
-        double err = 0, ms = 0, best_ms = 0;
-        int st = 0, best = 0;
-        if (filled != j->type) {
-            /* N(0, 1) as torch.randn: sums of k products stay far from fp16's range, fp8 saturates at 448 */
-            PP_TRY(pp_fill_normal(c, X, max_x / pp_elt_bytes(t->in), t->in, 1.0f, 11 + (unsigned long long)j->type));
-            PP_TRY(pp_fill_normal(c, W, max_w / pp_elt_bytes(t->in), t->in, 1.0f, 23 + (unsigned long long)j->type));
-            filled = j->type;
-        }
-        memset(&d, 0, sizeof d);
-        d.ta = CUBLAS_OP_T;
-        d.tb = CUBLAS_OP_N;
-        d.m = j->n;
-        d.n = j->m;
-        d.k = j->k;
-        d.A = W;
-        d.lda = j->k;
-        d.B = X;
-        d.ldb = j->k;
-        d.C = NULL;
-        d.D = D;
-        d.ldc = d.ldd = j->n;
-        d.a_t = d.b_t = t->in;
-        d.c_t = t->out;
-        d.tf32 = t->tf32;
-        d.fast_accum = t->fast_accum;
-        d.alpha = 1.0f;
-        d.beta = 0.0f;
-        st = pp_gemm_plan_make(c, &d, autotune ? 8 : 1, &plan);
-        if (st < 0) goto fail;
-        if (st > 0) {
-            pp_report_note(c->rep, "gemm %s %lldx%lldx%lld: no cuBLASLt plan (%s)", t->dtype, (long long)j->m,
-                           (long long)j->n, (long long)j->k, pp_gemm_plan_why());
-            continue;
-        }
-        /* PARPLAN_PROBE_GEMM_AUTOTUNE=1: the fastest of the heuristics' first eight (5 repeats each) */
-        for (int a = 0; autotune && a < plan.n_algos; a++) {
-            plan.pick = a;
-            PP_TRY(pp_time_ms_reps(c, run_plan, &plan, false, 5, &ms));
-            if (a == 0 || ms < best_ms) {
-                best_ms = ms;
-                best = a;
-            }
-        }
-        plan.pick = best;
-        /* check on a poisoned output */
-        PP_TRY(pp_poison(c, D, (size_t)(j->m * j->n) * pp_elt_bytes(t->out)));
-        PP_TRY(run_plan(c, &plan));
-        PP_TRY(pp_check_linear(c, X, t->in, W, t->in, D, t->out, j->m, j->n, j->k, 256, &err));
-        if (!(err <= t->tol)) {
-            pp_report_fail(c->rep, "gemm %s %s m=%lld n=%lld k=%lld: relative error %.3g > %.3g", t->dtype, j->op,
-                           (long long)j->m, (long long)j->n, (long long)j->k, err, t->tol);
-            pp_gemm_plan_free(&plan);
-            continue;
-        }
-        PP_TRY(pp_time_ms(c, run_plan, &plan, false, &ms));
-        {
-            pp_gemm_row row;
-            memset(&row, 0, sizeof row);
-            snprintf(row.dtype, sizeof row.dtype, "%s", t->dtype);
-            snprintf(row.op, sizeof row.op, "%s", j->op);
-            row.hidden = j->hidden;
-            row.tp = j->tp;
-            row.m = j->m;
-            row.n = j->n;
-            row.k = j->k;
-            row.us = 1e3 * ms;
-            row.tflops = 2.0 * (double)j->m * (double)j->n * (double)j->k / (ms * 1e-3) / 1e12;
-            row.rel_err = err;
-            if (pp_report_add_gemm(c->rep, &row))
-                pp_report_fail(c->rep, "gemm %s %s: no valid time (%g ms)", t->dtype, j->op, ms);
-        }
-        pp_gemm_plan_free(&plan);
+        /* what this size needs: its three operands (those held from a smaller size count too) */
+        pp_alloc_mark();
+        pp_alloc_need((double)(j->m * j->k + j->n * j->k) * (double)pp_elt_bytes(types[j->type].in) +
+                      (double)(j->m * j->n) * (double)pp_elt_bytes(types[j->type].out));
+        if (gemm_one(c, j, &b, autotune) == 0) continue;
+        /* out of memory at this size: a row saying so, the buffers freed, on to the next size */
+        if (pp_oom_recover(c->rep, c->stream, PP_PROBE_GEMM, "%s %s m=%lld n=%lld k=%lld", types[j->type].dtype, j->op,
+                           (long long)j->m, (long long)j->n, (long long)j->k))
+            goto fail;
+        bufs_free(&b);
     }
     rc = 0;
 fail:
-    pp_gemm_plan_free(&plan);
-    cudaFree(X);
-    cudaFree(W);
-    cudaFree(D);
+    bufs_free(&b);
     free(jobs);
     c->target_ms = 0;
     c->min_reps = 0;

@@ -3,9 +3,11 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if PP_HAVE_CUDNN
 #include <cudnn.h>
@@ -39,17 +41,236 @@ int pp_gpu_count(char *why, size_t n)
     return count;
 }
 
+/* ---------------------------------------------------------------- allocation and OOM */
+
+static double alloc_cap_bytes;   /* $PARPLAN_PROBE_MAX_BYTES (0: none), set by pp_probe_open / nccl */
+static double alloc_since_mark;  /* bytes pp_alloc handed out since pp_alloc_mark */
+static double alloc_need_floor;  /* what the size is known to need (pp_alloc_need), 0 unknown */
+
+static double free_bytes_now(void)
+{
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return (double)fr;
+}
+
+void pp_cuda_fail(const char *file, int line, const char *call, cudaError_t e)
+{
+    if (e == cudaErrorMemoryAllocation) {
+        /* not sticky, but cudaGetLastError() would return it at the next launch check: clear it */
+        cudaGetLastError();
+        pp_probe_error_oom(file, line, 0, free_bytes_now(), false, "%s failed: %s", call, cudaGetErrorString(e));
+    } else {
+        pp_probe_error(file, line, "%s failed: %s", call, cudaGetErrorString(e));
+    }
+}
+
+void pp_cublas_fail(const char *file, int line, const char *call, cublasStatus_t st)
+{
+    if (st == CUBLAS_STATUS_ALLOC_FAILED) {
+        cudaGetLastError();
+        pp_probe_error_oom(file, line, 0, free_bytes_now(), false, "%s failed: %s", call, cublasLtGetStatusString(st));
+    } else {
+        pp_probe_error(file, line, "%s failed: %s", call, cublasLtGetStatusString(st));
+    }
+}
+
+void pp_alloc_mark(void) { alloc_since_mark = alloc_need_floor = 0; }
+void pp_alloc_need(double bytes) { alloc_need_floor = bytes; }
+void pp_alloc_cap(double bytes) { alloc_cap_bytes = bytes > 0 ? bytes : 0; }
+
 int pp_alloc(void **p, size_t bytes)
 {
     *p = NULL;
+    if (alloc_cap_bytes > 0 && (double)bytes > alloc_cap_bytes) {
+        pp_probe_error_oom(__FILE__, __LINE__, (double)bytes, free_bytes_now(), true,
+                           "a %.1f MiB buffer is over PARPLAN_PROBE_MAX_BYTES (%.0f bytes)", (double)bytes / 1048576.0,
+                           alloc_cap_bytes);
+        return -1;
+    }
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 16);
     if (e != cudaSuccess) {
         *p = NULL;
-        pp_probe_error(__FILE__, __LINE__, "cudaMalloc(%.3g GiB) failed: %s", (double)bytes / 1073741824.0,
-                       cudaGetErrorString(e));
+        cudaGetLastError(); /* clear it (see pp_cuda_fail) */
+        if (e == cudaErrorMemoryAllocation)
+            pp_probe_error_oom(__FILE__, __LINE__, (double)bytes, free_bytes_now(), false, "cudaMalloc(%.3g GiB) failed: %s",
+                               (double)bytes / 1073741824.0, cudaGetErrorString(e));
+        else
+            pp_probe_error(__FILE__, __LINE__, "cudaMalloc(%.3g GiB) failed: %s", (double)bytes / 1073741824.0,
+                           cudaGetErrorString(e));
+        return -1;
+    }
+    alloc_since_mark += (double)bytes;
+    return 0;
+}
+
+int pp_oom_recover(pp_report *r, cudaStream_t s, int probe, const char *fmt, ...)
+{
+    double req = 0, fr = -1;
+    bool capped = false;
+    pp_oom_row row;
+    va_list ap;
+    if (!pp_probe_error_is_oom(&req, &fr, &capped)) return -1;
+    /* what the size queued before the failure must finish before its buffers are freed */
+    if (s) cudaStreamSynchronize(s);
+    cudaGetLastError();
+    memset(&row, 0, sizeof row);
+    row.probe = probe;
+    va_start(ap, fmt);
+    vsnprintf(row.what, sizeof row.what, fmt, ap);
+    va_end(ap);
+    row.request_bytes = req;
+    row.need_bytes = alloc_since_mark + req;
+    if (row.need_bytes < alloc_need_floor) row.need_bytes = alloc_need_floor;
+    row.free_bytes = fr;
+    row.capped = capped;
+    pp_report_add_oom(r, &row);
+    pp_probe_error_clear();
+    return 0;
+}
+
+/* ---------------------------------------------------------------- busy GPUs (NVML, optional) */
+
+/* NVML through dlopen (the driver ships libnvidia-ml.so.1; no header or link dependency): the free
+ * memory, compute mode and processes of a GPU whose context cannot be created. Types as nvml.h
+ * declares them (nvmlMemory_t, nvmlProcessInfo_v2_t). */
+typedef struct { unsigned long long total, free, used; } pp_nvml_mem;
+typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; } pp_nvml_proc;
+
+/* Returns the number of holders (other processes; h up to cap) or -1 when NVML cannot say. */
+static int nvml_info(int dev, double *free_b, double *total_b, int *mode, pp_gpu_holder *h, int cap)
+{
+    typedef int (*init_t)(void);
+    typedef int (*byid_t)(const char *, void **);
+    typedef int (*mem_t)(void *, pp_nvml_mem *);
+    typedef int (*mode_t_)(void *, int *);
+    typedef int (*procs_t)(void *, unsigned int *, pp_nvml_proc *);
+    char bus[32];
+    void *lib = NULL, *d = NULL;
+    int n = -1;
+    *mode = -1;
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) return -1;
+    init_t init = (init_t)dlsym(lib, "nvmlInit_v2");
+    init_t shut = (init_t)dlsym(lib, "nvmlShutdown");
+    byid_t byid = (byid_t)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    mem_t mem = (mem_t)dlsym(lib, "nvmlDeviceGetMemoryInfo");
+    mode_t_ cmode = (mode_t_)dlsym(lib, "nvmlDeviceGetComputeMode");
+    procs_t procs = (procs_t)dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!procs) procs = (procs_t)dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+    if (!init || !shut || !byid || init() != 0) goto out;
+    if (byid(bus, &d) == 0) {
+        pp_nvml_mem m;
+        pp_nvml_proc pr[64];
+        unsigned int k = 64;
+        if (mem && mem(d, &m) == 0) {
+            *free_b = (double)m.free;
+            *total_b = (double)m.total;
+        }
+        if (cmode) cmode(d, mode);
+        if (procs && procs(d, &k, pr) == 0) {
+            n = 0;
+            for (unsigned int i = 0; i < k && n < cap; i++) {
+                if (pr[i].pid == (unsigned)getpid()) continue;
+                h[n].pid = pr[i].pid;
+                h[n].used_bytes = pr[i].used == ~0ull ? -1 : (double)pr[i].used;
+                h[n].name[0] = 0;
+                char path[64];
+                snprintf(path, sizeof path, "/proc/%u/comm", pr[i].pid);
+                FILE *f = fopen(path, "r");
+                if (f) {
+                    if (fgets(h[n].name, sizeof h[n].name, f)) h[n].name[strcspn(h[n].name, "\n")] = 0;
+                    fclose(f);
+                }
+                n++;
+            }
+        }
+    }
+    shut();
+out:
+    dlclose(lib);
+    return n;
+}
+
+int pp_gpu_claim(int dev, double need_bytes)
+{
+    cudaDeviceProp prop;
+    char name[256] = "", reason[256] = "", line[1024];
+    double fr = -1, tot = -1;
+    int mode = -1, nh = -1;
+    pp_gpu_holder h[8];
+    cudaError_t e = cudaGetDeviceProperties(&prop, dev);
+    if (e == cudaSuccess) snprintf(name, sizeof name, "%s", prop.name);
+    else cudaGetLastError();
+    /* the primary context: this is where an exclusive-process GPU held by another process, or one
+     * without memory left for a context, fails */
+    e = cudaSetDevice(dev);
+    if (e == cudaSuccess) e = cudaFree(0);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(reason, sizeof reason, "cannot create a CUDA context: %s", cudaGetErrorString(e));
+        nh = nvml_info(dev, &fr, &tot, &mode, h, 8);
+        pp_fmt_gpu_busy(line, sizeof line, dev, name, reason, fr, tot, 0, mode, h, nh);
+        pp_probe_error(__FILE__, __LINE__, "%s", line);
+        return -1;
+    }
+    {
+        size_t f = 0, t = 0;
+        e = cudaMemGetInfo(&f, &t);
+        if (e != cudaSuccess) {
+            pp_cuda_fail(__FILE__, __LINE__, "cudaMemGetInfo", e);
+            return -1;
+        }
+        fr = (double)f;
+        tot = (double)t;
+    }
+    if (fr < need_bytes) {
+        double f2 = -1, t2 = -1;
+        nh = nvml_info(dev, &f2, &t2, &mode, h, 8);
+        pp_fmt_gpu_busy(line, sizeof line, dev, name, "too little free memory", fr, tot, need_bytes, mode, h, nh);
+        pp_probe_error(__FILE__, __LINE__, "%s", line);
         return -1;
     }
     return 0;
+}
+
+int pp_ballast_take(int dev, double limit_bytes, void **ballast, pp_report *r)
+{
+    size_t fr = 0, tot = 0;
+    *ballast = NULL;
+    PP_CU(cudaSetDevice(dev));
+    PP_CU(cudaMemGetInfo(&fr, &tot));
+    if ((double)fr > limit_bytes) {
+        /* all but the limit; the allocator's granularity (2 MiB pages, its own bookkeeping) may refuse
+         * the exact figure: step down 64 MiB at a time */
+        double want = (double)fr - limit_bytes;
+        for (int i = 0; i < 32 && want > 0 && !*ballast; i++, want -= 64.0 * 1048576.0) {
+            if (cudaMalloc(ballast, (size_t)want) != cudaSuccess) {
+                *ballast = NULL;
+                cudaGetLastError();
+            }
+        }
+        if (!*ballast) {
+            pp_probe_error(__FILE__, __LINE__, "--mem-limit-gib: could not hold back %.0f MiB of GPU %d",
+                           ((double)fr - limit_bytes) / 1048576.0, dev);
+            return -1;
+        }
+        PP_CU(cudaMemGetInfo(&fr, &tot));
+    }
+    if (r)
+        pp_report_note(r, "--mem-limit-gib %.3g: %.0f MiB of GPU %d left to the probes (a test of OOM handling: "
+                          "these figures are not a profile)",
+                       limit_bytes / 1073741824.0, (double)fr / 1048576.0, dev);
+    return 0;
+fail:
+    return -1;
 }
 
 /* ---------------------------------------------------------------- random inputs */
@@ -260,13 +481,15 @@ int pp_probe_open(pp_probe_ctx **out, const pp_probe_opts *opt, pp_report *r)
     c->opt = opt;
     c->rep = r;
     c->dev = opt->device;
-    PP_CU(cudaSetDevice(c->dev));
+    /* busy (exclusive-process and held, or too little free memory): one line naming it */
+    PP_TRY(pp_gpu_claim(c->dev, PP_PROBE_MIN_FREE_BYTES));
     PP_CU(cudaGetDeviceProperties(&c->prop, c->dev));
     PP_CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     for (int i = 0; i < 2 * PP_MAX_REPS; i++) PP_CU(cudaEventCreate(&c->ev[i]));
     PP_LT(cublasLtCreate(&c->lt));
     /* 32 MiB as PyTorch gives cuBLASLt on Hopper (CUBLASLT_WORKSPACE_SIZE default since 2.3) */
     c->lt_ws_bytes = 32u << 20;
+    alloc_cap_bytes = 0; /* the set-up is not a size: the test cap starts after it */
     PP_TRY(pp_alloc(&c->lt_ws, c->lt_ws_bytes));
     /* twice the L2, at least 64 MiB */
     c->flush_bytes = (size_t)c->prop.l2CacheSize * 2;
@@ -276,6 +499,12 @@ int pp_probe_open(pp_probe_ctx **out, const pp_probe_opts *opt, pp_report *r)
     PP_TRY(pp_alloc((void **)&c->flush_sink, 16));
     PP_CU(cudaMemsetAsync(c->flush, 0, c->flush_bytes, c->stream));
     PP_CU(cudaStreamSynchronize(c->stream));
+    if (opt->mem_limit_bytes > 0) PP_TRY(pp_ballast_take(c->dev, opt->mem_limit_bytes, &c->ballast, r));
+    alloc_cap_bytes = opt->max_alloc_bytes;
+    if (opt->max_alloc_bytes > 0)
+        pp_report_note(r, "PARPLAN_PROBE_MAX_BYTES=%.0f: larger buffers fail as out of memory (a test of OOM "
+                          "handling: these figures are not a profile)",
+                       opt->max_alloc_bytes);
 
     snprintf(r->gpu, sizeof r->gpu, "%s", c->prop.name);
     gmtime_r(&now, &tmv);
@@ -318,6 +547,7 @@ void pp_probe_close(pp_probe_ctx *c)
     cudaFree(c->lt_ws);
     cudaFree(c->flush);
     cudaFree(c->flush_sink);
+    cudaFree(c->ballast);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }

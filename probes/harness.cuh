@@ -19,7 +19,7 @@
     do {                                                                                          \
         cudaError_t e_ = (call);                                                                  \
         if (e_ != cudaSuccess) {                                                                  \
-            pp_probe_error(__FILE__, __LINE__, "%s failed: %s", #call, cudaGetErrorString(e_));   \
+            pp_cuda_fail(__FILE__, __LINE__, #call, e_);                                          \
             goto fail;                                                                            \
         }                                                                                         \
     } while (0)
@@ -28,7 +28,7 @@
     do {                                                                                          \
         cublasStatus_t s_ = (call);                                                               \
         if (s_ != CUBLAS_STATUS_SUCCESS) {                                                        \
-            pp_probe_error(__FILE__, __LINE__, "%s failed: %s", #call, cublasLtGetStatusString(s_)); \
+            pp_cublas_fail(__FILE__, __LINE__, #call, s_);                                        \
             goto fail;                                                                            \
         }                                                                                         \
     } while (0)
@@ -36,6 +36,12 @@
     do {                                                                                          \
         if ((call) != 0) goto fail;                                                               \
     } while (0)
+
+/* Record a failed CUDA / cuBLASLt call: an allocation failure (cudaErrorMemoryAllocation,
+ * CUBLAS_STATUS_ALLOC_FAILED) as an OOM (pp_probe_error_oom, the CUDA error state cleared), anything
+ * else as a runtime failure. */
+void pp_cuda_fail(const char *file, int line, const char *call, cudaError_t e);
+void pp_cublas_fail(const char *file, int line, const char *call, cublasStatus_t s);
 
 #define PP_MAX_REPS 64
 
@@ -60,6 +66,7 @@ struct pp_probe_ctx {
     int min_reps;             /* fewest timed repeats (0: 5) */
     double batch_us;          /* > 0: each timed repeat is enough back-to-back runs to last this long */
     void *dnn;                /* cudnnHandle_t, created on first use (attention.cu) */
+    void *ballast;            /* --mem-limit-gib: the memory held back from the probes */
 };
 
 /* Enqueue one run of the measured work on c->stream. 0 or -1. */
@@ -84,8 +91,21 @@ int pp_fill_normal(pp_probe_ctx *c, void *p, size_t n, pp_elt t, float sigma, un
 int pp_poison(pp_probe_ctx *c, void *p, size_t bytes);
 /* Copy n device elements of type t to host doubles. */
 int pp_to_host(pp_probe_ctx *c, const void *p, size_t n, pp_elt t, double *out);
-/* Device allocation that records the failure; *p is NULL on failure. */
+/* Device allocation that records the failure; *p is NULL on failure. A failure for want of memory
+ * (or a buffer over $PARPLAN_PROBE_MAX_BYTES) is recorded as an OOM. */
 int pp_alloc(void **p, size_t bytes);
+/* Start counting what pp_alloc hands out for one size (what an OOM row says the size needed). */
+void pp_alloc_mark(void);
+/* What the size is known to need in all (buffers kept from a smaller size included), when the probe
+ * can say: the OOM row reports the larger of this and what was handed out + the refused request. */
+void pp_alloc_need(double bytes);
+/* $PARPLAN_PROBE_MAX_BYTES for the buffers allocated from now on (0: no cap). */
+void pp_alloc_cap(double bytes);
+/* After a size failed: when the recorded error is an OOM, add its row ("OOM at this size", the
+ * description printf-style) to the report, wait for stream s (may be 0), clear the CUDA and the
+ * probe error state and return 0: the caller frees the size's buffers and goes on. Otherwise -1 (a
+ * real failure: the caller stops). */
+int pp_oom_recover(pp_report *r, cudaStream_t s, int probe, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ---------------------------------------------------------------- cuBLASLt */
 

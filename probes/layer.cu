@@ -1100,12 +1100,103 @@ static int build_jobs(const pp_probe_opts *o, layer_job *jobs, int cap)
     return n;
 }
 
+/* One job: the CPU check of its (head size, activation, attention) once, then the layer at its size
+ * timed. 0 (a row, a note or a wrong result), -1 on a failure (an OOM among them: the caller reports
+ * the size and goes on). L is freed by the caller. */
+static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[4][2][2], double check_err[4][2][2],
+                     layer *L)
+{
+    layer_shape sh;
+    double ms_f = 0, ms_fb = 0, err = 0;
+    int st = 0, di = 0;
+    bool flash = true;
+    char why[512], which[64] = "";
+    sh.b = j->mbs;
+    sh.s = j->seq;
+    sh.h = j->hidden;
+    sh.heads = j->heads / j->tp;
+    sh.d = j->hidden / j->heads;
+    sh.ffn = j->ffn / j->tp;
+    sh.swiglu = j->swiglu;
+    di = sh.d == 64 ? 0 : sh.d == 128 ? 1 : sh.d == 256 ? 2 : 3;
+    /* flash attention when cuDNN builds it for this shape, else the unfused path */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        flash = attempt == 0;
+        sh.flash = flash;
+        int *ck = &checked[di][j->swiglu][flash];
+        if (*ck == 0 || di == 3) {
+            /* every GELU-gradient recipe the timing may pick, each against the CPU */
+            err = 0;
+            for (int r = 0; r < (j->swiglu ? 1 : GELU_RECIPES); r++) {
+                double e = 0;
+                char w1[32];
+                st = layer_check(c, &sh, j->swiglu ? -1 : r, &e, w1, sizeof w1, why, sizeof why);
+                if (st) break;
+                if (!(e <= err)) {
+                    err = e;
+                    snprintf(which, sizeof which, "%s (recipe %d)", w1, r);
+                }
+            }
+            if (st < 0) return -1;
+            if (st > 0) {
+                pp_report_note(c->rep, "layer: %s attention unavailable (%s)", flash ? "flash" : "unfused", why);
+                *ck = -1;
+                continue;
+            }
+            /* bf16 activations, weights and gradients through ~10 roundings: about 1e-2 */
+            if (!(err <= 5e-2)) {
+                pp_report_fail(c->rep, "layer (head_dim %lld, %s, %s attention): %s off the CPU reference by %.3g",
+                               (long long)sh.d, j->swiglu ? "swiglu" : "gelu", flash ? "flash" : "unfused", which,
+                               err);
+                *ck = -1;
+                continue;
+            }
+            *ck = 1;
+            check_err[di][j->swiglu][flash] = err;
+        }
+        if (*ck == 1) break;
+    }
+    if (checked[di][j->swiglu][flash] != 1) return 0;
+    /* the size: what its buffers take is counted from here (the check's are freed) */
+    pp_alloc_mark();
+    st = layer_init(c, L, &sh, 0xBEEF00ull + (unsigned long long)ji, -1, why, sizeof why);
+    if (st < 0) return -1;
+    if (st > 0) {
+        pp_report_note(c->rep, "layer hidden=%lld: attention unavailable at this size (%s)", (long long)j->hidden, why);
+        return 0;
+    }
+    PP_TRY(pp_time_ms(c, layer_fwd, L, true, &ms_f));
+    PP_TRY(pp_time_ms(c, layer_fwdbwd, L, true, &ms_fb));
+    if (getenv("PARPLAN_PROBE_TRACE")) PP_TRY(layer_trace(c, L));
+    {
+        pp_layer_row row;
+        double fl = layer_fwd_flops(L);
+        memset(&row, 0, sizeof row);
+        row.hidden = j->hidden;
+        row.heads = j->heads;
+        row.seq = j->seq;
+        row.mbs = j->mbs;
+        row.tp = j->tp;
+        row.ffn = j->ffn;
+        snprintf(row.act, sizeof row.act, "%s", j->swiglu ? "swiglu" : "gelu");
+        snprintf(row.attention, sizeof row.attention, "%s", flash ? "flash" : "unfused");
+        row.fwd_ms = ms_f;
+        row.fwdbwd_ms = ms_fb;
+        row.fwd_tflops = fl / (ms_f * 1e-3) / 1e12;
+        row.fwdbwd_tflops = 3 * fl / (ms_fb * 1e-3) / 1e12;
+        row.check_err = check_err[di][j->swiglu][flash];
+        if (pp_report_add_layer(c->rep, &row)) pp_report_fail(c->rep, "layer: no valid time");
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 int pp_probe_layer(pp_probe_ctx *c)
 {
     layer_job jobs[16];
     int n_jobs = build_jobs(c->opt, jobs, 16), rc = -1;
     layer L;
-    char why[512], which[64];
     /* checked (head size, act, attention) combinations: 0 unchecked, 1 ok, -1 wrong or unavailable */
     int checked[4][2][2];
     double check_err[4][2][2];
@@ -1115,89 +1206,19 @@ int pp_probe_layer(pp_probe_ctx *c)
     c->target_ms = 60;
     for (int ji = 0; ji < n_jobs; ji++) {
         const layer_job *j = &jobs[ji];
-        layer_shape sh;
-        double ms_f = 0, ms_fb = 0, err = 0;
-        int st = 0, di = 0;
-        bool flash = true;
         if (j->heads % j->tp || j->ffn % j->tp || j->hidden % j->heads) {
             pp_report_note(c->rep, "layer hidden=%lld heads=%lld tp=%lld: heads, ffn and hidden do not split evenly",
                            (long long)j->hidden, (long long)j->heads, (long long)j->tp);
             continue;
         }
-        sh.b = j->mbs;
-        sh.s = j->seq;
-        sh.h = j->hidden;
-        sh.heads = j->heads / j->tp;
-        sh.d = j->hidden / j->heads;
-        sh.ffn = j->ffn / j->tp;
-        sh.swiglu = j->swiglu;
-        di = sh.d == 64 ? 0 : sh.d == 128 ? 1 : sh.d == 256 ? 2 : 3;
-        /* flash attention when cuDNN builds it for this shape, else the unfused path */
-        for (int attempt = 0; attempt < 2; attempt++) {
-            flash = attempt == 0;
-            sh.flash = flash;
-            int *ck = &checked[di][j->swiglu][flash];
-            if (*ck == 0 || di == 3) {
-                /* every GELU-gradient recipe the timing may pick, each against the CPU */
-                err = 0;
-                for (int r = 0; r < (j->swiglu ? 1 : GELU_RECIPES); r++) {
-                    double e = 0;
-                    char w1[32];
-                    st = layer_check(c, &sh, j->swiglu ? -1 : r, &e, w1, sizeof w1, why, sizeof why);
-                    if (st) break;
-                    if (!(e <= err)) {
-                        err = e;
-                        snprintf(which, sizeof which, "%s (recipe %d)", w1, r);
-                    }
-                }
-                if (st < 0) goto fail;
-                if (st > 0) {
-                    pp_report_note(c->rep, "layer: %s attention unavailable (%s)", flash ? "flash" : "unfused", why);
-                    *ck = -1;
-                    continue;
-                }
-                /* bf16 activations, weights and gradients through ~10 roundings: about 1e-2 */
-                if (!(err <= 5e-2)) {
-                    pp_report_fail(c->rep, "layer (head_dim %lld, %s, %s attention): %s off the CPU reference by %.3g",
-                                   (long long)sh.d, j->swiglu ? "swiglu" : "gelu", flash ? "flash" : "unfused", which,
-                                   err);
-                    *ck = -1;
-                    continue;
-                }
-                *ck = 1;
-                check_err[di][j->swiglu][flash] = err;
-            }
-            if (*ck == 1) break;
-        }
-        if (checked[di][j->swiglu][flash] != 1) continue;
-        st = layer_init(c, &L, &sh, 0xBEEF00ull + (unsigned long long)ji, -1, why, sizeof why);
-        if (st < 0) goto fail;
-        if (st > 0) {
-            pp_report_note(c->rep, "layer hidden=%lld: attention unavailable at this size (%s)", (long long)j->hidden, why);
-            layer_free(&L);
-            continue;
-        }
-        PP_TRY(pp_time_ms(c, layer_fwd, &L, true, &ms_f));
-        PP_TRY(pp_time_ms(c, layer_fwdbwd, &L, true, &ms_fb));
-        if (getenv("PARPLAN_PROBE_TRACE")) PP_TRY(layer_trace(c, &L));
-        {
-            pp_layer_row row;
-            double fl = layer_fwd_flops(&L);
-            memset(&row, 0, sizeof row);
-            row.hidden = j->hidden;
-            row.heads = j->heads;
-            row.seq = j->seq;
-            row.mbs = j->mbs;
-            row.tp = j->tp;
-            row.ffn = j->ffn;
-            snprintf(row.act, sizeof row.act, "%s", j->swiglu ? "swiglu" : "gelu");
-            snprintf(row.attention, sizeof row.attention, "%s", flash ? "flash" : "unfused");
-            row.fwd_ms = ms_f;
-            row.fwdbwd_ms = ms_fb;
-            row.fwd_tflops = fl / (ms_f * 1e-3) / 1e12;
-            row.fwdbwd_tflops = 3 * fl / (ms_fb * 1e-3) / 1e12;
-            row.check_err = check_err[di][j->swiglu][flash];
-            if (pp_report_add_layer(c->rep, &row)) pp_report_fail(c->rep, "layer: no valid time");
+        pp_alloc_mark();
+        if (layer_one(c, j, ji, checked, check_err, &L)) {
+            /* out of memory at this size (its check or the layer itself): a row saying so, its buffers
+             * freed, on to the next size */
+            if (pp_oom_recover(c->rep, c->stream, PP_PROBE_LAYER, "hidden=%lld heads=%lld seq=%lld mbs=%lld tp=%lld %s",
+                               (long long)j->hidden, (long long)j->heads, (long long)j->seq, (long long)j->mbs,
+                               (long long)j->tp, j->swiglu ? "swiglu" : "gelu"))
+                goto fail;
         }
         layer_free(&L);
     }

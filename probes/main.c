@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +30,19 @@ static void usage(FILE *f)
             "  --json              one JSON document on stdout instead of the table\n"
             "  -q, --quiet         no progress lines\n"
             "  --quick             small sizes and few repeats (tests)\n"
-            "  --device N          the GPU of the single-GPU probes (default 0)\n"
+            "  --gpu-index N       the GPU of the single-GPU probes (default 0; also --device N)\n"
             "  --gpus N            GPUs the nccl probe drives in this process (default: all)\n"
+            "  --timeout-s S       abort a collective (ncclCommAbort) that has not completed in S seconds and\n"
+            "                      report it (default 30, or $PARPLAN_PROBE_TIMEOUT_S)\n"
+            "  --mem-limit-gib G   leave only G GiB of each GPU to the probes after their set-up (tests: a size\n"
+            "                      that does not fit is reported as 'OOM at this size' and skipped)\n"
             "  --hidden H --heads A [--kv-heads G] [--ffn F] [--seq S] [--mbs B] [--tp 1,2,4,8] [--swiglu]\n"
             "                      a model's shapes instead of the default ones (gemm, attention, layer)\n"
             "  --count             print the number of visible GPUs and exit\n"
             "  --version, -h, --help\n\n"
-            "mpirun -np N parplan-probe nccl  spans nodes (one GPU per rank) when built with MPI.\n");
+            "mpirun -np N parplan-probe nccl  spans nodes (one GPU per rank) when built with MPI.\n"
+            "Test knobs: PARPLAN_PROBE_MAX_BYTES=N (a buffer above N bytes fails as out of memory),\n"
+            "PARPLAN_PROBE_INJECT_HANG=1|OP|connect (the last rank skips one collective launch).\n");
 }
 
 static int bad_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -58,6 +65,33 @@ static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t hi, in
     if (errno || !end || end == s || *end || v < lo || v > hi)
         return bad_input("%s expects an integer in %lld..%lld, got '%s'", flag, (long long)lo, (long long)hi, s);
     *out = v;
+    return 0;
+}
+
+static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || !end || end == s || *end || !isfinite(v) || v < lo || v > hi)
+        return bad_input("%s expects a number in %g..%g, got '%s'", flag, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+/* The test knobs and defaults read from the environment (documented in --help and NOTES.md). */
+static int parse_env(pp_probe_opts *o)
+{
+    const char *v = getenv("PARPLAN_PROBE_MAX_BYTES");
+    if (v && *v && pp_parse_bytes(v, &o->max_alloc_bytes))
+        return bad_input("PARPLAN_PROBE_MAX_BYTES expects a byte count such as 4194304 or 4M, got '%s'", v);
+    v = getenv("PARPLAN_PROBE_INJECT_HANG");
+    if (v && pp_parse_hang(v, o->inject_hang, sizeof o->inject_hang))
+        return bad_input("PARPLAN_PROBE_INJECT_HANG expects 1, any, connect or a collective (all_reduce, all_gather, "
+                         "reduce_scatter, sendrecv, all_to_all), got '%s'", v);
+    v = getenv("PARPLAN_PROBE_TIMEOUT_S");
+    if (!o->timeout_s && v && *v && parse_num("PARPLAN_PROBE_TIMEOUT_S", v, 0.1, 86400, &o->timeout_s)) return 2;
+    if (!o->timeout_s) o->timeout_s = 30;
     return 0;
 }
 
@@ -113,10 +147,17 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
             o->quick = true;
         } else if (!strcmp(a, "--count")) {
             *count_only = true;
-        } else if (!strcmp(a, "--device")) {
+        } else if (!strcmp(a, "--device") || !strcmp(a, "--gpu-index")) {
             NEED_VAL();
             if (parse_i64(a, val, 0, 1023, &v)) return 2;
             o->device = (int)v;
+        } else if (!strcmp(a, "--timeout-s")) {
+            NEED_VAL();
+            if (parse_num(a, val, 0.1, 86400, &o->timeout_s)) return 2;
+        } else if (!strcmp(a, "--mem-limit-gib")) {
+            NEED_VAL();
+            if (parse_num(a, val, 0.001, 1e6, &o->mem_limit_bytes)) return 2;
+            o->mem_limit_bytes *= 1073741824.0;
         } else if (!strcmp(a, "--gpus")) {
             NEED_VAL();
             if (parse_i64(a, val, 1, 1024, &v)) return 2;
@@ -157,6 +198,7 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
     }
     if (!any)
         for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = true;
+    if (parse_env(o)) return 2;
     if (o->hidden && !o->heads) return bad_input("--hidden needs --heads");
     if (o->heads && !o->hidden) return bad_input("--heads needs --hidden");
     if (o->hidden) {
@@ -227,8 +269,12 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    if (o.device >= n_gpu) {
-        rc = bad_input("--device %d: only %d GPU(s) are visible", o.device, n_gpu);
+    if (o.device >= n_gpu || (o.gpus > n_gpu && o.run[PP_PROBE_NCCL] && !pp_mpi_active())) {
+        /* a GPU that is not there: name it (bad input, exit 2) */
+        char line[160];
+        pp_fmt_gpu_missing(line, sizeof line, o.device >= n_gpu ? o.device : n_gpu, n_gpu);
+        fprintf(stderr, "parplan: %s (%s)\n", line, o.device >= n_gpu ? "--gpu-index" : "--gpus");
+        rc = 2;
         goto out;
     }
     progress = root && !o.quiet && isatty(STDERR_FILENO);

@@ -30,8 +30,17 @@ typedef struct {
     bool json;                /* --json: one JSON document on stdout instead of the table */
     bool quiet;               /* -q: no progress lines */
     bool quick;               /* --quick: small sizes and few repeats (tests, smoke runs) */
-    int device;               /* --device N: the GPU of the single-GPU probes */
+    int device;               /* --gpu-index N (--device N): the GPU of the single-GPU probes */
     int gpus;                 /* --gpus N: GPUs the nccl probe drives in one process (0: all) */
+    /* Faults (issue 9). */
+    double timeout_s;         /* --timeout-s (or $PARPLAN_PROBE_TIMEOUT_S; default 30): a collective or
+                               * communicator set-up that has not completed by then is aborted */
+    double mem_limit_bytes;   /* --mem-limit-gib: > 0: after set-up a ballast allocation leaves only
+                               * this much of each GPU free to the probes (forces real OOM, tests) */
+    double max_alloc_bytes;   /* $PARPLAN_PROBE_MAX_BYTES: > 0: one probe buffer above it fails as an
+                               * out-of-memory would (deterministic OOM on any GPU, tests) */
+    char inject_hang[16];     /* $PARPLAN_PROBE_INJECT_HANG: "" none; "any", an op name or "connect":
+                               * the last rank skips one launch (tests; see pp_parse_hang) */
     /* A model's shapes (--hidden ...). hidden == 0: the default shapes (those of the PyTorch
      * anchors in ../shared/anchors, so that the figures compare one to one). */
     int64_t hidden, heads, kv_heads, ffn, seq, mbs;
@@ -83,6 +92,16 @@ typedef struct {
     double us, algbw_gbs, busbw_gbs;
 } pp_nccl_row;
 
+/* A size that ran out of GPU memory: reported ("OOM at this size") and skipped, the probe goes on. */
+typedef struct {
+    int probe;                /* PP_PROBE_* */
+    char what[160];           /* "fp32 square m=2048 n=2048 k=2048" */
+    double need_bytes;        /* held by this size when it failed + the refused request: needed at least */
+    double request_bytes;     /* the allocation that failed (0: a library's own, size unknown) */
+    double free_bytes;        /* the GPU's free memory when it failed; < 0 unknown */
+    bool capped;              /* refused by $PARPLAN_PROBE_MAX_BYTES, not by the GPU */
+} pp_oom_row;
+
 typedef struct pp_report {
     /* the machine */
     char gpu[128];
@@ -96,6 +115,7 @@ typedef struct pp_report {
     pp_attn_row *attn; int n_attn, cap_attn;
     pp_layer_row *layer; int n_layer, cap_layer;
     pp_nccl_row *nccl; int n_nccl, cap_nccl;
+    pp_oom_row *oom; int n_oom, cap_oom;
     /* wrong results (reported, not timed) and notes (skipped parts), one line each */
     char **fail; int n_fail, cap_fail;
     char **note; int n_note, cap_note;
@@ -111,6 +131,8 @@ int pp_report_add_bw(pp_report *r, const pp_bw_row *row);
 int pp_report_add_attn(pp_report *r, const pp_attn_row *row);
 int pp_report_add_layer(pp_report *r, const pp_layer_row *row);
 int pp_report_add_nccl(pp_report *r, const pp_nccl_row *row);
+/* An OOM row: refused (-1) without a probe index or description, or with a negative need. */
+int pp_report_add_oom(pp_report *r, const pp_oom_row *row);
 void pp_report_fail(pp_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pp_report_note(pp_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -128,6 +150,34 @@ int pp_report_write_json(const pp_report *r, FILE *f);
  * Returns 0 for an unknown op or n < 1. */
 double pp_nccl_busbw_factor(const char *op, int64_t ranks);
 
+/* ---------------------------------------------------------------- faults (issue 9), pure C */
+
+/* Bytes, an integer with an optional binary suffix K, M, G (KiB, MiB, GiB): "4194304", "4M", "4MiB".
+ * 0 ok, -1 malformed, zero, or above 2^50. */
+int pp_parse_bytes(const char *s, double *out);
+/* $PARPLAN_PROBE_INJECT_HANG: "" or "0": none (op[0] = 0); "1" or "any": the first timing launch of a
+ * collective, after its check connected the ranks (a hang on the GPU: "any"); an op name (all_reduce
+ * ... all_to_all): that op's; "connect": the very first launch, before any connection (a hang in
+ * the host, inside NCCL). 0 ok, -1 anything else. */
+int pp_parse_hang(const char *s, char *op, size_t n);
+/* The one-line reports (no "parplan: " prefix, no trailing newline):
+ *   "GPU 7 is not present (this machine has 2)"
+ *   "collective all_reduce 1048576 bytes timed out after 5 s on GPUs 0,1 (GPU 0 still running it)..."
+ *   "GPU 0 (NVIDIA H200) is busy: <reason>; 512 of 143771 MiB free, the probes need 1024 MiB; held by
+ *    pid 123 (python3) 142000 MiB" */
+void pp_fmt_gpu_missing(char *buf, size_t n, int index, int count);
+void pp_fmt_timeout(char *buf, size_t n, const char *what, double bytes, double timeout_s, const int *gpus,
+                    int n_gpus, const int *pending, int n_pending);
+typedef struct {
+    unsigned pid;
+    double used_bytes;        /* < 0: not reported */
+    char name[64];            /* /proc/PID/comm, "" when unknown */
+} pp_gpu_holder;
+/* compute_mode: NVML's (0 default, 2 prohibited, 3 exclusive-process; < 0 unknown). free/total < 0:
+ * unknown. n_h < 0: the holders are unknown (no NVML); 0: none visible. */
+void pp_fmt_gpu_busy(char *buf, size_t n, int index, const char *name, const char *reason, double free_bytes,
+                     double total_bytes, double need_bytes, int compute_mode, const pp_gpu_holder *h, int n_h);
+
 /* Relative L2 error sqrt(sum (a-b)^2 / sum b^2); inf if any value is not finite, 0 if both are 0. */
 double pp_rel_l2(const double *a, const double *b, size_t n);
 
@@ -138,11 +188,29 @@ double pp_rel_l2(const double *a, const double *b, size_t n);
 void pp_probe_error(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *pp_probe_error_msg(void); /* "" when none */
 void pp_probe_error_clear(void);
+/* The same for an allocation failure (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED, cuDNN's
+ * DEVICE_ALLOCATION_FAILED, or the $PARPLAN_PROBE_MAX_BYTES cap): the probes turn it into an OOM row
+ * for the size that hit it and go on. request_bytes 0 and free_bytes < 0 when unknown. */
+void pp_probe_error_oom(const char *file, int line, double request_bytes, double free_bytes, bool capped,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Whether the first recorded error is an allocation failure (and its figures, any pointer may be NULL). */
+bool pp_probe_error_is_oom(double *request_bytes, double *free_bytes, bool *capped);
 
 /* ---------------------------------------------------------------- the GPU side */
 
 /* Number of visible CUDA devices; 0 with a reason in why when there is none or no driver. */
 int pp_gpu_count(char *why, size_t n);
+
+/* Free GPU memory the probes need at least on each GPU they use (their set-up, a context's lazily
+ * loaded kernels and the smallest sizes): below it the GPU is reported busy instead of measured. */
+#define PP_PROBE_MIN_FREE_BYTES (1024.0 * 1048576.0)
+/* Make device `dev` current, create its context and check that it is usable: not held by another
+ * process in exclusive mode, at least need_bytes free. 0, or -1 with the busy line recorded
+ * (pp_probe_error) naming the GPU, its free/total memory and the processes holding it (NVML). */
+int pp_gpu_claim(int dev, double need_bytes);
+/* --mem-limit-gib: allocate all but limit_bytes of dev's free memory (*ballast; NULL when there is
+ * less than that free already). 0 or -1 (error recorded). A note says what was left. */
+int pp_ballast_take(int dev, double limit_bytes, void **ballast, pp_report *r);
 
 typedef struct pp_probe_ctx pp_probe_ctx;
 /* Open the device opt->device, fill the report's machine fields. 0 or -1 (see pp_probe_error). */

@@ -2,6 +2,7 @@
  * "Hardware profile") or JSON. Pure C, no CUDA: unit-tested on machines without a GPU. */
 #include "probe.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ void pp_report_free(pp_report *r)
     free(r->attn);
     free(r->layer);
     free(r->nccl);
+    free(r->oom);
     free_lines(r->fail, r->n_fail);
     free_lines(r->note, r->n_note);
     memset(r, 0, sizeof *r);
@@ -93,6 +95,14 @@ int pp_report_add_nccl(pp_report *r, const pp_nccl_row *row)
     if (!pos(row->us) || !pos(row->algbw_gbs) || !pos(row->busbw_gbs) || !pos(row->bytes) || row->ranks < 2)
         return -1;
     ADD_ROW(r->nccl, r->n_nccl, r->cap_nccl, row);
+}
+
+int pp_report_add_oom(pp_report *r, const pp_oom_row *row)
+{
+    if (row->probe < 0 || row->probe >= PP_PROBE_COUNT || !row->what[0] || !(row->need_bytes >= 0) ||
+        !isfinite(row->need_bytes) || !isfinite(row->request_bytes) || !isfinite(row->free_bytes))
+        return -1;
+    ADD_ROW(r->oom, r->n_oom, r->cap_oom, row);
 }
 
 static void add_line(char ***v, int *n, int *cap, const char *fmt, va_list ap)
@@ -168,11 +178,34 @@ static void table_header(const pp_report *r, FILE *f)
     fprintf(f, "# driver CUDA %s, runtime %s, cuBLASLt %s, cuDNN %s, NCCL %s\n", drv, rt, lt, dnn, nc);
 }
 
+static void mib(char *buf, size_t n, double bytes)
+{
+    if (bytes >= 1024.0 * 1048576.0) snprintf(buf, n, "%.1f GiB", bytes / (1024.0 * 1048576.0));
+    else snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+}
+
+/* "  oom   gemm fp32 square m=2048 n=2048 k=2048: OOM at this size (needs >= 48.0 MiB, 20.3 MiB free)" */
+static void put_oom_row(const pp_oom_row *o, FILE *f)
+{
+    char need[32], req[32], fr[32];
+    mib(need, sizeof need, o->need_bytes);
+    mib(req, sizeof req, o->request_bytes);
+    mib(fr, sizeof fr, o->free_bytes);
+    fprintf(f, "  oom   %s %s: OOM at this size (needs >= %s", pp_probe_names[o->probe], o->what, need);
+    if (o->capped)
+        fprintf(f, "; a %s buffer is over PARPLAN_PROBE_MAX_BYTES", req);
+    else if (o->free_bytes >= 0)
+        fprintf(f, ", %s free on the GPU", fr);
+    fputs(")\n", f);
+}
+
 int pp_report_write_section(const pp_report *r, FILE *f, int probe)
 {
+    int n_oom = 0;
+    for (int i = 0; i < r->n_oom; i++) n_oom += r->oom[i].probe == probe;
     if (probe < 0) {
         table_header(r, f);
-    } else if (probe == PP_PROBE_GEMM && r->n_gemm) {
+    } else if (probe == PP_PROBE_GEMM && (r->n_gemm || n_oom)) {
         fprintf(f, "#\n# gemm: D[m,n] = X[m,k] W[n,k]^T, cuBLASLt, TFLOP/s = 2mnk/time\n");
         fprintf(f, "# %-5s %-6s %6s %3s %6s %6s %6s %10s %8s %8s\n", "dtype", "op", "hidden", "tp", "m", "n",
                 "k", "us", "tflops", "err");
@@ -182,12 +215,12 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
                     (long long)g->hidden, (long long)g->tp, (long long)g->m, (long long)g->n, (long long)g->k,
                     g->us, g->tflops, g->rel_err);
         }
-    } else if (probe == PP_PROBE_BANDWIDTH && r->n_bw) {
+    } else if (probe == PP_PROBE_BANDWIDTH && (r->n_bw || n_oom)) {
         fprintf(f, "#\n# bandwidth: GB/s = (bytes read + bytes written) / time\n");
         fprintf(f, "# %-7s %12s %10s %8s\n", "op", "bytes", "us", "gbs");
         for (int i = 0; i < r->n_bw; i++)
             fprintf(f, "  %-7s %12.0f %10.1f %8.1f\n", r->bw[i].op, r->bw[i].bytes, r->bw[i].us, r->bw[i].gbs);
-    } else if (probe == PP_PROBE_ATTENTION && r->n_attn) {
+    } else if (probe == PP_PROBE_ATTENTION && (r->n_attn || n_oom)) {
         fprintf(f, "#\n# attention (bf16, causal): TFLOP/s = 4*b*s^2*heads*head_dim (x3 fwd+bwd) / time\n");
         fprintf(f, "# %-7s %-8s %3s %5s %5s %4s %9s %9s %8s %8s %8s\n", "impl", "backend", "b", "s", "heads",
                 "dim", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err");
@@ -197,7 +230,7 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
                     (long long)a->b, (long long)a->s, (long long)a->heads, (long long)a->head_dim, a->fwd_ms,
                     a->fwdbwd_ms, a->fwd_tflops, a->fwdbwd_tflops, a->rel_err);
         }
-    } else if (probe == PP_PROBE_LAYER && r->n_layer) {
+    } else if (probe == PP_PROBE_LAYER && (r->n_layer || n_oom)) {
         fprintf(f, "#\n# layer (bf16, one transformer block of a TP shard): TFLOP/s = model FLOPs / time\n");
         fprintf(f, "# %6s %5s %5s %4s %3s %6s %-6s %-7s %9s %9s %8s %8s %8s\n", "hidden", "heads", "seq", "mbs",
                 "tp", "ffn", "act", "attn", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err");
@@ -208,7 +241,7 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
                     (long long)l->tp, (long long)l->ffn, l->act, l->attention, l->fwd_ms, l->fwdbwd_ms,
                     l->fwd_tflops, l->fwdbwd_tflops, l->check_err);
         }
-    } else if (probe == PP_PROBE_NCCL && r->n_nccl) {
+    } else if (probe == PP_PROBE_NCCL && (r->n_nccl || n_oom)) {
         fprintf(f, "#\n# nccl (fp32 sum): algbw = bytes / time, busbw = algbw * nccl-tests factor\n");
         fprintf(f, "# %-14s %5s %12s %10s %9s %9s\n", "op", "ranks", "bytes", "us", "algbw", "busbw");
         for (int i = 0; i < r->n_nccl; i++) {
@@ -216,7 +249,11 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
             fprintf(f, "  %-14s %5lld %12.0f %10.1f %9.1f %9.1f\n", c->op, (long long)c->ranks, c->bytes, c->us,
                     c->algbw_gbs, c->busbw_gbs);
         }
-    } else if (probe == PP_PROBE_COUNT) {
+    }
+    /* sizes that ran out of GPU memory: one row each, after the measured rows of their probe */
+    for (int i = 0; probe >= 0 && probe < PP_PROBE_COUNT && i < r->n_oom; i++)
+        if (r->oom[i].probe == probe) put_oom_row(&r->oom[i], f);
+    if (probe == PP_PROBE_COUNT) {
         for (int i = 0; i < r->n_note; i++) fprintf(f, "# note: %s\n", r->note[i]);
         for (int i = 0; i < r->n_fail; i++) fprintf(f, "# WRONG: %s\n", r->fail[i]);
     }
@@ -375,14 +412,16 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
             if (!strcmp(r->bw[i].op, "copy")) copy = r->bw[i].gbs;
             else if (!strcmp(r->bw[i].op, "mul")) mul = r->bw[i].gbs;
         }
-        if (json) fputs(",\n  \"bandwidth\": {", f);
-        else fputs("bandwidth: {", f);
-        w.first = true;
+        /* only when measured: the loader requires both figures in a `bandwidth` mapping, so an empty
+         * one made the profile of `parplan-probe layer` (plan --probe's call) unreadable */
         if (r->n_bw) {
+            if (json) fputs(",\n  \"bandwidth\": {", f);
+            else fputs("bandwidth: {", f);
+            w.first = true;
             kv_num(&w, "copy_gbs", copy);
             kv_num(&w, "mul_gbs", mul);
+            fputs(json ? "}" : "}\n", f);
         }
-        fputs(json ? "}" : "}\n", f);
     }
 
     list_begin(&w, "attention", r->n_attn);
@@ -437,6 +476,24 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
     }
     list_end(&w, r->n_nccl);
 
+    /* sizes that ran out of GPU memory ("OOM at this size"), only when there are any */
+    if (r->n_oom) {
+        list_begin(&w, "oom", r->n_oom);
+        for (int i = 0; i < r->n_oom; i++) {
+            const pp_oom_row *o = &r->oom[i];
+            item_begin(&w, i);
+            kv_str(&w, "probe", pp_probe_names[o->probe]);
+            kv_str(&w, "what", o->what);
+            kv_bool(&w, "oom", true);
+            kv_num(&w, "need_bytes", o->need_bytes);
+            if (o->request_bytes > 0) kv_num(&w, "request_bytes", o->request_bytes);
+            if (o->free_bytes >= 0) kv_num(&w, "free_bytes", o->free_bytes);
+            if (o->capped) kv_bool(&w, "capped", true);
+            item_end(&w);
+        }
+        list_end(&w, r->n_oom);
+    }
+
     /* notes (what was skipped, which backends ran) and wrong results (reported, not timed) */
     if (json) fputs(",\n  \"notes\": [", f);
     else fputs("notes: [", f);
@@ -457,18 +514,161 @@ int pp_report_write_json(const pp_report *r, FILE *f) { return write_doc(r, f, t
 /* ---------------------------------------------------------------- error state */
 
 static char err_msg[768];
+static bool err_oom, err_capped;
+static double err_request_bytes, err_free_bytes = -1;
 
-void pp_probe_error(const char *file, int line, const char *fmt, ...)
+static void error_set(const char *file, int line, const char *fmt, va_list ap)
 {
-    if (err_msg[0]) return; /* keep the first: later ones are consequences */
     char buf[640];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     const char *base = file ? strrchr(file, '/') : NULL;
     snprintf(err_msg, sizeof err_msg, "%s (%s:%d)", buf, base ? base + 1 : (file ? file : "?"), line);
 }
 
+void pp_probe_error(const char *file, int line, const char *fmt, ...)
+{
+    if (err_msg[0]) return; /* keep the first: later ones are consequences */
+    va_list ap;
+    va_start(ap, fmt);
+    error_set(file, line, fmt, ap);
+    va_end(ap);
+    err_oom = false;
+}
+
+void pp_probe_error_oom(const char *file, int line, double request_bytes, double free_bytes, bool capped,
+                        const char *fmt, ...)
+{
+    if (err_msg[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    error_set(file, line, fmt, ap);
+    va_end(ap);
+    err_oom = true;
+    err_capped = capped;
+    err_request_bytes = request_bytes;
+    err_free_bytes = free_bytes;
+}
+
+bool pp_probe_error_is_oom(double *request_bytes, double *free_bytes, bool *capped)
+{
+    if (!err_msg[0] || !err_oom) return false;
+    if (request_bytes) *request_bytes = err_request_bytes;
+    if (free_bytes) *free_bytes = err_free_bytes;
+    if (capped) *capped = err_capped;
+    return true;
+}
+
 const char *pp_probe_error_msg(void) { return err_msg; }
-void pp_probe_error_clear(void) { err_msg[0] = 0; }
+void pp_probe_error_clear(void)
+{
+    err_msg[0] = 0;
+    err_oom = err_capped = false;
+    err_request_bytes = 0;
+    err_free_bytes = -1;
+}
+
+/* ---------------------------------------------------------------- faults: parsing and messages */
+
+int pp_parse_bytes(const char *s, double *out)
+{
+    char *end = NULL;
+    if (!s || *s < '0' || *s > '9') return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    double mul = 1;
+    if (*end) {
+        switch (*end) {
+        case 'K': case 'k': mul = 1024.0; break;
+        case 'M': case 'm': mul = 1048576.0; break;
+        case 'G': case 'g': mul = 1073741824.0; break;
+        default: return -1;
+        }
+        end++;
+        if (*end && strcmp(end, "iB") && strcmp(end, "B")) return -1;
+    }
+    double b = (double)v * mul;
+    if (!(b >= 1) || b > 1125899906842624.0) return -1; /* 2^50 */
+    *out = b;
+    return 0;
+}
+
+int pp_parse_hang(const char *s, char *op, size_t n)
+{
+    static const char *const ops[] = {"all_reduce", "all_gather", "reduce_scatter", "sendrecv", "all_to_all"};
+    if (n) op[0] = 0;
+    if (!s || !*s || !strcmp(s, "0")) return 0;
+    if (!strcmp(s, "1") || !strcmp(s, "any")) {
+        snprintf(op, n, "any");
+        return 0;
+    }
+    if (!strcmp(s, "connect")) {
+        snprintf(op, n, "connect");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(s, ops[i])) {
+            snprintf(op, n, "%s", ops[i]);
+            return 0;
+        }
+    return -1;
+}
+
+void pp_fmt_gpu_missing(char *buf, size_t n, int index, int count)
+{
+    snprintf(buf, n, "GPU %d is not present (this machine has %d)", index, count);
+}
+
+static void cat(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t k = strlen(buf);
+    if (k + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, n - k, fmt, ap);
+    va_end(ap);
+}
+
+static void gpu_list(char *buf, size_t n, const int *g, int k)
+{
+    for (int i = 0; i < k; i++) cat(buf, n, "%s%d", i ? "," : "", g[i]);
+}
+
+void pp_fmt_timeout(char *buf, size_t n, const char *what, double bytes, double timeout_s, const int *gpus,
+                    int n_gpus, const int *pending, int n_pending)
+{
+    buf[0] = 0;
+    if (bytes > 0) cat(buf, n, "collective %s %.0f bytes", what, bytes);
+    else cat(buf, n, "%s", what);
+    cat(buf, n, " timed out after %g s on GPU%s ", timeout_s, n_gpus == 1 ? "" : "s");
+    gpu_list(buf, n, gpus, n_gpus);
+    if (n_pending > 0) {
+        cat(buf, n, " (not completed on GPU%s ", n_pending == 1 ? "" : "s");
+        gpu_list(buf, n, pending, n_pending);
+        cat(buf, n, ")");
+    }
+}
+
+void pp_fmt_gpu_busy(char *buf, size_t n, int index, const char *name, const char *reason, double free_bytes,
+                     double total_bytes, double need_bytes, int compute_mode, const pp_gpu_holder *h, int n_h)
+{
+    buf[0] = 0;
+    cat(buf, n, "GPU %d (%s) is busy", index, name && *name ? name : "unknown");
+    if (reason && *reason) cat(buf, n, ": %s", reason);
+    if (free_bytes >= 0 && total_bytes > 0)
+        cat(buf, n, "; %.0f of %.0f MiB free", free_bytes / 1048576.0, total_bytes / 1048576.0);
+    if (need_bytes > 0) cat(buf, n, ", the probes need %.0f MiB", need_bytes / 1048576.0);
+    if (compute_mode == 3) cat(buf, n, "; compute mode exclusive-process");
+    else if (compute_mode == 2) cat(buf, n, "; compute mode prohibited");
+    if (n_h > 0) {
+        cat(buf, n, "; held by");
+        for (int i = 0; i < n_h; i++) {
+            cat(buf, n, "%s pid %u", i ? "," : "", h[i].pid);
+            if (h[i].name[0]) cat(buf, n, " (%s)", h[i].name);
+            if (h[i].used_bytes >= 0) cat(buf, n, " %.0f MiB", h[i].used_bytes / 1048576.0);
+        }
+    } else if (n_h == 0) {
+        cat(buf, n, "; no process holding it is visible from here");
+    }
+}

@@ -15,7 +15,11 @@
  * the embedding and output layer, CP/MoE layers.
  *
  * Measurements are cached per (GPU, shape) (planner/probe_cache.c), saved atomically after every
- * parplan-probe call: an interrupted plan resumes, a repeated one measures nothing. */
+ * parplan-probe call: an interrupted plan resumes, a repeated one measures nothing. SIGINT and
+ * SIGTERM while probing (issue 9) are caught: the running parplan-probe is stopped and waited for,
+ * its temporary profile removed, the cache left as the last completed call saved it (a save under
+ * way completes first), "interrupted; N measurements cached, rerun resumes" printed, exit 128 +
+ * the signal (130 for SIGINT). */
 #include "plan_probe.h"
 
 #include <errno.h>
@@ -36,6 +40,17 @@
 
 /* Default --probe-budget: K = 8 candidates of distinct shapes take about a minute on one H200. */
 #define PROBE_BUDGET_DEFAULT_S 300.0
+
+/* The signal that asked plan --probe to stop (0: none). Set by the handlers installed for the
+ * duration of pp_plan_probe_run; everything else reads it between steps. */
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig)
+{
+    if (!interrupted) interrupted = sig;
+}
+
+/* measure_*: the run was interrupted (nothing of the interrupted call is kept) */
+#define MEASURE_INTERRUPTED (-2)
 
 static double now_s(void)
 {
@@ -70,19 +85,39 @@ static int run_probe(char *const argv[], char *out, size_t n)
     size_t got = 0;
     if (out) {
         close(pfd[1]);
-        ssize_t k;
-        while ((k = read(pfd[0], out + got, n - 1 - got)) > 0 && got + (size_t)k < n - 1) got += (size_t)k;
-        if (k > 0) got += (size_t)k;
-        out[got < n ? got : n - 1] = 0;
+        for (;;) {
+            ssize_t k = read(pfd[0], out + got, n - 1 - got);
+            if (k < 0 && errno == EINTR && !interrupted) continue;
+            if (k <= 0) break;
+            got += (size_t)k;
+            if (got >= n - 1) break;
+        }
+        out[got] = 0;
         close(pfd[0]);
     }
+    /* Wait for it. Interrupted (SIGINT from the terminal reaches it too; SIGTERM or a signal sent to
+     * this process alone does not): pass the signal on, and kill it if it has not ended 10 s later. */
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
+    double t_sig = 0;
+    bool passed = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, interrupted ? WNOHANG : 0);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return -1;
+        if (!interrupted) continue;
+        if (!passed) {
+            kill(pid, interrupted);
+            passed = true;
+            t_sig = now_s();
+        } else if (now_s() - t_sig > 10) {
+            kill(pid, SIGKILL);
+        }
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
     if (WIFSIGNALED(status)) {
-        /* the user interrupted (the probe shares our terminal): stop like it did; the cache holds
-         * everything measured before */
-        if (WTERMSIG(status) == SIGINT) raise(SIGINT);
+        /* the user interrupted it (Ctrl-C reached it): the whole plan stops */
+        if (WTERMSIG(status) == SIGINT && !interrupted) interrupted = SIGINT;
         return 128 + WTERMSIG(status);
     }
     return WEXITSTATUS(status);
@@ -188,6 +223,7 @@ typedef struct {
     int calls;
     bool progress;
     char failed[64][192];      /* layer keys whose probe failed: not asked again */
+    bool failed_oom[64];       /* ... because the shape ran out of GPU memory there (issue 9) */
     int n_failed;
 } probe_run;
 
@@ -195,6 +231,13 @@ static bool failed_key(const probe_run *pr, const char *key)
 {
     for (int i = 0; i < pr->n_failed; i++)
         if (!strcmp(pr->failed[i], key)) return true;
+    return false;
+}
+
+static bool failed_oom(const probe_run *pr, const char *key)
+{
+    for (int i = 0; i < pr->n_failed; i++)
+        if (!strcmp(pr->failed[i], key)) return pr->failed_oom[i];
     return false;
 }
 
@@ -270,6 +313,10 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
     int rc = run_probe(argv, NULL, 0);
     pp_profile p;
     pp_error err = {0};
+    if (interrupted) {
+        remove(tmp); /* whatever it wrote is not a whole measurement */
+        return MEASURE_INTERRUPTED;
+    }
     if (rc != 0) {
         remove(tmp);
         fprintf(stderr, "parplan: warning: parplan-probe layer failed (exit %d) for mbs %lld, tp %s: those candidates "
@@ -287,9 +334,26 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
     const char *attn = "flash";
     if (pp_yaml_read_file(tmp, &text, &len, &err) == PP_OK && strstr(text, "flash attention unavailable"))
         attn = "unfused";
-    free(text);
     remove(tmp);
     note_device(pr, &p);
+    /* a TP size whose layer ran out of GPU memory in the probe (its `oom` record, issue 9): a
+     * warning, and not asked again in this plan */
+    for (int t = 0; text && t < ntp && pr->n_failed < 64; t++) {
+        char what[160];
+        snprintf(what, sizeof what, "what: \"hidden=%lld heads=%lld seq=%lld mbs=%lld tp=%lld ", (long long)m->hidden,
+                 (long long)m->heads, (long long)m->seq, (long long)mbs, (long long)tps[t]);
+        if (!strstr(text, what)) continue;
+        pp_layout lt;
+        pp_layout_init(&lt);
+        lt.tp = tps[t];
+        lt.mbs = mbs;
+        pr->failed_oom[pr->n_failed] = true;
+        layer_key(w, &lt, pr->failed[pr->n_failed++], sizeof pr->failed[0]);
+        fprintf(stderr, "parplan: warning: the layer at tp %lld, mbs %lld ran out of GPU memory on %s in the probe: "
+                        "those candidates keep the model's figures\n",
+                (long long)tps[t], (long long)mbs, p.gpu[0] ? p.gpu : "this GPU");
+    }
+    free(text);
     int rcode = 0;
     for (int i = 0; i < p.n_layer; i++) {
         const pp_prof_layer *r = &p.layer[i];
@@ -328,6 +392,10 @@ static int measure_nccl(probe_run *pr, int ranks)
     int rc = run_probe(argv, NULL, 0);
     pp_profile p;
     pp_error err = {0};
+    if (interrupted) {
+        remove(tmp);
+        return MEASURE_INTERRUPTED;
+    }
     if (rc != 0) {
         remove(tmp);
         fprintf(stderr, "parplan: warning: parplan-probe nccl failed (exit %d) on %d GPUs: its collectives keep the "
@@ -411,13 +479,23 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
     char cpath[1024];
     int rc = 0;
     pp_prof_nccl *owned = NULL;
+    struct sigaction sa, old_int, old_term;
     if (pp_probe_cache_path(cpath, sizeof cpath, &err) || pp_probe_cache_load(&pr.cache, cpath, &err))
         return pp_cli_fail(&err);
+    /* SIGINT / SIGTERM from here on: finish the step under way (a cache save completes, a running
+     * probe is stopped), then stop (see the top of this file). No SA_RESTART: waitpid returns. */
+    interrupted = 0;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     int64_t K = c->probe_k < n ? c->probe_k : n;
     bool out_of_budget = false;
 
     for (int64_t k = 0; k < K; k++) {
         pp_plan_probe_info *in = &info[k];
+        if (interrupted) goto stopped;
         memset(in, 0, sizeof *in);
         in->model_step_s = cand[k].time.step_time_s;
         const pp_layout *l = &cand[k].layout;
@@ -441,6 +519,7 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
                 break;
             }
             int m = measure_nccl(&pr, sizes[i]);
+            if (m == MEASURE_INTERRUPTED || interrupted) goto stopped;
             if (m > 0) {
                 rc = m;
                 goto done;
@@ -472,6 +551,7 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
                             tps[ntp++] = lj->tp;
                     }
                     int m = measure_layers(&pr, w, l->mbs, tps, ntp);
+                    if (m == MEASURE_INTERRUPTED || interrupted) goto stopped;
                     if (m > 0) {
                         rc = m;
                         goto done;
@@ -492,6 +572,8 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
                 in->layer_fwdbwd_ms = e->b;
                 snprintf(in->attention, sizeof in->attention, "%.15s", e->note);
                 snprintf(in->device, sizeof in->device, "%s", e->gpu);
+            } else if (failed_oom(&pr, key)) {
+                append(in->modelled, sizeof in->modelled, "layer (out of GPU memory in the probe at this size)");
             } else if (failed_key(&pr, key)) {
                 append(in->modelled, sizeof in->modelled, "layer (the probe failed)");
             } else if (out_of_budget) {
@@ -509,6 +591,7 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
             fprintf(stderr, "parplan: probe [%lld/%lld] %s: %s (%.0f s so far)\n", (long long)(k + 1), (long long)K, lab,
                     !in->probed ? "modelled" : in->cached ? "from the cache" : "measured", now_s() - pr.t0);
     }
+    if (interrupted) goto stopped;
     if (out_of_budget)
         fprintf(stderr, "parplan: warning: --probe-budget of %.0f s spent: the rest keep the model's figures\n",
                 pr.budget);
@@ -558,7 +641,23 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
             info[j] = info[j - 1];
             info[j - 1] = ti;
         }
+    goto done;
+stopped: {
+    /* every completed call was saved whole (atomic rename); count what the cache holds for this GPU */
+    int cached = 0;
+    pp_probe_cache disk;
+    pp_error e2 = {0};
+    if (pp_probe_cache_load(&disk, cpath, &e2) == PP_OK) {
+        for (int i = 0; i < disk.n; i++) cached += !strcmp(disk.e[i].gpu, pr.gpu);
+        pp_probe_cache_free(&disk);
+    }
+    fprintf(stderr, "parplan: interrupted; %d measurements cached, rerun resumes (plan --probe, %s)\n", cached,
+            cpath);
+    rc = 128 + interrupted;
+}
 done:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     free(owned);
     pp_probe_cache_free(&pr.cache);
     return rc;

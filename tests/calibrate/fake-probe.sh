@@ -8,6 +8,7 @@
 #   FAKE_PROBE_KILL_AT  on the measuring call number N (counted in the log), SIGINT the caller
 #   FAKE_PROBE_FAIL_LAYER=1   the layer probe fails (exit 1, one line)
 #   FAKE_PROBE_SLEEP    seconds every measuring call takes
+#   FAKE_PROBE_OOM_TP   the layer at this TP size runs out of GPU memory: an `oom` record, no row
 # Layer figures: fwd_ms = 24 b s h^2 / tp / 400 TFLOP/s (+ 0.1 ms), fwdbwd = 3 fwd; busbw 300 GB/s.
 set -eu
 if [ "${1:-}" = "--count" ]; then
@@ -48,13 +49,14 @@ dev=${FAKE_PROBE_DEVICE:-NVIDIA H200}
     echo "gpu: \"$dev\""
     echo "measured: \"2026-01-01T00:00:00Z\""
     if [ "$what" = layer ]; then
-        echo "layer:"
-        for t in $(echo "$tps" | tr ',' ' '); do
+        rows=$(for t in $(echo "$tps" | tr ',' ' '); do
+            [ "$t" = "${FAKE_PROBE_OOM_TP:-}" ] && continue
             awk -v b="$mbs" -v s="$seq" -v h="$hidden" -v a="$heads" -v t="$t" 'BEGIN {
                 f = 24 * b * s * h * h / t / 400e12 * 1e3 + 0.1
                 printf "  - {hidden: %d, heads: %d, seq: %d, mbs: %d, tp: %d, fwd_ms: %.6f, fwdbwd_ms: %.6f}\n", h, a, s, b, t, f, 3 * f
             }'
-        done
+        done)
+        if [ -n "$rows" ]; then echo "layer:"; echo "$rows"; else echo "layer: []"; fi
     else
         echo "nccl:"
         for op in all_reduce all_gather reduce_scatter sendrecv; do
@@ -62,6 +64,10 @@ dev=${FAKE_PROBE_DEVICE:-NVIDIA H200}
                 echo "  - {op: $op, ranks: $gpus, bytes: $bytes, busbw_gbs: 300.0}"
             done
         done
+    fi
+    if [ "$what" = layer ] && [ -n "${FAKE_PROBE_OOM_TP:-}" ] && echo ",$tps," | grep -q ",$FAKE_PROBE_OOM_TP,"; then
+        echo "oom:"
+        echo "  - {probe: \"layer\", what: \"hidden=$hidden heads=$heads seq=$seq mbs=$mbs tp=$FAKE_PROBE_OOM_TP gelu\", oom: true, need_bytes: 1073741824}"
     fi
     echo "notes: [\"fake probe\"]"
 } >"$out"

@@ -69,6 +69,35 @@ int main(void)
             char *argv[] = {(char *)probe, "layer", "--hidden", "100", "--heads", "3", NULL};
             expect("parplan-probe --hidden 100 --heads 3", argv, no_gpu, 2, "multiple");
         }
+        /* issue 9: the fault flags and knobs are checked before any GPU is looked for */
+        {
+            char *argv[] = {(char *)probe, "nccl", "--timeout-s", "0", NULL};
+            expect("parplan-probe --timeout-s 0", argv, no_gpu, 2, "--timeout-s");
+        }
+        {
+            char *argv[] = {(char *)probe, "gemm", "--mem-limit-gib", "-1", NULL};
+            expect("parplan-probe --mem-limit-gib -1", argv, no_gpu, 2, "--mem-limit-gib");
+        }
+        {
+            char *argv[] = {(char *)probe, "gemm", NULL};
+            const char *const env[] = {"CUDA_VISIBLE_DEVICES=", "PARPLAN_PROBE_MAX_BYTES=4Q", NULL};
+            expect("PARPLAN_PROBE_MAX_BYTES=4Q", argv, env, 2, "PARPLAN_PROBE_MAX_BYTES");
+        }
+        {
+            char *argv[] = {(char *)probe, "nccl", NULL};
+            const char *const env[] = {"CUDA_VISIBLE_DEVICES=", "PARPLAN_PROBE_INJECT_HANG=sometimes", NULL};
+            expect("PARPLAN_PROBE_INJECT_HANG=sometimes", argv, env, 2, "PARPLAN_PROBE_INJECT_HANG");
+        }
+        {
+            char *argv[] = {(char *)probe, "nccl", NULL};
+            const char *const env[] = {"CUDA_VISIBLE_DEVICES=", "PARPLAN_PROBE_TIMEOUT_S=-3", NULL};
+            expect("PARPLAN_PROBE_TIMEOUT_S=-3", argv, env, 2, "PARPLAN_PROBE_TIMEOUT_S");
+        }
+        {
+            /* no GPU at all: the existing one-line message, whatever index was asked */
+            char *argv[] = {(char *)probe, "gemm", "--gpu-index", "7", NULL};
+            expect("parplan-probe --gpu-index 7 without a GPU", argv, no_gpu, 1, "no CUDA GPU");
+        }
         {
             char *argv[] = {(char *)probe, "--count", NULL};
             probe_run r = probe_run_cmd(argv, no_gpu, 60);

@@ -306,6 +306,190 @@ static void check_report(void)
     pp_report_free(&r);
 }
 
+/* Issue 9: OOM rows, the fault knobs' parsing and the one-line reports. */
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void check_faults(void)
+{
+    /* OOM rows: in the table after the probe's measured rows, in YAML/JSON as `oom` records the
+     * planner's strict loader reads */
+    pp_report r;
+    pp_report_init(&r);
+    snprintf(r.gpu, sizeof r.gpu, "NVIDIA H200");
+    snprintf(r.measured, sizeof r.measured, "2026-11-22T00:00:00Z");
+    pp_gemm_row g = {"bf16", "square", 0, 0, 1024, 1024, 1024, 10.0, 214.7, 1e-3};
+    pp_report_add_gemm(&r, &g);
+    pp_oom_row o1 = {PP_PROBE_GEMM, "fp32 square m=2048 n=2048 k=2048", 50331648.0, 16777216.0, 12582912.0, false};
+    pp_oom_row o2 = {PP_PROBE_LAYER, "hidden=4096 heads=32 seq=2048 mbs=1 tp=1 gelu", 1.5e9, 67108864.0, -1, true};
+    pp_oom_row bad = o1;
+    bad.probe = PP_PROBE_COUNT;
+    tap_ok(pp_report_add_oom(&r, &o1) == 0 && pp_report_add_oom(&r, &o2) == 0, "OOM rows added");
+    tap_ok(pp_report_add_oom(&r, &bad) == -1, "an OOM row of no probe is refused");
+    bad = o1;
+    bad.what[0] = 0;
+    tap_ok(pp_report_add_oom(&r, &bad) == -1, "an OOM row without a description is refused");
+    bad = o1;
+    bad.need_bytes = NAN;
+    tap_ok(pp_report_add_oom(&r, &bad) == -1 && r.n_oom == 2, "a NaN need is refused");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    pp_report_write_table(&r, mem);
+    fclose(mem);
+    tap_ok(buf && strstr(buf, "\n  oom   gemm fp32 square m=2048 n=2048 k=2048: OOM at this size (needs >= 48.0 MiB, "
+                             "12.0 MiB free on the GPU)\n"),
+           "the gemm section has the row 'OOM at this size' with what it needed and what was free");
+    tap_ok(buf && strstr(buf, "\n# layer") && strstr(buf, "layer hidden=4096 heads=32 seq=2048 mbs=1 tp=1 gelu: OOM at "
+                                                        "this size (needs >= 1.4 GiB; a 64.0 MiB buffer is over "
+                                                        "PARPLAN_PROBE_MAX_BYTES)"),
+           "a probe with only OOM rows still gets its section, and a capped one says so");
+    {
+        const char *gm = buf ? strstr(buf, "# gemm") : NULL, *om = buf ? strstr(buf, "  oom   gemm") : NULL,
+                   *row = buf ? strstr(buf, "  bf16  square") : NULL;
+        tap_ok(gm && row && om && gm < row && row < om, "the OOM row follows the measured rows of its section");
+    }
+    free(buf);
+
+    char path[] = "/tmp/pp_probe_oom_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    tap_ok(f && pp_report_write_yaml(&r, f) == 0, "YAML with OOM records written");
+    if (f) fclose(f);
+    pp_profile p;
+    pp_error err;
+    memset(&p, 0, sizeof p);
+    memset(&err, 0, sizeof err);
+    pp_status st = pp_profile_load_file(&p, path, &err);
+    tap_ok(st == PP_OK && p.n_gemm == 1, "the strict loader reads a profile with `oom` records (%s)",
+           st == PP_OK ? "ok" : err.msg);
+    pp_profile_free(&p);
+    {
+        char *text = NULL;
+        size_t tl = 0;
+        FILE *tf = fopen(path, "r");
+        if (tf) {
+            text = calloc(1, 65536);
+            tl = fread(text, 1, 65535, tf);
+            fclose(tf);
+        }
+        tap_ok(text && tl && strstr(text, "oom:\n  - {probe: \"gemm\", what: \"fp32 square m=2048 n=2048 k=2048\", oom: true, "
+                                          "need_bytes: 50331648, request_bytes: 16777216, free_bytes: 12582912}"),
+               "the YAML record: probe, what, oom: true, need/request/free bytes");
+        tap_ok(text && strstr(text, "need_bytes: 1500000000, request_bytes: 67108864, capped: true}"),
+               "unknown free memory is left out, the cap is marked");
+        if (text && !strstr(text, "oom:\n  - {probe: gemm")) tap_diag("%s", text);
+        free(text);
+    }
+    unlink(path);
+    char jpath[] = "/tmp/pp_probe_oom_XXXXXX.json";
+    fd = mkstemps(jpath, 5);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    tap_ok(f && pp_report_write_json(&r, f) == 0, "JSON with OOM records written");
+    if (f) fclose(f);
+    memset(&p, 0, sizeof p);
+    st = pp_profile_load_file(&p, jpath, &err);
+    tap_ok(st == PP_OK, "the JSON profile with `oom` loads (%s)", st == PP_OK ? "ok" : err.msg);
+    pp_profile_free(&p);
+    unlink(jpath);
+    pp_report_free(&r);
+
+    /* the loader is strict about the records */
+    const char *base = "gpu: \"X\"\nmeasured: \"2026-01-01\"\n";
+    const struct {
+        const char *oom, *want;
+    } badrec[] = {
+        {"oom:\n  - {probe: gemm, what: \"x\", oom: false, need_bytes: 1}\n", "oom: true"},
+        {"oom:\n  - {probe: warp, what: \"x\", oom: true, need_bytes: 1}\n", "warp"},
+        {"oom:\n  - {probe: gemm, what: \"x\", oom: true, need_bytes: 1, color: 3}\n", "color"},
+        {"oom:\n  - {probe: gemm, oom: true, need_bytes: 1}\n", "what"},
+        {"oom:\n  - {probe: gemm, what: \"x\", oom: true, need_bytes: -5}\n", "need_bytes"},
+    };
+    for (size_t i = 0; i < sizeof badrec / sizeof badrec[0]; i++) {
+        char bp[] = "/tmp/pp_probe_oombad_XXXXXX";
+        int bfd = mkstemp(bp);
+        if (bfd >= 0) close(bfd);
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", base, badrec[i].oom);
+        write_text(bp, text);
+        memset(&p, 0, sizeof p);
+        memset(&err, 0, sizeof err);
+        st = pp_profile_load_file(&p, bp, &err);
+        tap_ok(st == PP_ERR_INPUT && strstr(err.msg, badrec[i].want), "a bad oom record is refused, naming '%s' (%s)",
+               badrec[i].want, err.msg);
+        pp_profile_free(&p);
+        unlink(bp);
+    }
+
+    /* PARPLAN_PROBE_MAX_BYTES */
+    double b = 0;
+    tap_ok(pp_parse_bytes("4194304", &b) == 0 && b == 4194304.0, "bytes: 4194304");
+    tap_ok(pp_parse_bytes("4M", &b) == 0 && b == 4194304.0, "bytes: 4M = 4 MiB");
+    tap_ok(pp_parse_bytes("2GiB", &b) == 0 && b == 2147483648.0, "bytes: 2GiB");
+    tap_ok(pp_parse_bytes("16k", &b) == 0 && b == 16384.0, "bytes: 16k");
+    const char *badb[] = {"", "0", "-4", "4X", "4Mx", "1e9", "99999999999999999999", "2097152G", " 4"};
+    int refused = 0;
+    for (size_t i = 0; i < sizeof badb / sizeof badb[0]; i++) refused += pp_parse_bytes(badb[i], &b) == -1;
+    tap_ok(refused == (int)(sizeof badb / sizeof badb[0]), "bytes: %d of %d malformed values refused", refused,
+           (int)(sizeof badb / sizeof badb[0]));
+
+    /* PARPLAN_PROBE_INJECT_HANG */
+    char op[16] = "x";
+    tap_ok(pp_parse_hang("", op, sizeof op) == 0 && op[0] == 0, "hang: empty is none");
+    tap_ok(pp_parse_hang("0", op, sizeof op) == 0 && op[0] == 0, "hang: 0 is none");
+    tap_ok(pp_parse_hang("1", op, sizeof op) == 0 && !strcmp(op, "any"), "hang: 1 is the first collective");
+    tap_ok(pp_parse_hang("all_gather", op, sizeof op) == 0 && !strcmp(op, "all_gather"), "hang: an op name");
+    tap_ok(pp_parse_hang("connect", op, sizeof op) == 0 && !strcmp(op, "connect"), "hang: connect (in the host)");
+    tap_ok(pp_parse_hang("yes", op, sizeof op) == -1 && pp_parse_hang("allreduce", op, sizeof op) == -1,
+           "hang: anything else is refused");
+
+    /* the one-line reports */
+    char line[1024];
+    pp_fmt_gpu_missing(line, sizeof line, 7, 2);
+    tap_ok(!strcmp(line, "GPU 7 is not present (this machine has 2)"), "missing GPU: %s", line);
+    int gpus[2] = {0, 1}, pend[1] = {0};
+    pp_fmt_timeout(line, sizeof line, "all_reduce", 1048576, 5, gpus, 2, pend, 1);
+    tap_ok(!strcmp(line, "collective all_reduce 1048576 bytes timed out after 5 s on GPUs 0,1 (not completed on GPU 0)"),
+           "timeout: %s", line);
+    pp_fmt_timeout(line, sizeof line, "NCCL communicator set-up", 0, 30, gpus, 2, pend, 0);
+    tap_ok(!strcmp(line, "NCCL communicator set-up timed out after 30 s on GPUs 0,1"), "set-up timeout: %s", line);
+    pp_gpu_holder h[2] = {{1234, 143000.0 * 1048576, "python3"}, {99, -1, ""}};
+    pp_fmt_gpu_busy(line, sizeof line, 0, "NVIDIA H200", "too little free memory", 512.0 * 1048576, 143771.0 * 1048576,
+                    1024.0 * 1048576, 0, h, 2);
+    tap_ok(!strcmp(line, "GPU 0 (NVIDIA H200) is busy: too little free memory; 512 of 143771 MiB free, the probes need "
+                         "1024 MiB; held by pid 1234 (python3) 143000 MiB, pid 99"),
+           "busy: %s", line);
+    pp_fmt_gpu_busy(line, sizeof line, 1, "NVIDIA H100", "cannot create a CUDA context: CUDA-capable device(s) is/are "
+                    "busy or unavailable", -1, -1, 0, 3, NULL, -1);
+    tap_ok(!strcmp(line, "GPU 1 (NVIDIA H100) is busy: cannot create a CUDA context: CUDA-capable device(s) is/are busy "
+                         "or unavailable; compute mode exclusive-process"),
+           "busy, exclusive-process: %s", line);
+    pp_fmt_gpu_busy(line, sizeof line, 0, "G", "too little free memory", 10.0 * 1048576, 100.0 * 1048576, 0, -1, NULL, 0);
+    tap_ok(strstr(line, "no process holding it is visible from here") != NULL, "busy with no holder visible says so");
+
+    /* the probe's error state: an OOM is told apart from other failures, and cleared */
+    pp_probe_error_clear();
+    pp_probe_error_oom("x.cu", 3, 4096, 100, true, "alloc %d", 1);
+    double rq = 0, fr = 0;
+    bool cp = false;
+    tap_ok(pp_probe_error_is_oom(&rq, &fr, &cp) && rq == 4096 && fr == 100 && cp, "an OOM is recorded with its figures");
+    tap_ok(!strcmp(pp_probe_error_msg(), "alloc 1 (x.cu:3)"), "and its message: %s", pp_probe_error_msg());
+    pp_probe_error_clear();
+    pp_probe_error("y.cu", 4, "launch failed");
+    tap_ok(!pp_probe_error_is_oom(NULL, NULL, NULL), "another failure is not an OOM");
+    pp_probe_error_oom("z.cu", 5, 1, 1, false, "later");
+    tap_ok(!pp_probe_error_is_oom(NULL, NULL, NULL) && strstr(pp_probe_error_msg(), "launch failed"),
+           "the first error is kept");
+    pp_probe_error_clear();
+}
+
 int main(void)
 {
     check_gelu();
@@ -315,5 +499,6 @@ int main(void)
     check_rel_l2();
     check_busbw();
     check_report();
+    check_faults();
     return tap_done();
 }
