@@ -22,10 +22,25 @@ pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int li
     snprintf(err->file, sizeof err->file, "%s", file ? file : "");
     err->line = line;
     err->col = col;
+    char raw[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* An error is one line: control characters from user input (a key holding a newline, say)
+     * are written as C escapes so the message cannot span lines or move the cursor. */
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 5 < sizeof err->msg; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            err->msg[o++] = (char)*p;
+        } else if (*p == '\n' || *p == '\t' || *p == '\r') {
+            err->msg[o++] = '\\';
+            err->msg[o++] = *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r';
+        } else {
+            o += (size_t)snprintf(err->msg + o, sizeof err->msg - o, "\\x%02x", *p);
+        }
+    }
+    err->msg[o] = 0;
     return status;
 }
 

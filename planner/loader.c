@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,14 +34,26 @@ pp_status pp_yaml_read_file(const char *path, char **text, size_t *len, pp_error
     *len = 0;
     pp_status st = PP_OK;
     char *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    FILE *f = NULL;
+    /* O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; only regular files
+     * are read, and the flag is cleared before reading. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
         st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "cannot open: %s", strerror(errno));
         goto done;
     }
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
         st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "not a regular file");
+        goto done;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        st = pp_error_set(err, PP_ERR_RUNTIME, path, 0, 0, "cannot open: %s", strerror(errno));
         goto done;
     }
     if (sb.st_size > PP_YAML_MAX_BYTES) {

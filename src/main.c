@@ -25,7 +25,7 @@ static const pp_subcommand subcommands[] = {
      "measure this machine's GPUs into a hardware profile", "parplan probe all -o h100.yaml"},
     {"estimate", pp_cmd_estimate, "WORK LAYOUT --tokens T [--price-per-gpu-hour P]",
      "time and cost to train on a token budget",
-     "parplan estimate --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 8 --tokens 300e9"},
+     "parplan estimate --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 8 --dist-opt --sp --tokens 300e9"},
     {"calibrate", pp_cmd_calibrate, "LOG[:ARGS]... --gpu NAME [--profile BASE] [-o FILE]",
      "fit the time model's efficiency factors to real Megatron-LM logs",
      "parplan calibrate --gpu h200 run1.log run2.log -o h200-calibrated.yaml"},
@@ -55,7 +55,8 @@ static void sub_usage(const pp_subcommand *s)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        fprintf(stderr, "parplan: missing command: models, check, plan, launch, probe, estimate or "
+                        "calibrate (try parplan --help)\n");
         return 2;
     }
     const char *cmd = argv[1];
