@@ -88,7 +88,7 @@ expect "megatron deepspeed nemo torchrun slurm" launch --format ''
 expect "megatron deepspeed nemo torchrun slurm" plan --emit ''
 expect "standard device-local" launch --launch-target ''
 expect "0 1 2 3" check --zero ''
-expect "uniform ilp" plan --stages ''
+expect "uniform ilp auto" plan --stages ''
 expect "" check --tp ''
 expect "gemm bandwidth attention layer nccl all" probe ''
 expect "bandwidth" probe ba
