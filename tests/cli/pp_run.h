@@ -242,7 +242,7 @@ static inline const char *pp_run_find_nonfinite_msg(const char *msg)
     for (size_t i = 0; i <= n; i++) {
         char c = msg[i];
         if (c == '\'') quoted = !quoted;
-        copy[i] = quoted && c != '\'' ? ' ' : c;
+        copy[i] = quoted && c != '\'' && c ? ' ' : c; /* an unclosed quote keeps the NUL */
     }
     const char *hit = pp_run_find_nonfinite(copy);
     const char *at = hit ? msg + (hit - copy) : NULL;
