@@ -829,6 +829,45 @@ void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c,
     ly->bwd_compute_s += 2.0 * cal->layer_overhead_s;
 }
 
+/* ------------------------------------------------------------------ measured layers */
+
+void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
+                           double fwd_s, double fwdbwd_s, pp_time_result *out, pp_time_measured *info)
+{
+    pp_profile prof;
+    if (w->profile) prof = *w->profile; /* shallow: the record arrays are shared, never freed here */
+    else memset(&prof, 0, sizeof prof);
+    if (cal && cal->present) prof.calibration = *cal;
+    else pp_calibration_init(&prof.calibration);
+    const pp_calibration *c = prof.calibration.present ? &prof.calibration : NULL;
+    pp_work wm = *w;
+    wm.profile = &prof;
+    pp_time_ctx ctx;
+    pp_time_ctx_init(&ctx, &wm, o);
+    pp_time_layer ly, stack;
+    pp_time_layer_get(&ctx, l, &ly);
+    memset(&stack, 0, sizeof stack);
+    pp_calibration_apply_layer(c, &ctx, l, &stack);
+    ly.fwd_compute_s = fwd_s + stack.fwd_compute_s;
+    ly.bwd_compute_s = (fwdbwd_s > fwd_s ? fwdbwd_s - fwd_s : 0) + stack.bwd_compute_s;
+    pp_time_step(&ctx, l, &ly, out);
+    memset(info, 0, sizeof *info);
+    info->stack_fwd_s = stack.fwd_compute_s;
+    info->stack_bwd_s = stack.bwd_compute_s;
+    double opt_s = l->offload == PP_OFF_NONE ? pp_profile_optimizer_s(&prof, out->optimizer_params) : -1;
+    if (opt_s > 0) {
+        double s0 = out->step_time_s;
+        info->optimizer_meas_s = opt_s;
+        if (c) opt_s *= c->optimizer_scale;
+        out->step_time_s += opt_s - out->optimizer_s;
+        out->optimizer_s = opt_s;
+        out->samples_per_s = (double)w->gbs / out->step_time_s;
+        out->tokens_per_s = out->samples_per_s * (double)w->model.seq;
+        out->model_tflops_per_gpu = out->model_flops / out->step_time_s / (double)w->gpus / 1e12;
+        out->mfu *= s0 / out->step_time_s; /* the same FLOPs against the same peak */
+    }
+}
+
 /* ------------------------------------------------------------------ prediction and fit */
 
 pp_status pp_calib_predict(const pp_calib_run *run, const pp_profile *base, const pp_calibration *cal,
@@ -843,8 +882,16 @@ pp_status pp_calib_predict(const pp_calib_run *run, const pp_profile *base, cons
     w.profile = &prof;
     pp_layout l = pp_calib_run_layout(run);
     pp_time_result r;
-    pp_status st = pp_time_estimate_opts(&w, &l, &run->opts, &r, err);
-    if (st) return st;
+    if (run->probe_fwdbwd_s > 0) {
+        /* calibrate --probe-cache: the stack's terms on top of the measured layer */
+        pp_time_measured mi;
+        pp_time_step_measured(&w, &l, &run->opts, &prof.calibration, run->probe_fwd_s, run->probe_fwdbwd_s, &r, &mi);
+        if (!isfinite(r.step_time_s) || r.step_time_s <= 0)
+            return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "time estimate is not finite");
+    } else {
+        pp_status st = pp_time_estimate_opts(&w, &l, &run->opts, &r, err);
+        if (st) return st;
+    }
     *step_s = r.step_time_s;
     return PP_OK;
 }

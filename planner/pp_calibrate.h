@@ -71,6 +71,8 @@ typedef struct {
     int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
     char stack[160];         /* "megatron local (no TE), unfused attention, no fusions" */
     double measured_step_s;  /* median after the warm-up */
+    /* calibrate --probe-cache: the run's layer as parplan-probe measured it (0: not measured) */
+    double probe_fwd_s, probe_fwdbwd_s;
     int iters_used;
     /* memory: measured max allocated per pipeline stage (largest over the stage's ranks that
      * printed one), MiB; 0 when no rank of the stage printed */
@@ -131,5 +133,25 @@ void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c,
                                 pp_time_layer *ly);
 /* Neutral factors (gemm 1, elementwise 1, score 0, layer 0, optimizer 1), present = false. */
 void pp_calibration_init(pp_calibration *cal);
+
+/* ------------------------------------------------------------------ measured layers (plan --probe) */
+
+/* What pp_time_step_measured put on top of the measurement. */
+typedef struct {
+    double stack_fwd_s, stack_bwd_s; /* added per layer and micro-batch for the stack (cal's terms) */
+    double optimizer_meas_s;         /* measured optimizer step over the rank's shard (0: modelled) */
+} pp_time_measured;
+
+/* The step of layout l when one transformer layer of it was measured (fwd_s, fwdbwd_s: forward,
+ * and forward + backward, on one GPU, by parplan-probe layer): the time model's schedule (pipeline,
+ * bubble, TP/PP/DP communication, embedding and output layer) with the measured layer in place of
+ * the modelled one, plus the software stack's own costs that a CUDA probe does not run, from `cal`
+ * (the per-layer overhead: kernel launches, Python dispatch; the extra HBM passes of an unfused
+ * attention's separate mask / softmax / dropout kernels). When w's profile has optimizer records
+ * (parplan-probe optimizer), the optimizer step is read from them x cal's optimizer_scale.
+ * cal's gemm_scale applies to the modelled GEMMs only (embedding, output layer); NULL or absent:
+ * nothing added. Used by plan --probe (src/plan_probe.c) and by calibrate --probe-cache. */
+void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
+                           double fwd_s, double fwdbwd_s, pp_time_result *out, pp_time_measured *info);
 
 #endif

@@ -35,5 +35,10 @@ const pp_probe_cache_entry *pp_probe_cache_get(const pp_probe_cache *c, const ch
 pp_status pp_probe_cache_put(pp_probe_cache *c, const pp_probe_cache_entry *e, pp_error *err);
 /* Merge with what the file holds now and write it atomically (creating its directory). */
 pp_status pp_probe_cache_save(pp_probe_cache *c, pp_error *err);
+/* The key of a layout's transformer layer as plan --probe measures it: the model's layer shape,
+ * the micro-batch, the TP size, the activation and the attention the work asks
+ * ("layer h2048 a16 g16 f8192 s2048 b4 t1 gelu unfused"). calibrate --probe-cache looks the logs'
+ * layers up with the same key. */
+void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n);
 
 #endif

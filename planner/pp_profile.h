@@ -7,11 +7,18 @@
 
 typedef struct { pp_dtype dtype; int64_t m, n, k; double tflops; } pp_prof_gemm;
 typedef struct { int flash; int64_t b, s, heads, head_dim; double fwd_tflops, fwdbwd_tflops; } pp_prof_attn;
-typedef struct { int64_t hidden, heads, seq, mbs, tp; double fwd_ms, fwdbwd_ms; } pp_prof_layer;
+/* kv_heads: the layer's key/value heads (GQA groups), = heads for multi-head attention (the
+ * record's optional `kv_heads` key, issue 8) */
+typedef struct { int64_t hidden, heads, seq, mbs, tp; double fwd_ms, fwdbwd_ms; int64_t kv_heads; } pp_prof_layer;
 typedef enum { PP_COLL_ALL_REDUCE = 0, PP_COLL_ALL_GATHER, PP_COLL_REDUCE_SCATTER,
                PP_COLL_SENDRECV, PP_COLL_ALL_TO_ALL, PP_COLL_COUNT } pp_coll;
 extern const char *const pp_coll_names[PP_COLL_COUNT];
 typedef struct { pp_coll op; int64_t ranks; double bytes; double busbw_gbs; } pp_prof_nccl;
+/* One fused mixed-precision AdamW step (`parplan-probe optimizer`, probes/optimizer.cu): `params`
+ * parameters updated in `ms`, bytes_per_param HBM bytes each (30: fp32 weight, grad, exp_avg,
+ * exp_avg_sq read; weight and moments written back and the bf16 copy written, as Megatron-LM's
+ * Float16OptimizerWithFloat16Params does), gbs = bytes_per_param * params / time. */
+typedef struct { double params, bytes_per_param, ms, gbs; } pp_prof_optimizer;
 
 /* Efficiency factors of one software stack on one cluster, fitted by `parplan calibrate` on
  * real training logs (calibrate.c) and applied by the time model when present (time.c):
@@ -37,7 +44,13 @@ typedef struct pp_profile {
     pp_prof_attn *attn; int n_attn;
     pp_prof_layer *layer; int n_layer;
     pp_prof_nccl *nccl; int n_nccl;
+    pp_prof_optimizer *optimizer; int n_optimizer; /* `optimizer:` records, in file order */
     pp_calibration calibration;         /* `calibration:` section; present = false without it */
+    /* `probe_calibration:` (calibrate --probe-cache): the same factors fitted with the logs' layers
+     * measured by parplan-probe instead of modelled; plan --probe adds them to what it measures.
+     * The model's calibration absorbs the model's own errors (its GEMM curve, its elementwise
+     * traffic), which do not belong on top of a measurement. */
+    pp_calibration probe_calibration;
 } pp_profile;
 
 pp_status pp_profile_load_file(pp_profile *p, const char *path, pp_error *err);
@@ -48,5 +61,14 @@ void pp_profile_free(pp_profile *p); /* accepts NULL; frees the arrays, not p */
 double pp_profile_gemm_tflops(const pp_profile *p, pp_dtype dt, int64_t m, int64_t n, int64_t k);
 /* Bus bandwidth (GB/s) for a collective of `bytes` over `ranks`, interpolated in log(bytes). */
 double pp_profile_busbw_gbs(const pp_profile *p, pp_coll op, int64_t ranks, double bytes);
+/* Seconds of one optimizer step over `params` parameters (one GPU's shard), from the `optimizer`
+ * records: linear in params between the two records around it (the step streams its state once:
+ * time is an affine function of size, launch overhead being the intercept, so linear is exact for
+ * such a function and does not bend it as log-log would); below the smallest or above the largest
+ * record, params / (that record's params per second): the bandwidth-bound rate of the nearest
+ * measurement, never a clamped time (a step over 10x the parameters takes ~10x as long).
+ * Records of equal size are averaged. -1 when the profile has no optimizer records (or p is NULL,
+ * or params is not a positive finite number): the caller keeps its model's figure. */
+double pp_profile_optimizer_s(const pp_profile *p, double params);
 
 #endif

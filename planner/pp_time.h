@@ -20,6 +20,7 @@ typedef struct {
     double dp_comm_s;        /* exposed part of the gradient reduction (+ param gather) */
     double zero_gather_s;    /* exposed ZeRO-3/FSDP per-micro-batch gathers and scatters */
     double optimizer_s;
+    double optimizer_params; /* parameters the fullest rank's optimizer step updates (its shard) */
     double samples_per_s;
     double tokens_per_s;
     double model_flops;      /* per step, no recompute (Korthikanti eq. 7) */

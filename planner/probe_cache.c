@@ -179,3 +179,11 @@ pp_status pp_probe_cache_save(pp_probe_cache *c, pp_error *err)
     }
     return PP_OK;
 }
+
+void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n)
+{
+    const pp_model *m = &w->model;
+    snprintf(buf, n, "layer h%lld a%lld g%lld f%lld s%lld b%lld t%lld %s %s", (long long)m->hidden,
+             (long long)m->heads, (long long)m->kv_heads, (long long)m->ffn, (long long)m->seq, (long long)l->mbs,
+             (long long)l->tp, pp_act_names[m->act], pp_attention_names[w->attention]);
+}

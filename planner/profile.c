@@ -1,7 +1,8 @@
-/* Measured hardware profiles (`parplan probe -o FILE`, read by --profile) and the two queries
- * the time model asks of them. Schema: ../shared/reference/cli.md "Hardware profile".
+/* Measured hardware profiles (`parplan probe -o FILE`, read by --profile) and the queries the
+ * time model asks of them (GEMM rate, bus bandwidth, optimizer step: issue 8).
+ * Schema: ../shared/reference/cli.md "Hardware profile".
  *
- * Records are strict (unknown keys inside a gemm/attention/layer/nccl record or in
+ * Records are strict (unknown keys inside a gemm/attention/layer/nccl/optimizer record or in
  * `bandwidth` are errors); the top level also allows a few documented free-form keys
  * (env, notes, host, ...) because the contract welcomes more keys there. */
 #include "pp_profile.h"
@@ -51,6 +52,8 @@ static const pp_key layer_keys[] = {
     RINT(layer_rec, "hidden", r.hidden, 1, 1e9), RINT(layer_rec, "heads", r.heads, 1, 1e9),
     RINT(layer_rec, "seq", r.seq, 1, 1e9), RINT(layer_rec, "mbs", r.mbs, 1, 1e9),
     RINT(layer_rec, "tp", r.tp, 1, 1e6),
+    /* grouped-query attention only (absent: kv_heads = heads); 1..heads dividing heads, checked below */
+    {"kv_heads", PP_KEY_INT, offsetof(layer_rec, r.kv_heads), 1, 1e9, 0, 0, NULL, 0, false, NULL, 0},
     RNUM(layer_rec, "fwd_ms", r.fwd_ms, 0, 1e9, true),
     RNUM(layer_rec, "fwdbwd_ms", r.fwdbwd_ms, 0, 1e9, true),
     RSTR(layer_rec, "dtype", dtype), RSTR(layer_rec, "activation", act),
@@ -66,12 +69,23 @@ static const pp_key nccl_keys[] = {
     RNUM(nccl_rec, "us", scratch, 0, 1e12, false),
 };
 
+/* `optimizer:` (parplan-probe optimizer, issue 8): one fused AdamW step per size. Bounds: up to
+ * 1e15 parameters (the planner's range), 1..1000 bytes per parameter (30 in practice; fp64 states
+ * with a master copy stay far below 1000), a step of 1 ns to a day: a zero time is no measurement. */
+typedef struct { pp_prof_optimizer r; } opt_rec;
+static const pp_key opt_keys[] = {
+    RNUM(opt_rec, "params", r.params, 1, 1e15, true),
+    RNUM(opt_rec, "bytes_per_param", r.bytes_per_param, 1, 1000, true),
+    RNUM(opt_rec, "ms", r.ms, 1e-6, 86400e3, true),
+    RNUM(opt_rec, "gbs", r.gbs, 1e-6, 1e6, true),
+};
+
 /* `oom:` (parplan-probe, issue 9): the sizes that ran out of GPU memory, reported instead of
  * measured. Checked as strictly as the measurements, then not kept (nothing is timed in them). */
-static const char *const oom_probe_names[5] = {"gemm", "bandwidth", "attention", "layer", "nccl"};
+static const char *const oom_probe_names[6] = {"gemm", "bandwidth", "attention", "layer", "optimizer", "nccl"};
 typedef struct { int probe; char what[160]; bool oom, capped; double need, request, free_b; } oom_rec;
 static const pp_key oom_keys[] = {
-    RENUM(oom_rec, "probe", probe, oom_probe_names, 5),
+    RENUM(oom_rec, "probe", probe, oom_probe_names, 6),
     {"what", PP_KEY_STR, offsetof(oom_rec, what), 0, 0, 0, sizeof(((oom_rec *)0)->what), NULL, 0, true, NULL, 0},
     {"oom", PP_KEY_BOOL, offsetof(oom_rec, oom), 0, 0, 0, 0, NULL, 0, true, NULL, 0},
     RNUM(oom_rec, "need_bytes", need, 0, 1e15, true),
@@ -92,25 +106,28 @@ static const pp_key bw_keys[] = {
 /* `calibration:` written by `parplan calibrate` (calibrate.c): the factors are required when the
  * section is there; the fit's figures are informational. Bounds: what a real stack can be (a
  * GEMM at 5%..20x the model's rate, elementwise traffic 1/20..50x). */
-#define CNUM(k, f, lo, hi, req, scale) \
-    {k, PP_KEY_NUM, offsetof(prof_file, p.calibration.f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
-static const pp_key cal_keys[] = {
-    CNUM("gemm_scale", gemm_scale, 0.05, 20, true, 1),
-    CNUM("elementwise_scale", elementwise_scale, 0.05, 50, true, 1),
-    CNUM("score_bytes", score_bytes, 0, 1000, true, 1),
-    CNUM("layer_overhead_us", layer_overhead_s, 0, 1e6, true, 1e-6),
-    CNUM("optimizer_scale", optimizer_scale, 0.05, 50, true, 1),
-    {"runs", PP_KEY_INT, offsetof(prof_file, p.calibration.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0},
-    CNUM("mape_before_pct", mape_before, -1, 1e6, false, 1),
-    CNUM("mape_after_pct", mape_after, -1, 1e6, false, 1),
-    CNUM("mape_loo_pct", mape_loo, -1, 1e6, false, 1),
-    {"stack", PP_KEY_STR, offsetof(prof_file, p.calibration.stack), 0, 0, 0,
-     sizeof(((pp_calibration *)0)->stack), NULL, 0, false, NULL, 0},
-    {"fitted", PP_KEY_STR, offsetof(prof_file, p.calibration.fitted), 0, 0, 0,
-     sizeof(((pp_calibration *)0)->fitted), NULL, 0, false, NULL, 0},
-    PANY("logs"), PANY("notes"),
-};
-enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM };
+#define CNUM(sec, k, f, lo, hi, req, scale) \
+    {k, PP_KEY_NUM, offsetof(prof_file, p.sec.f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+#define CAL_KEYS(sec)                                                                                           \
+    {CNUM(sec, "gemm_scale", gemm_scale, 0.05, 20, true, 1),                                                    \
+     CNUM(sec, "elementwise_scale", elementwise_scale, 0.05, 50, true, 1),                                      \
+     CNUM(sec, "score_bytes", score_bytes, 0, 1000, true, 1),                                                   \
+     CNUM(sec, "layer_overhead_us", layer_overhead_s, 0, 1e6, true, 1e-6),                                      \
+     CNUM(sec, "optimizer_scale", optimizer_scale, 0.05, 50, true, 1),                                          \
+     {"runs", PP_KEY_INT, offsetof(prof_file, p.sec.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0},             \
+     CNUM(sec, "mape_before_pct", mape_before, -1, 1e6, false, 1),                                              \
+     CNUM(sec, "mape_after_pct", mape_after, -1, 1e6, false, 1),                                                \
+     CNUM(sec, "mape_loo_pct", mape_loo, -1, 1e6, false, 1),                                                    \
+     {"stack", PP_KEY_STR, offsetof(prof_file, p.sec.stack), 0, 0, 0, sizeof(((pp_calibration *)0)->stack),    \
+      NULL, 0, false, NULL, 0},                                                                                 \
+     {"fitted", PP_KEY_STR, offsetof(prof_file, p.sec.fitted), 0, 0, 0, sizeof(((pp_calibration *)0)->fitted), \
+      NULL, 0, false, NULL, 0},                                                                                 \
+     PANY("logs"),                                                                                              \
+     PANY("notes")}
+static const pp_key cal_keys[] = CAL_KEYS(calibration);
+/* `probe_calibration:` has the keys of `calibration:` (same bounds, same meaning) */
+static const pp_key probe_cal_keys[] = CAL_KEYS(probe_calibration);
+enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM, P_OPT, P_PCAL };
 static const pp_key prof_keys[] = {
     {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0},
     {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
@@ -120,6 +137,8 @@ static const pp_key prof_keys[] = {
     PANY("attention"), PANY("layer"), PANY("nccl"),
     {"calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, cal_keys, NKEYS(cal_keys)},
     PANY("oom"), /* read below with oom_keys */
+    PANY("optimizer"), /* read below with opt_keys */
+    {"probe_calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, probe_cal_keys, NKEYS(probe_cal_keys)},
     /* Free-form, documented extras: where and how the profile was measured. */
     PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
     PANY("version"), PANY("gpus"), PANY("command"),
@@ -132,11 +151,25 @@ void pp_profile_free(pp_profile *p)
     free(p->attn);
     free(p->layer);
     free(p->nccl);
+    free(p->optimizer);
     p->gemm = NULL;
     p->attn = NULL;
     p->layer = NULL;
     p->nccl = NULL;
-    p->n_gemm = p->n_attn = p->n_layer = p->n_nccl = 0;
+    p->optimizer = NULL;
+    p->n_gemm = p->n_attn = p->n_layer = p->n_nccl = p->n_optimizer = 0;
+}
+
+/* The value node of `key` in mapping `map` (NULL when absent), for a message about it. */
+static yaml_node_t *map_value(pp_yaml *y, yaml_node_t *map, const char *key)
+{
+    if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
+        yaml_node_t *k = yaml_document_get_node(&y->doc, pr->key);
+        if (k && k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, key))
+            return yaml_document_get_node(&y->doc, pr->value);
+    }
+    return NULL;
 }
 
 static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
@@ -146,6 +179,7 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
     /* neutral factors until a calibration section says otherwise */
     pf.p.calibration.gemm_scale = pf.p.calibration.elementwise_scale = pf.p.calibration.optimizer_scale = 1;
     pf.p.calibration.mape_before = pf.p.calibration.mape_after = pf.p.calibration.mape_loo = -1;
+    pf.p.probe_calibration = pf.p.calibration;
     yaml_node_t *root = pp_yaml_root(y);
     yaml_node_t *found[NKEYS(prof_keys)];
     void *arr = NULL;
@@ -154,6 +188,7 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
     if (st) goto fail;
     pp_profile *p = &pf.p;
     p->calibration.present = found[P_CAL] != NULL;
+    p->probe_calibration.present = found[P_PCAL] != NULL;
     if (found[P_GEMM]) {
         if ((st = pp_yaml_seq(y, found[P_GEMM], gemm_keys, NKEYS(gemm_keys), sizeof(gemm_rec), &arr, &n, "gemm")))
             goto fail;
@@ -184,7 +219,20 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
         if ((st = pp_yaml_seq(y, found[P_LAYER], layer_keys, NKEYS(layer_keys), sizeof(layer_rec), &arr, &n, "layer")))
             goto fail;
         if (n && !(p->layer = calloc((size_t)n, sizeof *p->layer))) goto nomem;
-        for (int i = 0; i < n; i++) p->layer[i] = ((layer_rec *)arr)[i].r;
+        for (int i = 0; i < n; i++) {
+            pp_prof_layer *l = &p->layer[i];
+            *l = ((layer_rec *)arr)[i].r;
+            if (!l->kv_heads) {
+                l->kv_heads = l->heads; /* multi-head attention: the key is written only for GQA */
+            } else if (l->kv_heads > l->heads || l->heads % l->kv_heads) {
+                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_LAYER]->data.sequence.items.start[i]);
+                yaml_node_t *v = map_value(y, item, "kv_heads");
+                st = pp_yaml_error(y, v ? v : item ? item : found[P_LAYER],
+                                   "layer[%d]: 'kv_heads': %lld must divide heads (%lld) and be at most heads", i,
+                                   (long long)l->kv_heads, (long long)l->heads);
+                goto fail;
+            }
+        }
         p->n_layer = n;
         free(arr);
         arr = NULL;
@@ -199,6 +247,15 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
             p->nccl[i].op = (pp_coll)r->op;
         }
         p->n_nccl = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_OPT]) {
+        if ((st = pp_yaml_seq(y, found[P_OPT], opt_keys, NKEYS(opt_keys), sizeof(opt_rec), &arr, &n, "optimizer")))
+            goto fail;
+        if (n && !(p->optimizer = calloc((size_t)n, sizeof *p->optimizer))) goto nomem;
+        for (int i = 0; i < n; i++) p->optimizer[i] = ((opt_rec *)arr)[i].r;
+        p->n_optimizer = n;
         free(arr);
         arr = NULL;
     }
@@ -320,6 +377,37 @@ double pp_profile_busbw_gbs(const pp_profile *p, pp_coll op, int64_t ranks, doub
         c++;
     }
     double result = c ? interp_clamped(pt, c, log(bytes)) : 0;
+    free(pt);
+    return result;
+}
+
+/* One optimizer step over `params` parameters (see pp_profile.h for why linear in params with the
+ * nearest record's rate beyond the ends). */
+double pp_profile_optimizer_s(const pp_profile *p, double params)
+{
+    if (!p || p->n_optimizer <= 0 || !(params > 0) || !isfinite(params)) return -1;
+    xy *pt = malloc((size_t)p->n_optimizer * sizeof *pt);
+    if (!pt) return -1;
+    int c = 0;
+    for (int i = 0; i < p->n_optimizer; i++) {
+        const pp_prof_optimizer *r = &p->optimizer[i];
+        if (!(r->params > 0) || !(r->ms > 0)) continue; /* the loader refuses these; a profile built in memory may not */
+        pt[c].x = r->params;
+        pt[c].y = r->ms * 1e-3;
+        c++;
+    }
+    double result = -1;
+    if (c) {
+        double lo = pt[0].x, hi = pt[0].x;
+        for (int i = 1; i < c; i++) {
+            lo = fmin(lo, pt[i].x);
+            hi = fmax(hi, pt[i].x);
+        }
+        /* interp_clamped answers inside the range and gives the (averaged) end times outside it */
+        if (params < lo) result = params / lo * interp_clamped(pt, c, lo);
+        else if (params > hi) result = params / hi * interp_clamped(pt, c, hi);
+        else result = interp_clamped(pt, c, params);
+    }
     free(pt);
     return result;
 }

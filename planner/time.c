@@ -702,6 +702,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     out->zero_gather_s = zero_s;
 
     /* --- optimizer: Adam over the rank's (shard of the) parameters, memory-bound */
+    out->optimizer_params = opt_params;
     if (l->offload == PP_OFF_NONE) {
         out->optimizer_s = OPT_BYTES_PER_PARAM * opt_params / c->mem_rate;
         if (w->profile && w->profile->calibration.present)

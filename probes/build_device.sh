@@ -61,7 +61,7 @@ cat >"$out/probe_config.h" <<EOF
 EOF
 flags="-std=c++17 -O2 -lineinfo --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80"
 objs=""
-for f in harness gemm bandwidth attention layer nccl; do
+for f in harness gemm bandwidth attention layer optimizer nccl; do
     "$nvcc" $flags -I"$src" -I"$out" $incs -c "$src/$f.cu" -o "$out/$f.o" &
     objs="$objs $out/$f.o"
 done

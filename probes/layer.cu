@@ -299,6 +299,61 @@ __global__ void pp_swiglu_bwd_kernel(const bf16 *da, const bf16 *u, bf16 *du, in
     }
 }
 
+/* Grouped-query attention (kv groups of rep = heads/kv heads), as Megatron-LM's local
+ * implementation runs it (megatron/core/transformer/dot_product_attention.py): the QKV GEMM writes
+ * g [T, hq + 2 hkv] (q | k | v: head j of q at columns j*d, group i of k at hq + i*d, of v at
+ * hq + hkv + i*d; hq = heads*d, hkv = kv*d), then key.repeat_interleave(rep, dim=2) and the same
+ * for value copy k and v to the full heads, and the attention runs multi-head on m [T, 3 hq]
+ * (q | k | v, head j at j*d). The query is copied as well: Megatron's reshape of the query view of
+ * the packed QKV output copies it. Both kernels move 16-byte vectors (8 bf16; d % 8 == 0), blocks
+ * striding over rows (T) and threads over a row's vectors, so that the index arithmetic stays in
+ * 32 bits per row.
+ *
+ * expand: m[t, j*d + e] = g[t, j*d + e]; m[t, hq + j*d + e] = g[t, hq + (j/rep)*d + e]; v likewise. */
+__global__ void pp_gqa_expand_kernel(const bf16 *__restrict__ g, bf16 *__restrict__ m, int64_t T, int hqv, int hkvv,
+                                     int dv, int rep)
+{
+    const int ngv = hqv + 2 * hkvv, nmv = 3 * hqv; /* 16-byte vectors per row of g and of m */
+    for (int64_t t = blockIdx.x; t < T; t += gridDim.x) {
+        const uint4 *src = (const uint4 *)g + t * ngv;
+        uint4 *dst = (uint4 *)m + t * nmv;
+        for (int v = threadIdx.x; v < nmv; v += blockDim.x) {
+            const int part = v / hqv, w = v - part * hqv; /* 0 q, 1 k, 2 v; vector within the part */
+            const int head = w / dv, e = w - head * dv;
+            dst[v] = src[part == 0 ? w : hqv + (part - 1) * hkvv + (head / rep) * dv + e];
+        }
+    }
+}
+
+/* reduce, the backward of expand (the autograd of repeat_interleave, then of the split of the
+ * packed QKV): dg[t, q part] = dm[t, q part]; dg[t, hq + i*d + e] = sum over r < rep of
+ * dm[t, hq + (i*rep + r)*d + e], v likewise; fp32 accumulation, one rounding to bf16. */
+__global__ void pp_gqa_reduce_kernel(const bf16 *__restrict__ dm, bf16 *__restrict__ dg, int64_t T, int hqv, int hkvv,
+                                     int dv, int rep)
+{
+    const int ngv = hqv + 2 * hkvv, nmv = 3 * hqv;
+    for (int64_t t = blockIdx.x; t < T; t += gridDim.x) {
+        const uint4 *src = (const uint4 *)dm + t * nmv;
+        uint4 *dst = (uint4 *)dg + t * ngv;
+        for (int v = threadIdx.x; v < ngv; v += blockDim.x) {
+            if (v < hqv) {
+                dst[v] = src[v];
+                continue;
+            }
+            const int part = (v - hqv) / hkvv, w = v - hqv - part * hkvv; /* 0 k, 1 v */
+            const int grp = w / dv, e = w - grp * dv;
+            const uint4 *s0 = src + hqv * (1 + part) + grp * rep * dv + e;
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, x[8];
+            for (int r = 0; r < rep; r++) {
+                pp_unpack8(s0[r * dv], x);
+#pragma unroll
+                for (int k = 0; k < 8; k++) acc[k] += x[k];
+            }
+            dst[v] = pp_pack8(acc);
+        }
+    }
+}
+
 /* ================================================================ step trace */
 
 /* PARPLAN_PROBE_TRACE=1: after timing, one forward+backward with an event after every step, the
@@ -509,20 +564,24 @@ static pp_gemm_desc desc_wgrad(const void *dY, const void *X, void *dW, int64_t 
 typedef struct {
     int64_t b, s, h, heads, d, ffn; /* heads and ffn of the shard */
     bool swiglu, flash;
+    int64_t kv;                     /* key/value heads (GQA groups) of the shard, dividing heads */
 } layer_shape;
 
 typedef struct {
     layer_shape sh;
-    int64_t T, hq, nqkv, n1;
+    int64_t T, hq, nqkv, n1;        /* nqkv = hq + 2 kv d: the QKV GEMM's width (3 hq for MHA) */
+    bool gqa;                       /* kv < heads: the expand and reduce kernels run */
     /* parameters and their gradients */
     bf16 *g1, *be1, *wqkv, *bqkv, *wp, *bp, *g2, *be2, *w1, *b1, *w2, *b2;
     bf16 *dwqkv, *dbqkv, *dwp, *dbp, *dw1, *db1, *dw2, *db2;
     float *dg1, *dbe1, *dg2, *dbe2;
-    /* activations */
-    bf16 *x, *ln1, *qkv, *o, *x1, *ln2, *u, *a, *y;
+    /* activations; qkv [T, nqkv] is the QKV GEMM's output, qkv_mha [T, 3 hq] the attention's input
+     * (the same buffer for MHA, the expand kernel's output for GQA) */
+    bf16 *x, *ln1, *qkv, *qkv_mha, *o, *x1, *ln2, *u, *a, *y;
     float *mean1, *rstd1, *mean2, *rstd2, *stats;
-    /* gradients of activations */
-    bf16 *dy, *da, *du, *dln2, *dx1, *dO, *dqkv, *dln1, *dx;
+    /* gradients of activations; dqkv_mha [T, 3 hq] the attention's (dq | dk | dv), dqkv [T, nqkv]
+     * what the QKV dgrad and wgrad read (the same buffer for MHA, the reduce kernel's output for GQA) */
+    bf16 *dy, *da, *du, *dln2, *dx1, *dO, *dqkv, *dqkv_mha, *dln1, *dx;
     float *part;
     int ln_blocks, ln_threads;      /* forward: one block of ln_threads per row */
     int lnb_blocks, lnb_threads;    /* backward: R = lnb_threads / ln_threads rows at a time */
@@ -648,11 +707,21 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     T = L->T = sh->b * sh->s;
     h = sh->h;
     hq = L->hq = sh->heads * sh->d;
-    nqkv = L->nqkv = 3 * hq;
+    if (sh->kv < 1 || sh->kv > sh->heads || sh->heads % sh->kv) {
+        pp_probe_error(__FILE__, __LINE__, "layer: %lld kv heads do not divide %lld heads", (long long)sh->kv,
+                       (long long)sh->heads);
+        return -1;
+    }
+    L->gqa = sh->kv < sh->heads;
+    nqkv = L->nqkv = hq + 2 * sh->kv * sh->d;
     f = sh->ffn;
     n1 = L->n1 = sh->swiglu ? 2 * f : f;
     if (h % 8 || hq % 8 || f % 8 || h / 8 > 4 * 1024) {
         pp_probe_error(__FILE__, __LINE__, "layer: hidden, heads*head_dim and ffn must be multiples of 8 (hidden <= 32768)");
+        return -1;
+    }
+    if (L->gqa && (sh->d % 8 || 3 * hq / 8 > INT32_MAX)) {
+        pp_probe_error(__FILE__, __LINE__, "layer: grouped-query attention needs a head size that is a multiple of 8");
         return -1;
     }
     LA(L->g1, h, 2); LA(L->be1, h, 2); LA(L->g2, h, 2); LA(L->be2, h, 2);
@@ -667,6 +736,12 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     LA(L->stats, sh->b * sh->heads * sh->s, 4);
     LA(L->dy, T * h, 2); LA(L->da, T * f, 2); LA(L->du, T * n1, 2); LA(L->dln2, T * h, 2); LA(L->dx1, T * h, 2);
     LA(L->dO, T * hq, 2); LA(L->dqkv, T * nqkv, 2); LA(L->dln1, T * h, 2); LA(L->dx, T * h, 2);
+    L->qkv_mha = L->qkv;
+    L->dqkv_mha = L->dqkv;
+    if (L->gqa) {
+        LA(L->qkv_mha, T * 3 * hq, 2);
+        LA(L->dqkv_mha, T * 3 * hq, 2);
+    }
     {
         int thr = (int)((h / 8 + LN_MAXV - 1) / LN_MAXV);
         thr = (thr + 31) / 32 * 32;
@@ -783,7 +858,7 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         L->qkv_w.bias = L->dbqkv, L->qkv_w.gsrc = L->dqkv, L->qkv_w.g_rows = T, L->qkv_w.g_cols = nqkv,
         L->qkv_w.g_ld = nqkv;
     }
-    /* attention on the packed QKV */
+    /* attention on the packed multi-head QKV [T, 3 hq] (for GQA the expanded copy) */
     {
         pp_attn_shape ash;
         pp_attn_io io;
@@ -791,20 +866,38 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         ash.s = sh->s;
         ash.heads = sh->heads;
         ash.d = sh->d;
-        ash.ld_qkv = nqkv;
+        ash.ld_qkv = 3 * hq;
         ash.ld_o = hq;
-        io.q = L->qkv;
-        io.k = L->qkv + hq;
-        io.v = L->qkv + 2 * hq;
+        io.q = L->qkv_mha;
+        io.k = L->qkv_mha + hq;
+        io.v = L->qkv_mha + 2 * hq;
         io.o = L->o;
         io.stats = L->stats;
         io.dout = L->dO;
-        io.dq = L->dqkv;
-        io.dk = L->dqkv + hq;
-        io.dv = L->dqkv + 2 * hq;
+        io.dq = L->dqkv_mha;
+        io.dk = L->dqkv_mha + hq;
+        io.dv = L->dqkv_mha + 2 * hq;
         st = pp_attn_create(c, &ash, sh->flash, &io, &L->attn, why, why_n);
         if (st) return st;
     }
+    return 0;
+fail:
+    return -1;
+}
+
+/* The GQA expand (forward) or reduce (backward) kernel of the layer: a block per row, up to
+ * 16 per SM's worth of rows at once, 128 threads over the row's 16-byte vectors. */
+static int gqa_launch(pp_probe_ctx *c, layer *L, bool bwd)
+{
+    const int64_t T = L->T, want = (int64_t)c->prop.multiProcessorCount * 16;
+    const int hqv = (int)(L->hq / 8), hkvv = (int)(L->sh.kv * L->sh.d / 8), dv = (int)(L->sh.d / 8);
+    const int rep = (int)(L->sh.heads / L->sh.kv);
+    const unsigned blocks = (unsigned)(T < want ? T : want);
+    if (bwd)
+        pp_gqa_reduce_kernel<<<blocks, 128, 0, c->stream>>>(L->dqkv_mha, L->dqkv, T, hqv, hkvv, dv, rep);
+    else
+        pp_gqa_expand_kernel<<<blocks, 128, 0, c->stream>>>(L->qkv, L->qkv_mha, T, hqv, hkvv, dv, rep);
+    PP_LAUNCHED();
     return 0;
 fail:
     return -1;
@@ -821,6 +914,10 @@ static int layer_fwd(pp_probe_ctx *c, void *arg)
     TRACE(c, "ln1");
     PP_TRY(lin_run(c, &L->qkv_f));
     TRACE(c, "qkv");
+    if (L->gqa) {
+        PP_TRY(gqa_launch(c, L, false));
+        TRACE(c, "qkv.expand");
+    }
     PP_TRY(pp_attn_fwd(c, L->attn));
     TRACE(c, "attn");
     PP_TRY(lin_run(c, &L->proj_f));
@@ -870,6 +967,10 @@ static int layer_bwd(pp_probe_ctx *c, layer *L)
     TRACE(c, "proj.wgrad");
     PP_TRY(pp_attn_bwd(c, L->attn));
     TRACE(c, "attn.bwd");
+    if (L->gqa) {
+        PP_TRY(gqa_launch(c, L, true));
+        TRACE(c, "qkv.reduce");
+    }
     PP_TRY(lin_run(c, &L->qkv_d));
     TRACE(c, "qkv.dgrad");
     PP_TRY(lin_run(c, &L->qkv_w));
@@ -904,8 +1005,9 @@ static int layer_trace(pp_probe_ctx *c, layer *L)
     PP_TRY(layer_fwdbwd(c, L));
     trace.on = false;
     PP_CU(cudaStreamSynchronize(c->stream));
-    fprintf(stderr, "layer trace h=%lld heads=%lld s=%lld b=%lld gelu-recipe %d (ms):", (long long)L->sh.h,
-            (long long)L->sh.heads, (long long)L->sh.s, (long long)L->sh.b, L->gelu_recipe);
+    fprintf(stderr, "layer trace h=%lld heads=%lld", (long long)L->sh.h, (long long)L->sh.heads);
+    if (L->gqa) fprintf(stderr, " kv=%lld", (long long)L->sh.kv);
+    fprintf(stderr, " s=%lld b=%lld gelu-recipe %d (ms):", (long long)L->sh.s, (long long)L->sh.b, L->gelu_recipe);
     for (int i = 1; i < trace.n; i++) {
         PP_CU(cudaEventElapsedTime(&ms, trace.ev[i - 1], trace.ev[i]));
         fprintf(stderr, " %s %.3f", trace.name[i], ms);
@@ -920,7 +1022,8 @@ fail:
     return rc;
 }
 
-/* Model FLOPs of the shard's forward: 2 T (h nqkv + hq h + h n1 + f h) + 4 b s^2 hq; GPT at tp 1:
+/* Model FLOPs of the shard's forward: 2 T (h nqkv + hq h + h n1 + f h) + 4 b s^2 hq, nqkv =
+ * (heads + 2 kv) d (GQA's narrower K and V; the expand copy does no FLOPs); GPT at tp 1:
  * 24 b s h^2 + 4 b s^2 h (Korthikanti et al. 2022, eq. 7 without the logits). */
 static double layer_fwd_flops(const layer *L)
 {
@@ -970,7 +1073,8 @@ static int cmp_dev(pp_probe_ctx *c, const void *dev, pp_elt t, const double *ref
     return 0;
 }
 
-/* The layer at b 2, s 128, two heads of the timed head size, against pp_ref_layer. */
+/* The layer at b 2, s 128, two heads of the timed head size (GQA: four heads in two kv groups, so
+ * that the expand and reduce kernels are checked too), against pp_ref_layer. */
 static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, double *err, char *which, size_t which_n,
                        char *why, size_t why_n)
 {
@@ -990,7 +1094,8 @@ static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, doub
     which[0] = 0;
     sh.b = 2;
     sh.s = 128;
-    sh.heads = 2;
+    sh.heads = big->kv < big->heads ? 4 : 2;
+    sh.kv = 2;
     sh.d = big->d;
     sh.h = 2 * big->d;
     sh.ffn = big->swiglu ? 3 * sh.h : 4 * sh.h;
@@ -1026,6 +1131,7 @@ static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, doub
     w.ln1_g = hw[0], w.ln1_b = hw[1], w.wqkv = hw[2], w.bqkv = hw[3], w.wproj = hw[4], w.bproj = hw[5];
     w.ln2_g = hw[6], w.ln2_b = hw[7], w.w1 = hw[8], w.b1 = hw[9], w.w2 = hw[10], w.b2 = hw[11];
     rs.b = sh.b, rs.s = sh.s, rs.h = h, rs.heads = sh.heads, rs.head_dim = sh.d, rs.ffn = f, rs.swiglu = sh.swiglu;
+    rs.kv_heads = sh.kv;
     y = (double *)calloc((size_t)(T * h), sizeof *y);
     dx = (double *)calloc((size_t)(T * h), sizeof *dx);
     dwqkv = (double *)calloc((size_t)(nqkv * h), sizeof *dwqkv);
@@ -1072,30 +1178,31 @@ fail:
 typedef struct {
     int64_t hidden, heads, seq, mbs, tp, ffn;
     bool swiglu;
+    int64_t kv_heads;               /* the model's (all shards'); = heads for MHA */
 } layer_job;
 
 static int build_jobs(const pp_probe_opts *o, layer_job *jobs, int cap)
 {
     int n = 0;
     if (o->quick) {
-        layer_job j = {512, 4, 256, 2, 1, 2048, false};
+        layer_job j = {512, 4, 256, 2, 1, 2048, false, 4};
         jobs[n++] = j;
         return n;
     }
     if (o->hidden) {
         for (int i = 0; i < o->n_tp && n < cap; i++) {
             layer_job j = {o->hidden, o->heads, o->seq ? o->seq : 2048, o->mbs ? o->mbs : 1, o->tp[i],
-                           o->ffn ? o->ffn : 4 * o->hidden, o->swiglu};
+                           o->ffn ? o->ffn : 4 * o->hidden, o->swiglu, o->kv_heads ? o->kv_heads : o->heads};
             jobs[n++] = j;
         }
         return n;
     }
     /* the anchors' GPT layers (h100_torch.jsonl "layer" rows) */
-    layer_job def[5] = {{1024, 16, 1024, 16, 1, 4096, false},
-                        {2048, 16, 2048, 8, 1, 8192, false},
-                        {4096, 32, 2048, 4, 1, 16384, false},
-                        {5120, 40, 2048, 4, 1, 20480, false},
-                        {8192, 64, 2048, 2, 1, 32768, false}};
+    layer_job def[5] = {{1024, 16, 1024, 16, 1, 4096, false, 16},
+                        {2048, 16, 2048, 8, 1, 8192, false, 16},
+                        {4096, 32, 2048, 4, 1, 16384, false, 32},
+                        {5120, 40, 2048, 4, 1, 20480, false, 40},
+                        {8192, 64, 2048, 2, 1, 32768, false, 64}};
     for (int i = 0; i < 5 && n < cap; i++) jobs[n++] = def[i];
     return n;
 }
@@ -1103,7 +1210,7 @@ static int build_jobs(const pp_probe_opts *o, layer_job *jobs, int cap)
 /* One job: the CPU check of its (head size, activation, attention) once, then the layer at its size
  * timed. 0 (a row, a note or a wrong result), -1 on a failure (an OOM among them: the caller reports
  * the size and goes on). L is freed by the caller. */
-static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[4][2][2], double check_err[4][2][2],
+static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[8][2][2], double check_err[8][2][2],
                      layer *L)
 {
     layer_shape sh;
@@ -1118,13 +1225,17 @@ static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[4]
     sh.d = j->hidden / j->heads;
     sh.ffn = j->ffn / j->tp;
     sh.swiglu = j->swiglu;
-    di = sh.d == 64 ? 0 : sh.d == 128 ? 1 : sh.d == 256 ? 2 : 3;
-    /* flash attention when cuDNN builds it for this shape, else the unfused path */
-    for (int attempt = 0; attempt < 2; attempt++) {
+    sh.kv = j->kv_heads / j->tp;
+    /* checks kept per head size (other sizes: every time) and per MHA (0-3) or GQA (4-7) */
+    di = (sh.d == 64 ? 0 : sh.d == 128 ? 1 : sh.d == 256 ? 2 : 3) + (sh.kv < sh.heads ? 4 : 0);
+    /* flash attention when cuDNN builds it for this shape, else the unfused path; --attention
+     * flash|unfused asks for one of them only */
+    const int attn = c->opt->attention;
+    for (int attempt = attn == 2 ? 1 : 0; attempt < (attn == 1 ? 1 : 2); attempt++) {
         flash = attempt == 0;
         sh.flash = flash;
         int *ck = &checked[di][j->swiglu][flash];
-        if (*ck == 0 || di == 3) {
+        if (*ck == 0 || di % 4 == 3) {
             /* every GELU-gradient recipe the timing may pick, each against the CPU */
             err = 0;
             for (int r = 0; r < (j->swiglu ? 1 : GELU_RECIPES); r++) {
@@ -1145,9 +1256,9 @@ static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[4]
             }
             /* bf16 activations, weights and gradients through ~10 roundings: about 1e-2 */
             if (!(err <= 5e-2)) {
-                pp_report_fail(c->rep, "layer (head_dim %lld, %s, %s attention): %s off the CPU reference by %.3g",
-                               (long long)sh.d, j->swiglu ? "swiglu" : "gelu", flash ? "flash" : "unfused", which,
-                               err);
+                pp_report_fail(c->rep, "layer (head_dim %lld, %s, %s attention%s): %s off the CPU reference by %.3g",
+                               (long long)sh.d, j->swiglu ? "swiglu" : "gelu", flash ? "flash" : "unfused",
+                               sh.kv < sh.heads ? ", grouped-query" : "", which, err);
                 *ck = -1;
                 continue;
             }
@@ -1178,6 +1289,7 @@ static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[4]
         row.mbs = j->mbs;
         row.tp = j->tp;
         row.ffn = j->ffn;
+        row.kv_heads = j->kv_heads;
         snprintf(row.act, sizeof row.act, "%s", j->swiglu ? "swiglu" : "gelu");
         snprintf(row.attention, sizeof row.attention, "%s", flash ? "flash" : "unfused");
         row.fwd_ms = ms_f;
@@ -1197,9 +1309,10 @@ int pp_probe_layer(pp_probe_ctx *c)
     layer_job jobs[16];
     int n_jobs = build_jobs(c->opt, jobs, 16), rc = -1;
     layer L;
-    /* checked (head size, act, attention) combinations: 0 unchecked, 1 ok, -1 wrong or unavailable */
-    int checked[4][2][2];
-    double check_err[4][2][2];
+    /* checked (head size and MHA/GQA, act, attention) combinations: 0 unchecked, 1 ok, -1 wrong or
+     * unavailable */
+    int checked[8][2][2];
+    double check_err[8][2][2];
     memset(&L, 0, sizeof L);
     memset(checked, 0, sizeof checked);
     memset(check_err, 0, sizeof check_err);
@@ -1209,6 +1322,14 @@ int pp_probe_layer(pp_probe_ctx *c)
         if (j->heads % j->tp || j->ffn % j->tp || j->hidden % j->heads) {
             pp_report_note(c->rep, "layer hidden=%lld heads=%lld tp=%lld: heads, ffn and hidden do not split evenly",
                            (long long)j->hidden, (long long)j->heads, (long long)j->tp);
+            continue;
+        }
+        /* Megatron-LM splits the kv groups over TP (num_query_groups / tp per rank, an error when it
+         * does not divide) */
+        if (j->kv_heads < 1 || j->heads % j->kv_heads || j->kv_heads % j->tp) {
+            pp_report_note(c->rep, "layer hidden=%lld heads=%lld kv_heads=%lld tp=%lld: the kv heads do not divide "
+                           "the heads or do not split over tp", (long long)j->hidden, (long long)j->heads,
+                           (long long)j->kv_heads, (long long)j->tp);
             continue;
         }
         pp_alloc_mark();

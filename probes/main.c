@@ -24,7 +24,7 @@ static double wall_s(void)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: parplan-probe [gemm|bandwidth|attention|layer|nccl|all]... [options]\n"
+            "usage: parplan-probe [gemm|bandwidth|attention|layer|optimizer|nccl|all]... [options]\n"
             "measures this machine's GPUs into a hardware profile (default: all probes)\n\n"
             "  -o, --output FILE   write the profile: YAML, or JSON when FILE ends in .json\n"
             "  --json              one JSON document on stdout instead of the table\n"
@@ -38,6 +38,9 @@ static void usage(FILE *f)
             "                      that does not fit is reported as 'OOM at this size' and skipped)\n"
             "  --hidden H --heads A [--kv-heads G] [--ffn F] [--seq S] [--mbs B] [--tp 1,2,4,8] [--swiglu]\n"
             "                      a model's shapes instead of the default ones (gemm, attention, layer)\n"
+            "  --attention auto|flash|unfused\n"
+            "                      the layer's attention (default auto: flash where cuDNN builds it, else unfused)\n"
+            "  --params N[,N...]   the optimizer probe's sizes in parameters (default 1e8,1e9; --quick 1e7,1e8)\n"
             "  --count             print the number of visible GPUs and exit\n"
             "  --version, -h, --help\n\n"
             "mpirun -np N parplan-probe nccl  spans nodes (one GPU per rank) when built with MPI.\n"
@@ -107,6 +110,23 @@ static int parse_tp_list(const char *s, pp_probe_opts *o)
         o->tp[o->n_tp++] = v;
     }
     if (!o->n_tp) return bad_input("--tp expects a list such as 1,2,4,8");
+    return 0;
+}
+
+/* --params 1e8,1e9: whole numbers of parameters (decimal or exponent form) */
+static int parse_params_list(const char *s, pp_probe_opts *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->n_params = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        double v = 0;
+        if (o->n_params >= PP_PROBE_MAX_PARAMS) return bad_input("--params takes at most %d sizes", PP_PROBE_MAX_PARAMS);
+        if (parse_num("--params", tok, 1024, 1e12, &v)) return 2;
+        if (v != floor(v)) return bad_input("--params expects whole numbers of parameters, got '%s'", tok);
+        o->params[o->n_params++] = v;
+    }
+    if (!o->n_params) return bad_input("--params expects a list such as 100000000,1000000000");
     return 0;
 }
 
@@ -185,6 +205,15 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
             if (parse_tp_list(val, o)) return 2;
         } else if (!strcmp(a, "--swiglu")) {
             o->swiglu = true;
+        } else if (!strcmp(a, "--params")) {
+            NEED_VAL();
+            if (parse_params_list(val, o)) return 2;
+        } else if (!strcmp(a, "--attention")) {
+            NEED_VAL();
+            if (!strcmp(val, "auto")) o->attention = 0;
+            else if (!strcmp(val, "flash")) o->attention = 1;
+            else if (!strcmp(val, "unfused")) o->attention = 2;
+            else return bad_input("--attention '%s': expected auto, flash or unfused", val);
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
@@ -199,6 +228,7 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
     if (!any)
         for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = true;
     if (parse_env(o)) return 2;
+    if (o->n_params && !o->run[PP_PROBE_OPTIMIZER]) return bad_input("--params sizes the optimizer probe, which is not asked for");
     if (o->hidden && !o->heads) return bad_input("--hidden needs --heads");
     if (o->heads && !o->hidden) return bad_input("--heads needs --hidden");
     if (o->hidden) {
@@ -314,6 +344,7 @@ int main(int argc, char **argv)
         case PP_PROBE_BANDWIDTH: st = pp_probe_bandwidth(ctx); break;
         case PP_PROBE_ATTENTION: st = pp_probe_attention(ctx); break;
         case PP_PROBE_LAYER: st = pp_probe_layer(ctx); break;
+        case PP_PROBE_OPTIMIZER: st = pp_probe_optimizer(ctx); break;
         default: st = pp_probe_nccl(&o, &rep); break;
         }
         rep.probe_s[k] = wall_s() - t0;

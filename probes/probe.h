@@ -17,11 +17,14 @@
 extern "C" {
 #endif
 
-enum { PP_PROBE_GEMM = 0, PP_PROBE_BANDWIDTH, PP_PROBE_ATTENTION, PP_PROBE_LAYER, PP_PROBE_NCCL,
-       PP_PROBE_COUNT };
+/* The optimizer probe (issue 8) comes before nccl: the single-GPU probes share one context, which
+ * main.c closes before nccl drives its own devices. */
+enum { PP_PROBE_GEMM = 0, PP_PROBE_BANDWIDTH, PP_PROBE_ATTENTION, PP_PROBE_LAYER, PP_PROBE_OPTIMIZER,
+       PP_PROBE_NCCL, PP_PROBE_COUNT };
 extern const char *const pp_probe_names[PP_PROBE_COUNT];
 
 #define PP_PROBE_MAX_TP 8
+#define PP_PROBE_MAX_PARAMS 8 /* --params sizes of the optimizer probe */
 
 /* What to measure (parsed by main.c). */
 typedef struct {
@@ -45,8 +48,14 @@ typedef struct {
      * anchors in ../shared/anchors, so that the figures compare one to one). */
     int64_t hidden, heads, kv_heads, ffn, seq, mbs;
     bool swiglu;
+    int attention;            /* --attention: 0 auto (flash where cuDNN builds it, else unfused), 1 flash
+                               * only, 2 unfused only (the attention of Megatron's local implementation,
+                               * plan --probe --attention unfused) */
     int64_t tp[PP_PROBE_MAX_TP];
     int n_tp;
+    /* --params N[,N...]: the optimizer probe's sizes in parameters (n_params 0: its defaults) */
+    double params[PP_PROBE_MAX_PARAMS];
+    int n_params;
 } pp_probe_opts;
 
 /* ---------------------------------------------------------------- results */
@@ -83,6 +92,7 @@ typedef struct {
     double fwd_ms, fwdbwd_ms;
     double fwd_tflops, fwdbwd_tflops; /* model FLOPs of the shard (24bsh^2 + 4bs^2h for GPT, /tp) */
     double check_err;         /* largest relative error of the small-size check against the CPU */
+    int64_t kv_heads;         /* key/value heads (GQA groups) of the model; 0 or heads: multi-head */
 } pp_layer_row;
 
 typedef struct {
@@ -91,6 +101,14 @@ typedef struct {
     double bytes;             /* nccl-tests' size: all_gather the output, reduce_scatter the input */
     double us, algbw_gbs, busbw_gbs;
 } pp_nccl_row;
+
+/* One fused mixed-precision AdamW step over `params` parameters (optimizer.cu). */
+typedef struct {
+    double params;            /* parameters updated */
+    double bytes_per_param;   /* HBM bytes read + written per parameter (30, see optimizer.cu) */
+    double ms, gbs;           /* one step; effective GB/s = bytes_per_param * params / time */
+    double check_err;         /* largest relative error of the small-size check against the CPU */
+} pp_opt_row;
 
 /* A size that ran out of GPU memory: reported ("OOM at this size") and skipped, the probe goes on. */
 typedef struct {
@@ -115,6 +133,7 @@ typedef struct pp_report {
     pp_attn_row *attn; int n_attn, cap_attn;
     pp_layer_row *layer; int n_layer, cap_layer;
     pp_nccl_row *nccl; int n_nccl, cap_nccl;
+    pp_opt_row *opt; int n_opt, cap_opt;
     pp_oom_row *oom; int n_oom, cap_oom;
     /* wrong results (reported, not timed) and notes (skipped parts), one line each */
     char **fail; int n_fail, cap_fail;
@@ -131,6 +150,7 @@ int pp_report_add_bw(pp_report *r, const pp_bw_row *row);
 int pp_report_add_attn(pp_report *r, const pp_attn_row *row);
 int pp_report_add_layer(pp_report *r, const pp_layer_row *row);
 int pp_report_add_nccl(pp_report *r, const pp_nccl_row *row);
+int pp_report_add_opt(pp_report *r, const pp_opt_row *row);
 /* An OOM row: refused (-1) without a probe index or description, or with a negative need. */
 int pp_report_add_oom(pp_report *r, const pp_oom_row *row);
 void pp_report_fail(pp_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -222,6 +242,7 @@ int pp_probe_gemm(pp_probe_ctx *ctx);
 int pp_probe_bandwidth(pp_probe_ctx *ctx);
 int pp_probe_attention(pp_probe_ctx *ctx);
 int pp_probe_layer(pp_probe_ctx *ctx);
+int pp_probe_optimizer(pp_probe_ctx *ctx);
 /* NCCL drives its own devices (all local GPUs, or one per MPI rank), no ctx. */
 int pp_probe_nccl(const pp_probe_opts *opt, pp_report *r);
 

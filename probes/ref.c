@@ -199,20 +199,37 @@ done:
 int pp_ref_layer(const pp_ref_shape *sh, const pp_ref_weights *w, const float *x, const float *dy, double *y,
                  pp_ref_grads *g)
 {
-    const int64_t T = sh->b * sh->s, h = sh->h, hq = sh->heads * sh->head_dim, f = sh->ffn;
-    const int64_t nqkv = 3 * hq, n1 = sh->swiglu ? 2 * f : f;
+    const int64_t T = sh->b * sh->s, h = sh->h, d = sh->head_dim, hq = sh->heads * d, f = sh->ffn;
+    const int64_t kv = sh->kv_heads ? sh->kv_heads : sh->heads;
+    const int64_t n1 = sh->swiglu ? 2 * f : f;
     int rc = -1;
-    double *xd = NULL, *a = NULL, *m1 = NULL, *r1 = NULL, *qkv = NULL, *o = NULL, *x1 = NULL, *c = NULL,
-           *m2 = NULL, *r2 = NULL, *u = NULL, *act = NULL, *dyd = NULL, *dact = NULL, *du = NULL, *dc = NULL,
-           *dx1 = NULL, *d_o = NULL, *dqkv = NULL, *da = NULL;
+    double *xd = NULL, *a = NULL, *m1 = NULL, *r1 = NULL, *qkv = NULL, *qkvm = NULL, *o = NULL, *x1 = NULL,
+           *c = NULL, *m2 = NULL, *r2 = NULL, *u = NULL, *act = NULL, *dyd = NULL, *dact = NULL, *du = NULL,
+           *dc = NULL, *dx1 = NULL, *d_o = NULL, *dqkv = NULL, *da = NULL;
+    if (kv < 1 || kv > sh->heads || sh->heads % kv) return -1;
+    /* hkv: width of k (and of v) in the QKV GEMM's output, nqkv: that output's width (3 hq for MHA);
+     * rep: heads per kv group */
+    const int64_t hkv = kv * d, nqkv = hq + 2 * hkv, rep = sh->heads / kv;
 #define ALLOC(p, n) if (!((p) = calloc((size_t)(n), sizeof *(p)))) goto done
-    ALLOC(xd, T * h); ALLOC(a, T * h); ALLOC(m1, T); ALLOC(r1, T); ALLOC(qkv, T * nqkv); ALLOC(o, T * hq);
-    ALLOC(x1, T * h); ALLOC(c, T * h); ALLOC(m2, T); ALLOC(r2, T); ALLOC(u, T * n1); ALLOC(act, T * f);
+    ALLOC(xd, T * h); ALLOC(a, T * h); ALLOC(m1, T); ALLOC(r1, T); ALLOC(qkv, T * nqkv); ALLOC(qkvm, T * 3 * hq);
+    ALLOC(o, T * hq); ALLOC(x1, T * h); ALLOC(c, T * h); ALLOC(m2, T); ALLOC(r2, T); ALLOC(u, T * n1);
+    ALLOC(act, T * f);
     for (int64_t i = 0; i < T * h; i++) xd[i] = x[i];
 
     ln_fwd(xd, w->ln1_g, w->ln1_b, T, h, a, m1, r1);
     linear(a, w->wqkv, w->bqkv, T, nqkv, h, qkv);
-    if (pp_ref_attention(sh->b, sh->s, sh->heads, sh->head_dim, qkv, qkv + hq, qkv + 2 * hq, nqkv, o, NULL, NULL,
+    /* qkvm [T, 3 hq]: the multi-head layout the attention reads; q copied, head j of k and v from kv
+     * group j / rep (an exact copy: with kv == heads, qkvm == qkv) */
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < sh->heads; j++)
+            for (int64_t e = 0; e < d; e++) {
+                const double *src = qkv + t * nqkv;
+                double *dst = qkvm + t * 3 * hq;
+                dst[j * d + e] = src[j * d + e];
+                dst[hq + j * d + e] = src[hq + (j / rep) * d + e];
+                dst[2 * hq + j * d + e] = src[hq + hkv + (j / rep) * d + e];
+            }
+    if (pp_ref_attention(sh->b, sh->s, sh->heads, d, qkvm, qkvm + hq, qkvm + 2 * hq, 3 * hq, o, NULL, NULL,
                          NULL, NULL))
         goto done;
     linear(o, w->wproj, w->bproj, T, h, hq, x1);
@@ -258,16 +275,24 @@ int pp_ref_layer(const pp_ref_shape *sh, const pp_ref_weights *w, const float *x
         tv = calloc((size_t)(T * hq), sizeof *tv);
         double *tmp_o = calloc((size_t)(T * hq), sizeof *tmp_o);
         int arc = (tq && tk && tv && tmp_o)
-                      ? pp_ref_attention(sh->b, sh->s, sh->heads, sh->head_dim, qkv, qkv + hq, qkv + 2 * hq, nqkv,
-                                         tmp_o, d_o, tq, tk, tv)
+                      ? pp_ref_attention(sh->b, sh->s, sh->heads, d, qkvm, qkvm + hq, qkvm + 2 * hq, 3 * hq, tmp_o,
+                                         d_o, tq, tk, tv)
                       : -1;
+        /* dq as is; dk and dv of kv group i: the sum over its heads i*rep .. i*rep + rep - 1 */
         if (!arc)
-            for (int64_t t = 0; t < T; t++)
-                for (int64_t j = 0; j < hq; j++) {
-                    dqkv[t * nqkv + j] = tq[t * hq + j];
-                    dqkv[t * nqkv + hq + j] = tk[t * hq + j];
-                    dqkv[t * nqkv + 2 * hq + j] = tv[t * hq + j];
-                }
+            for (int64_t t = 0; t < T; t++) {
+                for (int64_t j = 0; j < hq; j++) dqkv[t * nqkv + j] = tq[t * hq + j];
+                for (int64_t i = 0; i < kv; i++)
+                    for (int64_t e = 0; e < d; e++) {
+                        double sk = 0, sv = 0;
+                        for (int64_t r = 0; r < rep; r++) {
+                            sk += tk[t * hq + (i * rep + r) * d + e];
+                            sv += tv[t * hq + (i * rep + r) * d + e];
+                        }
+                        dqkv[t * nqkv + hq + i * d + e] = sk;
+                        dqkv[t * nqkv + hq + hkv + i * d + e] = sv;
+                    }
+            }
         free(tq);
         free(tk);
         free(tv);
@@ -287,7 +312,7 @@ int pp_ref_layer(const pp_ref_shape *sh, const pp_ref_weights *w, const float *x
     rc = 0;
 #undef ALLOC
 done:
-    free(xd); free(a); free(m1); free(r1); free(qkv); free(o); free(x1); free(c); free(m2); free(r2);
+    free(xd); free(a); free(m1); free(r1); free(qkv); free(qkvm); free(o); free(x1); free(c); free(m2); free(r2);
     free(u); free(act); free(dyd); free(dact); free(du); free(dc); free(dx1); free(d_o); free(dqkv); free(da);
     return rc;
 }

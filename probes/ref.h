@@ -16,11 +16,17 @@ extern "C" {
  *   x1 = x + o Wproj^T + bproj;  c = LN2(x1);  u = c W1^T + b1
  *   y  = x1 + act(u) W2^T + b2,   act = GELU (tanh form, as cuBLASLt's epilogue and GPT-2) or
  *                                 SwiGLU (u = [gate | up], act = silu(gate) * up)
- * Shapes (row-major): x, y [b*s, h]; Wqkv [3*heads*d, h] (q | k | v, head j at columns j*d);
- * Wproj [h, heads*d]; W1 [f or 2f, h]; W2 [h, f]. LayerNorm eps 1e-5. */
+ * Shapes (row-major): x, y [b*s, h]; Wqkv [(heads + 2*kv)*d, h] (q | k | v: head j of q at
+ * columns j*d, kv group i of k at heads*d + i*d, of v at (heads + kv)*d + i*d); Wproj [h, heads*d];
+ * W1 [f or 2f, h]; W2 [h, f]. LayerNorm eps 1e-5.
+ * Grouped-query attention (kv = kv_heads < heads, Ainslie et al. 2023), as Megatron-LM's local
+ * DotProductAttention runs it: k and v are expanded to the full heads before the attention (head j
+ * reads kv group j / (heads/kv), key.repeat_interleave(heads/kv, dim=2)); the gradient of a group's
+ * k and v is the sum over its heads (the autograd of repeat_interleave). */
 typedef struct {
     int64_t b, s, h, heads, head_dim, ffn;
     bool swiglu;
+    int64_t kv_heads;         /* key/value heads (GQA groups), dividing heads; 0: heads (multi-head) */
 } pp_ref_shape;
 
 typedef struct {
@@ -34,7 +40,8 @@ typedef struct {
 
 #define PP_LN_EPS 1e-5
 
-/* y [b*s*h]; when dy != NULL also the gradients. Returns 0, or -1 when out of memory. */
+/* y [b*s*h]; when dy != NULL also the gradients. Returns 0, or -1 when out of memory or when
+ * kv_heads is negative, above heads or does not divide heads. */
 int pp_ref_layer(const pp_ref_shape *sh, const pp_ref_weights *w, const float *x, const float *dy, double *y,
                  pp_ref_grads *g);
 

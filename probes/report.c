@@ -12,7 +12,8 @@
 #define PP_PROBE_VERSION "0.1.0"
 #endif
 
-const char *const pp_probe_names[PP_PROBE_COUNT] = {"gemm", "bandwidth", "attention", "layer", "nccl"};
+const char *const pp_probe_names[PP_PROBE_COUNT] = {"gemm", "bandwidth", "attention", "layer",
+                                                        "optimizer", "nccl"};
 
 void pp_report_init(pp_report *r)
 {
@@ -33,6 +34,7 @@ void pp_report_free(pp_report *r)
     free(r->attn);
     free(r->layer);
     free(r->nccl);
+    free(r->opt);
     free(r->oom);
     free_lines(r->fail, r->n_fail);
     free_lines(r->note, r->n_note);
@@ -87,6 +89,9 @@ int pp_report_add_layer(pp_report *r, const pp_layer_row *row)
     if (!pos(row->fwd_ms) || !pos(row->fwdbwd_ms) || !pos(row->fwd_tflops) || !pos(row->fwdbwd_tflops) ||
         !fin(row->check_err))
         return -1;
+    /* kv heads (GQA groups): 0 (multi-head), or 1..heads dividing heads */
+    if (row->kv_heads < 0 || (row->kv_heads && (row->kv_heads > row->heads || row->heads % row->kv_heads)))
+        return -1;
     ADD_ROW(r->layer, r->n_layer, r->cap_layer, row);
 }
 
@@ -95,6 +100,13 @@ int pp_report_add_nccl(pp_report *r, const pp_nccl_row *row)
     if (!pos(row->us) || !pos(row->algbw_gbs) || !pos(row->busbw_gbs) || !pos(row->bytes) || row->ranks < 2)
         return -1;
     ADD_ROW(r->nccl, r->n_nccl, r->cap_nccl, row);
+}
+
+int pp_report_add_opt(pp_report *r, const pp_opt_row *row)
+{
+    if (!pos(row->params) || !pos(row->bytes_per_param) || !pos(row->ms) || !pos(row->gbs) || !fin(row->check_err))
+        return -1;
+    ADD_ROW(r->opt, r->n_opt, r->cap_opt, row);
 }
 
 int pp_report_add_oom(pp_report *r, const pp_oom_row *row)
@@ -232,14 +244,24 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
         }
     } else if (probe == PP_PROBE_LAYER && (r->n_layer || n_oom)) {
         fprintf(f, "#\n# layer (bf16, one transformer block of a TP shard): TFLOP/s = model FLOPs / time\n");
-        fprintf(f, "# %6s %5s %5s %4s %3s %6s %-6s %-7s %9s %9s %8s %8s %8s\n", "hidden", "heads", "seq", "mbs",
-                "tp", "ffn", "act", "attn", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err");
+        /* kv (GQA groups) last: readers of the table take the first columns in order */
+        fprintf(f, "# %6s %5s %5s %4s %3s %6s %-6s %-7s %9s %9s %8s %8s %8s %4s\n", "hidden", "heads", "seq", "mbs",
+                "tp", "ffn", "act", "attn", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err", "kv");
         for (int i = 0; i < r->n_layer; i++) {
             const pp_layer_row *l = &r->layer[i];
-            fprintf(f, "  %6lld %5lld %5lld %4lld %3lld %6lld %-6s %-7s %9.3f %9.3f %8.1f %8.1f %8.1e\n",
+            fprintf(f, "  %6lld %5lld %5lld %4lld %3lld %6lld %-6s %-7s %9.3f %9.3f %8.1f %8.1f %8.1e %4lld\n",
                     (long long)l->hidden, (long long)l->heads, (long long)l->seq, (long long)l->mbs,
                     (long long)l->tp, (long long)l->ffn, l->act, l->attention, l->fwd_ms, l->fwdbwd_ms,
-                    l->fwd_tflops, l->fwdbwd_tflops, l->check_err);
+                    l->fwd_tflops, l->fwdbwd_tflops, l->check_err, (long long)(l->kv_heads ? l->kv_heads : l->heads));
+        }
+    } else if (probe == PP_PROBE_OPTIMIZER && (r->n_opt || n_oom)) {
+        fprintf(f, "#\n# optimizer (one fused AdamW step, fp32 master weights and states + bf16 copy): "
+                   "GB/s = bytes_per_param * params / time\n");
+        fprintf(f, "# %14s %5s %10s %9s %8s\n", "params", "B/par", "ms", "gbs", "err");
+        for (int i = 0; i < r->n_opt; i++) {
+            const pp_opt_row *o = &r->opt[i];
+            fprintf(f, "  %14.0f %5.0f %10.3f %9.1f %8.1e\n", o->params, o->bytes_per_param, o->ms, o->gbs,
+                    o->check_err);
         }
     } else if (probe == PP_PROBE_NCCL && (r->n_nccl || n_oom)) {
         fprintf(f, "#\n# nccl (fp32 sum): algbw = bytes / time, busbw = algbw * nccl-tests factor\n");
@@ -343,7 +365,8 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
         fputs("# parplan hardware profile, written by `parplan probe` (schema: cli.md \"Hardware profile\").\n"
               "# gemm: m tokens x n out-features x k in-features, TFLOP/s = 2mnk / time.\n"
               "# attention/layer TFLOP/s count the full (not causal-halved) 4*b*s^2*h attention FLOPs.\n"
-              "# nccl: bytes as nccl-tests count them; busbw = algbw * nccl-tests factor.\n",
+              "# nccl: bytes as nccl-tests count them; busbw = algbw * nccl-tests factor.\n"
+              "# optimizer: one fused AdamW step (Megatron-LM mixed precision), gbs = bytes_per_param * params / ms.\n",
               f);
     }
     /* top-level scalars, one per line */
@@ -449,6 +472,8 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
         item_begin(&w, i);
         kv_int(&w, "hidden", l->hidden);
         kv_int(&w, "heads", l->heads);
+        /* only for grouped-query attention: MHA records stay as they were */
+        if (l->kv_heads && l->kv_heads != l->heads) kv_int(&w, "kv_heads", l->kv_heads);
         kv_int(&w, "seq", l->seq);
         kv_int(&w, "mbs", l->mbs);
         kv_int(&w, "tp", l->tp);
@@ -475,6 +500,21 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
         item_end(&w);
     }
     list_end(&w, r->n_nccl);
+
+    /* only when measured: profiles of the other probes stay as they were */
+    if (r->n_opt) {
+        list_begin(&w, "optimizer", r->n_opt);
+        for (int i = 0; i < r->n_opt; i++) {
+            const pp_opt_row *o = &r->opt[i];
+            item_begin(&w, i);
+            kv_num(&w, "params", o->params);
+            kv_num(&w, "bytes_per_param", o->bytes_per_param);
+            kv_num(&w, "ms", o->ms);
+            kv_num(&w, "gbs", o->gbs);
+            item_end(&w);
+        }
+        list_end(&w, r->n_opt);
+    }
 
     /* sizes that ran out of GPU memory ("OOM at this size"), only when there are any */
     if (r->n_oom) {

@@ -35,7 +35,7 @@ typedef enum {
     K_UNTIED, K_TIED, K_RMSNORM, K_LAYERNORM, K_NO_BIAS, K_EXPERTS, K_TOPK, K_TP, K_PP, K_DP,
     K_VPP, K_CP, K_EP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
     K_OFFLOAD, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
-    K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT,
+    K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
 } opt_key;
 
 typedef struct {
@@ -96,6 +96,7 @@ static const opt_def opt_table[] = {
     {"--launch-target", 0, K_LAUNCH_TARGET, OPT_STR, C_LAUNCH | C_PLAN, "standard|device-local: Megatron with TE, or without TE/apex (mock data)"},
     {"--train-iters", 0, K_TRAIN_ITERS, OPT_INT, C_LAUNCH | C_PLAN, "N: Megatron --train-iters (default: device-local 5, else $TRAIN_ITERS)"},
     {"--output", 'o', K_OUTPUT, OPT_STR, C_LAUNCH | C_PLAN | C_PROBE | C_CALIBRATE, "PATH: output file or directory"},
+    {"--probe-cache", 0, K_PROBE_CACHE, OPT_STR, C_CALIBRATE, "FILE: plan --probe's cache: fit on the logs' measured layers (writes probe_calibration, for plan --probe)"},
     {"--fit", 0, K_FIT, OPT_STR, C_CALIBRATE, "LIST: factors to fit: gemm,elementwise,score,layer,optimizer, or none to evaluate --profile (default: gemm,layer,optimizer + score with unfused attention, else elementwise)"},
     {"--report", 0, K_REPORT, OPT_STR, C_PLAN | C_CHECK, "FILE.html: self-contained report"},
     {"--stages", 0, K_STAGES, OPT_STR, C_PLAN | C_CHECK | C_LAUNCH, "uniform|ilp|auto: pipeline stage split (plan: auto)"},
@@ -273,6 +274,7 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_LAUNCH_TARGET: c->launch_target = v; break;
     case K_TRAIN_ITERS: st = parse_int(o->name, v, 1, 1000000000, &c->train_iters, err); break;
     case K_FIT: c->fit = v; break;
+    case K_PROBE_CACHE: c->probe_cache = v; break;
     }
     if (st == PP_OK && o->kind == OPT_STR && (!v || !*v))
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a non-empty value", o->name);

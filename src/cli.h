@@ -48,6 +48,7 @@ typedef struct {
     double price_per_gpu_hour;/* estimate --price-per-gpu-hour */
     bool allow_cross_node_tp; /* plan --allow-cross-node-tp */
     const char *fit;          /* calibrate --fit LIST */
+    const char *probe_cache;  /* calibrate --probe-cache FILE: the logs' layers as measured */
     int npos;                 /* positional arguments after the subcommand */
     char **pos;
 } pp_cli;

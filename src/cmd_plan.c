@@ -347,6 +347,9 @@ static void print_json(const pp_search_candidate *cand, const pp_search_result *
             if (pi->probed) {
                 pp_json_knum(&j, "layer_fwd_ms", pi->layer_fwd_ms);
                 pp_json_knum(&j, "layer_fwdbwd_ms", pi->layer_fwdbwd_ms);
+                pp_json_knum(&j, "stack_layer_fwd_ms", pi->stack_layer_fwd_ms);
+                pp_json_knum(&j, "stack_layer_bwd_ms", pi->stack_layer_bwd_ms);
+                pp_json_knum(&j, "optimizer_step_ms", pi->optimizer_ms);
                 pp_json_kstr(&j, "attention", pi->attention);
                 pp_json_kstr(&j, "device", pi->device);
                 pp_json_kbool(&j, "cached", pi->cached);

@@ -14,7 +14,7 @@
 #include "cli.h"
 #include "pp_config.h"
 
-static const char *const probe_names[] = {"gemm", "bandwidth", "attention", "layer", "nccl", "all"};
+static const char *const probe_names[] = {"gemm", "bandwidth", "attention", "layer", "optimizer", "nccl", "all"};
 
 static bool executable_file(const char *p) { return access(p, X_OK) == 0; }
 
@@ -79,7 +79,7 @@ int pp_cmd_probe(pp_cli *c)
         for (size_t k = 0; k < sizeof probe_names / sizeof probe_names[0]; k++)
             if (!strcmp(c->pos[i], probe_names[k])) known = true;
         if (!known) {
-            fprintf(stderr, "parplan: unknown probe '%s': expected gemm|bandwidth|attention|layer|nccl|all "
+            fprintf(stderr, "parplan: unknown probe '%s': expected gemm|bandwidth|attention|layer|optimizer|nccl|all "
                             "(parplan probe)\n", c->pos[i]);
             return 2;
         }

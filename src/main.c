@@ -21,7 +21,7 @@ static const pp_subcommand subcommands[] = {
      "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8"},
     {"launch", pp_cmd_launch, "WORK LAYOUT --format F", "launch config for megatron|deepspeed|nemo|torchrun|slurm",
      "parplan launch --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --mbs 1 --format megatron"},
-    {"probe", pp_cmd_probe, "[gemm|bandwidth|attention|layer|nccl|all] [-o FILE]",
+    {"probe", pp_cmd_probe, "[gemm|bandwidth|attention|layer|optimizer|nccl|all] [-o FILE]",
      "measure this machine's GPUs into a hardware profile", "parplan probe all -o h100.yaml"},
     {"estimate", pp_cmd_estimate, "WORK LAYOUT --tokens T [--price-per-gpu-hour P]",
      "time and cost to train on a token budget",

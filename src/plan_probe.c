@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pp_calibrate.h"
 #include "pp_config.h"
 #include "pp_probe_cache.h"
 #include "pp_profile.h"
@@ -159,10 +160,7 @@ int pp_plan_probe_check(pp_cli *c, pp_plan_probe_env *env)
 
 static void layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n)
 {
-    const pp_model *m = &w->model;
-    snprintf(buf, n, "layer h%lld a%lld g%lld f%lld s%lld b%lld t%lld %s", (long long)m->hidden, (long long)m->heads,
-             (long long)m->kv_heads, (long long)m->ffn, (long long)m->seq, (long long)l->mbs, (long long)l->tp,
-             pp_act_names[m->act]);
+    pp_probe_cache_layer_key(w, l, buf, n);
 }
 
 static bool layer_probeable(const pp_work *w, const pp_layout *l, char *why, size_t n)
@@ -267,15 +265,47 @@ static int tmp_profile(char *path, size_t n)
     return 0;
 }
 
-/* Measure the layers of `keys` that share everything but tp (one parplan-probe call). */
-static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const int64_t *tps, int ntp)
+/* One parplan-probe call whose profile (-o, argv[4], filled in here) is read back: 0 with *p loaded
+ * (and the file's text in *text when text is not NULL: the caller frees it), -1 when the probe
+ * failed (warned: "parplan-probe <what> failed (exit N)<consequence>"; not fatal, the candidates
+ * stay modelled), MEASURE_INTERRUPTED, or an exit status after printing one line. argv: {path,
+ * probe, "-q", "-o", NULL, ...}. */
+static int probe_call(probe_run *pr, char **argv, const char *consequence, pp_profile *p, char **text)
 {
-    const pp_model *m = &w->model;
-    char tmp[1100], nums[8][32], tplist[128] = "";
+    char tmp[1100];
     if (tmp_profile(tmp, sizeof tmp)) {
         fprintf(stderr, "parplan: cannot create a temporary file: %s (plan --probe)\n", strerror(errno));
         return 1;
     }
+    argv[4] = tmp;
+    pr->calls++;
+    int rc = run_probe(argv, NULL, 0);
+    pp_error err = {0};
+    if (interrupted) {
+        remove(tmp); /* whatever it wrote is not a whole measurement */
+        return MEASURE_INTERRUPTED;
+    }
+    if (rc != 0) {
+        remove(tmp);
+        fprintf(stderr, "parplan: warning: parplan-probe %s failed (exit %d)%s\n", argv[1], rc, consequence);
+        return -1;
+    }
+    if (pp_profile_load_file(p, tmp, &err)) {
+        remove(tmp);
+        return pp_cli_fail(&err);
+    }
+    size_t len = 0;
+    if (text && pp_yaml_read_file(tmp, text, &len, &err) != PP_OK) *text = NULL;
+    remove(tmp);
+    note_device(pr, p);
+    return 0;
+}
+
+/* Measure the layers of `keys` that share everything but tp (one parplan-probe call). */
+static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const int64_t *tps, int ntp)
+{
+    const pp_model *m = &w->model;
+    char nums[8][32], tplist[128] = "", consequence[192];
     for (int i = 0; i < ntp; i++) {
         size_t k = strlen(tplist);
         snprintf(tplist + k, sizeof tplist - k, "%s%lld", i ? "," : "", (long long)tps[i]);
@@ -292,7 +322,7 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
     argv[a++] = "layer";
     argv[a++] = "-q";
     argv[a++] = "-o";
-    argv[a++] = tmp;
+    argv[a++] = NULL; /* probe_call's temporary profile */
     argv[a++] = "--hidden";
     argv[a++] = nums[0];
     argv[a++] = "--heads";
@@ -307,35 +337,22 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
     argv[a++] = nums[5];
     argv[a++] = "--tp";
     argv[a++] = tplist;
+    /* the attention the work asks: unfused (Megatron's local implementation) is measured as such;
+     * flash where cuDNN builds it, else the unfused path (noted below) */
+    argv[a++] = "--attention";
+    argv[a++] = w->attention == PP_ATTN_UNFUSED ? "unfused" : "auto";
     if (m->act == PP_ACT_SWIGLU) argv[a++] = "--swiglu";
     argv[a] = NULL;
-    pr->calls++;
-    int rc = run_probe(argv, NULL, 0);
+    snprintf(consequence, sizeof consequence, " for mbs %lld, tp %s: those candidates keep the model's figures",
+             (long long)mbs, tplist);
     pp_profile p;
     pp_error err = {0};
-    if (interrupted) {
-        remove(tmp); /* whatever it wrote is not a whole measurement */
-        return MEASURE_INTERRUPTED;
-    }
-    if (rc != 0) {
-        remove(tmp);
-        fprintf(stderr, "parplan: warning: parplan-probe layer failed (exit %d) for mbs %lld, tp %s: those candidates "
-                        "keep the model's figures\n",
-                rc, (long long)mbs, tplist);
-        return -1; /* not fatal: the candidates stay modelled */
-    }
-    if (pp_profile_load_file(&p, tmp, &err)) {
-        remove(tmp);
-        return pp_cli_fail(&err);
-    }
-    /* which attention the probe's layer ran: flash unless it noted that cuDNN had none */
     char *text = NULL;
-    size_t len = 0;
-    const char *attn = "flash";
-    if (pp_yaml_read_file(tmp, &text, &len, &err) == PP_OK && strstr(text, "flash attention unavailable"))
-        attn = "unfused";
-    remove(tmp);
-    note_device(pr, &p);
+    int rc = probe_call(pr, argv, consequence, &p, &text);
+    if (rc) return rc;
+    /* which attention the probe's layer ran: flash unless it noted that cuDNN had none */
+    const char *attn = w->attention == PP_ATTN_UNFUSED ? "unfused" : "flash";
+    if (text && strstr(text, "flash attention unavailable")) attn = "unfused";
     /* a TP size whose layer ran out of GPU memory in the probe (its `oom` record, issue 9): a
      * warning, and not asked again in this plan */
     for (int t = 0; text && t < ntp && pr->n_failed < 64; t++) {
@@ -381,34 +398,14 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
 
 static int measure_nccl(probe_run *pr, int ranks)
 {
-    char tmp[1100], num[32];
-    if (tmp_profile(tmp, sizeof tmp)) {
-        fprintf(stderr, "parplan: cannot create a temporary file: %s (plan --probe)\n", strerror(errno));
-        return 1;
-    }
+    char num[32], consequence[96];
     snprintf(num, sizeof num, "%d", ranks);
-    char *argv[] = {(char *)pr->env->path, "nccl", "-q", "-o", tmp, "--gpus", num, NULL};
-    pr->calls++;
-    int rc = run_probe(argv, NULL, 0);
+    snprintf(consequence, sizeof consequence, " on %d GPUs: its collectives keep the model's figures", ranks);
+    char *argv[] = {(char *)pr->env->path, "nccl", "-q", "-o", NULL, "--gpus", num, NULL};
     pp_profile p;
     pp_error err = {0};
-    if (interrupted) {
-        remove(tmp);
-        return MEASURE_INTERRUPTED;
-    }
-    if (rc != 0) {
-        remove(tmp);
-        fprintf(stderr, "parplan: warning: parplan-probe nccl failed (exit %d) on %d GPUs: its collectives keep the "
-                        "model's figures\n",
-                rc, ranks);
-        return -1; /* not fatal */
-    }
-    if (pp_profile_load_file(&p, tmp, &err)) {
-        remove(tmp);
-        return pp_cli_fail(&err);
-    }
-    remove(tmp);
-    note_device(pr, &p);
+    int rc = probe_call(pr, argv, consequence, &p, NULL);
+    if (rc) return rc;
     int rcode = 0;
     pp_probe_cache_entry e;
     for (int i = 0; i < p.n_nccl && !rcode; i++) {
@@ -430,10 +427,43 @@ static int measure_nccl(probe_run *pr, int ranks)
     return rcode;
 }
 
+/* The optimizer step: one parplan-probe call times a fused mixed-precision AdamW step (fp32 master
+ * weights, grads and moments, the bf16 copy written back: Megatron's Float16Optimizer) at these
+ * sizes; a candidate's step over its shard of the parameters is read from them
+ * (pp_profile_optimizer_s: interpolated, the rate of the largest beyond it). */
+#define OPT_SWEEP "10000000,100000000,1000000000"
+
+static int measure_optimizer(probe_run *pr)
+{
+    char *argv[] = {(char *)pr->env->path, "optimizer", "-q", "-o", NULL, "--params", OPT_SWEEP, NULL};
+    pp_profile p;
+    pp_error err = {0};
+    int rc = probe_call(pr, argv, ": the optimizer step keeps the model's figure", &p, NULL);
+    if (rc) return rc;
+    int rcode = 0;
+    pp_probe_cache_entry e;
+    for (int i = 0; i < p.n_optimizer && !rcode; i++) {
+        memset(&e, 0, sizeof e);
+        snprintf(e.gpu, sizeof e.gpu, "%s", pr->gpu);
+        snprintf(e.key, sizeof e.key, "optimizer p%.0f", p.optimizer[i].params);
+        e.a = p.optimizer[i].ms;
+        e.b = p.optimizer[i].bytes_per_param;
+        if (pp_probe_cache_put(&pr->cache, &e, &err)) rcode = pp_cli_fail(&err);
+    }
+    memset(&e, 0, sizeof e);
+    snprintf(e.gpu, sizeof e.gpu, "%s", pr->gpu);
+    snprintf(e.key, sizeof e.key, "optimizer sweep");
+    e.a = p.n_optimizer;
+    if (!rcode && pp_probe_cache_put(&pr->cache, &e, &err)) rcode = pp_cli_fail(&err);
+    pp_profile_free(&p);
+    if (!rcode && pp_probe_cache_save(&pr->cache, &err)) rcode = pp_cli_fail(&err);
+    return rcode;
+}
+
 /* The measured collectives of the cache as profile records (plus the base profile's records of
  * the (op, ranks) pairs not measured here). *owned: the array to free. */
 static pp_status probe_profile(const probe_run *pr, const pp_profile *base, pp_profile *out, pp_prof_nccl **owned,
-                               pp_error *err)
+                               pp_prof_optimizer **owned_opt, pp_error *err)
 {
     if (base) *out = *base;
     else memset(out, 0, sizeof *out);
@@ -460,6 +490,27 @@ static pp_status probe_profile(const probe_run *pr, const pp_profile *base, pp_p
     out->nccl = arr;
     out->n_nccl = n;
     *owned = arr;
+    /* the measured optimizer steps (only these: the base profile's would describe another run) */
+    pp_prof_optimizer *opt = calloc((size_t)pr->cache.n + 1, sizeof *opt);
+    if (!opt) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    int no = 0;
+    for (int i = 0; i < pr->cache.n; i++) {
+        const pp_probe_cache_entry *e = &pr->cache.e[i];
+        double params;
+        if (strcmp(e->gpu, pr->gpu) || sscanf(e->key, "optimizer p%lf", &params) != 1 || !(e->a > 0)) continue;
+        opt[no++] = (pp_prof_optimizer){.params = params, .bytes_per_param = e->b, .ms = e->a,
+                                        .gbs = e->b * params / (e->a * 1e-3) / 1e9};
+    }
+    /* pp_profile_optimizer_s interpolates between rows in ascending order of size */
+    for (int i = 1; i < no; i++)
+        for (int j = i; j > 0 && opt[j].params < opt[j - 1].params; j--) {
+            pp_prof_optimizer t = opt[j];
+            opt[j] = opt[j - 1];
+            opt[j - 1] = t;
+        }
+    out->optimizer = opt;
+    out->n_optimizer = no;
+    *owned_opt = opt;
     return PP_OK;
 }
 
@@ -479,6 +530,8 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
     char cpath[1024];
     int rc = 0;
     pp_prof_nccl *owned = NULL;
+    pp_prof_optimizer *owned_opt = NULL;
+    bool opt_failed = false;
     struct sigaction sa, old_int, old_term;
     if (pp_probe_cache_path(cpath, sizeof cpath, &err) || pp_probe_cache_load(&pr.cache, cpath, &err))
         return pp_cli_fail(&err);
@@ -528,6 +581,21 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
                 char note[96];
                 snprintf(note, sizeof note, "collectives over %d GPUs (the probe failed)", sizes[i]);
                 append(in->modelled, sizeof in->modelled, note);
+            }
+        }
+        /* the optimizer step (one sweep per GPU, cached) */
+        if (l->offload == PP_OFF_NONE && !opt_failed && !out_of_budget &&
+            !pp_probe_cache_get(&pr.cache, pr.gpu, "optimizer sweep")) {
+            if (now_s() - pr.t0 > pr.budget) {
+                out_of_budget = true;
+            } else {
+                int m = measure_optimizer(&pr);
+                if (m == MEASURE_INTERRUPTED || interrupted) goto stopped;
+                if (m > 0) {
+                    rc = m;
+                    goto done;
+                }
+                opt_failed = m < 0;
             }
         }
         /* the layer: this candidate's tp, and those of the later candidates of the same shape and
@@ -598,38 +666,51 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
 
     /* compose: the time model's schedule with the measured layer and collectives */
     pp_profile prof;
-    if ((rc = probe_profile(&pr, c->have_profile ? &c->profile : NULL, &prof, &owned, &err) ? pp_cli_fail(&err) : 0))
+    if ((rc = probe_profile(&pr, c->have_profile ? &c->profile : NULL, &prof, &owned, &owned_opt, &err)
+                  ? pp_cli_fail(&err)
+                  : 0))
         goto done;
+    /* The software stack's own costs, which a CUDA probe does not run (kernel launches, Python
+     * dispatch, an unfused attention's separate kernels), come from the profile's calibration
+     * fitted on top of measured layers (`calibrate --probe-cache`: probe_calibration), else from
+     * its calibration of the model (whose GEMM and elementwise factors also absorbed the model's
+     * own errors: about +5% on the H200 logs of tests/data/calibrate/probe). */
+    const pp_calibration *cal = prof.probe_calibration.present ? &prof.probe_calibration
+                                : prof.calibration.present     ? &prof.calibration
+                                                               : NULL;
     pp_work wp = *w;
     wp.profile = &prof;
     pp_time_opts o;
     pp_time_opts_default(&wp, &o);
-    pp_time_ctx ctx;
-    pp_time_ctx_init(&ctx, &wp, &o);
     for (int64_t k = 0; k < K; k++) {
         pp_plan_probe_info *in = &info[k];
         if (!in->probed) continue;
-        pp_time_layer ly;
-        pp_time_layer_get(&ctx, &cand[k].layout, &ly);
-        double f = in->layer_fwd_ms * 1e-3, fb = in->layer_fwdbwd_ms * 1e-3;
-        ly.fwd_compute_s = f;
-        ly.bwd_compute_s = fb > f ? fb - f : 0;
         pp_time_result t;
-        pp_time_step(&ctx, &cand[k].layout, &ly, &t);
+        pp_time_measured mi;
+        pp_time_step_measured(&wp, &cand[k].layout, &o, cal, in->layer_fwd_ms * 1e-3, in->layer_fwdbwd_ms * 1e-3, &t,
+                              &mi);
         if (!isfinite(t.step_time_s) || t.step_time_s <= 0) {
             in->probed = false;
             append(in->modelled, sizeof in->modelled, "step (the measured figures gave no finite time)");
             continue;
         }
+        in->stack_layer_fwd_ms = mi.stack_fwd_s * 1e3;
+        in->stack_layer_bwd_ms = mi.stack_bwd_s * 1e3;
+        in->optimizer_ms = mi.optimizer_meas_s * 1e3;
         cand[k].time = t;
-        append(in->modelled, sizeof in->modelled, "optimizer, embedding and output layer");
+        if (!(mi.optimizer_meas_s > 0)) append(in->modelled, sizeof in->modelled, "optimizer");
+        append(in->modelled, sizeof in->modelled, "embedding and output layer");
+        if (cal)
+            append(in->modelled, sizeof in->modelled,
+                   cal == &prof.probe_calibration
+                       ? "the stack's per-layer overhead and optimizer scale (probe calibration)"
+                       : "the stack's per-layer overhead and optimizer scale (the model's calibration)");
         if (strcmp(in->attention, pp_attention_names[w->attention])) {
             char note[96];
             snprintf(note, sizeof note, "the probe's layer ran %s attention, the work asks %s", in->attention,
                      pp_attention_names[w->attention]);
             append(in->modelled, sizeof in->modelled, note);
         }
-        if (w->model.kv_heads != w->model.heads) append(in->modelled, sizeof in->modelled, "GQA (the probe's layer is MHA)");
     }
     /* re-rank the probed head of the list (insertion sort; info follows) */
     for (int64_t i = 1; i < K; i++)
@@ -659,12 +740,29 @@ done:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     free(owned);
+    free(owned_opt);
     pp_probe_cache_free(&pr.cache);
     return rc;
 }
 
+/* ", + 0.41 ms per layer forward for the stack, optimizer 12 ms" (what was added to the measured
+ * layer, and the measured optimizer step), or "" */
+static const char *stack_note(const pp_plan_probe_info *in, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (in->stack_layer_fwd_ms > 0)
+        snprintf(buf, n, ", + %.3g ms per layer fwd and %.3g ms bwd for the stack", in->stack_layer_fwd_ms,
+                 in->stack_layer_bwd_ms);
+    if (in->optimizer_ms > 0) {
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, ", optimizer step %.3g ms measured", in->optimizer_ms);
+    }
+    return buf;
+}
+
 void pp_plan_probe_print(FILE *f, const pp_search_candidate *cand, int64_t n, const pp_plan_probe_info *info)
 {
+    char note[160];
     fprintf(f, "\nprobe: #1-#%lld re-ranked by what this machine measured (the rest of each step is the model's; "
                "rows below them keep the model's figures):\n",
             (long long)n);
@@ -672,10 +770,11 @@ void pp_plan_probe_print(FILE *f, const pp_search_candidate *cand, int64_t n, co
         const pp_plan_probe_info *in = &info[k];
         const pp_layout *l = &cand[k].layout;
         if (in->probed)
-            fprintf(f, "  #%lld tp%lld pp%lld dp%lld mbs%lld: layer fwd %.3g ms, fwd+bwd %.3g ms (%s attention, %s%s); "
+            fprintf(f, "  #%lld tp%lld pp%lld dp%lld mbs%lld: layer fwd %.3g ms, fwd+bwd %.3g ms (%s attention, %s%s)%s; "
                        "step %.4g s (model %.4g s, %+.1f%%); modelled: %s\n",
                     (long long)(k + 1), (long long)l->tp, (long long)l->pp, (long long)l->dp, (long long)l->mbs,
                     in->layer_fwd_ms, in->layer_fwdbwd_ms, in->attention, in->device, in->cached ? ", cached" : "",
+                    stack_note(in, note, sizeof note),
                     cand[k].time.step_time_s, in->model_step_s,
                     100 * (cand[k].time.step_time_s / in->model_step_s - 1), in->modelled[0] ? in->modelled : "-");
         else if (in->model_step_s > 0)

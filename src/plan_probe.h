@@ -18,6 +18,9 @@ typedef struct {
     bool probed;              /* the layer was measured (source "probe") */
     bool cached;              /* every measurement came from the cache */
     double layer_fwd_ms, layer_fwdbwd_ms;
+    double stack_layer_fwd_ms;  /* added per layer forward / backward for the software stack (the */
+    double stack_layer_bwd_ms;  /* profile's calibration; 0 without one) */
+    double optimizer_ms;        /* measured optimizer step over the rank's shard (0: modelled) */
     char attention[16];       /* what the probe's layer ran: flash|unfused */
     char device[128];         /* the GPU that measured, as the driver names it */
     char modelled[320];       /* the parts that come from the model, "; "-separated */

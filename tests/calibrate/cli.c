@@ -111,6 +111,61 @@ static void test_calibrate(const char *logdir)
     js_free(doc);
     pp_run_result_free(&r);
 
+    /* --probe-cache: the same logs on their layers as plan --probe measured them on the lent 2 x H200
+     * (tests/data/calibrate/probe): the 16 memory-helper runs that timed and r1-r3 (r4, r5: TinyLlama
+     * shapes, never probed) */
+    {
+        char cache[1200], pprof[256], *pa[64];
+        int k = 0;
+        snprintf(cache, sizeof cache, "%s/tests/data/calibrate/probe/probe-cache.yaml", src);
+        snprintf(pprof, sizeof pprof, "%s/h200-probecal.yaml", tmpdir);
+        pa[k++] = (char *)parplan;
+        pa[k++] = "calibrate";
+        pa[k++] = "--gpu";
+        pa[k++] = "h200";
+        pa[k++] = "--json";
+        pa[k++] = "--profile";
+        pa[k++] = prof;
+        pa[k++] = "--probe-cache";
+        pa[k++] = cache;
+        pa[k++] = "-o";
+        pa[k++] = pprof;
+        for (int i = 0; i < np - 2; i++) pa[k++] = paths[i]; /* all but r4, r5 */
+        pa[k] = NULL;
+        run(&r, pa);
+        doc = r.status == 0 ? js_parse(r.out, jerr, sizeof jerr) : NULL;
+        tap_ok(r.status == 0 && doc && js_num(doc, "runs") == 19, "calibrate --probe-cache on 19 logs: exit 0 (%s)",
+               r.status ? r.err : jerr);
+        const js_val *fitted = js_get(js_get(doc, "calibration"), "fitted");
+        bool gemm = false;
+        for (int i = 0; fitted && i < fitted->n; i++) gemm |= !strcmp(fitted->items[i]->str, "gemm");
+        before = js_num(doc, "mape_before_pct");
+        after = js_num(doc, "mape_after_pct");
+        loo = js_num(doc, "mape_loo_pct");
+        tap_ok(fitted && fitted->n == 3 && !gemm, "on measured layers: score, layer and optimizer fitted, not gemm");
+        /* before: the measured layers alone (no stack terms) miss the local stack by ~45% */
+        tap_ok(before > 35 && after < 4 && loo < 4, "measured layers: MAPE %.1f%% -> %.2f%% (leave-one-out %.2f%%)",
+               before, after, loo);
+        js_free(doc);
+        pp_run_result_free(&r);
+        pp_profile pq;
+        pp_error eq = {0};
+        pp_status sq = pp_profile_load_file(&pq, pprof, &eq);
+        tap_ok(sq == PP_OK && pq.probe_calibration.present && pq.probe_calibration.runs == 19 &&
+                   pq.calibration.present && pq.calibration.runs == 21 && pq.probe_calibration.gemm_scale == 1.0,
+               "the written profile keeps the model's calibration and adds probe_calibration (%s)", eq.msg);
+        if (sq == PP_OK) pp_profile_free(&pq);
+        /* a log whose layer was never measured: exit 2 naming it */
+        pa[k++] = paths[np - 1]; /* r5: TinyLlama */
+        pa[k] = NULL;
+        run(&r, pa);
+        const char *last = strstr(r.err, "parplan: no measured layer");
+        tap_ok(r.status == 2 && last && one_line(last) == 1 && strstr(last, "r5-tinyllama") &&
+                   strstr(last, "plan --probe"),
+               "a log whose layer is not in the cache: exit 2, one line naming it (after the 3 skipped logs' warnings)");
+        pp_run_result_free(&r);
+    }
+
     /* two software stacks in one fit: refused */
     char te[256];
     snprintf(te, sizeof te, "%s/te.log", tmpdir);

@@ -186,7 +186,9 @@ static void test_flags_and_errors(void)
 }
 
 /* The calibration terms act as documented on one layer and one step. */
-static void test_apply(const char *dir)
+/* g27_b1 (GPT 2.7B, 32 layers, tp1 pp1 dp1, mbs 1, gbs 2) rebuilt from its log; false (reported)
+ * when it cannot be */
+static bool load_g27_b1(const char *dir, pp_calib_run *run)
 {
     char path[1024];
     pp_mlog log;
@@ -194,13 +196,19 @@ static void test_apply(const char *dir)
     snprintf(path, sizeof path, "%s/g27_b1.log", dir);
     if (pp_mlog_load(&log, path, NULL, &err)) {
         tap_ok(0, "g27_b1.log loads (%s)", err.msg);
-        return;
+        return false;
     }
-    pp_calib_run run;
-    pp_status st = pp_calib_run_init(&run, &log, &h200, &err);
+    pp_status st = pp_calib_run_init(run, &log, &h200, &err);
     pp_mlog_free(&log);
-    tap_ok(st == PP_OK, "g27_b1 rebuilt (%s)", err.msg);
-    if (st) return;
+    if (st) tap_ok(0, "g27_b1 rebuilt (%s)", err.msg);
+    return st == PP_OK;
+}
+
+static void test_apply(const char *dir)
+{
+    pp_error err = {0};
+    pp_calib_run run;
+    if (!load_g27_b1(dir, &run)) return;
     double base = 0, s1 = 0;
     pp_calibration cal;
     pp_calibration_init(&cal);
@@ -237,6 +245,67 @@ static void test_apply(const char *dir)
     cal.gemm_scale = 2;
     pp_calib_predict(&run, NULL, &cal, &s1, &err);
     tap_ok(s1 < base, "gemm_scale 2 shortens the step (%.4g < %.4g s)", s1, base);
+}
+
+/* pp_time_step_measured (plan --probe and calibrate --probe-cache): the measured layer replaces the
+ * model's exactly, the stack's terms add exactly what they say, the measured optimizer step
+ * replaces the model's. g27_b1: GPT 2.7B, 32 layers, tp1 pp1 dp1, mbs 1, gbs 2 (2 micro-batches). */
+static void test_measured(const char *dir)
+{
+    pp_error err = {0};
+    pp_calib_run run;
+    if (!load_g27_b1(dir, &run)) return;
+    pp_work w = run.work;
+    w.profile = NULL;
+    pp_layout l = pp_calib_run_layout(&run);
+    pp_time_result r0, r1;
+    pp_time_measured mi;
+    pp_time_estimate_opts(&w, &l, &run.opts, &r0, &err);
+    /* the model's own layer, as if measured: the same step */
+    pp_time_ctx ctx;
+    pp_time_ctx_init(&ctx, &w, &run.opts);
+    pp_time_layer ly;
+    pp_time_layer_get(&ctx, &l, &ly);
+    pp_time_step_measured(&w, &l, &run.opts, NULL, ly.fwd_compute_s, ly.fwd_compute_s + ly.bwd_compute_s, &r1, &mi);
+    tap_near(r1.step_time_s, r0.step_time_s, 1e-12, "the model's layer given as measured: the model's step (%.6g s)",
+             r0.step_time_s);
+    /* 1 ms more forward and 2 ms more backward per layer: 32 layers x 2 micro-batches x 3 ms */
+    pp_time_step_measured(&w, &l, &run.opts, NULL, ly.fwd_compute_s + 1e-3,
+                          ly.fwd_compute_s + ly.bwd_compute_s + 3e-3, &r1, &mi);
+    tap_near(r1.step_time_s - r0.step_time_s, 32 * 2 * 3e-3, 1e-9, "+1 ms fwd, +2 ms bwd measured: +%.3g s",
+             32 * 2 * 3e-3);
+    /* the stack's layer overhead on top: 32 x 2 x (1 + 2) x 100 us */
+    pp_calibration cal;
+    pp_calibration_init(&cal);
+    cal.present = true;
+    cal.layer_overhead_s = 100e-6;
+    pp_time_step_measured(&w, &l, &run.opts, &cal, ly.fwd_compute_s, ly.fwd_compute_s + ly.bwd_compute_s, &r1, &mi);
+    tap_near(r1.step_time_s - r0.step_time_s, 32 * 2 * 3 * 100e-6, 1e-9,
+             "a calibration's layer overhead adds 32 x 2 x 3 x 100 us on top of the measured layer");
+    tap_near(mi.stack_fwd_s, 100e-6, 1e-12, "and says so (%.3g ms per layer forward)", mi.stack_fwd_s * 1e3);
+    /* gemm_scale does not touch the measured layer: only the modelled output layer gets faster */
+    cal.layer_overhead_s = 0;
+    cal.gemm_scale = 2;
+    pp_time_step_measured(&w, &l, &run.opts, &cal, ly.fwd_compute_s, ly.fwd_compute_s + ly.bwd_compute_s, &r1, &mi);
+    double out_s = 2 * (ly.output_fwd_s + ly.output_bwd_s + ly.embed_fwd_s + ly.embed_bwd_s);
+    tap_ok(r1.step_time_s < r0.step_time_s && r0.step_time_s - r1.step_time_s <= out_s,
+           "gemm_scale 2 shortens only the modelled layers: -%.3g ms of at most %.3g ms",
+           (r0.step_time_s - r1.step_time_s) * 1e3, out_s * 1e3);
+    /* a measured optimizer sweep (3 TB/s at 30 B/param) x optimizer_scale 2 replaces the model's */
+    pp_profile prof;
+    memset(&prof, 0, sizeof prof);
+    pp_prof_optimizer rows[2] = {{1e8, 30, 1.0, 3000}, {1e9, 30, 10.0, 3000}};
+    prof.optimizer = rows;
+    prof.n_optimizer = 2;
+    w.profile = &prof;
+    cal.gemm_scale = 1;
+    cal.optimizer_scale = 2;
+    pp_time_step_measured(&w, &l, &run.opts, &cal, ly.fwd_compute_s, ly.fwd_compute_s + ly.bwd_compute_s, &r1, &mi);
+    double want_opt = r0.optimizer_params / 1e8 * 1e-3; /* 1 ms per 1e8 parameters */
+    tap_near(mi.optimizer_meas_s, want_opt, 1e-9, "the optimizer step of %.4g params read from the sweep: %.4g ms",
+             r0.optimizer_params, want_opt * 1e3);
+    tap_near(r1.step_time_s, r0.step_time_s - r0.optimizer_s + 2 * want_opt, 1e-9,
+             "and x optimizer_scale 2 in place of the model's %.4g ms", r0.optimizer_s * 1e3);
 }
 
 static bool file_exists(const char *p) { return access(p, F_OK) == 0; }
@@ -358,6 +427,7 @@ int main(int argc, char **argv)
     test_launch_script();
     test_flags_and_errors();
     test_apply(argv[1]);
+    test_measured(argv[1]);
     test_cache();
     return tap_done();
 }

@@ -272,6 +272,79 @@ static void test_profile(void)
     tap_ok(p.gemm == NULL && p.n_gemm == 0, "free resets");
 }
 
+/* Issue 8: the `optimizer:` section (parplan-probe optimizer) and pp_profile_optimizer_s. Records
+ * out of order and two of the same size (averaged: 11 ms at 1e9). */
+static void test_profile_optimizer(void)
+{
+    static const char text[] =
+        "gpu: \"SAMPLE\"\nmeasured: \"2026-01-01T00:00:00Z\"\n"
+        "optimizer:\n"
+        "  - {params: 1000000000, bytes_per_param: 30, ms: 10.5, gbs: 2857.14}\n"
+        "  - {params: 100000000, bytes_per_param: 30, ms: 1.5, gbs: 2000}\n"
+        "  - {params: 1e9, bytes_per_param: 30, ms: 11.5, gbs: 2608.7}\n";
+    char path[] = "/tmp/pp_loader_opt_XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!tap_ok(f && fputs(text, f) >= 0 && fclose(f) == 0, "optimizer profile written")) return;
+    pp_profile p;
+    pp_error err = {0};
+    pp_status st = pp_profile_load_file(&p, path, &err);
+    unlink(path);
+    if (!tap_ok(st == PP_OK, "a profile with an optimizer section loads")) { show(&err); return; }
+    tap_ok(p.n_optimizer == 3, "3 optimizer records (%d)", p.n_optimizer);
+    tap_ok(p.optimizer[0].params == 1e9 && p.optimizer[1].params == 1e8 && p.optimizer[2].params == 1e9,
+           "params read in file order, 1e9 spelled either way");
+    tap_ok(p.optimizer[0].bytes_per_param == 30 && p.optimizer[1].bytes_per_param == 30, "bytes_per_param 30");
+    tap_ok(p.optimizer[0].ms == 10.5 && p.optimizer[1].ms == 1.5 && p.optimizer[2].ms == 11.5, "ms read back");
+    tap_ok(p.optimizer[0].gbs == 2857.14 && p.optimizer[1].gbs == 2000, "gbs read back");
+    tap_near(pp_profile_optimizer_s(&p, 1e8), 1.5e-3, 1e-12, "optimizer step at a record: its time");
+    tap_near(pp_profile_optimizer_s(&p, 1e9), 11e-3, 1e-12, "two records of one size: their mean");
+    tap_near(pp_profile_optimizer_s(&p, 5.5e8), 6.25e-3, 1e-12, "halfway: linear in params (1.5 + 11) / 2 ms");
+    tap_near(pp_profile_optimizer_s(&p, 3.25e8), 3.875e-3, 1e-12, "a quarter of the way: 1.5 + 9.5 / 4 ms");
+    tap_near(pp_profile_optimizer_s(&p, 1e7), 1.5e-4, 1e-12, "below: the smallest record's rate (1e8 params / 1.5 ms)");
+    tap_near(pp_profile_optimizer_s(&p, 4e9), 44e-3, 1e-12, "above: the largest record's rate (1e9 params / 11 ms)");
+    tap_near(pp_profile_optimizer_s(&p, 1e15), 11e3, 1e-12, "1e15 params: finite, 11000 s");
+    tap_ok(pp_profile_optimizer_s(&p, 0) == -1 && pp_profile_optimizer_s(&p, -5) == -1 &&
+               pp_profile_optimizer_s(&p, NAN) == -1,
+           "no size -> -1");
+    pp_profile_free(&p);
+    tap_ok(p.optimizer == NULL && p.n_optimizer == 0, "free resets the optimizer records");
+    tap_ok(pp_profile_optimizer_s(&p, 1e9) == -1 && pp_profile_optimizer_s(NULL, 1e9) == -1,
+           "no optimizer records -> -1");
+}
+
+/* Issue 8: a layer record's optional kv_heads (grouped-query attention): absent reads as heads,
+ * given it is kept; JSON spelling too. */
+static void test_profile_layer_kv(void)
+{
+    static const char text[] =
+        "{\"gpu\": \"SAMPLE\", \"measured\": \"2026-01-01T00:00:00Z\",\n"
+        " \"layer\": [{\"hidden\": 2048, \"heads\": 16, \"seq\": 2048, \"mbs\": 8, \"tp\": 1, \"fwd_ms\": 2.7,"
+        " \"fwdbwd_ms\": 9.5},\n"
+        "  {\"hidden\": 3072, \"heads\": 24, \"kv_heads\": 8, \"seq\": 4096, \"mbs\": 2, \"tp\": 2,"
+        " \"fwd_ms\": 30.5, \"fwdbwd_ms\": 95.25, \"activation\": \"swiglu\", \"dtype\": \"bf16\"},\n"
+        "  {\"hidden\": 4096, \"heads\": 32, \"kv_heads\": 32, \"seq\": 2048, \"mbs\": 1, \"tp\": 1,"
+        " \"fwd_ms\": 5, \"fwdbwd_ms\": 15}]}\n";
+    char path[] = "/tmp/pp_loader_kv_XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!tap_ok(f && fputs(text, f) >= 0 && fclose(f) == 0, "GQA layer profile written")) return;
+    pp_profile p;
+    pp_error err = {0};
+    pp_status st = pp_profile_load_file(&p, path, &err);
+    unlink(path);
+    if (!tap_ok(st == PP_OK && p.n_layer == 3, "a profile with a kv_heads layer record loads (3 records)")) {
+        show(&err);
+        pp_profile_free(&p);
+        return;
+    }
+    tap_ok(p.layer[0].kv_heads == 16, "absent kv_heads: = heads (16), multi-head");
+    tap_ok(p.layer[1].kv_heads == 8 && p.layer[1].heads == 24 && p.layer[1].tp == 2 && p.layer[1].fwdbwd_ms == 95.25,
+           "kv_heads 8 of 24 heads read back with the record");
+    tap_ok(p.layer[2].kv_heads == 32, "kv_heads equal to heads is accepted (32)");
+    pp_profile_free(&p);
+}
+
 static void test_numbers(void)
 {
     static const struct { const char *s; int ok; double v; } c[] = {
@@ -297,6 +370,8 @@ int main(void)
     test_hf();
     test_catalog();
     test_profile();
+    test_profile_optimizer();
+    test_profile_layer_kv();
     test_numbers();
     return tap_done();
 }

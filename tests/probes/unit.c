@@ -1,6 +1,7 @@
 /* Unit tests of the probes' CPU side (no GPU needed):
  *   - the CPU references (probes/ref.c) against central finite differences, so that the reference
- *     the GPU layer is checked against is itself right (GELU and SwiGLU layers, attention);
+ *     the GPU layer is checked against is itself right (GELU and SwiGLU layers, multi-head and
+ *     grouped-query, attention); the grouped-query layer against its multi-head twin;
  *   - causality of the reference attention;
  *   - nccl-tests' bus-bandwidth factors, and that they reproduce the PyTorch anchors' busbw;
  *   - the profile writer: refuses non-finite rows, and what it writes loads through the
@@ -38,11 +39,14 @@ typedef struct {
     float *x, *dy;
 } fixture;
 
-static void fixture_make(fixture *f, bool swiglu)
+/* heads 2 of 8 (multi-head: kv 0), or a GQA shape (heads 4 of 4, kv groups of 2 heads) */
+static void fixture_make(fixture *f, bool swiglu, bool gqa)
 {
     pp_ref_shape sh = {.b = 2, .s = 6, .h = 16, .heads = 2, .head_dim = 8, .ffn = 24, .swiglu = swiglu};
+    if (gqa) sh.heads = 4, sh.head_dim = 4, sh.kv_heads = 2;
     int64_t h = sh.h, hq = sh.heads * sh.head_dim, n1 = swiglu ? 2 * sh.ffn : sh.ffn, T = sh.b * sh.s;
-    const size_t n[12] = {(size_t)h, (size_t)h, (size_t)(3 * hq * h), (size_t)(3 * hq), (size_t)(h * hq), (size_t)h,
+    int64_t nqkv = hq + 2 * (sh.kv_heads ? sh.kv_heads : sh.heads) * sh.head_dim;
+    const size_t n[12] = {(size_t)h, (size_t)h, (size_t)(nqkv * h), (size_t)nqkv, (size_t)(h * hq), (size_t)h,
                           (size_t)h, (size_t)h, (size_t)(n1 * h), (size_t)n1, (size_t)(h * sh.ffn), (size_t)h};
     f->sh = sh;
     for (int i = 0; i < 12; i++) {
@@ -93,21 +97,23 @@ static double fd(fixture *f, float *p, size_t i)
     return (lu - ld) / ((double)up - (double)dn);
 }
 
-static void check_layer_grads(bool swiglu)
+static void check_layer_grads(bool swiglu, bool gqa)
 {
     fixture f;
-    fixture_make(&f, swiglu);
+    fixture_make(&f, swiglu, gqa);
     const pp_ref_shape *sh = &f.sh;
     int64_t h = sh->h, hq = sh->heads * sh->head_dim, n1 = swiglu ? 2 * sh->ffn : sh->ffn, T = sh->b * sh->s;
+    int64_t nqkv = hq + 2 * (sh->kv_heads ? sh->kv_heads : sh->heads) * sh->head_dim;
+    const char *lbl = gqa ? (swiglu ? "swiglu gqa" : "gelu gqa") : (swiglu ? "swiglu" : "gelu");
     double *y = calloc((size_t)(T * h), sizeof *y);
     double *gr[13];
-    const size_t n[13] = {(size_t)(T * h), (size_t)h, (size_t)h, (size_t)(3 * hq * h), (size_t)(3 * hq),
+    const size_t n[13] = {(size_t)(T * h), (size_t)h, (size_t)h, (size_t)(nqkv * h), (size_t)nqkv,
                           (size_t)(h * hq), (size_t)h, (size_t)h, (size_t)h, (size_t)(n1 * h), (size_t)n1,
                           (size_t)(h * sh->ffn), (size_t)h};
     for (int i = 0; i < 13; i++) gr[i] = calloc(n[i], sizeof(double));
     pp_ref_grads g = {gr[0], gr[1], gr[2], gr[3], gr[4], gr[5], gr[6], gr[7], gr[8], gr[9], gr[10], gr[11], gr[12]};
     pp_ref_weights w = weights(&f);
-    tap_ok(pp_ref_layer(sh, &w, f.x, f.dy, y, &g) == 0, "%s layer: reference runs", swiglu ? "swiglu" : "gelu");
+    tap_ok(pp_ref_layer(sh, &w, f.x, f.dy, y, &g) == 0, "%s layer: reference runs", lbl);
     /* every gradient array: three entries each against finite differences */
     const char *names[13] = {"dx", "dln1_g", "dln1_b", "dwqkv", "dbqkv", "dwproj", "dbproj",
                              "dln2_g", "dln2_b", "dw1", "db1", "dw2", "db2"};
@@ -122,11 +128,142 @@ static void check_layer_grads(bool swiglu)
             if (err > worst) worst = err;
         }
         /* the step is 1e-2: truncation O(1e-4) relative on these smooth functions */
-        tap_ok(worst < 2e-3, "%s layer: %s matches finite differences (worst relative error %.2e)",
-               swiglu ? "swiglu" : "gelu", names[a], worst);
+        tap_ok(worst < 2e-3, "%s layer: %s matches finite differences (worst relative error %.2e)", lbl,
+               names[a], worst);
     }
     for (int i = 0; i < 13; i++) free(gr[i]);
     free(y);
+    fixture_free(&f);
+}
+
+/* The layer's 13 gradients (pp_ref_grads order), sized for sh; free with grads_free. */
+static void grads_alloc(const pp_ref_shape *sh, double *gr[13], size_t n[13], pp_ref_grads *g)
+{
+    int64_t h = sh->h, hq = sh->heads * sh->head_dim, n1 = sh->swiglu ? 2 * sh->ffn : sh->ffn, T = sh->b * sh->s;
+    int64_t nqkv = hq + 2 * (sh->kv_heads ? sh->kv_heads : sh->heads) * sh->head_dim;
+    const size_t sz[13] = {(size_t)(T * h), (size_t)h, (size_t)h, (size_t)(nqkv * h), (size_t)nqkv,
+                           (size_t)(h * hq), (size_t)h, (size_t)h, (size_t)h, (size_t)(n1 * h), (size_t)n1,
+                           (size_t)(h * sh->ffn), (size_t)h};
+    for (int i = 0; i < 13; i++) {
+        n[i] = sz[i];
+        gr[i] = calloc(sz[i], sizeof(double));
+    }
+    pp_ref_grads gg = {gr[0], gr[1], gr[2], gr[3], gr[4], gr[5], gr[6], gr[7], gr[8], gr[9], gr[10], gr[11], gr[12]};
+    *g = gg;
+}
+
+static void grads_free(double *gr[13])
+{
+    for (int i = 0; i < 13; i++) free(gr[i]);
+}
+
+/* Grouped-query attention in the reference (issue 8):
+ *   - kv_heads == heads is multi-head attention: bit for bit what kv_heads 0 gives;
+ *   - a GQA layer (heads 4, kv 2) equals, bit for bit in its output, the multi-head layer whose
+ *     Wqkv repeats each group's k and v rows for the group's heads (Megatron's repeat_interleave);
+ *     the GQA gradient of a group's k or v weight row (and bias) is the sum of that multi-head
+ *     layer's gradients of the rows of the group's heads, computed independently here;
+ *   - kv_heads that does not divide heads, or exceeds it, is refused. */
+static void check_gqa(void)
+{
+    fixture f;
+    fixture_make(&f, false, false);
+    pp_ref_shape sh = f.sh;
+    int64_t h = sh.h, T = sh.b * sh.s;
+    double *gr0[13], *gr1[13];
+    size_t n0[13], n1[13];
+    pp_ref_grads g0, g1;
+    pp_ref_weights w = weights(&f);
+    double *y0 = calloc((size_t)(T * h), sizeof(double)), *y1 = calloc((size_t)(T * h), sizeof(double));
+    grads_alloc(&sh, gr0, n0, &g0);
+    grads_alloc(&sh, gr1, n1, &g1);
+    int rc0 = pp_ref_layer(&sh, &w, f.x, f.dy, y0, &g0);
+    sh.kv_heads = sh.heads;
+    int rc1 = pp_ref_layer(&sh, &w, f.x, f.dy, y1, &g1);
+    bool same = rc0 == 0 && rc1 == 0 && !memcmp(y0, y1, (size_t)(T * h) * sizeof(double));
+    for (int i = 0; i < 13; i++) same = same && !memcmp(gr0[i], gr1[i], n0[i] * sizeof(double));
+    tap_ok(same, "GQA reference with kv_heads == heads: output and all 13 gradients equal multi-head exactly");
+    sh.kv_heads = 3;
+    sh.heads = 4;
+    tap_ok(pp_ref_layer(&sh, &w, f.x, NULL, y1, NULL) == -1, "kv_heads 3 of 4 heads is refused");
+    sh.kv_heads = 8;
+    tap_ok(pp_ref_layer(&sh, &w, f.x, NULL, y1, NULL) == -1, "kv_heads 8 above 4 heads is refused");
+    sh.kv_heads = -2;
+    tap_ok(pp_ref_layer(&sh, &w, f.x, NULL, y1, NULL) == -1, "negative kv_heads is refused");
+    grads_free(gr0);
+    grads_free(gr1);
+    free(y0);
+    free(y1);
+    fixture_free(&f);
+
+    /* GQA (heads 4, kv 2, d 4) against its multi-head twin */
+    fixture_make(&f, false, true);
+    pp_ref_shape gs = f.sh, ms = f.sh;
+    ms.kv_heads = 0;
+    const int64_t d = gs.head_dim, hq = gs.heads * d, kv = gs.kv_heads, hkv = kv * d, ng = hq + 2 * hkv;
+    const int64_t rep = gs.heads / kv;
+    float *wm = malloc((size_t)(3 * hq * h) * sizeof *wm), *bm = malloc((size_t)(3 * hq) * sizeof *bm);
+    /* row r of the multi-head Wqkv: q row r, or k/v row of head j = (r - hq) / d from group j / rep */
+    for (int64_t r = 0; r < 3 * hq; r++) {
+        int64_t src = r;
+        if (r >= hq) {
+            int64_t part = (r - hq) / hq, j = ((r - hq) % hq) / d, e = (r - hq) % d;
+            src = hq + part * hkv + (j / rep) * d + e;
+        }
+        memcpy(wm + r * h, f.w[2] + src * h, (size_t)h * sizeof *wm);
+        bm[r] = f.w[3][src];
+    }
+    pp_ref_weights wg = weights(&f), wmh = wg;
+    wmh.wqkv = wm;
+    wmh.bqkv = bm;
+    y0 = calloc((size_t)(T * h), sizeof(double));
+    y1 = calloc((size_t)(T * h), sizeof(double));
+    grads_alloc(&gs, gr0, n0, &g0);
+    grads_alloc(&ms, gr1, n1, &g1);
+    rc0 = pp_ref_layer(&gs, &wg, f.x, f.dy, y0, &g0);
+    rc1 = pp_ref_layer(&ms, &wmh, f.x, f.dy, y1, &g1);
+    tap_ok(rc0 == 0 && rc1 == 0 && n0[3] == (size_t)(ng * h) && n1[3] == (size_t)(3 * hq * h),
+           "GQA and its multi-head twin run (Wqkv %lld x %lld and %lld x %lld)", (long long)ng, (long long)h,
+           (long long)(3 * hq), (long long)h);
+    tap_ok(!memcmp(y0, y1, (size_t)(T * h) * sizeof(double)), "GQA output equals the twin's exactly");
+    tap_ok(!memcmp(g0.dwqkv, g1.dwqkv, (size_t)(hq * h) * sizeof(double)), "GQA dWq equals the twin's exactly");
+    /* the group sums, in double: relative error of the whole k|v part of dWqkv and dbqkv */
+    double num = 0, den = 0, bnum = 0, bden = 0, dnum = 0, dden = 0;
+    for (int64_t r = hq; r < ng; r++) {
+        int64_t part = (r - hq) / hkv, grp = ((r - hq) % hkv) / d, e = (r - hq) % d;
+        double bs = 0;
+        for (int64_t i = 0; i < h; i++) {
+            double s2 = 0;
+            for (int64_t k = 0; k < rep; k++) s2 += g1.dwqkv[(hq + part * hq + (grp * rep + k) * d + e) * h + i];
+            num += (g0.dwqkv[r * h + i] - s2) * (g0.dwqkv[r * h + i] - s2);
+            den += s2 * s2;
+        }
+        for (int64_t k = 0; k < rep; k++) bs += g1.dbqkv[hq + part * hq + (grp * rep + k) * d + e];
+        bnum += (g0.dbqkv[r] - bs) * (g0.dbqkv[r] - bs);
+        bden += bs * bs;
+    }
+    for (int64_t i = 0; i < T * h; i++) {
+        dnum += (g0.dx[i] - g1.dx[i]) * (g0.dx[i] - g1.dx[i]);
+        dden += g1.dx[i] * g1.dx[i];
+    }
+    tap_ok(den > 1e-6 && sqrt(num / den) < 1e-12,
+           "GQA dWk, dWv rows = sums of the twin's rows over each group's heads (rel. error %.1e)", sqrt(num / den));
+    tap_ok(bden > 1e-6 && sqrt(bnum / bden) < 1e-12, "GQA dbk, dbv = group sums of the twin's (rel. error %.1e)",
+           sqrt(bnum / bden));
+    tap_ok(dden > 1e-6 && sqrt(dnum / dden) < 1e-12, "GQA dx equals the twin's (rel. error %.1e)", sqrt(dnum / dden));
+    /* and a group's gradient is not one head's (the sum matters): head 0's k row alone is off */
+    double one = 0;
+    for (int64_t i = 0; i < h; i++) {
+        double dl = g0.dwqkv[hq * h + i] - g1.dwqkv[hq * h + i];
+        one += dl * dl;
+    }
+    tap_ok(sqrt(one) > 1e-6, "a group's dWk row differs from its first head's alone (%.2e)", sqrt(one));
+    grads_free(gr0);
+    grads_free(gr1);
+    free(y0);
+    free(y1);
+    free(wm);
+    free(bm);
     fixture_free(&f);
 }
 
@@ -241,13 +378,31 @@ static void check_report(void)
     pp_report_add_bw(&r, &m);
     pp_attn_row at = {"flash", "cudnn", true, 8, 2048, 16, 128, 0.6, 2.1, 458.1, 392.7, 5e-3};
     pp_report_add_attn(&r, &at);
-    pp_layer_row l = {2048, 16, 2048, 8, 1, 8192, "gelu", "flash", 2.7, 9.5, 700.0, 607.0, 1e-2};
+    pp_layer_row l = {2048, 16, 2048, 8, 1, 8192, "gelu", "flash", 2.7, 9.5, 700.0, 607.0, 1e-2, 0};
     pp_report_add_layer(&r, &l);
+    /* issue 8: a grouped-query layer (Llama-3.2-3B-like: 24 heads in 8 kv groups) at tp 2 */
+    pp_layer_row lg = {3072, 24, 4096, 2, 2, 8192, "swiglu", "unfused", 30.5, 95.25, 300.0, 290.0, 1e-2, 8};
+    pp_layer_row lbad = lg;
+    lbad.kv_heads = 5;
+    tap_ok(pp_report_add_layer(&r, &lbad) == -1, "a layer row whose kv_heads 5 does not divide 24 heads is refused");
+    lbad.kv_heads = 48;
+    tap_ok(pp_report_add_layer(&r, &lbad) == -1, "a layer row with kv_heads 48 above 24 heads is refused");
+    lbad.kv_heads = -8;
+    tap_ok(pp_report_add_layer(&r, &lbad) == -1 && r.n_layer == 1, "a layer row with negative kv_heads is refused");
+    tap_ok(pp_report_add_layer(&r, &lg) == 0 && r.n_layer == 2, "GQA layer row added");
     pp_nccl_row n1 = {"all_reduce", 2, 1073741824.0, 3200.0, 335.5, 335.5};
     pp_nccl_row n0 = n1;
     n0.ranks = 1;
     tap_ok(pp_report_add_nccl(&r, &n0) == -1, "an nccl row of one rank is refused");
     pp_report_add_nccl(&r, &n1);
+    /* issue 8: one fused AdamW step, 30 bytes per parameter (optimizer.cu) */
+    pp_opt_row o = {1e9, 30, 11.25, 30e9 / 11.25e-3 / 1e9, 3e-4}, obad = o;
+    obad.ms = INFINITY;
+    tap_ok(pp_report_add_opt(&r, &obad) == -1, "an optimizer row with an infinite time is refused");
+    obad = o;
+    obad.params = 0;
+    tap_ok(pp_report_add_opt(&r, &obad) == -1 && r.n_opt == 0, "an optimizer row of 0 parameters is refused");
+    tap_ok(pp_report_add_opt(&r, &o) == 0, "optimizer row added");
     pp_report_note(&r, "nccl: a note with \"quotes\"");
     pp_report_fail(&r, "gemm fp8: wrong");
 
@@ -256,6 +411,17 @@ static void check_report(void)
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     tap_ok(f && pp_report_write_yaml(&r, f) == 0, "YAML written");
     if (f) fclose(f);
+    {
+        /* kv_heads is written for the GQA row only: MHA records stay as they were */
+        FILE *rf = fopen(path, "r");
+        char text[16384];
+        size_t nr = rf ? fread(text, 1, sizeof text - 1, rf) : 0;
+        text[nr] = 0;
+        if (rf) fclose(rf);
+        const char *k1 = strstr(text, "kv_heads");
+        tap_ok(k1 && !strstr(k1 + 1, "kv_heads") && strstr(text, "kv_heads: 8"),
+               "the YAML has one kv_heads key, 8, on the GQA row");
+    }
 
     pp_profile p;
     pp_error err;
@@ -272,12 +438,22 @@ static void check_report(void)
         tap_near(p.mul_gbs, 3097.3, 1e-6, "mul GB/s round-trips");
         tap_ok(p.n_attn == 1 && p.attn[0].flash && p.attn[0].head_dim == 128, "attention row round-trips");
         tap_near(p.attn[0].fwdbwd_tflops, 392.7, 1e-6, "attention fwd+bwd TFLOP/s round-trips");
-        tap_ok(p.n_layer == 1 && p.layer[0].hidden == 2048 && p.layer[0].mbs == 8, "layer row round-trips");
+        tap_ok(p.n_layer == 2 && p.layer[0].hidden == 2048 && p.layer[0].mbs == 8, "layer row round-trips");
         tap_near(p.layer[0].fwdbwd_ms, 9.5, 1e-6, "layer fwd+bwd ms round-trips");
+        tap_ok(p.n_layer == 2 && p.layer[0].kv_heads == 16, "an MHA layer row reads back kv_heads = heads (16)");
+        tap_ok(p.n_layer == 2 && p.layer[1].heads == 24 && p.layer[1].kv_heads == 8 && p.layer[1].tp == 2 &&
+                   p.layer[1].seq == 4096,
+               "the GQA layer row round-trips kv_heads 8 of 24 heads");
+        tap_near(p.n_layer == 2 ? p.layer[1].fwdbwd_ms : 0, 95.25, 1e-9, "GQA layer fwd+bwd ms round-trips");
         tap_ok(p.n_nccl == 1 && p.nccl[0].ranks == 2 && p.nccl[0].op == PP_COLL_ALL_REDUCE, "nccl row round-trips");
         tap_near(p.nccl[0].bytes, 1073741824.0, 0, "nccl bytes exact (no 1e+09 rounding)");
         tap_near(pp_profile_busbw_gbs(&p, PP_COLL_ALL_REDUCE, 2, 1073741824.0), 335.5, 1e-6,
                  "the time model's busbw query reads the measured point");
+        tap_ok(p.n_optimizer == 1 && p.optimizer[0].params == 1e9 && p.optimizer[0].bytes_per_param == 30,
+               "optimizer row round-trips (params exact)");
+        tap_near(p.optimizer[0].ms, 11.25, 1e-9, "optimizer ms round-trips");
+        tap_near(p.optimizer[0].gbs, 2666.67, 1e-6, "optimizer GB/s round-trips (%%.6g)");
+        tap_near(pp_profile_optimizer_s(&p, 5e8), 11.25e-3 / 2, 1e-12, "the optimizer query reads the measured rate");
     }
     pp_profile_free(&p);
     unlink(path);
@@ -289,8 +465,10 @@ static void check_report(void)
     if (f) fclose(f);
     memset(&p, 0, sizeof p);
     st = pp_profile_load_file(&p, jpath, &err);
-    tap_ok(st == PP_OK && p.n_gemm == 2 && p.n_nccl == 1, "the JSON profile (-o x.json) loads too (%s)",
+    tap_ok(st == PP_OK && p.n_gemm == 2 && p.n_nccl == 1 && p.n_optimizer == 1, "the JSON profile (-o x.json) loads too (%s)",
            st == PP_OK ? "ok" : err.msg);
+    tap_ok(st == PP_OK && p.n_layer == 2 && p.layer[0].kv_heads == 16 && p.layer[1].kv_heads == 8,
+           "the JSON profile's layer rows: kv_heads 16 (MHA, absent) and 8 (GQA)");
     pp_profile_free(&p);
     unlink(jpath);
 
@@ -299,6 +477,11 @@ static void check_report(void)
     FILE *mem = open_memstream(&buf, &len);
     pp_report_write_table(&r, mem);
     fclose(mem);
+    tap_ok(buf && strstr(buf, "  3072    24  4096    2   2   8192 swiglu unfused    30.500    95.250    300.0    290.0  "
+                            "1.0e-02    8\n") && strstr(buf, "1.0e-02   16\n"),
+           "the table's layer rows end in their kv heads (8 GQA, 16 MHA)");
+    tap_ok(buf && strstr(buf, "\n# optimizer") && strstr(buf, "1000000000    30     11.250"),
+           "the table has the optimizer section and row");
     tap_ok(buf && buf[0] == '#' && strstr(buf, "\n# gemm") && strstr(buf, "# WRONG: gemm fp8: wrong") &&
                !strstr(buf, "nan") && !strstr(buf, "inf"),
            "the table is '#'-headed, lists wrong results, prints no nan/inf");
@@ -493,8 +676,11 @@ static void check_faults(void)
 int main(void)
 {
     check_gelu();
-    check_layer_grads(false);
-    check_layer_grads(true);
+    check_layer_grads(false, false);
+    check_layer_grads(true, false);
+    check_layer_grads(false, true);
+    check_layer_grads(true, true);
+    check_gqa();
     check_attention_causal();
     check_rel_l2();
     check_busbw();

@@ -90,7 +90,7 @@ expect "standard device-local" launch --launch-target ''
 expect "0 1 2 3" check --zero ''
 expect "uniform ilp auto" plan --stages ''
 expect "" check --tp ''
-expect "gemm bandwidth attention layer nccl all" probe ''
+expect "gemm bandwidth attention layer optimizer nccl all" probe ''
 expect "bandwidth" probe ba
 # Catalog names (from `parplan models --json`) and files.
 if "$parplan" models --json >/dev/null 2>&1; then
