@@ -1397,6 +1397,9 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
             bool any = false;
             for (int64_t j = 0; j < l.pp; j++) any |= l.stage_recompute[j] > 0;
             if (!any) l.recompute = PP_RC_NONE, l.recompute_layers = 0;
+            /* One stage recomputing nothing is the plain layout: without the arrays, so that the
+             * duplicate below is found (it was listed twice, once as "stages 28") */
+            if (!any && l.pp == 1) l.stage_layers = l.stage_recompute = NULL;
         }
         k->layout = l;
         k->time = t;

@@ -243,6 +243,43 @@ static void test_calibrate(const char *logdir)
     }
 }
 
+/* A one-stage layout whose full recompute the stage ILP turned into no recompute came back as a
+ * second candidate, "tp1 pp1 dp2 mbs2 dist-opt" and "... stages 28" (the Llama-3.2-3B shape on
+ * 2 x H200, found by plan --probe 8 measuring it twice): every candidate must be a distinct run. */
+static void test_plan_no_duplicates(void)
+{
+    const char *src = getenv("PARPLAN_SOURCE_DIR");
+    char prof[1200];
+    snprintf(prof, sizeof prof, "%s/tests/data/profiles/h200x2-megatron-local.yaml", src ? src : ".");
+    char *a[] = {(char *)parplan, "plan", "--model", "llama3-8b", "--layers", "28", "--hidden", "3072", "--heads", "24",
+                 "--kv-heads", "8", "--ffn", "8192", "--vocab", "128256", "--untied", "--seq", "4096", "--gpu", "h200",
+                 "--gpus", "2", "--gpus-per-node", "2", "--attention", "unfused", "--profile", prof, "--gbs", "8",
+                 "--top", "8", "--json", NULL};
+    pp_run_result r;
+    run(&r, a);
+    char jerr[256] = "";
+    js_val *d = r.status == 0 ? js_parse(r.out, jerr, sizeof jerr) : NULL;
+    const js_val *c = js_get(d, "candidates");
+    static const char *const keys[] = {"tp", "pp", "dp", "vpp", "cp", "ep", "mbs", "zero", "dist_opt", "sp",
+                                       "recompute", "offload"};
+    int dups = 0;
+    for (int i = 0; c && i < c->n; i++)
+        for (int j = 0; j < i; j++) {
+            bool same = true;
+            for (size_t k = 0; same && k < sizeof keys / sizeof *keys; k++) {
+                const js_val *x = js_get(c->items[i], keys[k]), *y = js_get(c->items[j], keys[k]);
+                same = x && y && x->type == y->type &&
+                       (x->type == JS_STR ? !strcmp(x->str, y->str) : x->type == JS_BOOL ? x->b == y->b : x->num == y->num);
+            }
+            /* the same parallel layout with one stage can only be the same run */
+            dups += same && js_num(c->items[i], "pp") == 1;
+        }
+    tap_ok(c && c->n == 8 && dups == 0, "plan --top 8 on the Llama-3.2-3B shape: 8 distinct runs, %d one-stage duplicates",
+           dups);
+    js_free(d);
+    pp_run_result_free(&r);
+}
+
 static js_val *plan_json(const char *extra_env_kill, int *status, char **err_out)
 {
     if (extra_env_kill) setenv("FAKE_PROBE_KILL_AT", extra_env_kill, 1);
@@ -429,6 +466,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_calibrate(argv[1]);
+    test_plan_no_duplicates();
     test_probe(argv[2]);
     char prof[300];
     snprintf(prof, sizeof prof, "%s/h200-cal.yaml", tmpdir);
