@@ -844,6 +844,7 @@ void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_o
     wm.profile = &prof;
     pp_time_ctx ctx;
     pp_time_ctx_init(&ctx, &wm, o);
+    ctx.measured_optimizer = true;
     pp_time_layer ly, stack;
     pp_time_layer_get(&ctx, l, &ly);
     memset(&stack, 0, sizeof stack);
@@ -854,18 +855,7 @@ void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_o
     memset(info, 0, sizeof *info);
     info->stack_fwd_s = stack.fwd_compute_s;
     info->stack_bwd_s = stack.bwd_compute_s;
-    double opt_s = l->offload == PP_OFF_NONE ? pp_profile_optimizer_s(&prof, out->optimizer_params) : -1;
-    if (opt_s > 0) {
-        double s0 = out->step_time_s;
-        info->optimizer_meas_s = opt_s;
-        if (c) opt_s *= c->optimizer_scale;
-        out->step_time_s += opt_s - out->optimizer_s;
-        out->optimizer_s = opt_s;
-        out->samples_per_s = (double)w->gbs / out->step_time_s;
-        out->tokens_per_s = out->samples_per_s * (double)w->model.seq;
-        out->model_tflops_per_gpu = out->model_flops / out->step_time_s / (double)w->gpus / 1e12;
-        out->mfu *= s0 / out->step_time_s; /* the same FLOPs against the same peak */
-    }
+    info->optimizer_meas_s = out->optimizer_measured_s;
 }
 
 /* ------------------------------------------------------------------ prediction and fit */

@@ -10,6 +10,7 @@
 #define PP_PROBE_CACHE_H
 
 #include "pp.h"
+#include "pp_profile.h"
 
 typedef struct {
     char gpu[128];           /* "NVIDIA H200" */
@@ -40,5 +41,9 @@ pp_status pp_probe_cache_save(pp_probe_cache *c, pp_error *err);
  * ("layer h2048 a16 g16 f8192 s2048 b4 t1 gelu unfused"). calibrate --probe-cache looks the logs'
  * layers up with the same key. */
 void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n);
+/* The optimizer sweep gpu's entries hold ("optimizer pN": ms, bytes per parameter) as profile
+ * records, for pp_profile_optimizer_s: *rows (the caller frees it; none: *n 0). PP_ERR_NOMEM. */
+pp_status pp_probe_cache_optimizer_rows(const pp_probe_cache *c, const char *gpu, pp_prof_optimizer **rows, int *n,
+                                        pp_error *err);
 
 #endif

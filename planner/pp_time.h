@@ -21,6 +21,8 @@ typedef struct {
     double zero_gather_s;    /* exposed ZeRO-3/FSDP per-micro-batch gathers and scatters */
     double optimizer_s;
     double optimizer_params; /* parameters the fullest rank's optimizer step updates (its shard) */
+    double optimizer_measured_s; /* the measured step optimizer_s was read from (ctx.measured_optimizer),
+                                  * before the calibration's scale; 0: modelled */
     double samples_per_s;
     double tokens_per_s;
     double model_flops;      /* per step, no recompute (Korthikanti eq. 7) */
@@ -96,6 +98,11 @@ typedef struct {
     double layer_expert_params; /* the experts' part of it (0 for dense) */
     double embed_params, final_params, output_params;
     double model_flops;       /* per step */
+    /* The optimizer step from the profile's `optimizer` records (parplan-probe optimizer) where it
+     * has them, instead of the memory-bound formula. Off after pp_time_ctx_init: only measured
+     * steps (pp_time_step_measured, plan --probe) read it, so an analytic plan does not move
+     * with whether its profile carries an optimizer sweep. */
+    bool measured_optimizer;
 } pp_time_ctx;
 
 /* One transformer layer (and the first/last stage extras) for one micro-batch on one rank,

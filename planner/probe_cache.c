@@ -187,3 +187,19 @@ void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, s
              (long long)m->heads, (long long)m->kv_heads, (long long)m->ffn, (long long)m->seq, (long long)l->mbs,
              (long long)l->tp, pp_act_names[m->act], pp_attention_names[w->attention]);
 }
+
+pp_status pp_probe_cache_optimizer_rows(const pp_probe_cache *c, const char *gpu, pp_prof_optimizer **rows, int *n,
+                                        pp_error *err)
+{
+    *n = 0;
+    *rows = calloc((size_t)c->n + 1, sizeof **rows);
+    if (!*rows) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (int i = 0; i < c->n; i++) {
+        const pp_probe_cache_entry *e = &c->e[i];
+        double params;
+        if (strcmp(e->gpu, gpu) || sscanf(e->key, "optimizer p%lf", &params) != 1 || !(e->a > 0)) continue;
+        (*rows)[(*n)++] = (pp_prof_optimizer){.params = params, .bytes_per_param = e->b, .ms = e->a,
+                                              .gbs = e->b * params / (e->a * 1e-3) / 1e9};
+    }
+    return PP_OK;
+}

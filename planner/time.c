@@ -703,8 +703,11 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
 
     /* --- optimizer: Adam over the rank's (shard of the) parameters, memory-bound */
     out->optimizer_params = opt_params;
+    out->optimizer_measured_s = 0;
     if (l->offload == PP_OFF_NONE) {
-        out->optimizer_s = OPT_BYTES_PER_PARAM * opt_params / c->mem_rate;
+        double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
+        if (meas > 0) out->optimizer_measured_s = meas;
+        out->optimizer_s = meas > 0 ? meas : OPT_BYTES_PER_PARAM * opt_params / c->mem_rate;
         if (w->profile && w->profile->calibration.present)
             out->optimizer_s *= w->profile->calibration.optimizer_scale; /* issue 8 */
     } else {

@@ -144,7 +144,6 @@ static pp_status probe_base(const char *path, const pp_gpu *gpu, pp_calib_run *r
     memset(&pc, 0, sizeof pc);
     pp_status st = PP_OK;
     const char *g = gpu->full_name[0] ? gpu->full_name : gpu->name;
-    if (access(path, R_OK)) return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "cannot read: %s", strerror(errno));
     if ((st = pp_probe_cache_load(&pc, path, err))) return st;
     for (int i = 0; i < n; i++) {
         char key[192];
@@ -160,26 +159,15 @@ static pp_status probe_base(const char *path, const pp_gpu *gpu, pp_calib_run *r
         runs[i].probe_fwd_s = e->a * 1e-3;
         runs[i].probe_fwdbwd_s = e->b * 1e-3;
     }
-    if (base) *out = *base; /* shallow: base keeps its arrays */
-    else memset(out, 0, sizeof *out);
-    out->calibration = base ? base->probe_calibration : out->calibration;
-    if (!base) pp_calibration_init(&out->calibration);
-    pp_prof_optimizer *opt = calloc((size_t)pc.n + 1, sizeof *opt);
-    if (!opt) {
-        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        goto done;
+    if (base) {
+        *out = *base; /* shallow: base keeps its arrays */
+        out->calibration = base->probe_calibration;
+    } else {
+        memset(out, 0, sizeof *out);
+        pp_calibration_init(&out->calibration);
     }
-    int no = 0;
-    for (int i = 0; i < pc.n; i++) {
-        double params;
-        if (strcmp(pc.e[i].gpu, g) || sscanf(pc.e[i].key, "optimizer p%lf", &params) != 1 || !(pc.e[i].a > 0))
-            continue;
-        opt[no++] = (pp_prof_optimizer){.params = params, .bytes_per_param = pc.e[i].b, .ms = pc.e[i].a,
-                                        .gbs = pc.e[i].b * params / (pc.e[i].a * 1e-3) / 1e9};
-    }
-    out->optimizer = opt;
-    out->n_optimizer = no;
-    *opt_out = opt;
+    st = pp_probe_cache_optimizer_rows(&pc, g, opt_out, &out->n_optimizer, err);
+    out->optimizer = *opt_out;
 done:
     pp_probe_cache_free(&pc);
     return st;
@@ -202,6 +190,11 @@ int pp_cmd_calibrate(pp_cli *c)
     if (c->npos < 1) {
         fprintf(stderr, "parplan: give Megatron-LM logs to calibrate on (parplan calibrate --help)\n");
         return 2;
+    }
+    /* before the logs are read: a missing cache would otherwise load as an empty one */
+    if (c->probe_cache && access(c->probe_cache, R_OK)) {
+        pp_error_set(&err, PP_ERR_INPUT, c->probe_cache, 0, 0, "--probe-cache: cannot read: %s", strerror(errno));
+        return pp_cli_fail(&err);
     }
     if (pp_cli_catalog(c, &err)) return pp_cli_fail(&err);
     if (c->profile_arg) {

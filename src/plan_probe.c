@@ -158,11 +158,6 @@ int pp_plan_probe_check(pp_cli *c, pp_plan_probe_env *env)
 
 /* ------------------------------------------------------------------ shapes and keys */
 
-static void layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n)
-{
-    pp_probe_cache_layer_key(w, l, buf, n);
-}
-
 static bool layer_probeable(const pp_work *w, const pp_layout *l, char *why, size_t n)
 {
     const pp_model *m = &w->model;
@@ -365,7 +360,7 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
         lt.tp = tps[t];
         lt.mbs = mbs;
         pr->failed_oom[pr->n_failed] = true;
-        layer_key(w, &lt, pr->failed[pr->n_failed++], sizeof pr->failed[0]);
+        pp_probe_cache_layer_key(w, &lt, pr->failed[pr->n_failed++], sizeof pr->failed[0]);
         fprintf(stderr, "parplan: warning: the layer at tp %lld, mbs %lld ran out of GPU memory on %s in the probe: "
                         "those candidates keep the model's figures\n",
                 (long long)tps[t], (long long)mbs, p.gpu[0] ? p.gpu : "this GPU");
@@ -382,7 +377,7 @@ static int measure_layers(probe_run *pr, const pp_work *w, int64_t mbs, const in
         pp_probe_cache_entry e;
         memset(&e, 0, sizeof e);
         snprintf(e.gpu, sizeof e.gpu, "%s", pr->gpu);
-        layer_key(w, &l, e.key, sizeof e.key);
+        pp_probe_cache_layer_key(w, &l, e.key, sizeof e.key);
         e.a = r->fwd_ms;
         e.b = r->fwdbwd_ms;
         snprintf(e.note, sizeof e.note, "%s", attn);
@@ -491,27 +486,9 @@ static pp_status probe_profile(const probe_run *pr, const pp_profile *base, pp_p
     out->n_nccl = n;
     *owned = arr;
     /* the measured optimizer steps (only these: the base profile's would describe another run) */
-    pp_prof_optimizer *opt = calloc((size_t)pr->cache.n + 1, sizeof *opt);
-    if (!opt) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    int no = 0;
-    for (int i = 0; i < pr->cache.n; i++) {
-        const pp_probe_cache_entry *e = &pr->cache.e[i];
-        double params;
-        if (strcmp(e->gpu, pr->gpu) || sscanf(e->key, "optimizer p%lf", &params) != 1 || !(e->a > 0)) continue;
-        opt[no++] = (pp_prof_optimizer){.params = params, .bytes_per_param = e->b, .ms = e->a,
-                                        .gbs = e->b * params / (e->a * 1e-3) / 1e9};
-    }
-    /* pp_profile_optimizer_s interpolates between rows in ascending order of size */
-    for (int i = 1; i < no; i++)
-        for (int j = i; j > 0 && opt[j].params < opt[j - 1].params; j--) {
-            pp_prof_optimizer t = opt[j];
-            opt[j] = opt[j - 1];
-            opt[j - 1] = t;
-        }
-    out->optimizer = opt;
-    out->n_optimizer = no;
-    *owned_opt = opt;
-    return PP_OK;
+    pp_status st = pp_probe_cache_optimizer_rows(&pr->cache, pr->gpu, owned_opt, &out->n_optimizer, err);
+    out->optimizer = *owned_opt;
+    return st;
 }
 
 int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candidate *cand, int64_t n,
@@ -601,7 +578,7 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
         /* the layer: this candidate's tp, and those of the later candidates of the same shape and
          * micro-batch, in one call */
         if (can_layer) {
-            layer_key(w, l, key, sizeof key);
+            pp_probe_cache_layer_key(w, l, key, sizeof key);
             if (!pp_probe_cache_get(&pr.cache, pr.gpu, key) && !out_of_budget && !failed_key(&pr, key)) {
                 if (now_s() - pr.t0 > pr.budget) {
                     out_of_budget = true;
@@ -612,7 +589,7 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
                         const pp_layout *lj = &cand[j].layout;
                         char kj[192];
                         if (lj->mbs != l->mbs || !layer_probeable(w, lj, why, sizeof why)) continue;
-                        layer_key(w, lj, kj, sizeof kj);
+                        pp_probe_cache_layer_key(w, lj, kj, sizeof kj);
                         bool dup = false;
                         for (int t = 0; t < ntp; t++) dup |= tps[t] == lj->tp;
                         if (!dup && !pp_probe_cache_get(&pr.cache, pr.gpu, kj) && !failed_key(&pr, kj))
@@ -628,9 +605,9 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
                         for (int t = 0; t < ntp && pr.n_failed < 64; t++) {
                             pp_layout lt = *l;
                             lt.tp = tps[t];
-                            layer_key(w, &lt, pr.failed[pr.n_failed++], sizeof pr.failed[0]);
+                            pp_probe_cache_layer_key(w, &lt, pr.failed[pr.n_failed++], sizeof pr.failed[0]);
                         }
-                    layer_key(w, l, key, sizeof key); /* the cache key may have moved to the device */
+                    pp_probe_cache_layer_key(w, l, key, sizeof key); /* the cache key may have moved to the device */
                 }
             }
             const pp_probe_cache_entry *e = pp_probe_cache_get(&pr.cache, pr.gpu, key);
