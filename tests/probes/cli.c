@@ -58,8 +58,8 @@ int main(void)
         expect("parplan probe with parplan-probe missing", argv, no_probe, 1, "not installed");
     }
     if (probe) {
-        const char *names[] = {"gemm", "bandwidth", "attention", "layer", "nccl", "all"};
-        for (int i = 0; i < 6; i++) {
+        const char *names[] = {"gemm", "bandwidth", "attention", "layer", "optimizer", "nccl", "all"};
+        for (int i = 0; i < 7; i++) {
             char *argv[] = {(char *)probe, (char *)names[i], "--quick", NULL};
             char what[64];
             snprintf(what, sizeof what, "parplan-probe %s", names[i]);
@@ -68,6 +68,19 @@ int main(void)
         {
             char *argv[] = {(char *)probe, "layer", "--hidden", "100", "--heads", "3", NULL};
             expect("parplan-probe --hidden 100 --heads 3", argv, no_gpu, 2, "multiple");
+        }
+        /* issue 8: the layer's attention and the optimizer's sizes, checked before any GPU */
+        {
+            char *argv[] = {(char *)probe, "layer", "--hidden", "1024", "--heads", "16", "--attention", "bogus", NULL};
+            expect("parplan-probe --attention bogus", argv, no_gpu, 2, "--attention");
+        }
+        {
+            char *argv[] = {(char *)probe, "optimizer", "--params", "5", NULL};
+            expect("parplan-probe optimizer --params 5", argv, no_gpu, 2, "--params");
+        }
+        {
+            char *argv[] = {(char *)probe, "gemm", "--params", "100000000", NULL};
+            expect("parplan-probe gemm --params", argv, no_gpu, 2, "optimizer probe");
         }
         /* issue 9: the fault flags and knobs are checked before any GPU is looked for */
         {
