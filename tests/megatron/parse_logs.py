@@ -14,9 +14,11 @@ DP=2 run has one row, a TP=2 or PP=2 run two. Columns:
   megatron_est_mib                     - Megatron's "Theoretical memory footprints" total (rank 0)
   iter_ms                              - elapsed time per iteration of the last iteration
   tflops_per_gpu                       - Megatron's reported throughput of the last iteration
+  ep, iters                            - expert parallel size and iterations run (configs_moe.csv)
+  iter_ms_med                          - median elapsed time of iterations 3.. (2 warm-up)
 For OOM launches the memory columns are empty (the run died before reporting).
 
-    python3 tests/megatron/parse_logs.py LOGDIR > tests/data/megatron/runs.csv
+    python3 tests/megatron/parse_logs.py LOGDIR [CONFIGS.csv] > tests/data/megatron/runs.csv
 """
 import csv
 import os
@@ -34,8 +36,8 @@ ITER = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*elapsed time per iteration \(ms
 OOM = re.compile(r"OutOfMemoryError|CUDA out of memory")
 
 
-def read_configs():
-    with open(os.path.join(HERE, "configs.csv")) as f:
+def read_configs(path=None):
+    with open(path or os.path.join(HERE, "configs.csv")) as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
@@ -62,15 +64,18 @@ def gpu_of_rank(logtext, rank):
 
 def main():
     logdir = sys.argv[1]
+    configs = sys.argv[2] if len(sys.argv) > 2 else None
     cols = ["name", "model", "gpus", "tp", "pp", "dp", "vpp", "mbs", "gbs", "seq", "dist_opt",
             "recompute", "rank", "pp_stage", "oom", "alloc_mib", "max_alloc_mib",
-            "max_reserved_mib", "smi_peak_mib", "megatron_est_mib", "iter_ms", "tflops_per_gpu"]
+            "max_reserved_mib", "smi_peak_mib", "megatron_est_mib", "iter_ms", "tflops_per_gpu", "ep", "iters", "iter_ms_med"]
     w = csv.writer(sys.stdout, lineterminator="\n")
-    print("# Real Megatron-LM runs on 2 x NVIDIA H200 (143771 MiB each), PyTorch 2.11, local "
-          "transformer implementation, bf16; configurations in tests/megatron/configs.csv, "
+    gpus = "one NVIDIA H200" if configs else "2 x NVIDIA H200"
+    print(f"# Real Megatron-LM runs on {gpus} (143771 MiB each), PyTorch 2.11, local "
+          "transformer implementation, bf16; configurations in "
+          f"tests/megatron/{os.path.basename(configs or 'configs.csv')}, "
           "logs parsed by tests/megatron/parse_logs.py. Memory in MiB (PyTorch allocator figures).")
     w.writerow(cols)
-    for c in read_configs():
+    for c in read_configs(configs):
         path = os.path.join(logdir, c["name"] + ".log")
         if not os.path.exists(path):
             continue  # not run (skipped slot)
@@ -85,6 +90,12 @@ def main():
         iters = ITER.findall(text)
         iter_ms = iters[-1][1] if iters else ""
         tflops = iters[-1][2] if iters else ""
+        timed = sorted(float(t) for i, t, _ in iters if int(i) >= 3)
+        med = ""
+        if timed:
+            k = len(timed)
+            med = f"{(timed[k // 2] if k % 2 else (timed[k // 2 - 1] + timed[k // 2]) / 2):.1f}"
+        extra = [c.get("ep") or "1", c.get("iters") or "3"]
         base = [c["name"], c["model"], c["gpus"], c["tp"], c["pp"], c["dp"], c.get("vpp", "1") or "1",
                 c["mbs"], c["gbs"], c["seq"], c["dist_opt"], c["recompute"]]
         exit_ok = re.search(r"# exit 0 ", text) is not None
@@ -92,7 +103,7 @@ def main():
             if not oom and not exit_ok:
                 print(f"warning: {c['name']}: no memory report and no OOM", file=sys.stderr)
                 continue
-            w.writerow(base + [0, 0, oom, "", "", "", "", est_total, "", ""])
+            w.writerow(base + [0, 0, oom, "", "", "", "", est_total, "", ""] + extra + [""])
             continue
         peaks = smi_peaks(logdir, c["slot"])
         tp, dp = int(c["tp"]), int(c["dp"])
@@ -100,7 +111,7 @@ def main():
             m = last[rank]
             smi = peaks.get(gpu_of_rank(text, rank), "")
             w.writerow(base + [rank, rank // (tp * dp), oom, m.group(3), m.group(4), m.group(6),
-                               smi, est_total if rank == 0 else "", iter_ms, tflops])
+                               smi, est_total if rank == 0 else "", iter_ms, tflops] + extra + [med])
     return 0
 
 

@@ -39,6 +39,53 @@ MODELS = {
                  "--no-rope-fusion", "--untie-embeddings-and-output-weights",
                  "--disable-bias-linear", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
                  "--vocab-size", "128256"],
+    # Llama-3.2-3B shape with Megatron's default dropout (0.1 attention and hidden): the run that
+    # ran out of memory where the bias-free rule assumed no dropout.
+    "llama-3b-drop": ["--num-layers", "28", "--hidden-size", "3072", "--num-attention-heads", "24",
+                      "--group-query-attention", "--num-query-groups", "8",
+                      "--ffn-hidden-size", "8192", "--swiglu", "--normalization", "RMSNorm",
+                      "--position-embedding-type", "rope", "--no-rope-fusion",
+                      "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+                      "--attention-dropout", "0.1", "--hidden-dropout", "0.1",
+                      "--vocab-size", "128256"],
+    # Qwen3-4B shape (Qwen/Qwen3-4B config.json): head_dim 128 with 32 heads over hidden 2560
+    # (query width 4096 != hidden), QK-norm, GQA 8, tied embeddings.
+    "qwen3-4b": ["--num-layers", "36", "--hidden-size", "2560", "--num-attention-heads", "32",
+                 "--group-query-attention", "--num-query-groups", "8", "--kv-channels", "128",
+                 "--qk-layernorm", "--ffn-hidden-size", "9728", "--swiglu",
+                 "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+                 "--no-rope-fusion", "--disable-bias-linear", "--attention-dropout", "0.0",
+                 "--hidden-dropout", "0.0", "--vocab-size", "151936"],
+    # Mixtral-shaped small MoE: 8 experts, top-2, every layer MoE, GQA.
+    "moe-8x": ["--num-layers", "12", "--hidden-size", "2048", "--num-attention-heads", "16",
+               "--group-query-attention", "--num-query-groups", "4", "--ffn-hidden-size", "5632",
+               "--num-experts", "8", "--moe-router-topk", "2", "--moe-ffn-hidden-size", "5632",
+               "--moe-token-dispatcher-type", "alltoall", "--swiglu",
+               "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+               "--no-rope-fusion", "--untie-embeddings-and-output-weights",
+               "--disable-bias-linear", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+               "--vocab-size", "32000"],
+    # Fine-grained MoE in DeepSeek-V2-Lite's proportions (MHA instead of MLA, which needs TE):
+    # a dense first layer (FFN 10944), 64 routed experts of 1408, top-6, 2 shared experts (2816).
+    "moe-64fg": ["--num-layers", "8", "--hidden-size", "2048", "--num-attention-heads", "16",
+                 "--ffn-hidden-size", "10944", "--num-experts", "64", "--moe-router-topk", "6",
+                 "--moe-ffn-hidden-size", "1408", "--moe-shared-expert-intermediate-size", "2816",
+                 "--moe-layer-freq", "([0]*1+[1]*7)", "--moe-token-dispatcher-type", "alltoall",
+                 "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+                 "--no-rope-fusion", "--untie-embeddings-and-output-weights",
+                 "--disable-bias-linear", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+                 "--vocab-size", "102400"],
+    # Qwen3-30B-A3B's layer (Qwen/Qwen3-30B-A3B config.json) on 8 layers: 128 experts of 768,
+    # top-8, head_dim 128 over hidden 2048, 32 heads, 4 KV heads, QK-norm.
+    "moe-128q": ["--num-layers", "8", "--hidden-size", "2048", "--num-attention-heads", "32",
+                 "--group-query-attention", "--num-query-groups", "4", "--kv-channels", "128",
+                 "--qk-layernorm", "--ffn-hidden-size", "6144", "--num-experts", "128",
+                 "--moe-router-topk", "8", "--moe-ffn-hidden-size", "768",
+                 "--moe-token-dispatcher-type", "alltoall", "--swiglu",
+                 "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+                 "--no-rope-fusion", "--untie-embeddings-and-output-weights",
+                 "--disable-bias-linear", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+                 "--vocab-size", "151936"],
 }
 
 # Flags every launch gets (megatron-on-device.md), plus: no fused bias-GELU/SwiGLU/dropout-add
@@ -48,8 +95,7 @@ COMMON = ["--transformer-impl", "local", "--no-persist-layer-norm", "--no-masked
           "--no-gradient-accumulation-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
           "--no-bias-dropout-fusion", "--mock-data", "--tokenizer-type", "NullTokenizer",
           "--eval-iters", "0", "--eval-interval", "1000", "--log-interval", "1",
-          "--log-memory-interval", "1", "--log-throughput", "--bf16", "--train-iters", "3",
-          "--lr", "1e-4"]
+          "--log-memory-interval", "1", "--log-throughput", "--bf16", "--lr", "1e-4"]
 
 ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_NVLS_ENABLE": "0",
        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
@@ -61,7 +107,10 @@ def read_configs(path):
         rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     for r in rows:
         r.setdefault("vpp", "1")
-        for k in ("slot", "gpus", "tp", "pp", "dp", "mbs", "gbs", "seq", "dist_opt", "vpp"):
+        r["ep"] = r.get("ep") or "1"
+        r["iters"] = r.get("iters") or "3"
+        for k in ("slot", "gpus", "tp", "pp", "dp", "mbs", "gbs", "seq", "dist_opt", "vpp", "ep",
+                  "iters"):
             r[k] = int(r[k])
         if r["tp"] * r["pp"] * r["dp"] != r["gpus"]:
             raise SystemExit(f"{r['name']}: tp*pp*dp != gpus")
@@ -75,7 +124,9 @@ def megatron_args(r):
     a += ["--seq-length", str(r["seq"]), "--max-position-embeddings", str(r["seq"]),
           "--micro-batch-size", str(r["mbs"]), "--global-batch-size", str(r["gbs"]),
           "--tensor-model-parallel-size", str(r["tp"]),
-          "--pipeline-model-parallel-size", str(r["pp"])]
+          "--pipeline-model-parallel-size", str(r["pp"]), "--train-iters", str(r["iters"])]
+    if r["ep"] > 1:
+        a += ["--expert-model-parallel-size", str(r["ep"])]
     if r["vpp"] > 1:
         a += ["--num-virtual-stages-per-pipeline-rank", str(r["vpp"])]
     if r["dist_opt"]:
