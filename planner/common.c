@@ -13,6 +13,58 @@ const char *const pp_framework_names[PP_FW_COUNT] = {"megatron", "deepspeed", "f
 const char *const pp_attention_names[PP_ATTN_COUNT] = {"flash", "unfused"};
 const char *const pp_recompute_names[PP_RC_COUNT] = {"none", "selective", "full"};
 const char *const pp_offload_names[PP_OFF_COUNT] = {"none", "optimizer", "params"};
+const char *const pp_precision_names[PP_PREC_COUNT] = {"bf16", "fp16", "fp8"};
+const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
+const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather"};
+
+void pp_stack_init(pp_stack *s)
+{
+    memset(s, 0, sizeof *s);
+    s->precision = PP_PREC_BF16;
+    s->impl = PP_IMPL_TE;
+    s->dispatcher = PP_DISPATCH_ALLTOALL;
+    s->moe_imbalance = 1.0;
+}
+
+void pp_work_dropout(const pp_work *w, double *attention, double *hidden)
+{
+    if (w->stack.dropout_given) {
+        *attention = w->stack.attention_dropout;
+        *hidden = w->stack.hidden_dropout;
+    } else {
+        pp_model_dropout(&w->model, attention, hidden);
+    }
+}
+
+pp_impl pp_work_impl(const pp_work *w)
+{
+    if (w->stack.impl_given) return w->stack.impl;
+    return w->attention == PP_ATTN_UNFUSED ? PP_IMPL_LOCAL : PP_IMPL_TE;
+}
+
+void pp_stack_resolve(pp_work *w)
+{
+    pp_stack *s = &w->stack;
+    pp_work_dropout(w, &s->attention_dropout, &s->hidden_dropout);
+    s->impl = pp_work_impl(w);
+    if (s->moe_imbalance < 1.0) s->moe_imbalance = 1.0;
+}
+
+void pp_stack_describe(const pp_work *w, char *buf, size_t n)
+{
+    const pp_stack *s = &w->stack;
+    const char *drop_src = s->dropout_given ? "given" : w->model.dropout_set ? "model" : "assumed";
+    int k = snprintf(buf, n, "stack: %s, %s, %s %s attention, dropout %.2g/%.2g (%s), overlap %s, "
+                     "tp-comm-overlap %s",
+                     pp_precision_names[s->precision], pp_framework_names[w->framework],
+                     w->framework == PP_FW_MEGATRON ? pp_impl_names[s->impl] : "",
+                     pp_attention_names[w->attention], s->attention_dropout, s->hidden_dropout,
+                     drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
+    if (k > 0 && (size_t)k < n && w->model.experts > 1)
+        snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
+                 s->grouped_gemm ? "grouped" : "looped",
+                 s->moe_capacity_factor > 0 ? ", capacity factor" : ", dropless");
+}
 
 pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int line, int col,
                        const char *fmt, ...)
@@ -76,6 +128,26 @@ int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l)
     return per > 0 ? w->gbs / per : 0;
 }
 
+int64_t pp_layout_etp(const pp_layout *l) { return l->etp > 0 ? l->etp : l->tp; }
+
+int64_t pp_layout_edp(const pp_layout *l)
+{
+    int64_t e = pp_layout_etp(l) * (l->ep > 0 ? l->ep : 1);
+    int64_t g = l->tp * l->cp * (l->dp > 0 ? l->dp : 1);
+    return e > 0 && g >= e ? g / e : 1;
+}
+
+int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage)
+{
+    if (l->stage_layers) {
+        int64_t f = 0;
+        for (int64_t i = 0; i < stage; i++) f += l->stage_layers[i];
+        return f;
+    }
+    int64_t L = w->model.layers, p = l->pp, r = L % p;
+    return stage * (L / p) + (stage < r ? stage : r);
+}
+
 int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage)
 {
     if (l->stage_layers) return l->stage_layers[stage];
@@ -111,7 +183,9 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     if (m->kv_heads % l->tp && l->tp % m->kv_heads)
         return LAYOUT_BAD("--tp %lld and the %lld KV heads: neither divides the other",
                           (long long)l->tp, (long long)m->kv_heads);
-    if (m->ffn % l->tp)
+    pp_param_count pc;
+    pp_model_params(m, &pc);
+    if (pc.dense_layers > 0 && m->ffn % l->tp)
         return LAYOUT_BAD("--tp %lld does not divide the FFN size %lld", (long long)l->tp,
                           (long long)m->ffn);
     if (l->pp > m->layers)
@@ -131,9 +205,26 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
         if (m->experts % l->ep)
             return LAYOUT_BAD("--ep %lld does not divide the %lld experts", (long long)l->ep,
                               (long long)m->experts);
-        if ((l->dp * l->cp) % l->ep)
-            return LAYOUT_BAD("--ep %lld must divide dp*cp = %lld", (long long)l->ep,
-                              (long long)(l->dp * l->cp));
+    }
+    if (l->etp < 0 || l->etp > 1000000) return LAYOUT_BAD("--etp must be between 1 and 1000000");
+    if (l->etp > 0 && m->experts <= 1 && l->etp != l->tp)
+        return LAYOUT_BAD("--etp %lld needs a model with experts", (long long)l->etp);
+    if (m->experts > 1) {
+        /* Megatron-Core's MoE parallel folding: the experts of a pipeline stage use the grid
+         * tp*cp*dp = etp * ep * edp (megatron/core/parallel_state.py, initialize_model_parallel:
+         * expert_tensor_parallel_size x expert_model_parallel_size must divide the
+         * tensor x context x data-parallel world of a stage). */
+        int64_t etp = pp_layout_etp(l), grid = l->tp * l->cp * l->dp;
+        if (grid % (etp * l->ep))
+            return LAYOUT_BAD("--ep %lld x --etp %lld = %lld must divide tp*cp*dp = %lld",
+                              (long long)l->ep, (long long)etp, (long long)(etp * l->ep),
+                              (long long)grid);
+        if (pp_model_expert_ffn(m) % etp)
+            return LAYOUT_BAD("--etp %lld does not divide the expert FFN size %lld", (long long)etp,
+                              (long long)pp_model_expert_ffn(m));
+        if (m->shared_ffn % l->tp)
+            return LAYOUT_BAD("--tp %lld does not divide the shared-expert FFN size %lld",
+                              (long long)l->tp, (long long)m->shared_ffn);
     }
     if (l->sp && l->tp < 2) return LAYOUT_BAD("--sp needs --tp of at least 2");
     if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");

@@ -405,6 +405,25 @@ static pp_status key_store(pp_yaml *y, yaml_node_t *v, const pp_key *k, void *ob
     }
     case PP_KEY_ANY:
         return PP_OK;
+    case PP_KEY_INTSEQ: {
+        if (v->type != YAML_SEQUENCE_NODE)
+            return pp_yaml_error(y, v, "key '%s': expected a sequence of integers, got %s", k->key,
+                                 node_kind(v));
+        int64_t *arr = (int64_t *)field, *count = (int64_t *)((char *)obj + k->off2);
+        *count = 0;
+        pp_key elem = *k;
+        elem.type = PP_KEY_INT;
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+            yaml_node_t *e = yaml_document_get_node(&y->doc, *it);
+            if (!e) return pp_yaml_error(y, v, "key '%s': broken sequence", k->key);
+            if ((size_t)*count >= k->size)
+                return pp_yaml_error(y, e, "key '%s': more than %zu entries", k->key, k->size);
+            double d;
+            if ((st = key_number(y, e, &elem, &d))) return st;
+            arr[(*count)++] = (int64_t)d;
+        }
+        return PP_OK;
+    }
     }
     return pp_yaml_error(y, v, "key '%s': internal error (key type)", k->key);
 }
@@ -504,11 +523,11 @@ static yaml_node_t *map_lookup(pp_yaml *y, yaml_node_t *map, const char *key, bo
 
 /* ================================================================== our model schema */
 
-#define KINT(k, f, lo, hi, req) {k, PP_KEY_INT, offsetof(pp_model, f), lo, hi, 0, 0, NULL, 0, req, NULL, 0}
-#define KSTR(T, k, f, req) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, req, NULL, 0}
-#define KENUM(T, k, f, names, nn, req) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, names, nn, req, NULL, 0}
-#define KBOOL(T, k, f, req) {k, PP_KEY_BOOL, offsetof(T, f), 0, 0, 0, 0, NULL, 0, req, NULL, 0}
-#define KNUM(T, k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+#define KINT(k, f, lo, hi, req) {k, PP_KEY_INT, offsetof(pp_model, f), lo, hi, 0, 0, NULL, 0, req, NULL, 0, 0}
+#define KSTR(T, k, f, req) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, req, NULL, 0, 0}
+#define KENUM(T, k, f, names, nn, req) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, names, nn, req, NULL, 0, 0}
+#define KBOOL(T, k, f, req) {k, PP_KEY_BOOL, offsetof(T, f), 0, 0, 0, 0, NULL, 0, req, NULL, 0, 0}
+#define KNUM(T, k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0, 0}
 
 /* The bounds here are the loader's "absurd value" limits; pp_model_validate checks the
  * relations between fields (divisibility, top-k <= experts, total size). */
@@ -532,7 +551,38 @@ static const pp_key model_keys[] = {
     KINT("topk", topk, 0, 1e5, false),
     KINT("gbs", gbs, 1, 1e12, false),
     KNUM(pp_model, "published_params", published_params, 0, 1e16, 1, false),
+    KNUM(pp_model, "published_active", published_active, 0, 1e16, 1, false),
     KSTR(pp_model, "source", source, false),
+    /* attention details */
+    KBOOL(pp_model, "qkv_bias", qkv_bias, false),
+    KBOOL(pp_model, "out_bias", out_bias, false),
+    KBOOL(pp_model, "mlp_bias", mlp_bias, false),
+    KENUM(pp_model, "qk_norm", qk_norm, pp_qk_norm_names, PP_QKNORM_COUNT, false),
+    KBOOL(pp_model, "attn_sinks", attn_sinks, false),
+    KINT("norms_per_layer", norms_per_layer, 2, 4, false),
+    KINT("window", window, 0, 1e8, false),
+    KINT("window_full_every", window_full_every, 0, 1e7, false),
+    KINT("window_full_phase", window_full_phase, 0, 1e7, false),
+    KINT("q_lora_rank", q_lora_rank, 0, 1e7, false),
+    KINT("kv_lora_rank", kv_lora_rank, 0, 1e7, false),
+    KINT("qk_nope_dim", qk_nope_dim, 0, 1e7, false),
+    KINT("qk_rope_dim", qk_rope_dim, 0, 1e7, false),
+    KINT("v_head_dim", v_head_dim, 0, 1e7, false),
+    /* Mixture of Experts */
+    KINT("moe_ffn", moe_ffn, 0, 1e7, false),
+    KINT("shared_experts", shared_experts, 0, 1e5, false),
+    KINT("shared_ffn", shared_ffn, 0, 1e7, false),
+    KBOOL(pp_model, "shared_gate", shared_gate, false),
+    KBOOL(pp_model, "router_bias", router_bias, false),
+    KINT("moe_first_dense", moe_first_dense, 0, 1e7, false),
+    KINT("moe_every", moe_every, 0, 1e7, false),
+    KINT("moe_phase", moe_phase, 0, 1e7, false),
+    {"dense_layers", PP_KEY_INTSEQ, offsetof(pp_model, dense_layers), 0, 1e7, 0, PP_MODEL_MAX_LIST,
+     NULL, 0, false, NULL, 0, offsetof(pp_model, n_dense_layers)},
+    KINT("mtp_layers", mtp_layers, 0, 64, false),
+    /* training defaults (dropout_set follows from either key, model_from_ours) */
+    KNUM(pp_model, "attention_dropout", attention_dropout, 0, 0.999, 1, false),
+    KNUM(pp_model, "hidden_dropout", hidden_dropout, 0, 0.999, 1, false),
 };
 #define N_MODEL_KEYS ((int)(sizeof model_keys / sizeof model_keys[0]))
 
@@ -562,13 +612,20 @@ static void name_from_path(const char *path, char *out, size_t n)
 
 static pp_status model_from_ours(pp_yaml *y, yaml_node_t *root, pp_model *m)
 {
-    pp_status st = pp_yaml_map(y, root, model_keys, N_MODEL_KEYS, m, 0, NULL, "model");
+    yaml_node_t *found[N_MODEL_KEYS] = {0};
+    pp_status st = pp_yaml_map(y, root, model_keys, N_MODEL_KEYS, m, 0, found, "model");
     if (st) return st;
+    for (int i = 0; i < N_MODEL_KEYS; i++)
+        if (found[i] && strstr(model_keys[i].key, "_dropout")) m->dropout_set = true;
     pp_error verr;
     st = pp_model_validate(m, &verr);
     if (st) {
-        static const char *const fields[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
-                                             "vocab", "seq", "experts", "topk", "gbs", "published_params"};
+        static const char *const fields[] = {
+            "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "seq", "experts",
+            "topk", "gbs", "published_params", "published_active", "qk_norm", "norms_per_layer",
+            "window_full_every", "window_full_phase", "window", "kv_lora_rank", "q_lora_rank",
+            "qk_nope_dim", "qk_rope_dim", "v_head_dim", "moe_ffn", "shared_ffn", "shared_experts",
+            "moe_first_dense", "moe_every", "moe_phase", "dense_layers", "mtp_layers"};
         /* "hidden 100 is not divisible by heads 7": point at heads, the divisor */
         const char *const *keys = fields;
         yaml_node_t *at = validate_where(y, root, &verr, fields, keys, (int)(sizeof fields / sizeof *fields));
@@ -596,10 +653,10 @@ typedef struct {
         parallel_attn, bias, alibi, attention_bias, mlp_bias, do_layer_norm_before, enable_bias;
 } hf_cfg;
 
-#define HINT(k, lo) {#k, PP_KEY_INT, offsetof(hf_cfg, k), lo, 1e9, 0, 0, NULL, 0, false, NULL, 0}
-#define HNUM(k) {#k, PP_KEY_NUM, offsetof(hf_cfg, k), 0, 1e9, 1, 0, NULL, 0, false, NULL, 0}
-#define HBOOL(k) {#k, PP_KEY_BOOL, offsetof(hf_cfg, k), 0, 0, 0, 0, NULL, 0, false, NULL, 0}
-#define HSTR(k, f) {k, PP_KEY_STR, offsetof(hf_cfg, f), 0, 0, 0, sizeof(((hf_cfg *)0)->f), NULL, 0, false, NULL, 0}
+#define HINT(k, lo) {#k, PP_KEY_INT, offsetof(hf_cfg, k), lo, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0}
+#define HNUM(k) {#k, PP_KEY_NUM, offsetof(hf_cfg, k), 0, 1e9, 1, 0, NULL, 0, false, NULL, 0, 0}
+#define HBOOL(k) {#k, PP_KEY_BOOL, offsetof(hf_cfg, k), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0}
+#define HSTR(k, f) {k, PP_KEY_STR, offsetof(hf_cfg, f), 0, 0, 0, sizeof(((hf_cfg *)0)->f), NULL, 0, false, NULL, 0, 0}
 
 enum { /* indices into hf_keys (keep in the same order) */
     H_MODEL_TYPE, H_ARCH, H_NAME, H_HIDDEN_ACT, H_ACT_FN,
@@ -614,7 +671,7 @@ enum { /* indices into hf_keys (keep in the same order) */
 
 static const pp_key hf_keys[] = {
     HSTR("model_type", model_type), {"architectures", PP_KEY_STRSEQ, offsetof(hf_cfg, arch), 0, 0, 0,
-                                     sizeof(((hf_cfg *)0)->arch), NULL, 0, false, NULL, 0},
+                                     sizeof(((hf_cfg *)0)->arch), NULL, 0, false, NULL, 0, 0},
     HSTR("_name_or_path", name_or_path), HSTR("hidden_act", hidden_act),
     HSTR("activation_function", activation_function),
     HINT(hidden_size, 1), HINT(n_embd, 1), HINT(n_embed, 1), HINT(intermediate_size, 1),
@@ -922,7 +979,7 @@ typedef struct {
     double memory_gib, memory_mib, memory_bytes;
 } gpu_file;
 
-#define GNUM(k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(gpu_file, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+#define GNUM(k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(gpu_file, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0, 0}
 static const pp_key gpu_flops_keys[] = {
     GNUM("fp32", g.peak_flops[PP_DT_FP32], 0, 1e6, 1e12, false),
     GNUM("tf32", g.peak_flops[PP_DT_TF32], 0, 1e6, 1e12, false),
@@ -938,10 +995,10 @@ static const pp_key gpu_keys[] = {
     GNUM("memory_bytes", memory_bytes, 1073741824.0, 1125899906842624.0, 1, false),
     GNUM("mem_bw_gbs", g.mem_bw_gbs, 1, 1e6, 1, true),
     {"flops", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, true, gpu_flops_keys,
-     (int)(sizeof gpu_flops_keys / sizeof gpu_flops_keys[0])},
+     (int)(sizeof gpu_flops_keys / sizeof gpu_flops_keys[0]), 0},
     GNUM("nvlink_gbs", g.nvlink_gbs, 0, 1e6, 1, true),
     GNUM("pcie_gbs", g.pcie_gbs, 0.1, 1e5, 1, true),
-    {"gpus_per_node", PP_KEY_INT, offsetof(gpu_file, g.gpus_per_node), 1, 1e6, 0, 0, NULL, 0, true, NULL, 0},
+    {"gpus_per_node", PP_KEY_INT, offsetof(gpu_file, g.gpus_per_node), 1, 1e6, 0, 0, NULL, 0, true, NULL, 0, 0},
     GNUM("internode_gbs", g.internode_gbs, 0, 1e6, 1, true),
     GNUM("gemm_eff", g.gemm_eff, 0.01, 1, 1, true),
     GNUM("intra_latency_us", g.intra_latency_s, 0, 1e6, 1e-6, true),

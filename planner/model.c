@@ -23,59 +23,162 @@ void pp_model_init(pp_model *m)
     m->tied = true;
 }
 
-/* Where a tensor lives: how many copies of it the model holds. */
-typedef enum {
-    T_EMBED,  /* once, on the first pipeline stage */
-    T_LAYER,  /* once per layer */
-    T_EXPERT, /* once per expert per layer (dense model: experts = 1) */
-    T_FINAL,  /* once, after the last layer */
-    T_OUTPUT, /* once, the untied output projection */
-} tensor_scope;
+const char *const pp_qk_norm_names[PP_QKNORM_COUNT] = {"none", "head", "full"};
+const char *const pp_layer_kind_names[PP_LAYER_KINDS] = {"dense", "moe", "dense+window", "moe+window"};
+const char *const pp_tensor_scope_names[PP_TS_COUNT] = {"embedding", "layer", "dense", "moe",
+                                                         "expert", "final", "output", "mtp"};
 
-typedef struct {
-    const char *name;
-    const char *shape; /* formula, for documentation and debugging */
-    int64_t count;     /* elements of one copy */
-    tensor_scope scope;
-} model_tensor;
+/* ------------------------------------------------------------------ layer kinds */
 
-#define MODEL_MAX_TENSORS 24
+bool pp_model_layer_is_moe(const pp_model *m, int64_t i)
+{
+    if (m->experts <= 1 || i < m->moe_first_dense) return false;
+    int64_t every = m->moe_every > 0 ? m->moe_every : 1;
+    if (i % every != m->moe_phase % every) return false;
+    for (int64_t k = 0; k < m->n_dense_layers && k < PP_MODEL_MAX_LIST; k++)
+        if (m->dense_layers[k] == i) return false;
+    return true;
+}
+
+bool pp_model_layer_is_window(const pp_model *m, int64_t i)
+{
+    if (m->window <= 0) return false;
+    if (m->window_full_every <= 0) return true;
+    return i % m->window_full_every != m->window_full_phase % m->window_full_every;
+}
+
+int pp_model_layer_kind(const pp_model *m, int64_t i)
+{
+    return (pp_model_layer_is_moe(m, i) ? PP_LAYER_MOE : 0) |
+           (pp_model_layer_is_window(m, i) ? PP_LAYER_WINDOW : 0);
+}
+
+void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t out[PP_LAYER_KINDS])
+{
+    for (int k = 0; k < PP_LAYER_KINDS; k++) out[k] = 0;
+    if (n <= 0) return;
+    /* Dense models without windows (the common case, and the search's hot path): one kind. */
+    if (m->experts <= 1 && m->window <= 0) {
+        out[0] = n;
+        return;
+    }
+    for (int64_t i = first; i < first + n; i++) out[pp_model_layer_kind(m, i)]++;
+}
+
+int pp_model_mtp_kind(const pp_model *m)
+{
+    return m->layers > 0 && pp_model_layer_is_moe(m, m->layers - 1) ? PP_LAYER_MOE : 0;
+}
+
+int64_t pp_model_q_width(const pp_model *m)
+{
+    if (m->kv_lora_rank > 0) return m->heads * (m->qk_nope_dim + m->qk_rope_dim);
+    return m->heads * m->head_dim;
+}
+
+int64_t pp_model_v_head_dim(const pp_model *m)
+{
+    return m->kv_lora_rank > 0 ? m->v_head_dim : m->head_dim;
+}
+
+void pp_model_dropout(const pp_model *m, double *attention, double *hidden)
+{
+    if (m->dropout_set) {
+        *attention = m->attention_dropout;
+        *hidden = m->hidden_dropout;
+        return;
+    }
+    /* A file that says nothing: Megatron's defaults (--attention-dropout / --hidden-dropout 0.1)
+     * were kept by the GPT-2/3 and BLOOM lineage, which has linear biases; the Llama lineage
+     * trains without dropout (its HF configs say attention_dropout 0.0). */
+    *attention = *hidden = m->bias ? 0.1 : 0.0;
+}
+
+/* ------------------------------------------------------------------ parameter table */
 
 /* Fill the table; returns the number of rows. m must be validated (derived fields set). */
-static int model_tensors(const pp_model *m, model_tensor *t)
+int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
 {
     const int64_t h = m->hidden, V = m->vocab, s = m->seq, f = m->ffn;
-    const int64_t q = m->heads * m->head_dim;    /* query width (= h for the usual shapes) */
+    const int64_t fe = pp_model_expert_ffn(m), E = m->experts > 1 ? m->experts : 0;
+    const int64_t a = m->heads, d = m->head_dim;
+    const int64_t q = pp_model_q_width(m);      /* query width (= h for the usual shapes) */
     const int64_t kv = m->kv_heads * m->head_dim; /* key and value width each (GQA: g * d) */
-    const int64_t E = m->experts > 1 ? m->experts : 1;
     const bool ln = m->norm == PP_NORM_LAYERNORM; /* LayerNorm has a bias, RMSNorm has not */
+    const int64_t nw = ln ? 2 : 1;                /* elements per normalised feature */
+    const int64_t extra_norms = m->norms_per_layer > 2 ? (m->norms_per_layer - 2) / 2 : 0;
+    const bool gated = m->act == PP_ACT_SWIGLU;
     int n = 0;
-#define ROW(nm, sh, c, sc) (t[n++] = (model_tensor){nm, sh, (c), sc})
-    ROW("wte", "V*h", V * h, T_EMBED);
-    if (m->pos == PP_POS_LEARNED) ROW("wpe", "s*h", s * h, T_EMBED);
-    /* Pre-norm (or post-norm: same count) before attention. */
-    ROW("ln1.weight", "h", h, T_LAYER);
-    if (ln) ROW("ln1.bias", "h", h, T_LAYER);
-    ROW("qkv.weight", "h*(a*d + 2*g*d)", h * (q + 2 * kv), T_LAYER);
-    if (m->bias) ROW("qkv.bias", "a*d + 2*g*d", q + 2 * kv, T_LAYER);
-    ROW("proj.weight", "a*d*h", q * h, T_LAYER);
-    if (m->bias) ROW("proj.bias", "h", h, T_LAYER);
-    ROW("ln2.weight", "h", h, T_LAYER);
-    if (ln) ROW("ln2.bias", "h", h, T_LAYER);
-    if (E > 1) ROW("router.weight", "h*E", h * E, T_LAYER); /* Mixtral gate: no bias */
-    if (m->act == PP_ACT_SWIGLU) {
-        /* Gated MLP (Shazeer 2020): gate and up h->f, down f->h. */
-        ROW("fc_gate_up.weight", "2*h*f", 2 * h * f, T_EXPERT);
-        if (m->bias) ROW("fc_gate_up.bias", "2*f", 2 * f, T_EXPERT);
+#define ROW(nm, sh, c, sc) (t[n++] = (pp_model_tensor){nm, sh, (c), sc})
+    ROW("wte", "V*h", V * h, PP_TS_EMBED);
+    if (m->pos == PP_POS_LEARNED) ROW("wpe", "s*h", s * h, PP_TS_EMBED);
+    /* Attention block: its pre-norm (and Gemma's post-norm), projections, QK-norm, sinks. */
+    ROW("ln1", ln ? "2h" : "h", nw * h, PP_TS_LAYER);
+    if (extra_norms) ROW("ln1_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_LAYER);
+    if (m->kv_lora_rank > 0) {
+        /* MLA (DeepSeek-V2 eq. 9-13): low-rank query (optional) and joint KV compression, the
+         * decoupled RoPE key shared by all heads, up-projections to a (nope + rope) and a v. */
+        const int64_t nope = m->qk_nope_dim, rope = m->qk_rope_dim, vd = m->v_head_dim;
+        const int64_t ql = m->q_lora_rank, kvl = m->kv_lora_rank;
+        if (ql > 0) {
+            ROW("q_down", "h*q_lora", h * ql, PP_TS_LAYER);
+            ROW("q_down_norm", "q_lora", ql, PP_TS_LAYER);
+            ROW("q_up", "q_lora*a*(nope+rope)", ql * q, PP_TS_LAYER);
+        } else {
+            ROW("q_proj", "h*a*(nope+rope)", h * q, PP_TS_LAYER);
+        }
+        ROW("kv_down", "h*(kv_lora+rope)", h * (kvl + rope), PP_TS_LAYER);
+        ROW("kv_down_norm", "kv_lora", kvl, PP_TS_LAYER);
+        ROW("kv_up", "kv_lora*a*(nope+v)", kvl * a * (nope + vd), PP_TS_LAYER);
+        ROW("proj.weight", "a*v*h", a * vd * h, PP_TS_LAYER);
     } else {
-        ROW("fc1.weight", "h*f", h * f, T_EXPERT);
-        if (m->bias) ROW("fc1.bias", "f", f, T_EXPERT);
+        ROW("qkv.weight", "h*(a*d + 2*g*d)", h * (q + 2 * kv), PP_TS_LAYER);
+        if (m->qkv_bias) ROW("qkv.bias", "a*d + 2*g*d", q + 2 * kv, PP_TS_LAYER);
+        ROW("proj.weight", "a*d*h", q * h, PP_TS_LAYER);
     }
-    ROW("fc2.weight", "f*h", f * h, T_EXPERT);
-    if (m->bias) ROW("fc2.bias", "h", h, T_EXPERT);
-    ROW("ln_f.weight", "h", h, T_FINAL);
-    if (ln) ROW("ln_f.bias", "h", h, T_FINAL);
-    if (!m->tied) ROW("lm_head.weight", "V*h", V * h, T_OUTPUT);
+    if (m->out_bias) ROW("proj.bias", "h", h, PP_TS_LAYER);
+    if (m->qk_norm == PP_QKNORM_HEAD) ROW("qk_norm", "2*d", 2 * d, PP_TS_LAYER);
+    if (m->qk_norm == PP_QKNORM_FULL) ROW("qk_norm", "a*d + g*d", q + kv, PP_TS_LAYER);
+    if (m->attn_sinks) ROW("sinks", "a", a, PP_TS_LAYER);
+    /* MLP block of a dense layer. */
+    ROW("ln2", ln ? "2h" : "h", nw * h, PP_TS_DENSE);
+    if (extra_norms) ROW("ln2_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_DENSE);
+    if (gated) {
+        /* Gated MLP (Shazeer 2020): gate and up h->f, down f->h. */
+        ROW("fc_gate_up.weight", "2*h*f", 2 * h * f, PP_TS_DENSE);
+        if (m->mlp_bias) ROW("fc_gate_up.bias", "2*f", 2 * f, PP_TS_DENSE);
+    } else {
+        ROW("fc1.weight", "h*f", h * f, PP_TS_DENSE);
+        if (m->mlp_bias) ROW("fc1.bias", "f", f, PP_TS_DENSE);
+    }
+    ROW("fc2.weight", "f*h", f * h, PP_TS_DENSE);
+    if (m->mlp_bias) ROW("fc2.bias", "h", h, PP_TS_DENSE);
+    if (E > 0) {
+        /* MLP block of an MoE layer: norm, router, shared experts (one dense MLP of the summed
+         * size, as Megatron builds them), routed experts. */
+        ROW("moe.ln2", ln ? "2h" : "h", nw * h, PP_TS_MOE);
+        if (extra_norms) ROW("moe.ln2_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_MOE);
+        ROW("router.weight", "h*E", h * E, PP_TS_MOE);
+        if (m->router_bias) ROW("router.bias", "E", E, PP_TS_MOE);
+        if (m->shared_ffn > 0) {
+            const int64_t fs = m->shared_ffn;
+            ROW("shared.fc1", gated ? "2*h*fs" : "h*fs", (gated ? 2 : 1) * h * fs, PP_TS_MOE);
+            ROW("shared.fc2", "fs*h", fs * h, PP_TS_MOE);
+            if (m->shared_gate) ROW("shared.gate", "h", h, PP_TS_MOE);
+        }
+        ROW("expert.fc1", gated ? "2*h*fe" : "h*fe", (gated ? 2 : 1) * h * fe, PP_TS_EXPERT);
+        if (m->mlp_bias) ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT);
+        ROW("expert.fc2", "fe*h", fe * h, PP_TS_EXPERT);
+        if (m->mlp_bias) ROW("expert.fc2.bias", "h", h, PP_TS_EXPERT);
+    }
+    ROW("ln_f", ln ? "2h" : "h", nw * h, PP_TS_FINAL);
+    if (!m->tied) ROW("lm_head.weight", "V*h", V * h, PP_TS_OUTPUT);
+    if (m->mtp_layers > 0) {
+        /* DeepSeek-V3 MTP module: RMSNorm of the hidden state and of the next token's
+         * embedding, the 2h -> h projection, and its own final norm before the shared head. */
+        ROW("mtp.norms", "3h", 3 * nw * h, PP_TS_MTP);
+        ROW("mtp.eh_proj", "2h*h", 2 * h * h, PP_TS_MTP);
+    }
 #undef ROW
     return n;
 }
@@ -83,25 +186,43 @@ static int model_tensors(const pp_model *m, model_tensor *t)
 void pp_model_params(const pp_model *m, pp_param_count *out)
 {
     memset(out, 0, sizeof *out);
-    model_tensor t[MODEL_MAX_TENSORS];
-    int n = model_tensors(m, t);
-    const int64_t E = m->experts > 1 ? m->experts : 1;
-    const int64_t k = m->experts > 1 ? m->topk : 1;
-    int64_t layer_shared = 0, expert = 0;
+    pp_model_tensor t[PP_MODEL_MAX_TENSORS];
+    int n = pp_model_tensors(m, t);
     for (int i = 0; i < n; i++) {
+        int64_t c = t[i].count;
         switch (t[i].scope) {
-        case T_EMBED: out->embedding += t[i].count; break;
-        case T_LAYER: layer_shared += t[i].count; break;
-        case T_EXPERT: expert += t[i].count; break;
-        case T_FINAL: out->final_norm += t[i].count; break;
-        case T_OUTPUT: out->output += t[i].count; break;
+        case PP_TS_EMBED: out->embedding += c; break;
+        case PP_TS_LAYER: out->attention += c; break;
+        case PP_TS_DENSE: out->dense_mlp += c; break;
+        case PP_TS_MOE: out->moe_shared += c; break;
+        case PP_TS_EXPERT: out->expert += c; break;
+        case PP_TS_FINAL: out->final_norm += c; break;
+        case PP_TS_OUTPUT: out->output += c; break;
+        case PP_TS_MTP: out->mtp_extra += c; break;
+        case PP_TS_COUNT: break;
         }
     }
-    out->per_layer = layer_shared + E * expert;
-    out->layer_active = layer_shared + k * expert;
+    int64_t cnt[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, 0, m->layers, cnt);
+    out->moe_layers = cnt[PP_LAYER_MOE] + cnt[PP_LAYER_MOE | PP_LAYER_WINDOW];
+    out->dense_layers = m->layers - out->moe_layers;
+    const int64_t E = m->experts > 1 ? m->experts : 0, k = m->experts > 1 ? m->topk : 0;
+    const int64_t moe_layer = out->attention + out->moe_shared + E * out->expert;
+    const int64_t moe_active = out->attention + out->moe_shared + k * out->expert;
+    const int64_t dense_layer = out->attention + out->dense_mlp;
+    out->per_layer = out->moe_layers > 0 ? moe_layer : dense_layer;
+    out->layer_active = out->moe_layers > 0 ? moe_active : dense_layer;
+    out->attention_total = m->layers * out->attention;
+    out->dense_mlp_total = out->dense_layers * out->dense_mlp;
+    out->moe_shared_total = out->moe_layers * out->moe_shared;
+    out->experts_total = out->moe_layers * E * out->expert;
     int64_t rest = out->embedding + out->final_norm + out->output;
-    out->total = m->layers * out->per_layer + rest;
-    out->active = m->layers * out->layer_active + rest;
+    out->total = out->attention_total + out->dense_mlp_total + out->moe_shared_total +
+                 out->experts_total + rest;
+    out->active = out->attention_total + out->dense_mlp_total + out->moe_shared_total +
+                  out->moe_layers * k * out->expert + rest;
+    bool mtp_moe = pp_model_mtp_kind(m) & PP_LAYER_MOE;
+    out->mtp_total = m->mtp_layers * ((mtp_moe ? moe_layer : dense_layer) + out->mtp_extra);
 }
 
 /* Upper bounds: far beyond any real model, low enough that no product overflows int64
@@ -137,6 +258,8 @@ pp_status pp_model_validate(pp_model *m, pp_error *err)
     if (m->heads % m->kv_heads)
         return BAD("kv_heads %lld does not divide heads %lld", (long long)m->kv_heads,
                    (long long)m->heads);
+    /* MLA: queries and keys are nope + rope wide per head (DeepSeek-V2 eq. 14-17). */
+    if (m->head_dim == 0 && m->kv_lora_rank > 0) m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
     if (m->head_dim == 0) {
         if (m->hidden % m->heads)
             return BAD("hidden %lld is not divisible by heads %lld (give head_dim explicitly)",
@@ -164,17 +287,85 @@ pp_status pp_model_validate(pp_model *m, pp_error *err)
         return BAD("topk %lld needs experts > 1", (long long)m->topk);
     }
     if ((st = check_range("topk", m->topk, 0, PP_MODEL_MAX_EXPERTS, err))) return st;
+    if (m->bias) m->qkv_bias = m->out_bias = m->mlp_bias = true;
+    if ((unsigned)m->qk_norm >= PP_QKNORM_COUNT) return BAD("qk_norm is not one of none|head|full");
+    if (m->norms_per_layer == 0) m->norms_per_layer = 2;
+    if (m->norms_per_layer != 2 && m->norms_per_layer != 4)
+        return BAD("norms_per_layer must be 2 or 4, got %lld", (long long)m->norms_per_layer);
+    if ((st = check_range("window", m->window, 0, PP_MODEL_MAX_SEQ, err))) return st;
+    if ((st = check_range("window_full_every", m->window_full_every, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("window_full_phase", m->window_full_phase, 0,
+                          m->window_full_every > 0 ? (double)m->window_full_every - 1 : 0, err)))
+        return st;
+    if (m->window == 0 && m->window_full_every > 0)
+        return BAD("window_full_every %lld needs a window", (long long)m->window_full_every);
+    /* MLA */
+    if ((st = check_range("kv_lora_rank", m->kv_lora_rank, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("q_lora_rank", m->q_lora_rank, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("qk_nope_dim", m->qk_nope_dim, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("qk_rope_dim", m->qk_rope_dim, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("v_head_dim", m->v_head_dim, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if (m->kv_lora_rank > 0) {
+        if (m->qk_nope_dim < 1 || m->qk_rope_dim < 1 || m->v_head_dim < 1)
+            return BAD("kv_lora_rank %lld (MLA) needs qk_nope_dim, qk_rope_dim and v_head_dim",
+                       (long long)m->kv_lora_rank);
+        if (m->kv_heads != m->heads)
+            return BAD("kv_heads %lld: multi-latent attention has one key/value per head (%lld)",
+                       (long long)m->kv_heads, (long long)m->heads);
+    } else if (m->q_lora_rank || m->qk_nope_dim || m->qk_rope_dim || m->v_head_dim) {
+        return BAD("q_lora_rank, qk_nope_dim, qk_rope_dim and v_head_dim need kv_lora_rank (MLA)");
+    }
+    /* MoE */
+    if ((st = check_range("moe_ffn", m->moe_ffn, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("shared_ffn", m->shared_ffn, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("shared_experts", m->shared_experts, 0, PP_MODEL_MAX_EXPERTS, err))) return st;
+    if ((st = check_range("moe_first_dense", m->moe_first_dense, 0, (double)m->layers, err))) return st;
+    if ((st = check_range("moe_every", m->moe_every, 0, PP_MODEL_MAX_DIM, err))) return st;
+    if ((st = check_range("moe_phase", m->moe_phase, 0,
+                          m->moe_every > 1 ? (double)m->moe_every - 1 : 0, err)))
+        return st;
+    if ((st = check_range("mtp_layers", m->mtp_layers, 0, 64, err))) return st;
+    if (m->n_dense_layers < 0 || m->n_dense_layers > PP_MODEL_MAX_LIST)
+        return BAD("dense_layers holds at most %d layers", PP_MODEL_MAX_LIST);
+    for (int64_t i = 0; i < m->n_dense_layers; i++)
+        if (m->dense_layers[i] < 0 || m->dense_layers[i] >= m->layers)
+            return BAD("dense_layers: layer %lld is not one of the %lld layers",
+                       (long long)m->dense_layers[i], (long long)m->layers);
+    if (m->experts <= 1 && (m->moe_ffn || m->shared_ffn || m->shared_experts || m->moe_first_dense ||
+                            m->moe_every > 1 || m->n_dense_layers || m->shared_gate || m->router_bias))
+        return BAD("moe_ffn, shared experts and the MoE layer pattern need experts > 1");
+    if (m->shared_experts > 0 && m->shared_ffn == 0)
+        return BAD("shared_experts %lld needs shared_ffn (their total inner size)",
+                   (long long)m->shared_experts);
+    if (m->experts > 1) {
+        int64_t moe = 0;
+        for (int64_t i = 0; i < m->layers && moe == 0; i++) moe += pp_model_layer_is_moe(m, i);
+        if (!moe) return BAD("experts %lld: the MoE layer pattern leaves no MoE layer", (long long)m->experts);
+    }
+    /* dropout */
+    if (!isfinite(m->attention_dropout) || m->attention_dropout < 0 || m->attention_dropout >= 1 ||
+        !isfinite(m->hidden_dropout) || m->hidden_dropout < 0 || m->hidden_dropout >= 1)
+        return BAD("attention_dropout and hidden_dropout must be in [0, 1)");
+    if (!isfinite(m->published_active) || m->published_active < 0 ||
+        m->published_active > PP_MODEL_MAX_PARAMS)
+        return BAD("published_active must be between 0 and %g", PP_MODEL_MAX_PARAMS);
     if ((st = check_range("gbs", m->gbs, 0, 1e12, err))) return st;
     if (!isfinite(m->published_params) || m->published_params < 0 ||
         m->published_params > PP_MODEL_MAX_PARAMS)
         return BAD("published_params must be between 0 and %g", PP_MODEL_MAX_PARAMS);
 
-    /* The total in double first: the int64 table below cannot overflow after this. */
+    /* The total in double first: the int64 table below cannot overflow after this. An upper
+     * bound of every row: attention (MLA or not), dense MLP, shared experts, experts. */
     double h = (double)m->hidden, f = (double)m->ffn, d = (double)m->head_dim;
+    double fe = (double)pp_model_expert_ffn(m), a = (double)m->heads;
     double E = m->experts > 1 ? (double)m->experts : 1.0;
-    double layer = h * d * (double)(m->heads * 2 + m->kv_heads * 2) + E * 3.0 * h * f + h * E +
-                   8.0 * h + 3.0 * f * E;
-    double total = (double)m->layers * layer + 2.0 * (double)m->vocab * h + (double)m->seq * h;
+    double mla = (double)m->qk_nope_dim + (double)m->qk_rope_dim + (double)m->v_head_dim;
+    double attn = h * d * (a * 2 + (double)m->kv_heads * 2) +
+                  ((double)m->q_lora_rank + (double)m->kv_lora_rank + h) * (a * mla + h + mla);
+    double layer = attn + 3.0 * h * f + E * 3.0 * (h + 1) * (fe + 1) +
+                   3.0 * (h + 1) * ((double)m->shared_ffn + 1) + h * E + 16.0 * h + 3.0 * f + E;
+    double total = ((double)m->layers + (double)m->mtp_layers) * layer +
+                   2.0 * (double)m->vocab * h + (double)m->seq * h + 4.0 * h * h;
     if (total > PP_MODEL_MAX_PARAMS)
         return BAD("the model has about %.3g parameters, more than the %g supported", total,
                    PP_MODEL_MAX_PARAMS);

@@ -46,45 +46,138 @@ extern const char *const pp_act_names[PP_ACT_COUNT];   /* "gelu", "swiglu", "rel
 extern const char *const pp_norm_names[PP_NORM_COUNT]; /* "layernorm", "rmsnorm" */
 extern const char *const pp_pos_names[PP_POS_COUNT];   /* "learned", "rope", "alibi", "none" */
 
-/* A decoder-only (or encoder) transformer. Shapes follow Megatron's names. */
+/* Per-head normalisation of queries and keys before attention. */
+typedef enum { PP_QKNORM_NONE = 0, PP_QKNORM_HEAD, PP_QKNORM_FULL, PP_QKNORM_COUNT } pp_qk_norm;
+extern const char *const pp_qk_norm_names[PP_QKNORM_COUNT]; /* "none", "head", "full" */
+
+#define PP_MODEL_MAX_LIST 64 /* explicit layer lists (e.g. Qwen's mlp_only_layers) */
+
+/* A decoder-only (or encoder) transformer. Shapes follow Megatron's names. Every field past
+ * `topk` is zero for the classic dense GPT/Llama shapes, so a zeroed struct plus pp_model_init
+ * is a plain dense model. */
 typedef struct {
     char name[64];
     char family[32];        /* "gpt", "llama", "bloom", ... (informational) */
-    int64_t layers;         /* L */
+    int64_t layers;         /* L (decoder layers; MTP layers are apart, below) */
     int64_t hidden;         /* h */
     int64_t heads;          /* a */
     int64_t kv_heads;       /* g (= a for MHA) */
-    int64_t head_dim;       /* usually h / a */
-    int64_t ffn;            /* f: MLP inner size (4h for GPT, 11008 for Llama-2-7B) */
+    int64_t head_dim;       /* d: query/key width per head; h / a unless given (Qwen3, Gemma) */
+    int64_t ffn;            /* f: dense MLP inner size (4h for GPT, 11008 for Llama-2-7B) */
     int64_t vocab;          /* V (as trained, before any padding) */
     int64_t seq;            /* s: training sequence length */
-    pp_act act;
+    pp_act act;             /* swiglu = any gated MLP (SwiGLU, GeGLU): 3 h f weights */
     pp_norm norm;
     pp_pos pos;
-    bool bias;              /* linear-layer biases */
+    bool bias;              /* every linear layer has a bias (GPT-2/3, BLOOM): sets the three below */
     bool tied;              /* input embedding shared with the output layer */
-    int64_t experts;        /* 0 or 1: dense; >1: MoE with that many experts per layer */
-    int64_t topk;           /* experts per token (MoE) */
+    int64_t experts;        /* 0 or 1: dense; >1: routed experts per MoE layer */
+    int64_t topk;           /* routed experts per token (MoE) */
     int64_t gbs;            /* default global batch (sequences); 0 = unset */
     double published_params; /* published total parameter count, 0 if none (for tests) */
+    double published_active; /* published active parameters per token (MoE), 0 if none */
     char source[256];       /* where the shape comes from */
+
+    /* --- attention details */
+    bool qkv_bias;          /* q/k/v projection biases (Qwen2, gpt-oss) */
+    bool out_bias;          /* attention output projection bias (gpt-oss) */
+    bool mlp_bias;          /* dense and expert MLP biases (gpt-oss experts) */
+    pp_qk_norm qk_norm;     /* Qwen3/Gemma 3: RMSNorm per head (2d weights); OLMo 2: over the
+                               whole q and k widths */
+    bool attn_sinks;        /* one learned sink logit per head (gpt-oss) */
+    int64_t norms_per_layer; /* 2 (pre-norm); 4 with Gemma 2/3's extra post-norms; 0 = 2 */
+    /* Sliding-window (or chunked) attention: windowed layers attend to `window` tokens. Layer i
+     * is full attention when window_full_every > 0 and i % window_full_every ==
+     * window_full_phase; every other layer is windowed (Mistral: window_full_every 0). */
+    int64_t window;
+    int64_t window_full_every, window_full_phase;
+    /* Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 sec. 2.1): on when
+     * kv_lora_rank > 0. q_lora_rank 0 means an uncompressed query projection. */
+    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+
+    /* --- Mixture of Experts */
+    int64_t moe_ffn;        /* routed expert inner size (0: = ffn) */
+    int64_t shared_experts; /* shared experts per MoE layer (informational: shared_ffn is the size) */
+    int64_t shared_ffn;     /* total inner size of the shared experts (Megatron
+                               --moe-shared-expert-intermediate-size); 0 = none */
+    bool shared_gate;       /* sigmoid gate h -> 1 on the shared experts' output (Qwen2-MoE) */
+    bool router_bias;       /* router bias (gpt-oss) or expert-score correction bias (DeepSeek-V3) */
+    /* Which layers are MoE: layer i is MoE when i >= moe_first_dense, i % moe_every ==
+     * moe_phase (moe_every 0 = 1) and i is not in dense_layers. */
+    int64_t moe_first_dense;
+    int64_t moe_every, moe_phase;
+    int64_t dense_layers[PP_MODEL_MAX_LIST];
+    int64_t n_dense_layers;
+    /* Multi-token prediction (DeepSeek-V3 sec. 2.2): extra layers on the last pipeline stage,
+     * each a transformer layer (MoE when the last decoder layer is) plus a 2h -> h projection
+     * and two norms; the embedding and output head are shared. Not in params_total. */
+    int64_t mtp_layers;
+
+    /* --- training defaults the model's own config states */
+    bool dropout_set;       /* false: the file says nothing; see pp_stack */
+    double attention_dropout, hidden_dropout;
 } pp_model;
 
-/* Parameter counts (exact, from the per-tensor table in model.c). */
+/* What differs between the layers of one model: the MLP (dense or MoE) and the attention span
+ * (full or windowed). A kind is a bit set of these. */
+enum { PP_LAYER_MOE = 1, PP_LAYER_WINDOW = 2, PP_LAYER_KINDS = 4 };
+extern const char *const pp_layer_kind_names[PP_LAYER_KINDS]; /* "dense", "moe", ... */
+bool pp_model_layer_is_moe(const pp_model *m, int64_t i);
+bool pp_model_layer_is_window(const pp_model *m, int64_t i);
+int pp_model_layer_kind(const pp_model *m, int64_t i);
+/* Layers of each kind among decoder layers [first, first + n). */
+void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t out[PP_LAYER_KINDS]);
+/* Kind of the MTP layers (MoE when the last decoder layer is, full attention). */
+int pp_model_mtp_kind(const pp_model *m);
+static inline bool pp_model_is_moe(const pp_model *m) { return m->experts > 1; }
+static inline bool pp_model_is_mla(const pp_model *m) { return m->kv_lora_rank > 0; }
+/* Routed expert inner size (moe_ffn, else ffn). */
+static inline int64_t pp_model_expert_ffn(const pp_model *m) { return m->moe_ffn > 0 ? m->moe_ffn : m->ffn; }
+/* Query width a*d and value width per head (MLA: v_head_dim; else d). */
+int64_t pp_model_q_width(const pp_model *m);
+int64_t pp_model_v_head_dim(const pp_model *m);
+/* Attention dropout and hidden dropout the model trains with by its own file, or the rule for a
+ * file that says nothing: GPT-2/3 and BLOOM lineage (linear biases) 0.1, else 0. */
+void pp_model_dropout(const pp_model *m, double *attention, double *hidden);
+
+/* Parameter counts (exact, from the per-tensor table in model.c). Per-layer parts are for one
+ * layer of that kind; *_total fields sum over the model. MTP is counted apart. */
 typedef struct {
     int64_t embedding;  /* word (+ learned position) embedding */
-    int64_t per_layer;  /* one transformer layer, all experts */
-    int64_t layer_active; /* one layer, only top-k experts (MoE) */
+    int64_t attention;  /* one layer's attention block with its norms (every layer) */
+    int64_t dense_mlp;  /* one dense layer's MLP with its norms */
+    int64_t moe_shared; /* one MoE layer's router, shared experts and norms */
+    int64_t expert;     /* one routed expert */
+    int64_t per_layer;  /* one MoE layer with all experts (dense model: one layer) */
+    int64_t layer_active; /* one MoE layer with top-k experts (dense model: one layer) */
     int64_t final_norm;
     int64_t output;     /* untied output layer (0 when tied) */
+    int64_t dense_layers, moe_layers;
+    int64_t attention_total, dense_mlp_total, moe_shared_total, experts_total;
     int64_t total;
     int64_t active;     /* parameters touched per token (MoE: top-k experts) */
+    int64_t mtp_extra;  /* one MTP layer's projection and norms */
+    int64_t mtp_total;  /* all MTP layers (layer + extras), not in total */
 } pp_param_count;
 
 void pp_model_init(pp_model *m); /* zero + defaults (kv_heads = heads etc. resolved later) */
 /* Fill derived fields (kv_heads, head_dim, ffn defaults) and check ranges. */
 pp_status pp_model_validate(pp_model *m, pp_error *err);
 void pp_model_params(const pp_model *m, pp_param_count *out);
+
+/* One row of the parameter table: name, shape formula, elements of one copy, and how many
+ * copies the model holds (the scope). pp_model_tensors lists them (parplan models). */
+typedef enum { PP_TS_EMBED = 0, PP_TS_LAYER, PP_TS_DENSE, PP_TS_MOE, PP_TS_EXPERT, PP_TS_FINAL,
+               PP_TS_OUTPUT, PP_TS_MTP, PP_TS_COUNT } pp_tensor_scope;
+extern const char *const pp_tensor_scope_names[PP_TS_COUNT];
+typedef struct {
+    const char *name;
+    const char *shape;
+    int64_t count;
+    pp_tensor_scope scope;
+} pp_model_tensor;
+#define PP_MODEL_MAX_TENSORS 48
+int pp_model_tensors(const pp_model *m, pp_model_tensor *t); /* rows filled */
 
 /* ------------------------------------------------------------------ gpu */
 
@@ -125,6 +218,35 @@ int pp_name_lookup(const char *const *names, int n, const char *name);
 
 struct pp_profile; /* measured hardware profile, profile.c */
 
+/* The training stack: what the software does, as opposed to what the model is. Defaults
+ * (pp_stack_init) are the current Megatron-Core recipe's: bf16, TransformerEngine, gradient
+ * reduce and parameter gather overlapped with compute, no TP communication overlap, dropout as
+ * the model's config says. */
+typedef enum { PP_PREC_BF16 = 0, PP_PREC_FP16, PP_PREC_FP8, PP_PREC_COUNT } pp_precision;
+typedef enum { PP_IMPL_TE = 0, PP_IMPL_LOCAL, PP_IMPL_COUNT } pp_impl;
+/* MoE token dispatch (Megatron --moe-token-dispatcher-type) and expert GEMMs. */
+typedef enum { PP_DISPATCH_ALLTOALL = 0, PP_DISPATCH_ALLGATHER, PP_DISPATCH_COUNT } pp_dispatch;
+extern const char *const pp_precision_names[PP_PREC_COUNT]; /* "bf16", "fp16", "fp8" */
+extern const char *const pp_impl_names[PP_IMPL_COUNT];      /* "te", "local" */
+extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "allgather" */
+typedef struct {
+    pp_precision precision;
+    bool dropout_given;        /* --dropout / --attention-dropout / --hidden-dropout were given */
+    double attention_dropout;  /* resolved by pp_stack_resolve: the flags, else the model's */
+    double hidden_dropout;
+    bool no_overlap;           /* --no-overlap: DP gradient reduce and parameter gather after the
+                                  backward (2021 Megatron, DeepSpeed pipeline engine); default overlapped */
+    bool tp_comm_overlap;      /* --tp-comm-overlap (TE userbuffers) */
+    pp_impl impl;              /* Megatron transformer implementation (--impl) */
+    bool impl_given;
+    pp_dispatch dispatcher;    /* --moe-dispatcher */
+    bool grouped_gemm;         /* --moe-grouped-gemm (TE grouped GEMM; local runs SequentialMLP) */
+    double moe_capacity_factor; /* 0: dropless (Megatron's default); else tokens per expert cap */
+    double moe_imbalance;      /* busiest expert's tokens over the mean (>= 1; default 1.0 for
+                                  the time model; memory adds its own margin, memory.c) */
+} pp_stack;
+void pp_stack_init(pp_stack *s);
+
 /* What is to be trained, on what. */
 typedef struct {
     pp_model model;
@@ -134,14 +256,27 @@ typedef struct {
     int64_t gbs;             /* global batch in sequences */
     pp_framework framework;
     pp_attention attention;
+    pp_stack stack;
     const struct pp_profile *profile; /* NULL: catalog efficiencies */
 } pp_work;
+/* The dropout and implementation the models use, valid on a zeroed stack too: the stack's
+ * dropout when given, else the model's (pp_model_dropout); --impl when given, else local for
+ * unfused attention (the only stack that runs it in practice: Megatron's local modules) and
+ * TransformerEngine for flash. */
+void pp_work_dropout(const pp_work *w, double *attention, double *hidden);
+pp_impl pp_work_impl(const pp_work *w);
+/* Write those resolved values into w->stack (for printing and JSON). */
+void pp_stack_resolve(pp_work *w);
+/* One line: "stack: bf16, te, flash attention, dropout 0.1/0.1 (model), overlap on, ...". */
+void pp_stack_describe(const pp_work *w, char *buf, size_t n);
 
 #define PP_MAX_STAGES 512
 
 /* One parallel layout. Zero-initialise, then set; pp_layout_init gives the defaults. */
 typedef struct {
     int64_t tp, pp, dp, vpp, cp, ep, mbs;
+    int64_t etp;             /* expert tensor parallel (Megatron --expert-tensor-parallel-size);
+                                0 = tp. Experts use the grid tp*cp*dp = etp * ep * edp. */
     int zero;                /* ZeRO stage 0-3 (deepspeed / fsdp semantics) */
     bool dist_opt;           /* Megatron distributed optimizer (~ZeRO-1 of the optimizer state) */
     bool sp;                 /* sequence parallel */
@@ -161,5 +296,11 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err);
 int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage);
 /* Micro-batches per step per DP replica: gbs / (dp * mbs). */
 int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l);
+/* Expert tensor parallel size (etp, or tp when 0) and the expert data-parallel size that the
+ * experts' gradients and optimizer state are reduced and sharded over: tp*cp*dp / (etp * ep). */
+int64_t pp_layout_etp(const pp_layout *l);
+int64_t pp_layout_edp(const pp_layout *l);
+/* First decoder layer of pipeline stage i (sum of the earlier stages' layers). */
+int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage);
 
 #endif

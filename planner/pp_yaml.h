@@ -11,7 +11,7 @@
 #define PP_YAML_MAX_BYTES (16 * 1024 * 1024)
 #define PP_YAML_MAX_DEPTH 16      /* nesting of mappings/sequences */
 #define PP_YAML_MAX_NODES 2000000 /* events in one document */
-#define PP_YAML_MAX_KEYS 64       /* rows of one key table */
+#define PP_YAML_MAX_KEYS 160      /* rows of one key table */
 #define PP_YAML_MAX_PAIRS 2000    /* keys in one mapping of a file */
 #define PP_YAML_MAX_RECORDS 100000 /* entries of one record list (profiles) */
 
@@ -24,6 +24,7 @@ typedef enum {
     PP_KEY_MAP,    /* a nested mapping read with sub[] into the same object */
     PP_KEY_STRSEQ, /* a sequence of strings; the first is kept in char[size] */
     PP_KEY_ANY,    /* any value, ignored (documented free-form keys: notes, env) */
+    PP_KEY_INTSEQ, /* a sequence of integers into int64_t[size], count into int64_t at off2 */
 } pp_key_type;
 
 typedef struct pp_key {
@@ -38,6 +39,7 @@ typedef struct pp_key {
     bool required;
     const struct pp_key *sub;   /* MAP */
     int n_sub;
+    size_t off2;                /* INTSEQ: offset of the int64_t element count */
 } pp_key;
 
 enum {

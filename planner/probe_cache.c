@@ -77,18 +77,18 @@ pp_status pp_probe_cache_put(pp_probe_cache *c, const pp_probe_cache_entry *e, p
 #define NKEYS(t) ((int)(sizeof t / sizeof t[0]))
 static const pp_key entry_keys[] = {
     {"gpu", PP_KEY_STR, offsetof(pp_probe_cache_entry, gpu), 0, 0, 0, sizeof(((pp_probe_cache_entry *)0)->gpu), NULL,
-     0, true, NULL, 0},
+     0, true, NULL, 0, 0},
     {"key", PP_KEY_STR, offsetof(pp_probe_cache_entry, key), 0, 0, 0, sizeof(((pp_probe_cache_entry *)0)->key), NULL,
-     0, true, NULL, 0},
-    {"a", PP_KEY_NUM, offsetof(pp_probe_cache_entry, a), 0, 1e15, 1, 0, NULL, 0, true, NULL, 0},
-    {"b", PP_KEY_NUM, offsetof(pp_probe_cache_entry, b), 0, 1e15, 1, 0, NULL, 0, false, NULL, 0},
+     0, true, NULL, 0, 0},
+    {"a", PP_KEY_NUM, offsetof(pp_probe_cache_entry, a), 0, 1e15, 1, 0, NULL, 0, true, NULL, 0, 0},
+    {"b", PP_KEY_NUM, offsetof(pp_probe_cache_entry, b), 0, 1e15, 1, 0, NULL, 0, false, NULL, 0, 0},
     {"note", PP_KEY_STR, offsetof(pp_probe_cache_entry, note), 0, 0, 0, sizeof(((pp_probe_cache_entry *)0)->note),
-     NULL, 0, false, NULL, 0},
+     NULL, 0, false, NULL, 0, 0},
 };
 typedef struct { int64_t version; } cache_head;
 static const pp_key head_keys[] = {
-    {"version", PP_KEY_INT, offsetof(cache_head, version), 1, 1, 0, 0, NULL, 0, true, NULL, 0},
-    {"entries", PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0},
+    {"version", PP_KEY_INT, offsetof(cache_head, version), 1, 1, 0, 0, NULL, 0, true, NULL, 0, 0},
+    {"entries", PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
 };
 
 pp_status pp_probe_cache_load(pp_probe_cache *c, const char *path, pp_error *err)

@@ -24,10 +24,10 @@ typedef struct { pp_prof_attn r; int impl; bool causal; char dtype[16]; double s
 typedef struct { pp_prof_layer r; char dtype[16], act[16]; double scratch; } layer_rec;
 typedef struct { pp_prof_nccl r; int op; double scratch; } nccl_rec;
 
-#define RINT(T, k, f, lo, hi) {k, PP_KEY_INT, offsetof(T, f), lo, hi, 0, 0, NULL, 0, true, NULL, 0}
-#define RNUM(T, k, f, lo, hi, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, 1, 0, NULL, 0, req, NULL, 0}
-#define RENUM(T, k, f, nm, n) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, nm, n, true, NULL, 0}
-#define RSTR(T, k, f) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, false, NULL, 0}
+#define RINT(T, k, f, lo, hi) {k, PP_KEY_INT, offsetof(T, f), lo, hi, 0, 0, NULL, 0, true, NULL, 0, 0}
+#define RNUM(T, k, f, lo, hi, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, 1, 0, NULL, 0, req, NULL, 0, 0}
+#define RENUM(T, k, f, nm, n) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, nm, n, true, NULL, 0, 0}
+#define RSTR(T, k, f) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, false, NULL, 0, 0}
 #define NKEYS(t) ((int)(sizeof t / sizeof t[0]))
 
 static const pp_key gemm_keys[] = {
@@ -35,7 +35,7 @@ static const pp_key gemm_keys[] = {
     RINT(gemm_rec, "m", r.m, 1, 1e9), RINT(gemm_rec, "n", r.n, 1, 1e9), RINT(gemm_rec, "k", r.k, 1, 1e9),
     RNUM(gemm_rec, "tflops", r.tflops, 0, 1e6, true),
     RSTR(gemm_rec, "op", label), RSTR(gemm_rec, "label", label),
-    {"tp", PP_KEY_INT, offsetof(gemm_rec, tp), 1, 1e6, 0, 0, NULL, 0, false, NULL, 0},
+    {"tp", PP_KEY_INT, offsetof(gemm_rec, tp), 1, 1e6, 0, 0, NULL, 0, false, NULL, 0, 0},
     RNUM(gemm_rec, "us", scratch, 0, 1e12, false), RNUM(gemm_rec, "ms", scratch, 0, 1e12, false),
 };
 static const pp_key attn_keys[] = {
@@ -44,7 +44,7 @@ static const pp_key attn_keys[] = {
     RINT(attn_rec, "heads", r.heads, 1, 1e9), RINT(attn_rec, "head_dim", r.head_dim, 1, 1e9),
     RNUM(attn_rec, "fwd_tflops", r.fwd_tflops, 0, 1e6, true),
     RNUM(attn_rec, "fwdbwd_tflops", r.fwdbwd_tflops, 0, 1e6, true),
-    {"causal", PP_KEY_BOOL, offsetof(attn_rec, causal), 0, 0, 0, 0, NULL, 0, false, NULL, 0},
+    {"causal", PP_KEY_BOOL, offsetof(attn_rec, causal), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
     RSTR(attn_rec, "dtype", dtype),
     RNUM(attn_rec, "fwd_ms", scratch, 0, 1e12, false), RNUM(attn_rec, "fwdbwd_ms", scratch, 0, 1e12, false),
 };
@@ -53,7 +53,7 @@ static const pp_key layer_keys[] = {
     RINT(layer_rec, "seq", r.seq, 1, 1e9), RINT(layer_rec, "mbs", r.mbs, 1, 1e9),
     RINT(layer_rec, "tp", r.tp, 1, 1e6),
     /* grouped-query attention only (absent: kv_heads = heads); 1..heads dividing heads, checked below */
-    {"kv_heads", PP_KEY_INT, offsetof(layer_rec, r.kv_heads), 1, 1e9, 0, 0, NULL, 0, false, NULL, 0},
+    {"kv_heads", PP_KEY_INT, offsetof(layer_rec, r.kv_heads), 1, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0},
     RNUM(layer_rec, "fwd_ms", r.fwd_ms, 0, 1e9, true),
     RNUM(layer_rec, "fwdbwd_ms", r.fwdbwd_ms, 0, 1e9, true),
     RSTR(layer_rec, "dtype", dtype), RSTR(layer_rec, "activation", act),
@@ -86,12 +86,12 @@ static const char *const oom_probe_names[6] = {"gemm", "bandwidth", "attention",
 typedef struct { int probe; char what[160]; bool oom, capped; double need, request, free_b; } oom_rec;
 static const pp_key oom_keys[] = {
     RENUM(oom_rec, "probe", probe, oom_probe_names, 6),
-    {"what", PP_KEY_STR, offsetof(oom_rec, what), 0, 0, 0, sizeof(((oom_rec *)0)->what), NULL, 0, true, NULL, 0},
-    {"oom", PP_KEY_BOOL, offsetof(oom_rec, oom), 0, 0, 0, 0, NULL, 0, true, NULL, 0},
+    {"what", PP_KEY_STR, offsetof(oom_rec, what), 0, 0, 0, sizeof(((oom_rec *)0)->what), NULL, 0, true, NULL, 0, 0},
+    {"oom", PP_KEY_BOOL, offsetof(oom_rec, oom), 0, 0, 0, 0, NULL, 0, true, NULL, 0, 0},
     RNUM(oom_rec, "need_bytes", need, 0, 1e15, true),
     RNUM(oom_rec, "request_bytes", request, 0, 1e15, false),
     RNUM(oom_rec, "free_bytes", free_b, 0, 1e15, false),
-    {"capped", PP_KEY_BOOL, offsetof(oom_rec, capped), 0, 0, 0, 0, NULL, 0, false, NULL, 0},
+    {"capped", PP_KEY_BOOL, offsetof(oom_rec, capped), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
 };
 
 typedef struct {
@@ -99,29 +99,29 @@ typedef struct {
 } prof_file;
 
 static const pp_key bw_keys[] = {
-    {"copy_gbs", PP_KEY_NUM, offsetof(prof_file, p.copy_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0},
-    {"mul_gbs", PP_KEY_NUM, offsetof(prof_file, p.mul_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0},
+    {"copy_gbs", PP_KEY_NUM, offsetof(prof_file, p.copy_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0, 0},
+    {"mul_gbs", PP_KEY_NUM, offsetof(prof_file, p.mul_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0, 0},
 };
-#define PANY(k) {k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0}
+#define PANY(k) {k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0}
 /* `calibration:` written by `parplan calibrate` (calibrate.c): the factors are required when the
  * section is there; the fit's figures are informational. Bounds: what a real stack can be (a
  * GEMM at 5%..20x the model's rate, elementwise traffic 1/20..50x). */
 #define CNUM(sec, k, f, lo, hi, req, scale) \
-    {k, PP_KEY_NUM, offsetof(prof_file, p.sec.f), lo, hi, scale, 0, NULL, 0, req, NULL, 0}
+    {k, PP_KEY_NUM, offsetof(prof_file, p.sec.f), lo, hi, scale, 0, NULL, 0, req, NULL, 0, 0}
 #define CAL_KEYS(sec)                                                                                           \
     {CNUM(sec, "gemm_scale", gemm_scale, 0.05, 20, true, 1),                                                    \
      CNUM(sec, "elementwise_scale", elementwise_scale, 0.05, 50, true, 1),                                      \
      CNUM(sec, "score_bytes", score_bytes, 0, 1000, true, 1),                                                   \
      CNUM(sec, "layer_overhead_us", layer_overhead_s, 0, 1e6, true, 1e-6),                                      \
      CNUM(sec, "optimizer_scale", optimizer_scale, 0.05, 50, true, 1),                                          \
-     {"runs", PP_KEY_INT, offsetof(prof_file, p.sec.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0},             \
+     {"runs", PP_KEY_INT, offsetof(prof_file, p.sec.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0},             \
      CNUM(sec, "mape_before_pct", mape_before, -1, 1e6, false, 1),                                              \
      CNUM(sec, "mape_after_pct", mape_after, -1, 1e6, false, 1),                                                \
      CNUM(sec, "mape_loo_pct", mape_loo, -1, 1e6, false, 1),                                                    \
      {"stack", PP_KEY_STR, offsetof(prof_file, p.sec.stack), 0, 0, 0, sizeof(((pp_calibration *)0)->stack),    \
-      NULL, 0, false, NULL, 0},                                                                                 \
+      NULL, 0, false, NULL, 0, 0},                                                                                 \
      {"fitted", PP_KEY_STR, offsetof(prof_file, p.sec.fitted), 0, 0, 0, sizeof(((pp_calibration *)0)->fitted), \
-      NULL, 0, false, NULL, 0},                                                                                 \
+      NULL, 0, false, NULL, 0, 0},                                                                                 \
      PANY("logs"),                                                                                              \
      PANY("notes")}
 static const pp_key cal_keys[] = CAL_KEYS(calibration);
@@ -129,16 +129,16 @@ static const pp_key cal_keys[] = CAL_KEYS(calibration);
 static const pp_key probe_cal_keys[] = CAL_KEYS(probe_calibration);
 enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM, P_OPT, P_PCAL };
 static const pp_key prof_keys[] = {
-    {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0},
+    {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0, 0},
     {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
-     NULL, 0, true, NULL, 0},
+     NULL, 0, true, NULL, 0, 0},
     PANY("gemm"), /* the record lists are read below with their own tables */
-    {"bandwidth", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, bw_keys, NKEYS(bw_keys)},
+    {"bandwidth", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, bw_keys, NKEYS(bw_keys), 0},
     PANY("attention"), PANY("layer"), PANY("nccl"),
-    {"calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, cal_keys, NKEYS(cal_keys)},
+    {"calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, cal_keys, NKEYS(cal_keys), 0},
     PANY("oom"), /* read below with oom_keys */
     PANY("optimizer"), /* read below with opt_keys */
-    {"probe_calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, probe_cal_keys, NKEYS(probe_cal_keys)},
+    {"probe_calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, probe_cal_keys, NKEYS(probe_cal_keys), 0},
     /* Free-form, documented extras: where and how the profile was measured. */
     PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
     PANY("version"), PANY("gpus"), PANY("command"),

@@ -33,7 +33,7 @@ typedef enum {
     K_JSON, K_HELP, K_QUIET, K_MODEL, K_GPU, K_PROFILE, K_GPUS, K_GPN, K_GBS, K_FRAMEWORK,
     K_ATTENTION, K_LAYERS, K_HIDDEN, K_HEADS, K_KV_HEADS, K_FFN, K_VOCAB, K_SEQ, K_SWIGLU, K_GELU,
     K_UNTIED, K_TIED, K_RMSNORM, K_LAYERNORM, K_NO_BIAS, K_EXPERTS, K_TOPK, K_TP, K_PP, K_DP,
-    K_VPP, K_CP, K_EP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
+    K_VPP, K_CP, K_EP, K_ETP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
     K_OFFLOAD, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
 } opt_key;
@@ -81,6 +81,7 @@ static const opt_def opt_table[] = {
     {"--vpp", 0, K_VPP, OPT_INT, C_LAYOUT, "N: virtual stages per rank (interleaved)"},
     {"--cp", 0, K_CP, OPT_INT, C_LAYOUT, "N: context parallel"},
     {"--ep", 0, K_EP, OPT_INT, C_LAYOUT, "N: expert parallel"},
+    {"--etp", 0, K_ETP, OPT_INT, C_LAYOUT, "N: expert tensor parallel (default: --tp)"},
     {"--mbs", 0, K_MBS, OPT_INT, C_LAYOUT | C_PROBE, "N: micro-batch size"},
     {"--zero", 0, K_ZERO, OPT_STR, C_LAYOUT, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"},
     {"--dist-opt", 0, K_DIST_OPT, OPT_FLAG, C_LAYOUT, "Megatron's distributed optimizer"},
@@ -235,6 +236,7 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_VPP: st = parse_int(o->name, v, 1, 1000000, &l->vpp, err); c->fixed |= PP_FIX_VPP; break;
     case K_CP: st = parse_int(o->name, v, 1, 1000000, &l->cp, err); c->fixed |= PP_FIX_CP; break;
     case K_EP: st = parse_int(o->name, v, 1, 1000000, &l->ep, err); c->fixed |= PP_FIX_EP; break;
+    case K_ETP: st = parse_int(o->name, v, 1, 1000000, &l->etp, err); c->fixed |= PP_FIX_ETP; break;
     case K_MBS: st = parse_int(o->name, v, 1, 1000000, &l->mbs, err); c->fixed |= PP_FIX_MBS; break;
     case K_ZERO:
         st = parse_enum(o->name, v, zero_names, 4, &l->zero, err);
@@ -455,6 +457,7 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
                             (long long)w->gpus, (long long)w->gpus_per_node);
     if (w->gpus < w->gpus_per_node) w->gpus_per_node = w->gpus;
     if (!w->gbs) w->gbs = w->model.gbs ? w->model.gbs : 1024;
+    pp_stack_resolve(w);
     if (c->profile_arg) {
         st = pp_profile_load_file(&c->profile, c->profile_arg, err);
         if (st != PP_OK) return st;

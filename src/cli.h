@@ -14,7 +14,7 @@ enum {
     PP_FIX_TP = 1 << 0, PP_FIX_PP = 1 << 1, PP_FIX_DP = 1 << 2, PP_FIX_VPP = 1 << 3,
     PP_FIX_CP = 1 << 4, PP_FIX_EP = 1 << 5, PP_FIX_MBS = 1 << 6, PP_FIX_ZERO = 1 << 7,
     PP_FIX_DIST_OPT = 1 << 8, PP_FIX_SP = 1 << 9, PP_FIX_RECOMPUTE = 1 << 10,
-    PP_FIX_OFFLOAD = 1 << 11,
+    PP_FIX_OFFLOAD = 1 << 11, PP_FIX_ETP = 1 << 12,
 };
 
 typedef struct {
