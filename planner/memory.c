@@ -48,14 +48,20 @@ static const double MEM_DRIVER_BYTES = 616.0 * MIB;
  * PP=2 untied +1022 MiB (p2p + pipeline group), PP=2 tied +1508 MiB (+ embedding group).
  * 500 MiB per communicator fits all four within 70 MiB. */
 static const double MEM_NCCL_COMM_BYTES = 500.0 * MIB;
-/* Caching-allocator slack at the peak: max_memory_reserved - max_memory_allocated relative to
- * the short-lived part of the peak (max allocated minus the static allocation). In the runs it
- * was 2-6% for GPT shapes and 7-14% for the Llama shape without recompute or with selective
- * recompute; 12% covers all rows but one (14%, 400 MiB more on a small pipeline stage). Full
- * recompute frees and re-allocates one layer's working set (its recomputed activations and their
- * backward) once per layer, which leaves cached but unused blocks of that size: beyond the 12%,
- * measured 1.15x (gpt-2.7b, mbs 8) and 1.6x (llama-3b, mbs 2, s 4096) that working set. */
-static const double MEM_SLACK_FRACTION = 0.12;
+/* Caching-allocator slack at the peak. Without memory pressure the allocator keeps freed blocks
+ * cached: max_memory_reserved - max_memory_allocated was 2-6% of the short-lived part of the peak
+ * (max allocated minus the static allocation) for GPT shapes and 7-14% for the Llama shape in the
+ * 2 x H200 runs. Near the capacity it releases its cached blocks and retries before it fails
+ * (c10/cuda/CUDACachingAllocator.cpp: release_cached_blocks after a failed cudaMalloc), so a fit
+ * needs less: d_s4k_b1 (tests/data/megatron/runs_moe.csv, Llama-3.2-3B shape with dropout,
+ * seq 4096, one H200) peaked at 134717 MiB allocated with 2711 MiB of slack, 3.8% of its
+ * short-lived 71963 MiB, and ran, where 12% would have called it out of memory. 4% is the slack
+ * that counts towards the fit; the OOM runs were out of memory with no slack at all (peak plus
+ * context and driver above the capacity). Full recompute frees and re-allocates one layer's
+ * working set (its recomputed activations and their backward) once per layer, which leaves cached
+ * but unused blocks of that size: measured 1.15x (gpt-2.7b, mbs 8) and 1.6x (llama-3b, mbs 2,
+ * s 4096) that working set; kept as measured (no run near the capacity with full recompute). */
+static const double MEM_SLACK_FRACTION = 0.04;
 static const double MEM_SLACK_RECOMPUTE_SETS = 1.6;
 /* cuBLAS / cuBLASLt workspaces (PyTorch allocates them through its caching allocator) and the
  * small persistent tensors of a training step (loss scalars, RNG states, rotary tables).
@@ -97,10 +103,16 @@ void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offl
 
 /* ------------------------------------------------------------------ shapes */
 
-/* Megatron's dropout defaults (--attention-dropout / --hidden-dropout 0.1) are kept by the
- * GPT-2/3 and BLOOM lineage of models, which have linear biases; the Llama lineage (no biases)
- * trains without dropout. pp_model has no dropout field, so this is the rule. */
-static bool mem_dropout(const pp_model *m) { return m->bias; }
+/* Dropout as the stack says (pp_work_dropout: the flags, else the model's file, else the rule for
+ * files that say nothing). Attention dropout keeps a mask and a copy of the probabilities (unfused
+ * attention); hidden dropout keeps a mask after each bias-dropout-add and the embedding. */
+static void mem_dropout_get(const pp_work *w, bool *attn, bool *hidden)
+{
+    double a, h;
+    pp_work_dropout(w, &a, &h);
+    *attn = a > 0;
+    *hidden = h > 0;
+}
 
 /* Vocabulary as the framework stores it: Megatron pads to a multiple of 128 x TP
  * (--make-vocab-size-divisible-by 128, megatron/training/vocab_utils.py). */
@@ -114,9 +126,11 @@ static double mem_vocab(const pp_work *w, const pp_layout *l)
     return v;
 }
 
+/* Eager PyTorch ops (Megatron's local modules, HF models under DeepSpeed/FSDP) against
+ * TransformerEngine's fused kernels. */
 static bool mem_eager(const pp_work *w)
 {
-    return w->framework != PP_FW_MEGATRON || w->attention == PP_ATTN_UNFUSED;
+    return w->framework != PP_FW_MEGATRON || pp_work_impl(w) == PP_IMPL_LOCAL;
 }
 
 /* KV heads on one TP rank: Megatron replicates KV heads when tp exceeds them. */
@@ -125,49 +139,99 @@ static double mem_kv_heads_rank(const pp_model *m, int64_t tp)
     return m->kv_heads >= tp ? (double)m->kv_heads / (double)tp : 1.0;
 }
 
-static double mem_ffn(const pp_model *m) { return (double)m->ffn; }
+/* Tokens one rank's routed experts process per micro-batch, for T tokens of its sequence shard
+ * (T = b s / cp): every token goes to topk experts; with TP the tokens are sequence-parallel
+ * (T / tp per rank) and an expert-TP group of etp ranks works on the same tokens (Megatron's
+ * alltoall dispatcher gathers them over the expert-TP group, token_dispatcher.py), so a rank
+ * receives T k etp / tp copies on average. A dropless router with EP > 1 gives some ranks more:
+ * `imbalance` x the mean; a capacity factor caps each expert at cf x its mean share. */
+static double mem_moe_tokens(const pp_work *w, const pp_layout *l, double T)
+{
+    const pp_model *m = &w->model;
+    double k = (double)(m->topk > 0 ? m->topk : 1);
+    double tokens = T * k * (double)pp_layout_etp(l) / (double)l->tp;
+    double imb = l->ep > 1 ? w->stack.moe_imbalance : 1.0;
+    if (imb < 1.0) imb = 1.0;
+    if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
+    return tokens * imb;
+}
 
 /* ------------------------------------------------------------------ parameters per rank */
 
 typedef struct {
-    double layer_dense;  /* one layer without routed experts, on one rank */
-    double layer_expert; /* routed experts of one layer on one rank */
+    double attn;         /* one layer's attention block (with its norms) on one rank */
+    double dense_mlp;    /* one dense layer's MLP block */
+    double moe_dense;    /* one MoE layer's norm, router and shared experts (not sharded by EP) */
+    double moe_expert;   /* one MoE layer's routed experts on one rank */
     double embedding;    /* word (+ learned positions) on the first stage */
     double head;         /* final norm + output layer (or tied copy) on the last stage */
-    double largest;      /* largest single tensor on a rank (elements) */
+    double mtp_extra;    /* one MTP layer's projection and norms */
     double largest_layer_weight; /* largest weight inside a layer on a rank */
-    double layer_total;  /* one layer, unsharded, all experts (ZeRO-3 gathers) */
+    double layer_total;  /* largest layer, unsharded, all experts (ZeRO-3 gathers) */
 } mem_params;
+
+/* Parameters of one layer of kind `kind` on one rank: the part reduced over dp x cp, and the
+ * routed experts, reduced over the expert data-parallel group. */
+static void mem_params_kind(const mem_params *p, int kind, double *dense, double *expert)
+{
+    bool moe = kind & PP_LAYER_MOE;
+    *dense = p->attn + (moe ? p->moe_dense : p->dense_mlp);
+    *expert = moe ? p->moe_expert : 0.0;
+}
 
 static void mem_params_get(const pp_work *w, const pp_layout *l, mem_params *p)
 {
     const pp_model *m = &w->model;
     double h = (double)m->hidden, t = (double)l->tp, d = (double)m->head_dim;
-    double aq = (double)m->heads / t, gk = mem_kv_heads_rank(m, l->tp), f = mem_ffn(m);
+    double aq = (double)m->heads / t, gk = mem_kv_heads_rank(m, l->tp), f = (double)m->ffn;
     double V = mem_vocab(w, l);
-    double bias = m->bias ? 1.0 : 0.0;
     double norm = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0; /* weight (+ bias) */
+    double norms_half = (double)(m->norms_per_layer > 2 ? m->norms_per_layer : 2) / 2.0;
     double gate = m->act == PP_ACT_SWIGLU ? 2.0 : 1.0;
-    /* Per-tensor table of one layer on one rank: {elements, sharded by TP}. Column-parallel
-     * (QKV, FC1) weights and biases and row-parallel (proj, FC2) weights are split; row-parallel
-     * biases and norms are replicated (megatron/core/tensor_parallel/layers.py). */
-    double qkv_w = h * (aq + 2 * gk) * d, qkv_b = bias * (aq + 2 * gk) * d;
-    double proj_w = aq * d * h, proj_b = bias * h;
-    double fc1_w = h * gate * f / t, fc1_b = bias * gate * f / t;
-    double fc2_w = f / t * h, fc2_b = bias * h;
-    double norms = 2 * norm * h;
-    double mlp = fc1_w + fc1_b + fc2_w + fc2_b;
-    p->layer_dense = qkv_w + qkv_b + proj_w + proj_b + norms;
-    p->layer_expert = 0;
-    if (m->experts > 1) {
-        /* Routed experts: experts / ep per rank, each split by the expert TP (= tp); router
-         * h x E replicated. */
-        double per_rank = (double)m->experts / (double)l->ep;
-        p->layer_expert = per_rank * mlp;
-        p->layer_dense += h * (double)m->experts;
+    double mb = (m->mlp_bias || m->bias) ? 1.0 : 0.0;
+    /* Per-tensor table of one layer on one rank: column-parallel (QKV, FC1) weights and biases and
+     * row-parallel (proj, FC2) weights are split by TP; row-parallel biases and norms are
+     * replicated (megatron/core/tensor_parallel/layers.py). */
+    double attn_w;
+    if (m->kv_lora_rank > 0) {
+        /* MLA (megatron/core/transformer/multi_latent_attention.py): the down-projections
+         * (h -> q_lora, h -> kv_lora + rope) and their norms are replicated over TP (linear_q_down
+         * and linear_kv_down are not split); the up-projections are column-parallel, the output
+         * projection row-parallel. */
+        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
+        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+        double q = ql > 0 ? h * ql + ql + ql * aq * (nope + rope) : h * aq * (nope + rope);
+        attn_w = q + h * (kvl + rope) + kvl + kvl * aq * (nope + vd) + aq * vd * h;
+        p->largest_layer_weight = fmax(fmax(ql * aq * (nope + rope), kvl * aq * (nope + vd)), aq * vd * h);
     } else {
-        p->layer_dense += mlp;
+        double qkv_w = h * (aq + 2 * gk) * d, proj_w = aq * d * h;
+        attn_w = qkv_w + ((m->qkv_bias || m->bias) ? (aq + 2 * gk) * d : 0.0) + proj_w;
+        p->largest_layer_weight = fmax(qkv_w, proj_w);
     }
+    if (m->out_bias || m->bias) attn_w += h;
+    if (m->qk_norm == PP_QKNORM_HEAD) attn_w += 2 * d;
+    if (m->qk_norm == PP_QKNORM_FULL) attn_w += (aq + gk) * d;
+    if (m->attn_sinks) attn_w += aq;
+    p->attn = attn_w + norms_half * norm * h;
+    /* A gated or plain MLP of inner size ff split `split` ways. */
+#define MLP_W(ff, split) (h * gate * (ff) / (split) + mb * gate * (ff) / (split) + (ff) / (split) * h + mb * h)
+    p->dense_mlp = MLP_W(f, t) + norms_half * norm * h;
+    p->largest_layer_weight = fmax(p->largest_layer_weight, h * gate * f / t);
+    p->moe_dense = p->moe_expert = 0;
+    double expert_total = 0;
+    if (m->experts > 1) {
+        /* Routed experts: experts / ep per rank, each split by the expert TP; router h x E
+         * replicated; shared experts one dense MLP of shared_ffn split by TP
+         * (megatron/core/transformer/moe/shared_experts.py). */
+        double fe = (double)pp_model_expert_ffn(m), etp = (double)pp_layout_etp(l);
+        double E = (double)m->experts;
+        double shared = m->shared_ffn > 0 ? MLP_W((double)m->shared_ffn, t) + (m->shared_gate ? h : 0) : 0.0;
+        p->moe_dense = norms_half * norm * h + h * E + (m->router_bias ? E : 0.0) + shared;
+        p->moe_expert = E / (double)l->ep * MLP_W(fe, etp);
+        expert_total = E * MLP_W(fe, 1.0);
+        p->largest_layer_weight = fmax(p->largest_layer_weight, h * gate * fe / etp);
+    }
+#undef MLP_W
     double word = V * h / t;
     double pos = m->pos == PP_POS_LEARNED ? (double)m->seq * h : 0.0;
     p->embedding = word + pos;
@@ -175,9 +239,9 @@ static void mem_params_get(const pp_work *w, const pp_layout *l, mem_params *p)
      * the last stage (megatron/core/models/common/language_module). Tied with pp = 1: shared. */
     double out = (!m->tied || l->pp > 1) ? word : 0.0;
     p->head = norm * h + out;
-    p->largest = fmax(word, fmax(qkv_w, fmax(fc1_w, fc2_w)));
-    p->largest_layer_weight = fmax(qkv_w, fmax(fc1_w, fmax(fc2_w, proj_w)));
-    p->layer_total = (p->layer_dense + p->layer_expert) * t; /* close enough for ZeRO-3 gathers */
+    p->mtp_extra = m->mtp_layers > 0 ? 3.0 * norm * h + 2.0 * h * h / t : 0.0;
+    double dense_total = (p->attn + fmax(p->dense_mlp, p->moe_dense)) * t;
+    p->layer_total = fmax(dense_total + expert_total, word * t); /* close enough for ZeRO-3 gathers */
 }
 
 /* ------------------------------------------------------------------ activation table */
@@ -194,21 +258,52 @@ static void act_add(pp_act_table *tb, const char *name, double elems, double byt
     if (paper) tb->paper_bytes += elems * bytes;
 }
 
-void pp_memory_layer_table(const pp_work *w, const pp_layout *l, pp_recompute rc, pp_act_table *tb)
+/* The MLP block of a layer: a dense gated/plain MLP of inner size f_r per rank on `tokens`
+ * tokens, as Megatron's MLP saves it (megatron/core/transformer/mlp.py). `prefix` names the rows;
+ * `scaled`: the experts' output is multiplied by the router probabilities inside the MLP
+ * (per_token_scale), which in the eager path keeps the activation's output for that product. */
+static void act_mlp(pp_act_table *tb, const pp_model *m, bool eager, double tokens, double f_r,
+                    double lin_bytes, bool scaled, const char *const names[5])
+{
+    if (m->act == PP_ACT_SWIGLU) {
+        /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
+         * saves only that; Megatron's eager glu() also keeps silu(gate) and the copy made by
+         * `x_linear + glu_linear_offset` (megatron/core/transformer/mlp.py), both saved by the
+         * product. */
+        act_add(tb, names[0], tokens * 2 * f_r, 2, true);
+        if (eager) {
+            act_add(tb, names[1], tokens * f_r, 2, true);
+            act_add(tb, names[2], tokens * f_r, 2, true);
+        }
+    } else {
+        act_add(tb, names[0], tokens * f_r, 2, true); /* GeLU input: 8sbh for f = 4h */
+    }
+    if (scaled && eager) act_add(tb, names[3], tokens * f_r, 2, false);
+    act_add(tb, names[4], tokens * f_r, lin_bytes, true);
+}
+
+void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, pp_recompute rc,
+                                pp_act_table *tb)
 {
     const pp_model *m = &w->model;
     tb->n = 0; /* no memset: the search builds these tables for every candidate */
     tb->bytes = tb->paper_bytes = 0;
     double b = (double)l->mbs, s = (double)m->seq / (double)l->cp, sk = (double)m->seq;
     double h = (double)m->hidden, t = (double)l->tp, d = (double)m->head_dim;
-    double aq = (double)m->heads / t, gk = mem_kv_heads_rank(m, l->tp), f = mem_ffn(m) / t;
+    double aq = (double)m->heads / t, gk = mem_kv_heads_rank(m, l->tp), f = (double)m->ffn / t;
     double sb = s * b;
     /* Tensors outside the TP region (norm inputs, linear inputs, dropout masks) are replicated
      * on every TP rank, or split by t under sequence parallelism (Korthikanti sec. 4.2.2). */
     double rep = l->sp ? 1.0 / t : 1.0;
-    bool eager = mem_eager(w), drop = mem_dropout(m);
+    bool eager = mem_eager(w), adrop, hdrop;
+    mem_dropout_get(w, &adrop, &hdrop);
     bool unfused = w->attention == PP_ATTN_UNFUSED;
+    bool moe = (kind & PP_LAYER_MOE) && m->experts > 1;
     double stats = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0; /* mean + rstd, or rstd (fp32) */
+    /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
+     * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
+     * and the activation functions keep 16-bit tensors. */
+    double lin = w->stack.precision == PP_PREC_FP8 ? 1.0 : 2.0;
 
     if (rc == PP_RC_FULL) {
         /* Full recompute keeps only the layer input (checkpoint), Korthikanti table 2: 2sbh. */
@@ -217,87 +312,141 @@ void pp_memory_layer_table(const pp_work *w, const pp_layout *l, pp_recompute rc
     }
     act_add(tb, "ln1.input", sb * h * rep, 2, true);
     act_add(tb, "ln1.stats", sb * rep * stats, 4, false);
-    act_add(tb, "qkv.input", sb * h * rep, 2, true);
-
-    /* Q, K, V as the attention kernel saves them. */
-    if (unfused) {
-        /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
-         * Q is a new tensor when RoPE rotates it or when grouped heads force a copy in the
-         * reshape; K and V are new when GQA repeats them (repeat_interleave) or, for K, RoPE
-         * rotates it. baddbmm saves Q and K, bmm saves V; any saved view keeps the whole QKV
-         * output alive. */
-        bool rope = m->pos == PP_POS_ROPE, grouped = aq != gk;
-        bool q_new = rope || (grouped && gk > 1), k_new = grouped || rope, v_new = grouped;
-        act_add(tb, "attn.q", q_new ? sb * aq * d : 0, 2, true);
-        act_add(tb, "attn.k", k_new ? sb * (grouped ? aq : gk) * d : 0, 2, true);
-        act_add(tb, "attn.v", v_new ? sb * aq * d : 0, 2, true);
-        if (!q_new || !k_new || !v_new) act_add(tb, "attn.qkv_out", sb * (aq + 2 * gk) * d, 2, true);
-        if (rc != PP_RC_SELECTIVE) {
-            /* Scores -> masked_fill_ (in place) -> softmax (saves its output) -> dropout (mask,
-             * 1 byte) -> bmm (saves the dropped probabilities). 5 as^2 b in the paper. */
-            double ss = b * aq * s * sk;
-            act_add(tb, "attn.softmax", ss, 2, true);
-            if (drop) {
-                act_add(tb, "attn.dropout_mask", ss, 1, true);
-                act_add(tb, "attn.dropout_out", ss, 2, true);
-            }
+    if (m->kv_lora_rank > 0) {
+        /* MLA (Megatron MLASelfAttention): the down-projections see the full hidden state; their
+         * outputs are normalised and up-projected per TP rank. Saved: the shared input, the
+         * latents (norm inputs) and normalised latents (up-projection inputs), q and k with the
+         * RoPE part appended per head, v, and the output. */
+        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+        double rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
+        act_add(tb, "mla.input", sb * h * rep, lin, true);
+        if (ql > 0) {
+            act_add(tb, "mla.q_latent", sb * ql, 2, false);
+            act_add(tb, "mla.q_latent_norm", sb * ql, lin, false);
         }
-    } else {
-        /* Flash attention (TE): saves q, k, v at their own head counts, the output (also the
-         * projection input, below) and the fp32 log-sum-exp per row; no s^2 tensor. */
+        act_add(tb, "mla.kv_latent", sb * (kvl + rope), 2, false);
+        act_add(tb, "mla.kv_latent_norm", sb * kvl, lin, false);
         act_add(tb, "attn.q", sb * aq * d, 2, true);
-        act_add(tb, "attn.k", sb * gk * d, 2, true);
-        act_add(tb, "attn.v", sb * gk * d, 2, true);
-        act_add(tb, "attn.lse", b * aq * s, 4, false);
+        act_add(tb, "attn.k", sb * aq * d, 2, true);
+        act_add(tb, "attn.v", sb * aq * vd, 2, true);
+        if (unfused) {
+            if (rc != PP_RC_SELECTIVE) {
+                double ss = b * aq * s * sk;
+                act_add(tb, "attn.softmax", ss, 2, true);
+                if (adrop) {
+                    act_add(tb, "attn.dropout_mask", ss, 1, true);
+                    act_add(tb, "attn.dropout_out", ss, 2, true);
+                }
+            }
+        } else {
+            act_add(tb, "attn.lse", b * aq * s, 4, false);
+        }
+        act_add(tb, "proj.input", sb * aq * vd, lin, true);
+    } else {
+        act_add(tb, "qkv.input", sb * h * rep, lin, true);
+        /* Q, K, V as the attention kernel saves them. */
+        if (unfused) {
+            /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
+             * Q is a new tensor when RoPE rotates it or when grouped heads force a copy in the
+             * reshape; K and V are new when GQA repeats them (repeat_interleave) or, for K, RoPE
+             * rotates it. baddbmm saves Q and K, bmm saves V; any saved view keeps the whole QKV
+             * output alive, and so does QK-norm, which saves the q and k views it normalises. */
+            bool rope = m->pos == PP_POS_ROPE, grouped = aq != gk;
+            bool q_new = rope || (grouped && gk > 1), k_new = grouped || rope, v_new = grouped;
+            act_add(tb, "attn.q", q_new ? sb * aq * d : 0, 2, true);
+            act_add(tb, "attn.k", k_new ? sb * (grouped ? aq : gk) * d : 0, 2, true);
+            act_add(tb, "attn.v", v_new ? sb * aq * d : 0, 2, true);
+            if (!q_new || !k_new || !v_new || m->qk_norm != PP_QKNORM_NONE)
+                act_add(tb, "attn.qkv_out", sb * (aq + 2 * gk) * d, 2, true);
+            if (rc != PP_RC_SELECTIVE) {
+                /* Scores -> masked_fill_ (in place) -> softmax (saves its output) -> dropout (mask,
+                 * 1 byte) -> bmm (saves the dropped probabilities). 5 as^2 b in the paper. */
+                double ss = b * aq * s * sk;
+                act_add(tb, "attn.softmax", ss, 2, true);
+                if (adrop) {
+                    act_add(tb, "attn.dropout_mask", ss, 1, true);
+                    act_add(tb, "attn.dropout_out", ss, 2, true);
+                }
+            }
+        } else {
+            /* Flash attention (TE): saves q, k, v at their own head counts, the output (also the
+             * projection input, below) and the fp32 log-sum-exp per row; no s^2 tensor. With
+             * QK-norm the normalised q and k are what it saves; the norms keep their inputs. */
+            act_add(tb, "attn.q", sb * aq * d, 2, true);
+            act_add(tb, "attn.k", sb * gk * d, 2, true);
+            act_add(tb, "attn.v", sb * gk * d, 2, true);
+            act_add(tb, "attn.lse", b * aq * s, 4, false);
+            if (m->qk_norm != PP_QKNORM_NONE) act_add(tb, "attn.qk_norm_input", sb * (aq + gk) * d, 2, false);
+        }
+        if (m->qk_norm != PP_QKNORM_NONE) act_add(tb, "attn.qk_norm_stats", sb * (aq + gk), 4, false);
+        act_add(tb, "proj.input", sb * aq * d, lin, true);
     }
-    act_add(tb, "proj.input", sb * aq * d, 2, true);
-    if (drop) act_add(tb, "attn.bda_mask", sb * h * rep, 1, true);
+    if (hdrop) act_add(tb, "attn.bda_mask", sb * h * rep, 1, true);
     act_add(tb, "ln2.input", sb * h * rep, 2, true);
     act_add(tb, "ln2.stats", sb * rep * stats, 4, false);
+    act_add(tb, "fc1.input", sb * h * rep, lin, true); /* the router's input too (MoE) */
 
-    /* MLP. MoE: each token visits topk experts; per rank the expert tensors of about
-     * s b topk tokens, plus the router logits (fp32) and the permuted tokens. */
-    double k = 1.0;
-    if (m->experts > 1) {
-        k = (double)(m->topk > 0 ? m->topk : 1);
-        act_add(tb, "moe.router", sb * rep * (double)m->experts, 4, false);
-        act_add(tb, "moe.dispatch", sb * rep * k * h, 2, false);
-    }
-    act_add(tb, "fc1.input", sb * h * rep, 2, true);
-    if (m->act == PP_ACT_SWIGLU) {
-        /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
-         * saves only that; Megatron's eager glu() also keeps silu(gate) and the copy made by
-         * `x_linear + glu_linear_offset` (megatron/core/transformer/mlp.py), both saved by the
-         * product. */
-        act_add(tb, "mlp.fc1_out", k * sb * 2 * f, 2, true);
-        if (eager) {
-            act_add(tb, "mlp.silu_out", k * sb * f, 2, true);
-            act_add(tb, "mlp.linear_offset", k * sb * f, 2, true);
-        }
+    if (!moe) {
+        static const char *const dn[5] = {"mlp.fc1_out", "mlp.silu_out", "mlp.linear_offset", "",
+                                          "fc2.input"};
+        act_mlp(tb, m, eager, sb, f, lin, false, dn);
     } else {
-        act_add(tb, "mlp.act_input", k * sb * f, 2, true); /* GeLU input: 8sbh for f = 4h */
+        /* MoE (megatron/core/transformer/moe): router logits (16-bit) and their fp32 softmax
+         * over the experts for the local tokens; the permuted token copies each rank's experts
+         * receive (the experts' fc1 input, views of one tensor); per received token the expert
+         * MLP's tensors at f/etp, the router probability it is scaled by (fp32), and the int64
+         * indices that undo the permutation; shared experts run as a dense MLP on every token. */
+        double E = (double)m->experts, k = (double)(m->topk > 0 ? m->topk : 1);
+        double Tl = sb * rep;                 /* tokens routed on this rank */
+        double Tr = mem_moe_tokens(w, l, sb); /* token copies its experts receive */
+        double fe = (double)pp_model_expert_ffn(m) / (double)pp_layout_etp(l);
+        act_add(tb, "moe.router_logits", Tl * E, 2, false);
+        act_add(tb, "moe.router_probs", Tl * E, 4, false);
+        act_add(tb, "moe.permute_index", Tl * k, 8, false);
+        act_add(tb, "moe.expert_input", Tr * h, lin, false);
+        act_add(tb, "moe.token_probs", Tr, 4, false);
+        static const char *const en[5] = {"moe.fc1_out", "moe.silu_out", "moe.linear_offset",
+                                          "moe.act_out", "moe.fc2_input"};
+        act_mlp(tb, m, eager, Tr, fe, lin, true, en);
+        if (m->shared_ffn > 0) {
+            static const char *const sn[5] = {"shared.fc1_out", "shared.silu_out",
+                                              "shared.linear_offset", "", "shared.fc2_input"};
+            act_mlp(tb, m, eager, sb, (double)m->shared_ffn / t, lin, false, sn);
+            if (m->shared_gate) act_add(tb, "shared.gate", Tl, 2, false);
+        }
     }
-    act_add(tb, "fc2.input", k * sb * f, 2, true);
-    if (drop) act_add(tb, "mlp.bda_mask", sb * h * rep, 1, true);
+    if (hdrop) act_add(tb, "mlp.bda_mask", sb * h * rep, 1, true);
+}
+
+/* The table of the model's most common layer: its MoE layer for an MoE model. */
+void pp_memory_layer_table(const pp_work *w, const pp_layout *l, pp_recompute rc, pp_act_table *tb)
+{
+    int kind = w->model.experts > 1 ? PP_LAYER_MOE : 0;
+    if (pp_model_layer_is_window(&w->model, w->model.layers - 1)) kind |= PP_LAYER_WINDOW;
+    pp_memory_layer_table_kind(w, l, kind, rc, tb);
 }
 
 /* ------------------------------------------------------------------ per-layout context */
 
 /* Everything the per-stage arithmetic needs, computed once per (work, layout): the search calls
- * pp_memory_worst_bytes for every candidate, so stages cost O(1) each. */
+ * pp_memory_worst_bytes for every candidate, so stages cost O(kinds) each. Layer kinds differ in
+ * their MLP (dense or MoE); windowed attention stores what full attention stores, so the
+ * window bit shares the table of its MLP kind. */
 typedef struct {
     mem_params par;
     pp_state_bytes st;        /* dense parameters */
     pp_state_bytes st_expert; /* routed experts (sharded over the expert data-parallel group) */
-    double layer_bytes[PP_RC_COUNT]; /* stored per layer per micro-batch, by recompute mode */
+    double layer_bytes[2][PP_RC_COUNT]; /* stored per layer per micro-batch: [moe][recompute] */
     double attn_work;   /* working set of one layer's attention (scores / their gradients) */
-    double mlp_work;    /* working set of one layer's MLP backward */
+    double mlp_work[2]; /* working set of one layer's MLP backward: [moe] */
     double wgrad;       /* eager: 16-bit weight gradient before it is added to main_grad */
     double workspace;   /* persistent: cuBLAS, attention input buffer */
+    double fp8_weight_per_param; /* FP8: cached 8-bit weight copies per layer parameter */
     double embed_act;   /* first stage, per micro-batch */
     double data;        /* batch tensors per micro-batch (first and last stage) */
     double head_act;    /* last stage, per micro-batch: final norm and output layer inputs */
     double loss_work;   /* last stage: logits and loss working set */
+    double mtp_act;     /* last stage, per micro-batch: the MTP layers' extra saved tensors */
     double opt_work_per_param; /* optimizer-step temporaries per parameter on the rank */
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
@@ -311,23 +460,31 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     mem_params_get(w, l, &c->par);
     int64_t shard = l->dp * l->cp;
     pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload, shard, &c->st);
-    int64_t eshard = l->ep > 0 ? shard / l->ep : shard;
+    int64_t eshard = pp_layout_edp(l);
     pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload,
                               eshard > 0 ? eshard : 1, &c->st_expert);
     pp_act_table tb;
-    for (int rc = 0; rc < PP_RC_COUNT; rc++) {
-        if (rc == PP_RC_SELECTIVE && l->recompute != PP_RC_SELECTIVE) continue; /* unused */
-        pp_memory_layer_table(w, l, (pp_recompute)rc, &tb);
-        c->layer_bytes[rc] = tb.bytes;
+    int nk = m->experts > 1 ? 2 : 1;
+    for (int moe = 0; moe < nk; moe++)
+        for (int rc = 0; rc < PP_RC_COUNT; rc++) {
+            if (rc == PP_RC_SELECTIVE && l->recompute != PP_RC_SELECTIVE) continue; /* unused */
+            pp_memory_layer_table_kind(w, l, moe ? PP_LAYER_MOE : 0, (pp_recompute)rc, &tb);
+            c->layer_bytes[moe][rc] = tb.bytes;
+        }
+    for (int moe = 0; moe < 2; moe++) {
+        if (moe >= nk) memcpy(c->layer_bytes[moe], c->layer_bytes[0], sizeof c->layer_bytes[0]);
+        if (l->recompute != PP_RC_SELECTIVE)
+            c->layer_bytes[moe][PP_RC_SELECTIVE] = c->layer_bytes[moe][PP_RC_NONE];
     }
-    if (l->recompute != PP_RC_SELECTIVE) c->layer_bytes[PP_RC_SELECTIVE] = c->layer_bytes[PP_RC_NONE];
     double b = (double)l->mbs, s = (double)m->seq / (double)l->cp, sk = (double)m->seq;
     double h = (double)m->hidden, t = (double)l->tp, sb = s * b;
     double rep = l->sp ? 1.0 / t : 1.0;
-    double aq = (double)m->heads / t, f = mem_ffn(m) / t;
+    double aq = (double)m->heads / t, f = (double)m->ffn / t;
     double V = mem_vocab(w, l);
     bool eager = mem_eager(w), unfused = w->attention == PP_ATTN_UNFUSED;
     bool mega = w->framework == PP_FW_MEGATRON;
+    bool adrop, hdrop;
+    mem_dropout_get(w, &adrop, &hdrop);
     c->m = pp_layout_microbatches(w, l);
     if (c->m < 1) c->m = 1;
 
@@ -337,21 +494,32 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * saved probabilities are still alive; with dropout the bmm backward has already released the
      * dropped probabilities and the mask before (net 1). Measured: GPT (dropout) pipeline stage 0
      * +0.2% with 1, Llama (none) -1.7% with 1 and -0.6% with 2. */
-    c->attn_work = unfused ? 2.0 * b * aq * s * sk * (mem_dropout(m) ? 1.0 : 2.0) : 0.0;
-    /* MLP backward: gradient of the FC2 input and of the activation input, 16-bit. */
-    c->mlp_work = 2.0 * sb * f * (m->act == PP_ACT_SWIGLU ? 3.0 : 2.0);
-    if (m->experts > 1) c->mlp_work *= (double)(m->topk > 0 ? m->topk : 1);
+    c->attn_work = unfused ? 2.0 * b * aq * s * sk * (adrop ? 1.0 : 2.0) : 0.0;
+    /* MLP backward: gradient of the FC2 input and of the activation input, 16-bit. MoE: the
+     * same per received token copy at the expert width, and the gradient of the received tokens
+     * (the all-to-all / permutation backward). */
+    double glu = m->act == PP_ACT_SWIGLU ? 3.0 : 2.0;
+    c->mlp_work[0] = 2.0 * sb * f * glu;
+    c->mlp_work[1] = c->mlp_work[0];
+    if (m->experts > 1) {
+        double Tr = mem_moe_tokens(w, l, sb);
+        double fe = (double)pp_model_expert_ffn(m) / (double)pp_layout_etp(l);
+        c->mlp_work[1] = 2.0 * Tr * fe * glu + 2.0 * 2.0 * Tr * h;
+    }
     c->wgrad = eager ? 2.0 * c->par.largest_layer_weight : 0.0;
     /* Megatron's unfused attention takes its baddbmm input from a global buffer that stays
      * allocated (parallel_state.get_global_memory_buffer, "mpu"): b (a/t) s^2 16-bit. */
     c->workspace = MEM_WORKSPACE_BYTES + (unfused && mega ? 2.0 * b * aq * s * sk : 0.0);
+    /* FP8 (TransformerEngine): every FP8 linear layer caches its weight cast to 8 bits, row-wise
+     * for the forward and column-wise (transposed) for the data-gradient GEMM on Hopper, across
+     * the micro-batches of a step (te/pytorch/module/base.py, the FP8 weight workspace). */
+    c->fp8_weight_per_param = w->stack.precision == PP_PREC_FP8 ? 2.0 : 0.0;
 
-    bool drop = mem_dropout(m);
     /* Batch tensors held per micro-batch: tokens, labels, position ids (int64), loss mask (fp32)
      * and Megatron's dataloader attention mask (b x s x s bool, on by default). */
     c->data = 36.0 * sb + (mega ? b * sk * sk : 0.0);
     /* Embedding: the int64 ids for its backward are in data; its dropout keeps a mask. */
-    c->embed_act = drop ? sb * h * rep : 0.0;
+    c->embed_act = hdrop ? sb * h * rep : 0.0;
     /* Final norm input + stats and the output layer input (16-bit). */
     c->head_act = 2.0 * sb * h * rep + 4.0 * sb * rep * (m->norm == PP_NORM_LAYERNORM ? 2 : 1) +
                   2.0 * sb * h * rep;
@@ -368,6 +536,16 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     } else {
         c->loss_work = 10.0 * logits;
     }
+    /* MTP (DeepSeek-V3 sec. 2.2; megatron/core/transformer/multi_token_prediction.py): each MTP
+     * layer keeps its transformer layer's tensors, the two normalised inputs and the projection
+     * input (2h wide), and its own loss's saved fp32 softmax until the backward. Not measured
+     * (MTP needs TransformerEngine on the lent machines). */
+    c->mtp_act = 0;
+    if (m->mtp_layers > 0) {
+        int mk = pp_model_mtp_kind(m) & PP_LAYER_MOE ? 1 : 0;
+        c->mtp_act = (double)m->mtp_layers *
+                     (c->layer_bytes[mk][PP_RC_NONE] + 2.0 * sb * h * rep * 4.0 + 4.0 * logits);
+    }
     /* Optimizer step. torch.optim.AdamW with foreach (Megatron without TE/apex, FSDP) allocates
      * sqrt(v) for the whole parameter group at once (torch/optim/adam.py,
      * _multi_tensor_adam: torch._foreach_sqrt): 4 bytes per parameter it updates. Fused Adam
@@ -379,8 +557,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* ZeRO-3 / FSDP FULL_SHARD: the layer being computed and the prefetched next one are
      * gathered in 16-bit, parameters and gradients: DeepSpeed's estimate uses
      * 4 x largest layer (formulas.md). */
-    c->zero_gather = (!mega && l->zero >= 3) ? 4.0 * fmax(c->par.layer_total, c->par.embedding * t)
-                                             : 0.0;
+    c->zero_gather = (!mega && l->zero >= 3) ? 4.0 * c->par.layer_total : 0.0;
     /* Gradient reduction buffers. Megatron's DDP reduces in place in its contiguous fp32 grad
      * buffer (all-reduce; with the distributed optimizer a reduce-scatter into that buffer and an
      * all-gather into the bf16 parameter buffer, megatron/core/distributed/
@@ -393,13 +570,17 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* Reserve beyond the allocator: context, driver, NCCL communicators in use. Megatron creates
      * a communicator per process group it uses: tensor-parallel; pipeline p2p + pipeline group
      * (+ the embedding group for tied weights); data-parallel + data/context-parallel; context;
-     * expert. */
+     * expert model-parallel, expert tensor-parallel and expert data-parallel. */
     int comms = 0;
     if (l->tp > 1) comms += 1;
     if (l->pp > 1) comms += 2 + (m->tied ? 1 : 0);
     if (l->dp * l->cp > 1) comms += 2;
     if (l->cp > 1) comms += 1;
-    if (l->ep > 1) comms += 1;
+    if (m->experts > 1) {
+        if (l->ep > 1) comms += 1;
+        if (pp_layout_etp(l) > 1 && pp_layout_etp(l) != l->tp) comms += 1;
+        if (pp_layout_edp(l) > 1 && pp_layout_edp(l) != l->dp * l->cp) comms += 1;
+    }
     c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES;
 }
 
@@ -429,11 +610,14 @@ static double mem_inflight_chunks(const pp_layout *l, int64_t m, int64_t stage, 
     return chunks;
 }
 
+/* A stage holding layers [first, first + layers) of which the first rc_layers are fully
+ * recomputed (Megatron's block method recomputes the first K layers of a stage). */
 static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage,
-                           int64_t layers, int64_t rc_layers, pp_mem_stage *o)
+                           int64_t first, int64_t layers, int64_t rc_layers, pp_mem_stage *o)
 {
     memset(o, 0, sizeof *o);
-    bool first = stage == 0, last = stage == l->pp - 1;
+    const pp_model *m = &w->model;
+    bool first_stage = stage == 0, last = stage == l->pp - 1;
     const mem_params *p = &c->par;
     /* rc_layers is the exact count of fully recomputed layers (Megatron's block method); the
      * other layers follow the layout: selective, or nothing recomputed. */
@@ -442,12 +626,34 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
     o->stage = stage;
     o->layers = layers;
     o->recompute_layers = rc_layers;
+    int64_t n_rc[PP_LAYER_KINDS], n_all[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, first, rc_layers, n_rc);
+    pp_model_layer_counts(m, first, layers, n_all);
+    int64_t mtp = last ? m->mtp_layers : 0;
+    int mtp_kind = pp_model_mtp_kind(m);
 
     /* Model state. */
-    double dense = (double)layers * p->layer_dense + (first ? p->embedding : 0.0) +
-                   (last ? p->head : 0.0);
-    double expert = (double)layers * p->layer_expert;
-    o->weights_bytes = dense * c->st.weights + expert * c->st_expert.weights;
+    double dense = (first_stage ? p->embedding : 0.0) + (last ? p->head : 0.0), expert = 0;
+    pp_recompute rc = l->recompute == PP_RC_SELECTIVE ? PP_RC_SELECTIVE : PP_RC_NONE;
+    double per_mb = 0, recompute_set = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        double n = (double)n_all[k] + (k == mtp_kind ? (double)mtp : 0.0);
+        if (n <= 0) continue;
+        double dk, ek;
+        mem_params_kind(p, k, &dk, &ek);
+        dense += n * dk;
+        expert += n * ek;
+        int moe = k & PP_LAYER_MOE ? 1 : 0;
+        double r = (double)n_rc[k];
+        per_mb += ((double)n_all[k] - r) * c->layer_bytes[moe][rc] + r * c->layer_bytes[moe][PP_RC_FULL];
+        if (r > 0)
+            recompute_set = fmax(recompute_set, c->layer_bytes[moe][rc] - c->layer_bytes[moe][PP_RC_FULL] +
+                                                    fmax(c->attn_work, c->mlp_work[moe]) + c->wgrad);
+    }
+    dense += (double)mtp * p->mtp_extra;
+    o->weights_bytes = dense * c->st.weights + expert * c->st_expert.weights +
+                       (dense + expert - (first_stage ? p->embedding : 0.0) - (last ? p->head : 0.0)) *
+                           c->fp8_weight_per_param;
     o->grads_bytes = dense * c->st.grads + expert * c->st_expert.grads;
     o->optimizer_bytes = dense * c->st.optimizer + expert * c->st_expert.optimizer;
 
@@ -455,24 +661,25 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
     double mbs_held;
     double chunks = mem_inflight_chunks(l, c->m, stage, &mbs_held);
     o->inflight = (int64_t)mbs_held;
-    pp_recompute rc = l->recompute == PP_RC_SELECTIVE ? PP_RC_SELECTIVE : PP_RC_NONE;
-    double per_mb = (double)(layers - rc_layers) * c->layer_bytes[rc] +
-                    (double)rc_layers * c->layer_bytes[PP_RC_FULL];
-    double stage_mb = (first || last ? c->data : 0.0) + (first ? c->embed_act : 0.0);
+    double stage_mb = (first_stage || last ? c->data : 0.0) + (first_stage ? c->embed_act : 0.0) +
+                      (last ? c->mtp_act : 0.0);
     /* The last stage runs forward then backward for one micro-batch at a time. */
     o->activations_bytes = chunks * per_mb + mbs_held * stage_mb + (last ? c->head_act : 0.0);
 
     /* Transient: the largest working set on top of the stored activations. */
+    bool has_moe = n_all[PP_LAYER_MOE] + n_all[PP_LAYER_MOE | PP_LAYER_WINDOW] > 0 ||
+                   (mtp > 0 && (mtp_kind & PP_LAYER_MOE));
+    double mlp_work = has_moe ? c->mlp_work[1] : c->mlp_work[0];
+    if (n_all[0] + n_all[PP_LAYER_WINDOW] > 0) mlp_work = fmax(mlp_work, c->mlp_work[0]);
     double work = c->attn_work + c->wgrad;
-    work = fmax(work, c->mlp_work + c->wgrad);
+    work = fmax(work, mlp_work + c->wgrad);
     /* Recompute of one layer during its backward, then that layer's backward working set. */
-    double recompute_set = rc_layers > 0 ? c->layer_bytes[rc] - c->layer_bytes[PP_RC_FULL] +
-                                               fmax(c->attn_work, c->mlp_work) + c->wgrad
-                                         : 0.0;
     work = fmax(work, recompute_set);
-    if (l->recompute == PP_RC_SELECTIVE) /* attention core recomputed in the backward */
-        work = fmax(work, c->layer_bytes[PP_RC_NONE] - c->layer_bytes[PP_RC_SELECTIVE] +
+    if (l->recompute == PP_RC_SELECTIVE) { /* attention core recomputed in the backward */
+        int moe = has_moe ? 1 : 0;
+        work = fmax(work, c->layer_bytes[moe][PP_RC_NONE] - c->layer_bytes[moe][PP_RC_SELECTIVE] +
                               c->attn_work + c->wgrad);
+    }
     if (last) work = fmax(work, c->loss_work);
     work += c->zero_gather;
     /* The optimizer step runs with no activations held. */
@@ -488,12 +695,27 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
     o->fits = o->peak_bytes + o->reserved_bytes <= cap;
 }
 
+/* First layer of stage i for a stage priced with an explicit layer count (the ILP): the
+ * layout's split when it has one, else the uniform split's. */
+static int64_t mem_stage_first(const pp_work *w, const pp_layout *l, int64_t stage)
+{
+    return pp_layout_stage_first_layer(w, l, stage);
+}
+
 void pp_memory_stage(const pp_work *w, const pp_layout *l, int64_t stage, int64_t layers,
                      int64_t recompute_layers, pp_mem_stage *out)
 {
     mem_ctx c;
     mem_ctx_init(w, l, &c);
-    mem_stage_eval(w, l, &c, stage, layers, recompute_layers, out);
+    mem_stage_eval(w, l, &c, stage, mem_stage_first(w, l, stage), layers, recompute_layers, out);
+}
+
+void pp_memory_stage_range(const pp_work *w, const pp_layout *l, int64_t stage, int64_t first,
+                           int64_t layers, int64_t recompute_layers, pp_mem_stage *out)
+{
+    mem_ctx c;
+    mem_ctx_init(w, l, &c);
+    mem_stage_eval(w, l, &c, stage, first, layers, recompute_layers, out);
 }
 
 /* Layers and fully recomputed layers of stage i under the layout: --recompute full recomputes
@@ -508,21 +730,31 @@ static void mem_stage_shape(const pp_work *w, const pp_layout *l, int64_t i, int
     else *rc = 0;
 }
 
+/* Whether every stage's layers are of one kind (dense models; MoE models with every layer MoE
+ * and no windows): then stage 0 and the last stage bound the others under a uniform split. */
+static bool mem_uniform_kinds(const pp_model *m)
+{
+    if (m->window > 0 && m->window_full_every > 0) return false;
+    if (m->experts <= 1) return true;
+    return m->moe_first_dense == 0 && m->moe_every <= 1 && m->n_dense_layers == 0;
+}
+
 double pp_memory_worst_bytes(const pp_work *w, const pp_layout *l, double *peak_bytes)
 {
     mem_ctx c;
     mem_ctx_init(w, l, &c);
     double worst = -1, worst_peak = 0;
-    /* Uniform split: stage 0 (most layers, most in flight, embedding) and the last stage
-     * (loss) bound all others, whose terms are each no larger than stage 0's. Uneven splits
-     * (ILP) are checked stage by stage. */
+    /* Uniform split of one layer kind: stage 0 (most layers, most in flight, embedding) and the
+     * last stage (loss) bound all others, whose terms are each no larger than stage 0's. Uneven
+     * splits (ILP) and mixed layer kinds are checked stage by stage. */
     int64_t n = l->pp;
+    bool skip = !l->stage_layers && !l->stage_recompute && mem_uniform_kinds(&w->model);
     for (int64_t i = 0; i < n; i++) {
-        if (!l->stage_layers && !l->stage_recompute && i > 0 && i < n - 1) continue;
+        if (skip && i > 0 && i < n - 1) continue;
         int64_t layers, rc;
         mem_stage_shape(w, l, i, &layers, &rc);
         pp_mem_stage s;
-        mem_stage_eval(w, l, &c, i, layers, rc, &s);
+        mem_stage_eval(w, l, &c, i, pp_layout_stage_first_layer(w, l, i), layers, rc, &s);
         double need = s.peak_bytes + s.reserved_bytes;
         if (need > worst) {
             worst = need;
@@ -662,7 +894,7 @@ pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result
         int64_t layers, rc;
         mem_stage_shape(w, l, i, &layers, &rc);
         pp_mem_stage *s = &out->stages[i];
-        mem_stage_eval(w, l, &c, i, layers, rc, s);
+        mem_stage_eval(w, l, &c, i, pp_layout_stage_first_layer(w, l, i), layers, rc, s);
         if (s->peak_bytes > out->peak_bytes) out->peak_bytes = s->peak_bytes;
         if (s->peak_bytes + s->reserved_bytes > worst) {
             worst = s->peak_bytes + s->reserved_bytes;

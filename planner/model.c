@@ -108,6 +108,10 @@ int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
     const int64_t nw = ln ? 2 : 1;                /* elements per normalised feature */
     const int64_t extra_norms = m->norms_per_layer > 2 ? (m->norms_per_layer - 2) / 2 : 0;
     const bool gated = m->act == PP_ACT_SWIGLU;
+    /* `bias` (every linear layer) implies the three part flags, also on a model not yet
+     * validated. */
+    const bool qkv_bias = m->qkv_bias || m->bias, out_bias = m->out_bias || m->bias;
+    const bool mlp_bias = m->mlp_bias || m->bias;
     int n = 0;
 #define ROW(nm, sh, c, sc) (t[n++] = (pp_model_tensor){nm, sh, (c), sc})
     ROW("wte", "V*h", V * h, PP_TS_EMBED);
@@ -133,10 +137,10 @@ int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
         ROW("proj.weight", "a*v*h", a * vd * h, PP_TS_LAYER);
     } else {
         ROW("qkv.weight", "h*(a*d + 2*g*d)", h * (q + 2 * kv), PP_TS_LAYER);
-        if (m->qkv_bias) ROW("qkv.bias", "a*d + 2*g*d", q + 2 * kv, PP_TS_LAYER);
+        if (qkv_bias) ROW("qkv.bias", "a*d + 2*g*d", q + 2 * kv, PP_TS_LAYER);
         ROW("proj.weight", "a*d*h", q * h, PP_TS_LAYER);
     }
-    if (m->out_bias) ROW("proj.bias", "h", h, PP_TS_LAYER);
+    if (out_bias) ROW("proj.bias", "h", h, PP_TS_LAYER);
     if (m->qk_norm == PP_QKNORM_HEAD) ROW("qk_norm", "2*d", 2 * d, PP_TS_LAYER);
     if (m->qk_norm == PP_QKNORM_FULL) ROW("qk_norm", "a*d + g*d", q + kv, PP_TS_LAYER);
     if (m->attn_sinks) ROW("sinks", "a", a, PP_TS_LAYER);
@@ -146,13 +150,13 @@ int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
     if (gated) {
         /* Gated MLP (Shazeer 2020): gate and up h->f, down f->h. */
         ROW("fc_gate_up.weight", "2*h*f", 2 * h * f, PP_TS_DENSE);
-        if (m->mlp_bias) ROW("fc_gate_up.bias", "2*f", 2 * f, PP_TS_DENSE);
+        if (mlp_bias) ROW("fc_gate_up.bias", "2*f", 2 * f, PP_TS_DENSE);
     } else {
         ROW("fc1.weight", "h*f", h * f, PP_TS_DENSE);
-        if (m->mlp_bias) ROW("fc1.bias", "f", f, PP_TS_DENSE);
+        if (mlp_bias) ROW("fc1.bias", "f", f, PP_TS_DENSE);
     }
     ROW("fc2.weight", "f*h", f * h, PP_TS_DENSE);
-    if (m->mlp_bias) ROW("fc2.bias", "h", h, PP_TS_DENSE);
+    if (mlp_bias) ROW("fc2.bias", "h", h, PP_TS_DENSE);
     if (E > 0) {
         /* MLP block of an MoE layer: norm, router, shared experts (one dense MLP of the summed
          * size, as Megatron builds them), routed experts. */
@@ -167,9 +171,9 @@ int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
             if (m->shared_gate) ROW("shared.gate", "h", h, PP_TS_MOE);
         }
         ROW("expert.fc1", gated ? "2*h*fe" : "h*fe", (gated ? 2 : 1) * h * fe, PP_TS_EXPERT);
-        if (m->mlp_bias) ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT);
+        if (mlp_bias) ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT);
         ROW("expert.fc2", "fe*h", fe * h, PP_TS_EXPERT);
-        if (m->mlp_bias) ROW("expert.fc2.bias", "h", h, PP_TS_EXPERT);
+        if (mlp_bias) ROW("expert.fc2.bias", "h", h, PP_TS_EXPERT);
     }
     ROW("ln_f", ln ? "2h" : "h", nw * h, PP_TS_FINAL);
     if (!m->tied) ROW("lm_head.weight", "V*h", V * h, PP_TS_OUTPUT);

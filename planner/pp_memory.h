@@ -37,6 +37,10 @@ typedef struct {
  * micro-batches of the schedule. The layout is validated. */
 void pp_memory_stage(const pp_work *w, const pp_layout *l, int64_t stage, int64_t layers,
                      int64_t recompute_layers, pp_mem_stage *out);
+/* The same for decoder layers [first, first + layers): the kinds of those layers (dense, MoE)
+ * are priced each by its own table; the first recompute_layers of them are fully recomputed. */
+void pp_memory_stage_range(const pp_work *w, const pp_layout *l, int64_t stage, int64_t first,
+                           int64_t layers, int64_t recompute_layers, pp_mem_stage *out);
 
 /* One tensor of the per-layer activation table: what one transformer layer keeps for its
  * backward pass for one micro-batch on one rank (memory.c lists them and says where each comes
@@ -56,7 +60,11 @@ typedef struct {
     double paper_bytes; /* sum over the tensors the paper counts */
 } pp_act_table;
 
-/* The table of one layer under recompute mode rc (PP_RC_FULL: the checkpointed layer input). */
+/* The table of one layer of kind `kind` (PP_LAYER_MOE | PP_LAYER_WINDOW bits) under recompute
+ * mode rc (PP_RC_FULL: the checkpointed layer input). */
+void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, pp_recompute rc,
+                                pp_act_table *out);
+/* The same for the model's most common layer (its MoE layer for an MoE model). */
 void pp_memory_layer_table(const pp_work *w, const pp_layout *l, pp_recompute rc, pp_act_table *out);
 
 /* Model-state bytes per parameter on one rank (weights, gradients, optimizer) for the

@@ -1,14 +1,21 @@
-/* Validation against real Megatron-LM runs on 2 x H200 (tests/data/megatron/runs.csv, made by
- * tests/megatron/run_configs.py + parse_logs.py). For every run that fitted: the predicted
- * allocator peak of the reporting rank's stage is within 5% of torch.cuda.max_memory_allocated,
- * and the model says it fits; for every run that ran out of memory, the model says it does not.
- * Prints the error per row, MAPE and the worst row, and Megatron's own estimate beside ours. */
+/* Validation against real Megatron-LM runs (made by tests/megatron/run_configs.py +
+ * parse_logs.py): tests/data/megatron/runs.csv (2 x H200, GPT and Llama shapes) or the file given
+ * as the first argument, e.g. runs_moe.csv (one H200: MoE with 8 to 128 experts, a dense first
+ * layer and shared experts, Qwen3's head_dim and QK-norm, dropout). Models not built in
+ * (mem_shapes.h) are read from tests/data/megatron/models/<model>.yaml, so every row is what
+ *   parplan check --model tests/data/megatron/models/<model>.yaml --gpu h200 --gpus N
+ *       --attention unfused --mbs B --gbs G --seq S [--recompute R] ...
+ * computes (printed per row). For every run that fitted: the predicted allocator peak of the
+ * reporting rank's stage is within 5% of torch.cuda.max_memory_allocated, and the model says it
+ * fits; for every run that ran out of memory, the model says it does not. Prints the error per
+ * row, MAPE and the worst row, and Megatron's own estimate beside ours. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mem_shapes.h"
+#include "pp_load.h"
 #include "pp_memory.h"
 #include "tap.h"
 
@@ -38,11 +45,32 @@ static int col_index(char **hdr, int n, const char *name)
     return -1;
 }
 
-int main(void)
+/* The model of a run: built in, or tests/data/megatron/models/<name>.yaml. */
+static bool run_model(pp_model *m, const char *src, const char *name, char *how, size_t n)
+{
+    if (mem_shape(m, name)) {
+        snprintf(how, n, "(built-in shape %s)", name);
+        return true;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/megatron/models/%s.yaml", src, name);
+    pp_error err;
+    if (pp_model_load_file(m, path, &err) != PP_OK) {
+        char b[800];
+        pp_error_format(&err, b, sizeof b);
+        tap_diag("%s", b);
+        return false;
+    }
+    snprintf(how, n, "--model tests/data/megatron/models/%s.yaml", name);
+    return true;
+}
+
+int main(int argc, char **argv)
 {
     const char *src = getenv("PARPLAN_SOURCE_DIR");
+    if (!src) src = ".";
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/megatron/runs.csv", src ? src : ".");
+    snprintf(path, sizeof path, "%s/tests/data/megatron/%s", src, argc > 1 ? argv[1] : "runs.csv");
     FILE *f = fopen(path, "r");
     if (!f) {
         tap_ok(0, "open %s", path);
@@ -82,8 +110,9 @@ int main(void)
         if (n < nh) continue;
         pp_work w;
         memset(&w, 0, sizeof w);
-        if (!tap_ok(mem_shape(&w.model, col[ix[MODEL]]), "%s: known model %s", col[ix[NAME]],
-                    col[ix[MODEL]]))
+        char how[256];
+        if (!tap_ok(run_model(&w.model, src, col[ix[MODEL]], how, sizeof how), "%s: known model %s",
+                    col[ix[NAME]], col[ix[MODEL]]))
             continue;
         w.model.seq = atoll(col[ix[SEQ]]);
         mem_h200(&w.gpu);
@@ -145,6 +174,10 @@ int main(void)
         }
         tap_diag("%-24s %4s %5d %10.0f %10.0f %+6.2f%% %s", col[ix[NAME]], col[ix[RANK]], stage,
                  meas / MIB, s->peak_bytes / MIB, err_pct, est_txt);
+        tap_diag("%-24s parplan check %s --gpu h200 --gpus %s --attention unfused --tp %s --pp %s "
+                 "--mbs %s --gbs %s --seq %s --recompute %s%s --vpp %lld", "", how, col[ix[GPUS]],
+                 col[ix[TP]], col[ix[PP]], col[ix[MBS]], col[ix[GBS]], col[ix[SEQ]], col[ix[RC]],
+                 l.dist_opt ? " --dist-opt" : "", (long long)l.vpp);
         if (col[ix[SMI]][0])
             tap_diag("%-24s reserve: ours %.0f MiB, measured %.0f MiB beyond max allocated "
                      "(nvidia-smi peak) + 616 MiB the driver keeps back", "",

@@ -299,7 +299,7 @@ static void test_estimate_agrees(void)
 {
     pp_work w;
     pp_layout l;
-    if (!work_make(&w, "llama2-13b", "a100-80gb", 8, 64, 0, 0, 4096) ||
+    if (!work_make(&w, "llama2-13b", "a100-80gb", 8, 64, 0, 0, 5120) ||
         !layout_make(&w, &l, 2, 4, 1, 4, PP_RC_FULL, false, true, 0)) {
         tap_ok(0, "agreement: work or layout");
         return;
