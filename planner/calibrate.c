@@ -30,7 +30,8 @@
 #include "pp_yaml.h"
 
 const char *const pp_cal_names[PP_CAL_COUNT] = {"gemm_scale", "elementwise_scale", "score_bytes",
-                                                "layer_overhead_us", "optimizer_scale"};
+                                                "layer_overhead_us", "optimizer_scale",
+                                                "moe_layer_overhead_us", "expert_overhead_us"};
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -816,17 +817,35 @@ void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c,
     if (!cal || !cal->present) return;
     const pp_work *w = c->w;
     const pp_model *m = &w->model;
+    double extra = 0;
     if (w->attention == PP_ATTN_UNFUSED && cal->score_bytes > 0) {
         /* scores of this rank: b x heads/t x (s/cp) x s, each touched score_bytes more per pass */
         double scores = (double)l->mbs * (double)m->heads / (double)l->tp * (double)m->seq / (double)l->cp *
                         (double)m->seq;
-        double extra = cal->score_bytes * scores / c->mem_rate;
-        ly->fwd_compute_s += extra;
-        ly->bwd_compute_s += extra;
-        ly->sel_recompute_s += extra; /* selective recompute redoes the attention core */
+        extra = cal->score_bytes * scores / c->mem_rate;
     }
-    ly->fwd_compute_s += cal->layer_overhead_s;
-    ly->bwd_compute_s += 2.0 * cal->layer_overhead_s;
+    /* Every layer kind the model has: the main kind's terms are ly's own fields. An MoE layer
+     * adds the stack's per-layer MoE cost (router, dispatcher, the host sync for the token
+     * counts) and, per local expert, its per-expert cost (a Python-driven GEMM chain in
+     * SequentialMLP): the 1/3 : 2/3 forward/backward split of the layer overhead. */
+    double local = m->experts > 1 ? (double)m->experts / (double)(l->ep > 0 ? l->ep : 1) : 0.0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        if (!(ly->kinds_present & (1u << k)) && k != ly->kind_main) continue;
+        pp_time_terms y;
+        pp_time_layer_terms(ly, k, &y);
+        double over = cal->layer_overhead_s;
+        if ((k & PP_LAYER_MOE) && m->experts > 1)
+            over += cal->moe_layer_overhead_s + local * cal->expert_overhead_s;
+        y.fwd_compute_s += extra + over;
+        y.bwd_compute_s += extra + 2.0 * over;
+        y.sel_recompute_s += extra; /* selective recompute redoes the attention core */
+        if (k == ly->kind_main) {
+            ly->fwd_compute_s = y.fwd_compute_s;
+            ly->bwd_compute_s = y.bwd_compute_s;
+            ly->sel_recompute_s = y.sel_recompute_s;
+        }
+        ly->kind[k] = y;
+    }
 }
 
 /* ------------------------------------------------------------------ measured layers */
@@ -848,9 +867,16 @@ void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_o
     pp_time_layer ly, stack;
     pp_time_layer_get(&ctx, l, &ly);
     memset(&stack, 0, sizeof stack);
+    stack.kind_main = ly.kind_main;
+    stack.kinds_present = 1u << ly.kind_main;
     pp_calibration_apply_layer(c, &ctx, l, &stack);
+    /* The measured layer is the main kind; the model's other kinds (a dense first layer, say)
+     * move by the same measured/modelled ratio. */
+    double fwd_model = ly.fwd_compute_s, bwd_model = ly.bwd_compute_s;
     ly.fwd_compute_s = fwd_s + stack.fwd_compute_s;
     ly.bwd_compute_s = (fwdbwd_s > fwd_s ? fwdbwd_s - fwd_s : 0) + stack.bwd_compute_s;
+    pp_time_layer_rescale_kinds(&ly, fwd_model > 0 ? ly.fwd_compute_s / fwd_model : 1.0,
+                                bwd_model > 0 ? ly.bwd_compute_s / bwd_model : 1.0);
     pp_time_step(&ctx, l, &ly, out);
     memset(info, 0, sizeof *info);
     info->stack_fwd_s = stack.fwd_compute_s;
@@ -894,10 +920,15 @@ void pp_calib_params_init(pp_calib_params *p)
 
 unsigned pp_calib_default_mask(const pp_calib_run *runs, int n)
 {
-    bool unfused = false;
-    for (int i = 0; i < n; i++) unfused |= runs[i].work.attention == PP_ATTN_UNFUSED;
+    bool unfused = false, moe = false;
+    for (int i = 0; i < n; i++) {
+        unfused |= runs[i].work.attention == PP_ATTN_UNFUSED;
+        moe |= runs[i].work.model.experts > 1;
+    }
+    /* The MoE factors only where MoE logs can determine them. */
     return (1u << PP_CAL_GEMM) | (1u << PP_CAL_LAYER) | (1u << PP_CAL_OPTIMIZER) |
-           (unfused ? 1u << PP_CAL_SCORE : 1u << PP_CAL_ELEMENTWISE);
+           (unfused ? 1u << PP_CAL_SCORE : 1u << PP_CAL_ELEMENTWISE) |
+           (moe ? (1u << PP_CAL_MOE_LAYER) | (1u << PP_CAL_EXPERT) : 0u);
 }
 
 void pp_calib_result_free(pp_calib_result *res)
@@ -912,9 +943,9 @@ void pp_calib_result_free(pp_calib_result *res)
 
 /* Bounds of each factor: wide enough for any real stack, narrow enough that the fit cannot
  * wander into nonsense when a factor is poorly determined. */
-static const double cal_lo[PP_CAL_COUNT] = {0.2, 0.5, 0.0, 0.0, 0.5};
-static const double cal_hi[PP_CAL_COUNT] = {2.0, 10.0, 200.0, 2e-3, 20.0};
-static const double cal_neutral[PP_CAL_COUNT] = {1.0, 1.0, 0.0, 0.0, 1.0};
+static const double cal_lo[PP_CAL_COUNT] = {0.2, 0.5, 0.0, 0.0, 0.5, 0.0, 0.0};
+static const double cal_hi[PP_CAL_COUNT] = {2.0, 10.0, 200.0, 2e-3, 20.0, 20e-3, 2e-3};
+static const double cal_neutral[PP_CAL_COUNT] = {1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0};
 
 static void cal_set(pp_calibration *c, const double *x)
 {
@@ -924,6 +955,8 @@ static void cal_set(pp_calibration *c, const double *x)
     c->score_bytes = x[PP_CAL_SCORE];
     c->layer_overhead_s = x[PP_CAL_LAYER];
     c->optimizer_scale = x[PP_CAL_OPTIMIZER];
+    c->moe_layer_overhead_s = x[PP_CAL_MOE_LAYER];
+    c->expert_overhead_s = x[PP_CAL_EXPERT];
 }
 
 typedef struct {
@@ -1129,6 +1162,8 @@ pp_status pp_calib_fit(const pp_calib_run *runs, int n, const pp_profile *base, 
         x[PP_CAL_SCORE] = bc->score_bytes;
         x[PP_CAL_LAYER] = bc->layer_overhead_s;
         x[PP_CAL_OPTIMIZER] = bc->optimizer_scale;
+        x[PP_CAL_MOE_LAYER] = bc->moe_layer_overhead_s;
+        x[PP_CAL_EXPERT] = bc->expert_overhead_s;
     }
     fit_ctx f = {runs, n, -1, base, p->fit_mask};
     if ((st = lm_fit(&f, x, p->max_iters, err))) goto fail;

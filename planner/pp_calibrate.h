@@ -90,7 +90,8 @@ pp_layout pp_calib_run_layout(const pp_calib_run *run);
 /* ------------------------------------------------------------------ the fit */
 
 /* The fitted factors (pp_calibration, in pp_profile.h) in a fixed order. */
-enum { PP_CAL_GEMM = 0, PP_CAL_ELEMENTWISE, PP_CAL_SCORE, PP_CAL_LAYER, PP_CAL_OPTIMIZER, PP_CAL_COUNT };
+enum { PP_CAL_GEMM = 0, PP_CAL_ELEMENTWISE, PP_CAL_SCORE, PP_CAL_LAYER, PP_CAL_OPTIMIZER,
+       PP_CAL_MOE_LAYER, PP_CAL_EXPERT, PP_CAL_COUNT };
 extern const char *const pp_cal_names[PP_CAL_COUNT]; /* the YAML keys */
 
 /* Predicted step time of a run with the base profile (may be NULL) and a calibration (may be

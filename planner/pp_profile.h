@@ -30,6 +30,10 @@ typedef struct { double params, bytes_per_param, ms, gbs; } pp_prof_optimizer;
 typedef struct {
     bool present;
     double gemm_scale, elementwise_scale, score_bytes, layer_overhead_s, optimizer_scale;
+    /* MoE layers: + moe_layer_overhead_s per MoE layer and micro-batch forward (x2 backward:
+     * router, dispatcher, the host sync for the token counts) and + expert_overhead_s per local
+     * expert (a host-driven GEMM chain per expert in Megatron's SequentialMLP). Neutral: 0, 0. */
+    double moe_layer_overhead_s, expert_overhead_s;
     int64_t runs;                       /* logs fitted */
     double mape_before, mape_after, mape_loo; /* percent, on those logs; mape_loo < 0: not computed */
     char stack[160];                    /* software the logs ran ("megatron local, unfused attention") */

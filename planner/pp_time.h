@@ -93,9 +93,10 @@ typedef struct {
     double flash_fwd_rate, flash_bwd_rate; /* achieved FLOP/s of fused attention */
     double nvlink_bw, net_bw; /* achieved bus bandwidth inside a node / per GPU across nodes, B/s */
     double lat_intra_s, lat_inter_s;
-    /* parameters (elements) */
-    double layer_params;      /* one layer, all experts */
-    double layer_expert_params; /* the experts' part of it (0 for dense) */
+    /* parameters (elements), unsharded */
+    double kind_dense_params[PP_LAYER_KINDS];  /* one layer of kind k without its routed experts */
+    double kind_expert_params[PP_LAYER_KINDS]; /* its routed experts (0 for a dense layer) */
+    double mtp_extra_params;  /* one MTP layer's projection and norms */
     double embed_params, final_params, output_params;
     double model_flops;       /* per step */
     /* The optimizer step from the profile's `optimizer` records (parplan-probe optimizer) where it
@@ -105,8 +106,19 @@ typedef struct {
     bool measured_optimizer;
 } pp_time_ctx;
 
+/* The per-micro-batch terms of one transformer layer of one kind on one rank. */
+typedef struct {
+    double fwd_compute_s, fwd_tp_s, fwd_cp_s, fwd_ep_s;
+    double bwd_compute_s, bwd_tp_s, bwd_cp_s, bwd_ep_s;
+    double sel_recompute_s;   /* selective recompute (attention core) of one layer */
+} pp_time_terms;
+
 /* One transformer layer (and the first/last stage extras) for one micro-batch on one rank,
- * split by what the time is spent on. Depends only on tp, cp, ep, mbs, sp and the work. */
+ * split by what the time is spent on. Depends only on tp, cp, ep, etp, mbs, sp and the work.
+ * The first nine fields are the terms of the model's main layer kind (`kind_main`: the kind of
+ * its last decoder layer, MoE for an MoE model); callers that measure a layer replace them.
+ * `kind[k]` holds the terms of every other kind present (a dense first layer, windowed
+ * attention); pp_time_step reads the fields above for kind_main and kind[k] for the others. */
 typedef struct {
     double fwd_compute_s, fwd_tp_s, fwd_cp_s, fwd_ep_s;
     double bwd_compute_s, bwd_tp_s, bwd_cp_s, bwd_ep_s;
@@ -115,7 +127,15 @@ typedef struct {
     double embed_tp_s, output_tp_s; /* their TP collectives (included in the fields above) */
     double p2p_bytes;         /* activations sent per stage boundary per micro-batch, per rank */
     double p2p_gather_s;      /* intra-node all-gather after a scatter-gather send (no SP) */
+    int kind_main;
+    unsigned kinds_present;   /* bit k set: the model has layers (or MTP layers) of kind k */
+    pp_time_terms kind[PP_LAYER_KINDS];
 } pp_time_layer;
+/* The terms of kind k (the main fields for kind_main). */
+void pp_time_layer_terms(const pp_time_layer *ly, int k, pp_time_terms *out);
+/* Scale every kind's compute terms (fwd, bwd, selective recompute) by the main kind's
+ * measured/modelled ratio after a caller replaced the main fields with a measurement. */
+void pp_time_layer_rescale_kinds(pp_time_layer *ly, double fwd_ratio, double bwd_ratio);
 
 void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o);
 void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *out);

@@ -114,6 +114,8 @@ static const pp_key bw_keys[] = {
      CNUM(sec, "score_bytes", score_bytes, 0, 1000, true, 1),                                                   \
      CNUM(sec, "layer_overhead_us", layer_overhead_s, 0, 1e6, true, 1e-6),                                      \
      CNUM(sec, "optimizer_scale", optimizer_scale, 0.05, 50, true, 1),                                          \
+     CNUM(sec, "moe_layer_overhead_us", moe_layer_overhead_s, 0, 1e6, false, 1e-6),                             \
+     CNUM(sec, "expert_overhead_us", expert_overhead_s, 0, 1e6, false, 1e-6),                                   \
      {"runs", PP_KEY_INT, offsetof(prof_file, p.sec.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0},             \
      CNUM(sec, "mape_before_pct", mape_before, -1, 1e6, false, 1),                                              \
      CNUM(sec, "mape_after_pct", mape_after, -1, 1e6, false, 1),                                                \

@@ -89,6 +89,10 @@
 #define EW_SCORE_BWD 11.0   /* dropout bwd 5 (read grad, mask; write), softmax bwd 6 */
 #define EW_SCORE_DROPOUT 5.0 /* the dropout's share of each of the two above */
 #define EW_MOE_PERMUTE 8.0  /* MoE token permute + unpermute: two copies of h per routed token */
+#define EW_ROUTER_FWD 14.0  /* per router logit: write 2, softmax r/w 2+4 (fp32), top-k read 4, map 2 */
+#define EW_ROUTER_BWD 14.0  /* softmax and gather backward over the same elements */
+#define EW_PROB_SCALE 8.0   /* eager expert MLP: activation x router probability, fp32 product and
+                               its cast back (read 2, write 4, read 4... per element of f: 8 net) */
 #define EW_CE_FWD 38.0      /* vocab-parallel cross-entropy per logit (megatron/core/tensor_parallel/
                              cross_entropy.py): to fp32 6, max 4, -= max 8, exp 8, sum 4, /= sum 8 */
 #define EW_CE_BWD 14.0      /* grad = softmax (in place) x dloss 8, back to 16-bit 6 */
@@ -97,6 +101,21 @@
 /* Weight gradients are accumulated over the micro-batches into the gradient buffer: every
  * weight element costs pp_time_opts.grad_accum_bytes of HBM traffic per micro-batch on top of
  * the GEMM's own (see pp_time_opts_default). */
+
+/* A kernel's launch as the GPU sees it when the host keeps up: the gap between two dependent
+ * kernels of a stream (~4 us on Hopper with CUDA graphs off). Megatron's SequentialMLP runs one
+ * GEMM chain per local expert (megatron/core/transformer/moe/experts.py): about 8 kernels forward
+ * (fc1, gate/linear split, SiLU, product, probability scale and cast, fc2) and 16 backward, so a
+ * looped expert costs at least 24 launches per micro-batch however few tokens it gets; a grouped
+ * GEMM (TE GroupedLinear, --moe-grouped-gemm) runs all local experts in each of those steps at
+ * once. What the Python host adds on top (the local stack) is the calibration's
+ * expert_overhead_s (pp_calibrate.h). */
+#define KERNEL_GAP_S 4e-6
+#define EXPERT_LOOP_KERNELS 24.0
+/* Router, permutation and dispatch of one MoE layer: softmax, top-k, the routing map, the
+ * token sort and its inverse, the host sync for the tokens-per-expert counts (.tolist() in
+ * SequentialMLP and the alltoall dispatcher): about 30 kernels forward and backward. */
+#define MOE_LAYER_KERNELS 30.0
 
 /* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
  * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
@@ -171,10 +190,12 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
     const pp_model *m = &w->model;
     pp_param_count pc;
     pp_model_params(m, &pc);
-    c->layer_params = (double)pc.per_layer;
-    if (m->experts > 1 && m->experts > m->topk)
-        c->layer_expert_params = (double)(pc.per_layer - pc.layer_active) /
-                                 (double)(m->experts - m->topk) * (double)m->experts;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        bool moe = (k & PP_LAYER_MOE) && m->experts > 1;
+        c->kind_dense_params[k] = (double)(pc.attention + (moe ? pc.moe_shared : pc.dense_mlp));
+        c->kind_expert_params[k] = moe ? (double)pc.expert * (double)m->experts : 0.0;
+    }
+    c->mtp_extra_params = (double)pc.mtp_extra;
     c->embed_params = (double)pc.embedding;
     c->final_params = (double)pc.final_norm;
     c->output_params = (double)pc.output;
@@ -287,57 +308,113 @@ static double behind(double comm, double window)
 
 /* ------------------------------------------------------------------ one layer */
 
-void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *o)
+/* The terms of one layer of kind `kind` (attention + dense or MoE MLP) for one micro-batch. */
+static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_time_terms *o)
 {
     const pp_work *w = c->w;
     const pp_model *m = &w->model;
     memset(o, 0, sizeof *o);
     const double t = (double)l->tp, cp = (double)l->cp, b = (double)l->mbs;
     const double s = (double)m->seq, h = (double)m->hidden, d = (double)m->head_dim;
-    const double V = (double)m->vocab;
     const double T = b * s / cp; /* tokens of this rank's sequence shard */
     const double a_r = (double)m->heads / t;
     const double g_r = m->kv_heads >= l->tp ? (double)m->kv_heads / t : 1.0; /* KV replicated */
+    const bool mla = m->kv_lora_rank > 0;
     const double hq = a_r * d, hkv = g_r * d;
+    const double vd = (double)pp_model_v_head_dim(m), hv = a_r * vd; /* value / output width */
     const double f_r = (double)m->ffn / t;
     const bool glu = m->act == PP_ACT_SWIGLU;
-    const bool moe = m->experts > 1;
-    const double E = moe ? (double)m->experts : 1.0, K = moe ? (double)m->topk : 1.0;
+    const bool moe = (kind & PP_LAYER_MOE) && m->experts > 1;
+    const bool window = (kind & PP_LAYER_WINDOW) && m->window > 0;
     const double h_ew = l->sp ? h / t : h; /* width of the replicated-or-split elementwise ops */
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     const double M = T * h * 2.0;           /* one activation tensor, bytes */
+    const bool loop = !w->stack.grouped_gemm;
 
-    /* --- GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the curve is
-     * symmetric in m, n, k so their efficiency is the forward's) */
-    double g_qkv = gemm_s(c, T, hq + 2 * hkv, h, 1);
-    double g_proj = gemm_s(c, T, h, hq, 1);
-    double g_fc1, g_fc2, g_router = 0;
+    /* --- attention GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the
+     * curve is symmetric in m, n, k so their efficiency is the forward's) */
+    double g_qkv, g_proj;
+    if (mla) {
+        /* MLA (DeepSeek-V2 eq. 9-13): the down-projections are replicated over TP (every rank
+         * computes them for its tokens), the up-projections and the output projection split. */
+        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim;
+        g_qkv = (ql > 0 ? gemm_s(c, T, ql, h, 1) + gemm_s(c, T, a_r * (nope + rope), ql, 1)
+                        : gemm_s(c, T, a_r * (nope + rope), h, 1)) +
+                gemm_s(c, T, kvl + rope, h, 1) + gemm_s(c, T, a_r * (nope + vd), kvl, 1);
+        g_proj = gemm_s(c, T, h, hv, 1);
+    } else {
+        g_qkv = gemm_s(c, T, hq + 2 * hkv, h, 1);
+        g_proj = gemm_s(c, T, h, hq, 1);
+    }
+
+    /* --- MLP GEMMs */
+    double g_fc1 = 0, g_fc2 = 0, g_router = 0, g_shared = 0;
+    double ew_moe_f = 0, ew_moe_b = 0, launch = 0, mlp_w = 0;
+    double tokens_ep = 0, tokens_etp = 0; /* bytes each way: all-to-all over EP, gather over ETP */
+    double Tr = 0, fe_r = 0;
     if (!moe) {
         g_fc1 = gemm_s(c, T, (glu ? 2 : 1) * f_r, h, 1);
         g_fc2 = gemm_s(c, T, h, f_r, 1);
+        mlp_w = (glu ? 3.0 : 2.0) * h * f_r;
     } else {
-        /* Balanced routing: the E/ep local experts each get T x K x ep / E tokens. */
-        double ep = (double)l->ep, local = E / ep, Me = T * K * ep / E;
-        g_fc1 = gemm_s(c, Me, (glu ? 2 : 1) * f_r, h, local);
-        g_fc2 = gemm_s(c, Me, h, f_r, local);
-        g_router = gemm_s(c, T, E, h, 1);
+        /* Tokens (megatron/core/transformer/moe/token_dispatcher.py, alltoall): the router sees
+         * this rank's tokens (split over TP by sequence parallelism); each goes to topk experts;
+         * the expert-TP group (etp ranks) gathers its tokens, so a rank's experts get
+         * T k etp / tp copies on average, imbalance x that on the busiest rank (dropless), or at
+         * most the capacity factor's share. Balanced: each of the E/ep local experts gets an
+         * equal part, and runs its GEMMs at that M (one chain per expert when looped). */
+        double E = (double)m->experts, K = (double)(m->topk > 0 ? m->topk : 1);
+        double ep = (double)l->ep, etp = (double)pp_layout_etp(l), local = E / ep;
+        double Tl = l->sp ? T / t : T;
+        double imb = w->stack.moe_imbalance > 1.0 ? w->stack.moe_imbalance : 1.0;
+        if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
+        Tr = Tl * K * etp * imb;
+        fe_r = (double)pp_model_expert_ffn(m) / etp;
+        double Me = Tr / local;
+        g_fc1 = gemm_s(c, Me, (glu ? 2 : 1) * fe_r, h, local);
+        g_fc2 = gemm_s(c, Me, h, fe_r, local);
+        g_router = gemm_s(c, Tl, E, h, 1);
+        if (m->shared_ffn > 0) {
+            double fs = (double)m->shared_ffn / t;
+            g_shared = gemm_s(c, T, (glu ? 2 : 1) * fs, h, 1) + gemm_s(c, T, h, fs, 1);
+        }
+        ew_moe_f = EW_ROUTER_FWD * Tl * E + EW_MOE_PERMUTE * Tl * K * h * etp;
+        ew_moe_b = EW_ROUTER_BWD * Tl * E + EW_MOE_PERMUTE * Tl * K * h * etp;
+        if (pp_work_impl(w) == PP_IMPL_LOCAL || w->framework != PP_FW_MEGATRON) {
+            ew_moe_f += EW_PROB_SCALE * Tr * fe_r;
+            ew_moe_b += 2.0 * EW_PROB_SCALE * Tr * fe_r;
+        }
+        launch = MOE_LAYER_KERNELS * KERNEL_GAP_S + (loop ? local * EXPERT_LOOP_KERNELS * KERNEL_GAP_S : 0);
+        mlp_w = (glu ? 3.0 : 2.0) * h * fe_r * local + h * E +
+                (m->shared_ffn > 0 ? (glu ? 3.0 : 2.0) * h * (double)m->shared_ffn / t : 0);
+        tokens_ep = Tl * K * h * 2.0 * imb;
+        tokens_etp = Tr * h * 2.0;
     }
-    double gemm_f = g_qkv + g_proj + g_fc1 + g_fc2 + g_router;
+    double gemm_f = g_qkv + g_proj + g_fc1 + g_fc2 + g_router + g_shared;
 
     /* --- attention core */
     double attn_f, attn_b, score_ew_f = 0, score_ew_b = 0;
     const double Bh = b * a_r;              /* batched heads on this rank */
     const double sq = s / cp;               /* this rank's queries */
+    const double dqk = d;                   /* query/key width per head (MLA: nope + rope) */
     if (w->attention == PP_ATTN_UNFUSED) {
-        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x d). Full score matrix. */
-        attn_f = gemm_s(c, sq, s, d, Bh) + gemm_s(c, sq, d, s, Bh);
+        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x dv). Full score matrix. */
+        attn_f = gemm_s(c, sq, s, dqk, Bh) + gemm_s(c, sq, vd, s, Bh);
         double scores = Bh * sq * s;
         double nodrop = c->opts.dropout ? 0 : EW_SCORE_DROPOUT;
         score_ew_f = (EW_SCORE_FWD - nodrop) * scores / c->mem_rate;
         score_ew_b = (EW_SCORE_BWD - nodrop) * scores / c->mem_rate;
         attn_b = 2.0 * attn_f;
     } else {
-        double fl = 4.0 * Bh * sq * s * d * FLASH_CAUSAL_WORK;
+        /* Causal: a query attends to s/2 keys on average; a windowed layer to about W of them
+         * (W (1 - W / 2s) averaged over the positions, for W < s). */
+        double keys = s * FLASH_CAUSAL_WORK;
+        if (window && (double)m->window < s) {
+            double W = (double)m->window;
+            keys = W * (1.0 - W / (2.0 * s));
+        }
+        double fl = 2.0 * Bh * sq * keys * (dqk + vd);
         attn_f = fl / c->flash_fwd_rate;
         attn_b = 2.0 * fl / c->flash_bwd_rate;
     }
@@ -346,27 +423,35 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     double mask = c->opts.dropout ? 0 : EW_MASK;
     double ew_f = (2 * EW_NORM_FWD + 2 * (EW_BDA_FWD - mask)) * T * h_ew;
     double ew_b = (2 * EW_NORM_BWD + 2 * (EW_BDA_BWD - mask)) * T * h_ew;
-    double act_tokens = T * K;
-    ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * f_r;
-    ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * act_tokens * f_r;
+    double act_tokens = moe ? Tr : T, act_width = moe ? fe_r : f_r;
+    ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * act_width;
+    ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * act_tokens * act_width;
+    if (moe && m->shared_ffn > 0) {
+        double fs = (double)m->shared_ffn / t;
+        ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * T * fs;
+        ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * T * fs;
+    }
     if (m->pos == PP_POS_ROPE) {
-        ew_f += EW_ROPE * T * (hq + hkv);
-        ew_b += EW_ROPE * T * (hq + hkv);
+        double rope_w = mla ? a_r * (double)m->qk_rope_dim * 2 : hq + hkv;
+        ew_f += EW_ROPE * T * rope_w;
+        ew_b += EW_ROPE * T * rope_w;
     }
-    if (moe) {
-        ew_f += EW_MOE_PERMUTE * T * K * h;
-        ew_b += EW_MOE_PERMUTE * T * K * h;
+    if (m->qk_norm != PP_QKNORM_NONE) {
+        ew_f += EW_NORM_FWD * T * (hq + hkv);
+        ew_b += EW_NORM_BWD * T * (hq + hkv);
     }
+    ew_f += ew_moe_f;
+    ew_b += ew_moe_b;
     ew_f /= c->mem_rate;
     ew_b /= c->mem_rate;
 
     /* weight-gradient accumulation: the layer's parameters on this rank */
-    double dense_w = (h * (hq + 2 * hkv) + hq * h) + (moe ? h * E : 0);
-    double mlp_w = (glu ? 3.0 : 2.0) * h * f_r * (moe ? E / (double)l->ep : 1.0);
+    double dense_w = mla ? c->kind_dense_params[0] / t : (h * (hq + 2 * hkv) + hq * h);
+    if (mla) dense_w -= (glu ? 3.0 : 2.0) * h * f_r; /* kind_dense_params holds the dense MLP */
     double accum = c->opts.grad_accum_bytes * (dense_w + mlp_w) / c->mem_rate;
 
-    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
-    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
+    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f + launch / 3.0;
+    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum + 2.0 * launch / 3.0;
     o->sel_recompute_s = attn_f + score_ew_f;
 
     /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
@@ -375,8 +460,10 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
         double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
         double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
         double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
-        /* Forward GEMMs, and backward ones (one dgrad or one wgrad: g / BWD_GEMM_EFF). */
-        double g_mlp_in = g_fc1 + g_router, g_mlp_out = g_fc2;
+        /* Forward GEMMs, and backward ones (one dgrad or one wgrad: g / BWD_GEMM_EFF). An MoE
+         * layer has no TP collective around its MLP: the experts' tokens move in the dispatcher
+         * (below); its shared experts sit in the TP region like a dense MLP. */
+        double g_mlp_in = moe ? g_router + g_shared / 2 : g_fc1, g_mlp_out = moe ? g_shared / 2 : g_fc2;
         double b_qkv = g_qkv / BWD_GEMM_EFF, b_proj = g_proj / BWD_GEMM_EFF;
         double b_mlp_in = g_mlp_in / BWD_GEMM_EFF, b_mlp_out = g_mlp_out / BWD_GEMM_EFF;
         if (!l->sp) {
@@ -404,7 +491,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
      * block (Megatron/TE context parallelism); backward moves K, V and their gradients. */
     if (l->cp > 1) {
         int64_t cpn = group_per_node(l->cp, l->tp, gpn);
-        double kv = 2.0 * b * sq * hkv * 2.0;
+        double kv = (mla ? b * sq * a_r * (dqk + vd) : 2.0 * b * sq * hkv) * 2.0;
         /* one ring hop; a ring that spans nodes runs at the pace of its network hops */
         double step = pp_time_collective_s(c, PP_TC_SENDRECV, 2, cpn >= l->cp ? 2 : 1, kv);
         double steps = cp - 1;
@@ -412,13 +499,82 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
         o->bwd_cp_s = 2 * step + behind(2 * (steps - 1) * step, attn_b);
     }
 
-    /* --- EP: all-to-all dispatch and combine of the routed tokens, forward and backward. */
-    if (moe && l->ep > 1) {
-        int64_t epn = group_per_node(l->ep, l->tp * l->cp, gpn);
-        double a2a = pp_time_collective_s(c, PP_TC_ALL_TO_ALL, l->ep, epn, T * K * h * 2.0);
-        o->fwd_ep_s = 2 * a2a;
-        o->bwd_ep_s = 2 * a2a;
+    /* --- EP: the dispatch and combine all-to-alls of the routed token copies over the EP group
+     * (ranks tp*cp apart in Megatron's expert grid), and with expert TP the all-gather of the
+     * expert-TP group's tokens before the experts and the reduce-scatter after them; forward and
+     * backward each. Not overlapped (Megatron's alltoall dispatcher without
+     * --moe-shared-expert-overlap runs them on the compute stream). */
+    if (moe) {
+        double etp = (double)pp_layout_etp(l);
+        double a2a = 0, g = 0;
+        if (l->ep > 1) {
+            int64_t epn = group_per_node(l->ep, pp_layout_etp(l), gpn);
+            a2a = pp_time_collective_s(c, PP_TC_ALL_TO_ALL, l->ep, epn, tokens_ep);
+        }
+        if (etp > 1) {
+            int64_t etn = group_per_node(pp_layout_etp(l), 1, gpn);
+            g = pp_time_collective_s(c, PP_TC_ALL_GATHER, pp_layout_etp(l), etn, tokens_etp) +
+                pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, pp_layout_etp(l), etn, tokens_etp);
+        }
+        o->fwd_ep_s = 2 * a2a + g;
+        o->bwd_ep_s = 2 * a2a + g;
     }
+}
+
+void pp_time_layer_terms(const pp_time_layer *ly, int k, pp_time_terms *out)
+{
+    if (k == ly->kind_main) {
+        *out = (pp_time_terms){ly->fwd_compute_s, ly->fwd_tp_s, ly->fwd_cp_s, ly->fwd_ep_s,
+                               ly->bwd_compute_s, ly->bwd_tp_s, ly->bwd_cp_s, ly->bwd_ep_s,
+                               ly->sel_recompute_s};
+    } else {
+        *out = ly->kind[k];
+    }
+}
+
+void pp_time_layer_rescale_kinds(pp_time_layer *ly, double fwd_ratio, double bwd_ratio)
+{
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        if (k == ly->kind_main || !(ly->kinds_present & (1u << k))) continue;
+        ly->kind[k].fwd_compute_s *= fwd_ratio;
+        ly->kind[k].sel_recompute_s *= fwd_ratio;
+        ly->kind[k].bwd_compute_s *= bwd_ratio;
+    }
+}
+
+void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *o)
+{
+    const pp_work *w = c->w;
+    const pp_model *m = &w->model;
+    memset(o, 0, sizeof *o);
+    const double t = (double)l->tp, cp = (double)l->cp, b = (double)l->mbs;
+    const double s = (double)m->seq, h = (double)m->hidden;
+    const double V = (double)m->vocab;
+    const double T = b * s / cp;
+    const double h_ew = l->sp ? h / t : h;
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const double M = T * h * 2.0;
+
+    /* Layer kinds present: one for dense models without windows (the search's common case). */
+    o->kind_main = m->layers > 0 ? pp_model_layer_kind(m, m->layers - 1) : 0;
+    int64_t counts[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, 0, m->layers, counts);
+    for (int k = 0; k < PP_LAYER_KINDS; k++)
+        if (counts[k] > 0) o->kinds_present |= 1u << k;
+    if (m->mtp_layers > 0) o->kinds_present |= 1u << pp_model_mtp_kind(m);
+    o->kinds_present |= 1u << o->kind_main;
+    for (int k = 0; k < PP_LAYER_KINDS; k++)
+        if (o->kinds_present & (1u << k)) layer_terms(c, l, k, &o->kind[k]);
+    const pp_time_terms *mt = &o->kind[o->kind_main];
+    o->fwd_compute_s = mt->fwd_compute_s;
+    o->fwd_tp_s = mt->fwd_tp_s;
+    o->fwd_cp_s = mt->fwd_cp_s;
+    o->fwd_ep_s = mt->fwd_ep_s;
+    o->bwd_compute_s = mt->bwd_compute_s;
+    o->bwd_tp_s = mt->bwd_tp_s;
+    o->bwd_cp_s = mt->bwd_cp_s;
+    o->bwd_ep_s = mt->bwd_ep_s;
+    o->sel_recompute_s = mt->sel_recompute_s;
 
     /* --- embedding (first stage): vocab-parallel lookup + all-reduce (SP: reduce-scatter) */
     double emb_ew_f = EW_EMBED * T * h + (m->pos == PP_POS_LEARNED ? 6.0 * T * h : 0) +
@@ -459,7 +615,8 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
 /* ------------------------------------------------------------------ the step */
 
 typedef struct {
-    double n, r;     /* layers, fully recomputed layers */
+    double n[PP_LAYER_KINDS], r[PP_LAYER_KINDS]; /* layers and fully recomputed layers by kind */
+    double mtp;      /* MTP layers (last stage) */
     bool first, last;
 } stage_desc;
 
@@ -473,20 +630,26 @@ typedef struct {
 static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
                        const stage_desc *sd, stage_time *st)
 {
-    double n = sd->n, r = sd->r;
-    double fwd_layer = ly->fwd_compute_s + ly->fwd_tp_s + ly->fwd_cp_s + ly->fwd_ep_s;
-    double sel = l->recompute == PP_RC_SELECTIVE ? n * ly->sel_recompute_s : 0;
-    st->compute = n * (ly->fwd_compute_s + ly->bwd_compute_s);
-    st->tp = n * (ly->fwd_tp_s + ly->bwd_tp_s) + r * ly->fwd_tp_s;
-    st->cp = n * (ly->fwd_cp_s + ly->bwd_cp_s) + r * ly->fwd_cp_s;
-    st->ep = n * (ly->fwd_ep_s + ly->bwd_ep_s) + r * ly->fwd_ep_s;
-    st->recompute = r * ly->fwd_compute_s + sel;
-    st->fwd = n * fwd_layer;
-    st->bwd = n * (ly->bwd_compute_s + ly->bwd_tp_s + ly->bwd_cp_s + ly->bwd_ep_s) + r * fwd_layer + sel;
-    double t = (double)l->tp;
-    double dense = c->layer_params - c->layer_expert_params;
-    st->params = n * dense / t;
-    st->expert_params = n * c->layer_expert_params / (t * (double)l->ep);
+    memset(st, 0, sizeof *st);
+    double t = (double)l->tp, et = (double)pp_layout_etp(l) * (double)l->ep;
+    int mtp_kind = pp_model_mtp_kind(&c->w->model);
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        double n = sd->n[k] + (k == mtp_kind && sd->last ? sd->mtp : 0.0), r = sd->r[k];
+        if (n <= 0) continue;
+        pp_time_terms y;
+        pp_time_layer_terms(ly, k, &y);
+        double fwd_layer = y.fwd_compute_s + y.fwd_tp_s + y.fwd_cp_s + y.fwd_ep_s;
+        double sel = l->recompute == PP_RC_SELECTIVE ? n * y.sel_recompute_s : 0;
+        st->compute += n * (y.fwd_compute_s + y.bwd_compute_s);
+        st->tp += n * (y.fwd_tp_s + y.bwd_tp_s) + r * y.fwd_tp_s;
+        st->cp += n * (y.fwd_cp_s + y.bwd_cp_s) + r * y.fwd_cp_s;
+        st->ep += n * (y.fwd_ep_s + y.bwd_ep_s) + r * y.fwd_ep_s;
+        st->recompute += r * y.fwd_compute_s + sel;
+        st->fwd += n * fwd_layer;
+        st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * fwd_layer + sel;
+        st->params += n * c->kind_dense_params[k] / t;
+        st->expert_params += n * c->kind_expert_params[k] / et;
+    }
     if (sd->first) {
         st->fwd += ly->embed_fwd_s;
         st->bwd += ly->embed_bwd_s;
@@ -495,11 +658,13 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->params += c->embed_params / t;
     }
     if (sd->last) {
-        st->fwd += ly->output_fwd_s;
-        st->bwd += ly->output_bwd_s;
-        st->compute += ly->output_fwd_s + ly->output_bwd_s - ly->output_tp_s;
-        st->tp += ly->output_tp_s;
-        st->params += c->final_params;
+        /* Each MTP layer ends in its own pass through the shared output layer and loss. */
+        double heads = 1.0 + sd->mtp;
+        st->fwd += heads * ly->output_fwd_s;
+        st->bwd += heads * ly->output_bwd_s;
+        st->compute += heads * (ly->output_fwd_s + ly->output_bwd_s - ly->output_tp_s);
+        st->tp += heads * ly->output_tp_s;
+        st->params += c->final_params + sd->mtp * c->mtp_extra_params / t;
         /* Untied output layer, or Megatron's copy of the tied embedding on the last stage. */
         if (c->output_params > 0) st->params += c->output_params / t;
         else if (l->pp > 1) st->params += c->embed_params / t;
@@ -513,23 +678,61 @@ static double recomputed(const pp_layout *l, double n)
     return n;
 }
 
+/* Stage i holding decoder layers [first, first + n), the first r of them fully recomputed. */
+static void stage_desc_range(const pp_model *m, int64_t first, int64_t n, int64_t r, bool is_first,
+                             bool is_last, stage_desc *sd)
+{
+    int64_t cn[PP_LAYER_KINDS], cr[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, first, n, cn);
+    pp_model_layer_counts(m, first, r, cr);
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        sd->n[k] = (double)cn[k];
+        sd->r[k] = (double)cr[k];
+    }
+    sd->mtp = is_last ? (double)m->mtp_layers : 0.0;
+    sd->first = is_first;
+    sd->last = is_last;
+}
+
+/* A stage of n layers all of kind k (the uniform fast path of one-kind models). */
+static stage_desc stage_desc_one(const pp_model *m, int k, double n, double r, bool is_first, bool is_last)
+{
+    stage_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.n[k] = n;
+    sd.r[k] = r;
+    sd.mtp = is_last ? (double)m->mtp_layers : 0.0;
+    sd.first = is_first;
+    sd.last = is_last;
+    return sd;
+}
+
 void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
                   pp_time_result *out)
 {
     const pp_work *w = c->w;
+    const pp_model *mdl = &w->model;
     const int64_t p = l->pp, L = w->model.layers;
     const double m = (double)(w->gbs / (l->dp * l->mbs));
     const double v = (double)l->vpp;
     memset(out, 0, sizeof *out);
+    /* One layer kind in every decoder layer: stages differ only in their layer counts. */
+    const bool one_kind = (ly->kinds_present & ~(1u << ly->kind_main)) == 0;
+    const int km = ly->kind_main;
 
-    /* Stages: uniform split in O(1) (the first L % p stages hold one more layer), or the
-     * given uneven split. Track the slowest, the first and the last stage and the sum. */
+    /* Stages: uniform split of one kind in O(1) (the first L % p stages hold one more layer), or
+     * stage by stage (an uneven split, or layers of several kinds). Track the slowest, the first
+     * and the last stage and the sum. */
     stage_time worst = {0}, first = {0}, last = {0};
     double sum_work = 0, worst_work = -1;
-    if (l->stage_layers) {
+    if (l->stage_layers || !one_kind) {
+        int64_t at = 0;
         for (int64_t i = 0; i < p; i++) {
-            stage_desc sd = {(double)l->stage_layers[i], 0, i == 0, i == p - 1};
-            sd.r = l->stage_recompute ? (double)l->stage_recompute[i] : recomputed(l, sd.n);
+            int64_t n = pp_layout_stage_layers(w, l, i);
+            int64_t r = l->stage_recompute ? l->stage_recompute[i] : (int64_t)recomputed(l, (double)n);
+            stage_desc sd;
+            stage_desc_range(mdl, at, n, r, i == 0, i == p - 1, &sd);
+            at += n;
             stage_time st;
             stage_eval(c, l, ly, &sd, &st);
             double work = st.fwd + st.bwd;
@@ -541,7 +744,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     } else {
         int64_t lo = L / p, rem = L % p; /* rem < p: the last stage never gets an extra layer */
         double n0 = (double)(lo + (rem > 0)), nl = (double)lo;
-        stage_desc d0 = {n0, recomputed(l, n0), true, p == 1};
+        stage_desc d0 = stage_desc_one(mdl, km, n0, recomputed(l, n0), true, p == 1);
         stage_eval(c, l, ly, &d0, &first);
         worst = first;
         worst_work = first.fwd + first.bwd;
@@ -549,7 +752,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
             last = first;
             sum_work = worst_work;
         } else {
-            stage_desc dl = {nl, recomputed(l, nl), false, true};
+            stage_desc dl = stage_desc_one(mdl, km, nl, recomputed(l, nl), false, true);
             stage_eval(c, l, ly, &dl, &last);
             double wl = last.fwd + last.bwd;
             if (wl > worst_work) { worst_work = wl; worst = last; }
@@ -560,13 +763,15 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
                 int64_t mid_lo = p - 2 - mid_hi;
                 stage_time sh = {0}, sl = {0};
                 if (mid_hi > 0) {
-                    stage_desc dh = {(double)(lo + 1), recomputed(l, (double)(lo + 1)), false, false};
+                    stage_desc dh = stage_desc_one(mdl, km, (double)(lo + 1),
+                                                   recomputed(l, (double)(lo + 1)), false, false);
                     stage_eval(c, l, ly, &dh, &sh);
                     sum_work += (double)mid_hi * (sh.fwd + sh.bwd);
                     if (sh.fwd + sh.bwd > worst_work) { worst_work = sh.fwd + sh.bwd; worst = sh; }
                 }
                 if (mid_lo > 0) {
-                    stage_desc dd = {(double)lo, recomputed(l, (double)lo), false, false};
+                    stage_desc dd = stage_desc_one(mdl, km, (double)lo, recomputed(l, (double)lo),
+                                                   false, false);
                     stage_eval(c, l, ly, &dd, &sl);
                     sum_work += (double)mid_lo * (sl.fwd + sl.bwd);
                     if (sl.fwd + sl.bwd > worst_work) { worst_work = sl.fwd + sl.bwd; worst = sl; }
@@ -619,7 +824,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
 
     /* --- data parallel: gradients over dp*cp ranks (experts over dp*cp/ep) */
     const int64_t dpg = l->dp * l->cp;
-    const int64_t edpg = dpg / (l->ep > 0 ? l->ep : 1);
+    const int64_t edpg = pp_layout_edp(l);
     const bool sharded = l->dist_opt || l->zero >= 1;
     const double gb = c->opts.grad_reduce_bytes;
     double dp_exposed = 0, zero_s = 0;
@@ -645,7 +850,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         const stage_time *st = ends[e];
         double P = st->params, PE = st->expert_params;
         int64_t dpn = group_per_node(dpg, l->tp, gpn);
-        int64_t edpn = group_per_node(edpg, l->tp * l->cp * l->ep, gpn);
+        int64_t edpn = group_per_node(edpg, pp_layout_etp(l) * l->ep, gpn);
         double red, gather = 0;
         if (l->zero >= 3) {
             /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward
@@ -782,20 +987,42 @@ pp_status pp_time_estimate(const pp_work *w, const pp_layout *l, pp_time_result 
 }
 
 /* Forward FLOPs per token, GEMMs only (the published convention: the causal mask is not
- * discounted). Per layer: 2 x (QKV + proj + top-k experts' MLP + router) weights + 4 s a d for
- * QK^T and AV; output layer 2 h V. For GPT (f = 4h, MHA) this is 24 h^2 + 4 s h per layer, the
- * per-layer term of Narayanan et al. SC'21 eq. 3. */
+ * discounted). Per layer: 2 x (attention projections + the MLP weights a token passes through:
+ * the dense MLP, or the router, the shared experts and its top-k experts) + 2 s (q + v) for
+ * QK^T and AV (a windowed layer: its window instead of s); output layer 2 h V. For GPT (f = 4h,
+ * MHA) this is 24 h^2 + 4 s h per layer, the per-layer term of Narayanan et al. SC'21 eq. 3. */
 static double fwd_flops_per_token(const pp_model *m, double *attn_core)
 {
-    double h = (double)m->hidden, d = (double)m->head_dim, s = (double)m->seq;
-    double q = (double)m->heads * d, kv = (double)m->kv_heads * d, f = (double)m->ffn;
-    bool moe = m->experts > 1;
-    double K = moe ? (double)m->topk : 1.0;
-    double mlp = (m->act == PP_ACT_SWIGLU ? 3.0 : 2.0) * h * f * K + (moe ? h * (double)m->experts : 0);
-    double layer = 2.0 * (h * (q + 2 * kv) + q * h + mlp);
-    double attn = 4.0 * s * q;
-    if (attn_core) *attn_core = (double)m->layers * attn;
-    return (double)m->layers * (layer + attn) + 2.0 * h * (double)m->vocab;
+    double h = (double)m->hidden, d = (double)m->head_dim, s = (double)m->seq, a = (double)m->heads;
+    double q = a * d, kv = (double)m->kv_heads * d, f = (double)m->ffn;
+    double mlp_w = m->act == PP_ACT_SWIGLU ? 3.0 : 2.0;
+    double attn_w, qk = q, vw = q;
+    if (m->kv_lora_rank > 0) {
+        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
+        qk = a * (nope + rope);
+        vw = a * vd;
+        attn_w = (ql > 0 ? h * ql + ql * qk : h * qk) + h * (kvl + rope) + kvl * a * (nope + vd) + vw * h;
+    } else {
+        attn_w = h * (q + 2 * kv) + q * h;
+    }
+    double dense = mlp_w * h * f, moe = 0;
+    if (m->experts > 1)
+        moe = h * (double)m->experts + mlp_w * h * (double)pp_model_expert_ffn(m) * (double)m->topk +
+              mlp_w * h * (double)m->shared_ffn;
+    int64_t cnt[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, 0, m->layers, cnt);
+    double win = m->window > 0 && (double)m->window < s ? (double)m->window : s;
+    double total = 0, core = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        if (!cnt[k]) continue;
+        double n = (double)cnt[k];
+        double span = (k & PP_LAYER_WINDOW) ? win : s;
+        total += n * 2.0 * (attn_w + ((k & PP_LAYER_MOE) ? moe : dense));
+        core += n * 2.0 * span * (qk + vw);
+    }
+    if (attn_core) *attn_core = core;
+    return total + core + 2.0 * h * (double)m->vocab;
 }
 
 double pp_model_flops_per_step(const pp_model *m, int64_t gbs)

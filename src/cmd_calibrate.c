@@ -22,7 +22,8 @@
 #include "pp_memory.h"
 #include "pp_yaml.h"
 
-static const char *const fit_names[PP_CAL_COUNT] = {"gemm", "elementwise", "score", "layer", "optimizer"};
+static const char *const fit_names[PP_CAL_COUNT] = {"gemm", "elementwise", "score", "layer", "optimizer",
+                                                    "moe_layer", "expert"};
 
 static pp_status parse_fit(const char *s, unsigned *mask, pp_error *err)
 {
@@ -34,7 +35,7 @@ static pp_status parse_fit(const char *s, unsigned *mask, pp_error *err)
         int i = pp_name_lookup(fit_names, PP_CAL_COUNT, tok);
         if (i < 0)
             return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                                "--fit expects none or a list of gemm,elementwise,score,layer,optimizer, got '%s'", tok);
+                                "--fit expects none or a list of gemm,elementwise,score,layer,optimizer,moe_layer,expert, got '%s'", tok);
         *mask |= 1u << i;
     }
     if (!*mask) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--fit needs at least one factor, or none");
@@ -104,9 +105,9 @@ static pp_status write_profile(const char *out, const char *base_path, const pp_
     }
     fprintf(f, "%s:\n", section);
     fprintf(f, "  gemm_scale: %.6g\n  elementwise_scale: %.6g\n  score_bytes: %.6g\n  layer_overhead_us: %.6g\n"
-               "  optimizer_scale: %.6g\n",
+               "  optimizer_scale: %.6g\n  moe_layer_overhead_us: %.6g\n  expert_overhead_us: %.6g\n",
             cal->gemm_scale, cal->elementwise_scale, cal->score_bytes, cal->layer_overhead_s * 1e6,
-            cal->optimizer_scale);
+            cal->optimizer_scale, cal->moe_layer_overhead_s * 1e6, cal->expert_overhead_s * 1e6);
     fprintf(f, "  runs: %lld\n  mape_before_pct: %.4g\n  mape_after_pct: %.4g\n", (long long)cal->runs,
             cal->mape_before, cal->mape_after);
     if (cal->mape_loo >= 0) fprintf(f, "  mape_loo_pct: %.4g\n", cal->mape_loo);
@@ -296,6 +297,8 @@ int pp_cmd_calibrate(pp_cli *c)
         pp_json_knum(&j, "score_bytes", cal->score_bytes);
         pp_json_knum(&j, "layer_overhead_us", cal->layer_overhead_s * 1e6);
         pp_json_knum(&j, "optimizer_scale", cal->optimizer_scale);
+        pp_json_knum(&j, "moe_layer_overhead_us", cal->moe_layer_overhead_s * 1e6);
+        pp_json_knum(&j, "expert_overhead_us", cal->expert_overhead_s * 1e6);
         pp_json_key(&j, "fitted");
         pp_json_arr_begin(&j);
         for (int k = 0; k < PP_CAL_COUNT; k++)
@@ -358,11 +361,12 @@ int pp_cmd_calibrate(pp_cli *c)
             printf("; leave-one-out %.1f%% (max %.1f%%): each log predicted by a fit without it", res.mape_loo,
                    res.max_abs_loo);
         printf("\nfactors: gemm_scale %.3g, elementwise_scale %.3g, score_bytes %.3g, layer_overhead_us %.3g, "
-               "optimizer_scale %.3g (fitted: %s%s%s%s%s%s)\n",
+               "optimizer_scale %.3g, moe_layer_overhead_us %.3g, expert_overhead_us %.3g (fitted:",
                cal->gemm_scale, cal->elementwise_scale, cal->score_bytes, cal->layer_overhead_s * 1e6,
-               cal->optimizer_scale, params.fit_mask & 1 ? "gemm " : "", params.fit_mask & 2 ? "elementwise " : "",
-               params.fit_mask & 4 ? "score " : "", params.fit_mask & 8 ? "layer " : "",
-               params.fit_mask & 16 ? "optimizer" : "", params.fit_mask ? "" : "none, the --profile's calibration");
+               cal->optimizer_scale, cal->moe_layer_overhead_s * 1e6, cal->expert_overhead_s * 1e6);
+        for (int k = 0; k < PP_CAL_COUNT; k++)
+            if (params.fit_mask & (1u << k)) printf(" %s", fit_names[k]);
+        printf("%s)\n", params.fit_mask ? "" : " none, the --profile's calibration");
         printf("(maxalloc0: measured max allocated of stage 0, MiB; pred.: the memory model's peak, not fitted)\n");
     }
     if (c->output) {
