@@ -232,7 +232,7 @@ static int check_mla(pp_probe_opts *o)
 
 static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
 {
-    bool any = false, moe_opt = false, mla_opt = false;
+    bool any = false, moe_opt = false, moe_shape = false, mla_opt = false;
     int64_t v = 0;
     memset(o, 0, sizeof *o);
     *count_only = false;
@@ -314,31 +314,31 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
         } else if (!strcmp(a, "--experts")) {
             NEED_VAL();
             if (parse_i64(a, val, 1, 4096, &o->experts)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--topk")) {
             NEED_VAL();
             if (parse_i64(a, val, 1, 32, &o->topk)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--moe-ffn")) {
             NEED_VAL();
             if (parse_i64(a, val, 8, 1 << 20, &o->moe_ffn)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--shared-ffn")) {
             NEED_VAL();
             if (parse_i64(a, val, 0, 1 << 20, &o->shared_ffn)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--tokens")) {
             NEED_VAL();
             if (parse_int_list(a, val, 16, 1 << 22, o->tokens, &o->n_tokens)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--ep")) {
             NEED_VAL();
             if (parse_int_list(a, val, 1, 4096, o->ep, &o->n_ep)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--imbalance")) {
             NEED_VAL();
             if (parse_num(a, val, 1, 4096, &o->imbalance)) return 2;
-            moe_opt = true;
+            moe_opt = moe_shape = true;
         } else if (!strcmp(a, "--moe-impl")) {
             NEED_VAL();
             if (!strcmp(val, "loop")) o->moe_impls = 1;
@@ -407,7 +407,7 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
     if (sparse && dense && (o->hidden || o->heads))
         return bad_input("moe and mla read --hidden as their own layer's: run them apart from gemm, attention and layer");
     if (sparse) {
-        if (!o->hidden && (moe_opt || mla_opt || o->heads || o->n_tp || o->seq || o->mbs))
+        if (!o->hidden && (moe_shape || mla_opt || o->heads || o->n_tp || o->seq || o->mbs))
             return bad_input("moe and mla shapes need --hidden (without it they run their default shapes)");
         if (o->run[PP_PROBE_MOE] && !o->run[PP_PROBE_MLA] && (o->heads || o->n_tp || o->seq || o->mbs))
             return bad_input("moe takes --tokens (micro-batch x sequence) and --ep, not --heads, --tp, --seq or --mbs");

@@ -533,13 +533,14 @@ static int mla_one(pp_probe_ctx *c, const mla_job *j, int ji, int checked[2][2],
     char why[512] = "", which[32] = "";
     const int attn = c->opt->attention;
     const int qi = j->qr > 0;
-    int st = 0;
+    int st = 1;
     bool flash = true;
     memset(&sh, 0, sizeof sh);
     sh.b = j->mbs, sh.s = j->seq, sh.h = j->hidden, sh.H = j->heads / j->tp, sh.qr = j->qr, sh.kvr = j->kvr;
     sh.dn = j->dn, sh.dr = j->dr, sh.dv = j->dv;
-    /* flash when cuDNN builds the d_qk != d_v graph, else unfused; --attention picks one */
-    for (int attempt = attn == 2 ? 1 : 0; attempt < (attn == 1 ? 1 : 2); attempt++) {
+    /* flash when cuDNN builds the d_qk != d_v graph (at the check's size and at this one), else
+     * unfused; --attention picks one */
+    for (int attempt = attn == 2 ? 1 : 0; attempt < (attn == 1 ? 1 : 2) && st; attempt++) {
         flash = attempt == 0;
         sh.flash = flash;
         int *ck = &checked[qi][flash];
@@ -550,29 +551,29 @@ static int mla_one(pp_probe_ctx *c, const mla_job *j, int ji, int checked[2][2],
                 pp_report_note(c->rep, "mla: %s attention unavailable for d_qk %lld, d_v %lld (%s)",
                                flash ? "flash" : "unfused", (long long)(sh.dn + sh.dr), (long long)sh.dv, why);
                 *ck = -1;
-                continue;
-            }
-            /* bf16 through ~12 roundings, as the dense layer's check: 5e-2 */
-            if (!(err <= 5e-2)) {
+            } else if (!(err <= 5e-2)) {
+                /* bf16 through ~12 roundings, as the dense layer's check: 5e-2 */
                 pp_report_fail(c->rep, "mla (q_lora_rank %s, %s attention): %s off the CPU reference by %.3g",
                                qi ? "> 0" : "0", flash ? "flash" : "unfused", which, err);
                 *ck = -1;
-                continue;
+            } else {
+                *ck = 1;
+                check_err[qi][flash] = err;
             }
-            *ck = 1;
-            check_err[qi][flash] = err;
         }
-        if (*ck == 1) break;
+        st = 1;
+        if (*ck != 1) continue;
+        /* the size itself: what its buffers take is counted from here */
+        pp_alloc_mark();
+        st = mla_init(c, A, &sh, 0xBEEF00ull + (unsigned long long)ji, why, sizeof why);
+        if (st < 0) return -1;
+        if (st > 0) {
+            pp_report_note(c->rep, "mla hidden=%lld tp=%lld: %s attention unavailable at this size (%s)",
+                           (long long)j->hidden, (long long)j->tp, flash ? "flash" : "unfused", why);
+            mla_free(A);
+        }
     }
-    if (checked[qi][flash] != 1) return 0;
-    pp_alloc_mark();
-    st = mla_init(c, A, &sh, 0xBEEF00ull + (unsigned long long)ji, why, sizeof why);
-    if (st < 0) return -1;
-    if (st > 0) {
-        pp_report_note(c->rep, "mla hidden=%lld tp=%lld: attention unavailable at this size (%s)", (long long)j->hidden,
-                       (long long)j->tp, why);
-        return 0;
-    }
+    if (st) return 0; /* neither attention: the notes say why */
     PP_TRY(pp_time_ms(c, mla_fwd, A, true, &ms_f));
     PP_TRY(pp_time_ms(c, mla_fwdbwd, A, true, &ms_fb));
     st = pp_parts_time(c, mla_fwdbwd, A, 2 * PP_MLA_PARTS, c->opt->quick ? 3 : 5, parts);

@@ -97,6 +97,12 @@ int main(void)
                             "1,2,4,8", NULL};
             expect("parplan-probe mla (a valid shape) without a GPU", argv, no_gpu, 1, "no CUDA GPU");
         }
+        {
+            /* the expert implementation and the router are not shapes: the default shapes take them */
+            char *argv[] = {(char *)probe, "moe", "--moe-impl", "loop", "--router", "sigmoid", "--quick", NULL};
+            expect("parplan-probe moe --moe-impl loop --router sigmoid (default shapes) without a GPU", argv, no_gpu, 1,
+                   "no CUDA GPU");
+        }
         static const struct {
             const char *what, *want;
             const char *args[16];
