@@ -20,6 +20,37 @@ typedef struct { pp_coll op; int64_t ranks; double bytes; double busbw_gbs; } pp
  * Float16OptimizerWithFloat16Params does), gbs = bytes_per_param * params / time. */
 typedef struct { double params, bytes_per_param, ms, gbs; } pp_prof_optimizer;
 
+/* One Mixture-of-Experts MLP layer measured on one GPU (`parplan-probe moe`, probes/moe.cu): the
+ * rank's part of a layer of `experts` experts (top-`topk` routing, SwiGLU experts of moe_ffn, a
+ * shared expert of shared_ffn or 0) at `tokens` tokens, with `ep`-way expert parallelism (the rank
+ * holds experts/ep of them; the all-to-all is not in it), the experts run as a loop of GEMMs
+ * (Megatron's SequentialMLP) or a grouped GEMM (TEGroupedMLP). imbalance: the busiest local expert's
+ * tokens over the mean (1: balanced routing). Parts in pp_prof_moe_part_names order, each part's own
+ * time; 0 when the record has no parts. */
+#define PP_PROF_MOE_PARTS 7
+extern const char *const pp_prof_moe_part_names[PP_PROF_MOE_PARTS];
+typedef struct {
+    int64_t hidden, experts, topk, moe_ffn, shared_ffn, tokens, ep;
+    double imbalance;
+    int grouped;                        /* impl: 0 loop, 1 grouped */
+    int sigmoid;                        /* router score function: 0 softmax, 1 sigmoid */
+    double fwd_ms, fwdbwd_ms;
+    double expert_fwd_tflops, expert_fwdbwd_tflops; /* 0 when absent */
+    double fwd_parts_ms[PP_PROF_MOE_PARTS], bwd_parts_ms[PP_PROF_MOE_PARTS];
+} pp_prof_moe;
+
+/* One multi-head latent attention block of a TP shard (`parplan-probe mla`, probes/mla.cu,
+ * DeepSeek-V2/V3): q_lora_rank 0 is a plain query projection; flash: cuDNN's fused attention ran
+ * (else the unfused GEMMs + softmax). Parts in pp_prof_mla_part_names order; 0 when absent. */
+#define PP_PROF_MLA_PARTS 5
+extern const char *const pp_prof_mla_part_names[PP_PROF_MLA_PARTS];
+typedef struct {
+    int64_t hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, seq, mbs, tp;
+    int flash;
+    double fwd_ms, fwdbwd_ms, fwd_tflops, fwdbwd_tflops;
+    double fwd_parts_ms[PP_PROF_MLA_PARTS], bwd_parts_ms[PP_PROF_MLA_PARTS];
+} pp_prof_mla;
+
 /* Efficiency factors of one software stack on one cluster, fitted by `parplan calibrate` on
  * real training logs (calibrate.c) and applied by the time model when present (time.c):
  *   GEMM time / gemm_scale, elementwise and other memory-bound bytes x elementwise_scale,
@@ -49,6 +80,8 @@ typedef struct pp_profile {
     pp_prof_layer *layer; int n_layer;
     pp_prof_nccl *nccl; int n_nccl;
     pp_prof_optimizer *optimizer; int n_optimizer; /* `optimizer:` records, in file order */
+    pp_prof_moe *moe; int n_moe;        /* `moe:` records, in file order */
+    pp_prof_mla *mla; int n_mla;        /* `mla:` records, in file order */
     pp_calibration calibration;         /* `calibration:` section; present = false without it */
     /* `probe_calibration:` (calibrate --probe-cache): the same factors fitted with the logs' layers
      * measured by parplan-probe instead of modelled; plan --probe adds them to what it measures.

@@ -2,7 +2,7 @@
  * time model asks of them (GEMM rate, bus bandwidth, optimizer step: issue 8).
  * Schema: ../shared/reference/cli.md "Hardware profile".
  *
- * Records are strict (unknown keys inside a gemm/attention/layer/nccl/optimizer record or in
+ * Records are strict (unknown keys inside a gemm/attention/layer/nccl/optimizer/moe/mla record or in
  * `bandwidth` are errors); the top level also allows a few documented free-form keys
  * (env, notes, host, ...) because the contract welcomes more keys there. */
 #include "pp_profile.h"
@@ -80,12 +80,69 @@ static const pp_key opt_keys[] = {
     RNUM(opt_rec, "gbs", r.gbs, 1e-6, 1e6, true),
 };
 
+/* `moe:` and `mla:` (parplan-probe moe / mla): one model layer per record. Shapes are integers from
+ * 1 (shared_ffn and q_lora_rank: 0 means none); times from 1 ns to a day; the part times are nested
+ * mappings of the parts' own medians. The cross-field rules (topk <= experts, ep dividing experts,
+ * tp dividing heads, an even rope size) are checked after reading, naming the record. */
+const char *const pp_prof_moe_part_names[PP_PROF_MOE_PARTS] = {"router", "permute",   "fc1",   "act",
+                                                               "fc2",    "unpermute", "shared"};
+const char *const pp_prof_mla_part_names[PP_PROF_MLA_PARTS] = {"q", "kv", "rope", "attn", "proj"};
+static const char *const moe_impl_names[2] = {"loop", "grouped"};
+static const char *const moe_router_names[2] = {"softmax", "sigmoid"};
+typedef struct { pp_prof_moe r; char backend[32], dtype[16]; } moe_rec;
+typedef struct { pp_prof_mla r; char dtype[16]; } mla_rec;
+#define ROPT(T, k, f, lo, hi) {k, PP_KEY_INT, offsetof(T, f), lo, hi, 0, 0, NULL, 0, false, NULL, 0, 0}
+#define PARTS(T, arr, i, nm) RNUM(T, nm, arr[i], 0, 86400e3, false)
+#define MOE_PART_KEYS(arr)                                                                              \
+    {PARTS(moe_rec, arr, 0, "router"), PARTS(moe_rec, arr, 1, "permute"), PARTS(moe_rec, arr, 2, "fc1"),       \
+     PARTS(moe_rec, arr, 3, "act"), PARTS(moe_rec, arr, 4, "fc2"), PARTS(moe_rec, arr, 5, "unpermute"),       \
+     PARTS(moe_rec, arr, 6, "shared")}
+#define MLA_PART_KEYS(arr)                                                                              \
+    {PARTS(mla_rec, arr, 0, "q"), PARTS(mla_rec, arr, 1, "kv"), PARTS(mla_rec, arr, 2, "rope"),               \
+     PARTS(mla_rec, arr, 3, "attn"), PARTS(mla_rec, arr, 4, "proj")}
+static const pp_key moe_fwd_part_keys[] = MOE_PART_KEYS(r.fwd_parts_ms);
+static const pp_key moe_bwd_part_keys[] = MOE_PART_KEYS(r.bwd_parts_ms);
+static const pp_key mla_fwd_part_keys[] = MLA_PART_KEYS(r.fwd_parts_ms);
+static const pp_key mla_bwd_part_keys[] = MLA_PART_KEYS(r.bwd_parts_ms);
+static const pp_key moe_keys[] = {
+    RINT(moe_rec, "hidden", r.hidden, 1, 1e9), RINT(moe_rec, "experts", r.experts, 1, 1e6),
+    RINT(moe_rec, "topk", r.topk, 1, 1e6), RINT(moe_rec, "moe_ffn", r.moe_ffn, 1, 1e9),
+    ROPT(moe_rec, "shared_ffn", r.shared_ffn, 0, 1e9), RINT(moe_rec, "tokens", r.tokens, 1, 1e12),
+    ROPT(moe_rec, "ep", r.ep, 1, 1e6),
+    RNUM(moe_rec, "imbalance", r.imbalance, 1, 1e6, false),
+    RENUM(moe_rec, "impl", r.grouped, moe_impl_names, 2),
+    {"router", PP_KEY_ENUM, offsetof(moe_rec, r.sigmoid), 0, 0, 0, 0, moe_router_names, 2, false, NULL, 0, 0},
+    RSTR(moe_rec, "backend", backend), RSTR(moe_rec, "dtype", dtype),
+    RNUM(moe_rec, "fwd_ms", r.fwd_ms, 1e-6, 86400e3, true),
+    RNUM(moe_rec, "fwdbwd_ms", r.fwdbwd_ms, 1e-6, 86400e3, true),
+    RNUM(moe_rec, "expert_fwd_tflops", r.expert_fwd_tflops, 0, 1e6, false),
+    RNUM(moe_rec, "expert_fwdbwd_tflops", r.expert_fwdbwd_tflops, 0, 1e6, false),
+    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_fwd_part_keys, NKEYS(moe_fwd_part_keys)},
+    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_bwd_part_keys, NKEYS(moe_bwd_part_keys)},
+};
+static const pp_key mla_keys[] = {
+    RINT(mla_rec, "hidden", r.hidden, 1, 1e9), RINT(mla_rec, "heads", r.heads, 1, 1e6),
+    ROPT(mla_rec, "q_lora_rank", r.q_lora_rank, 0, 1e9), RINT(mla_rec, "kv_lora_rank", r.kv_lora_rank, 1, 1e9),
+    RINT(mla_rec, "qk_nope_dim", r.qk_nope_dim, 1, 1e6), RINT(mla_rec, "qk_rope_dim", r.qk_rope_dim, 2, 1e6),
+    RINT(mla_rec, "v_head_dim", r.v_head_dim, 1, 1e6), RINT(mla_rec, "seq", r.seq, 1, 1e9),
+    RINT(mla_rec, "mbs", r.mbs, 1, 1e9), RINT(mla_rec, "tp", r.tp, 1, 1e6),
+    RENUM(mla_rec, "attention", r.flash, attn_impl_names, 2),
+    RNUM(mla_rec, "fwd_ms", r.fwd_ms, 1e-6, 86400e3, true),
+    RNUM(mla_rec, "fwdbwd_ms", r.fwdbwd_ms, 1e-6, 86400e3, true),
+    RNUM(mla_rec, "fwd_tflops", r.fwd_tflops, 0, 1e6, false),
+    RNUM(mla_rec, "fwdbwd_tflops", r.fwdbwd_tflops, 0, 1e6, false),
+    RSTR(mla_rec, "dtype", dtype),
+    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_fwd_part_keys, NKEYS(mla_fwd_part_keys)},
+    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_bwd_part_keys, NKEYS(mla_bwd_part_keys)},
+};
+
 /* `oom:` (parplan-probe, issue 9): the sizes that ran out of GPU memory, reported instead of
  * measured. Checked as strictly as the measurements, then not kept (nothing is timed in them). */
-static const char *const oom_probe_names[6] = {"gemm", "bandwidth", "attention", "layer", "optimizer", "nccl"};
+static const char *const oom_probe_names[8] = {"gemm", "bandwidth", "attention", "layer",
+                                               "optimizer", "moe", "mla", "nccl"};
 typedef struct { int probe; char what[160]; bool oom, capped; double need, request, free_b; } oom_rec;
 static const pp_key oom_keys[] = {
-    RENUM(oom_rec, "probe", probe, oom_probe_names, 6),
+    RENUM(oom_rec, "probe", probe, oom_probe_names, 8),
     {"what", PP_KEY_STR, offsetof(oom_rec, what), 0, 0, 0, sizeof(((oom_rec *)0)->what), NULL, 0, true, NULL, 0, 0},
     {"oom", PP_KEY_BOOL, offsetof(oom_rec, oom), 0, 0, 0, 0, NULL, 0, true, NULL, 0, 0},
     RNUM(oom_rec, "need_bytes", need, 0, 1e15, true),
@@ -129,7 +186,7 @@ static const pp_key bw_keys[] = {
 static const pp_key cal_keys[] = CAL_KEYS(calibration);
 /* `probe_calibration:` has the keys of `calibration:` (same bounds, same meaning) */
 static const pp_key probe_cal_keys[] = CAL_KEYS(probe_calibration);
-enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM, P_OPT, P_PCAL };
+enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM, P_OPT, P_PCAL, P_MOE, P_MLA };
 static const pp_key prof_keys[] = {
     {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0, 0},
     {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
@@ -141,6 +198,7 @@ static const pp_key prof_keys[] = {
     PANY("oom"), /* read below with oom_keys */
     PANY("optimizer"), /* read below with opt_keys */
     {"probe_calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, probe_cal_keys, NKEYS(probe_cal_keys), 0},
+    PANY("moe"), PANY("mla"), /* read below with moe_keys, mla_keys */
     /* Free-form, documented extras: where and how the profile was measured. */
     PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
     PANY("version"), PANY("gpus"), PANY("command"),
@@ -154,12 +212,16 @@ void pp_profile_free(pp_profile *p)
     free(p->layer);
     free(p->nccl);
     free(p->optimizer);
+    free(p->moe);
+    free(p->mla);
     p->gemm = NULL;
     p->attn = NULL;
     p->layer = NULL;
     p->nccl = NULL;
     p->optimizer = NULL;
-    p->n_gemm = p->n_attn = p->n_layer = p->n_nccl = p->n_optimizer = 0;
+    p->moe = NULL;
+    p->mla = NULL;
+    p->n_gemm = p->n_attn = p->n_layer = p->n_nccl = p->n_optimizer = p->n_moe = p->n_mla = 0;
 }
 
 /* The value node of `key` in mapping `map` (NULL when absent), for a message about it. */
@@ -258,6 +320,52 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
         if (n && !(p->optimizer = calloc((size_t)n, sizeof *p->optimizer))) goto nomem;
         for (int i = 0; i < n; i++) p->optimizer[i] = ((opt_rec *)arr)[i].r;
         p->n_optimizer = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_MOE]) {
+        if ((st = pp_yaml_seq(y, found[P_MOE], moe_keys, NKEYS(moe_keys), sizeof(moe_rec), &arr, &n, "moe"))) goto fail;
+        if (n && !(p->moe = calloc((size_t)n, sizeof *p->moe))) goto nomem;
+        for (int i = 0; i < n; i++) {
+            pp_prof_moe *m = &p->moe[i];
+            *m = ((moe_rec *)arr)[i].r;
+            if (!m->ep) m->ep = 1;
+            if (!m->imbalance) m->imbalance = 1;
+            if (m->topk > m->experts || m->experts % m->ep) {
+                bool tk = m->topk > m->experts;
+                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_MOE]->data.sequence.items.start[i]);
+                yaml_node_t *v = map_value(y, item, tk ? "topk" : "ep");
+                yaml_node_t *at = v ? v : item ? item : found[P_MOE];
+                st = tk ? pp_yaml_error(y, at, "moe[%d]: 'topk' %lld is more than 'experts' (%lld)", i,
+                                        (long long)m->topk, (long long)m->experts)
+                        : pp_yaml_error(y, at, "moe[%d]: 'ep' %lld does not divide 'experts' (%lld)", i,
+                                        (long long)m->ep, (long long)m->experts);
+                goto fail;
+            }
+        }
+        p->n_moe = n;
+        free(arr);
+        arr = NULL;
+    }
+    if (found[P_MLA]) {
+        if ((st = pp_yaml_seq(y, found[P_MLA], mla_keys, NKEYS(mla_keys), sizeof(mla_rec), &arr, &n, "mla"))) goto fail;
+        if (n && !(p->mla = calloc((size_t)n, sizeof *p->mla))) goto nomem;
+        for (int i = 0; i < n; i++) {
+            pp_prof_mla *m = &p->mla[i];
+            *m = ((mla_rec *)arr)[i].r;
+            if (m->heads % m->tp || m->qk_rope_dim % 2) {
+                bool tp = m->heads % m->tp != 0;
+                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_MLA]->data.sequence.items.start[i]);
+                yaml_node_t *v = map_value(y, item, tp ? "tp" : "qk_rope_dim");
+                yaml_node_t *at = v ? v : item ? item : found[P_MLA];
+                st = tp ? pp_yaml_error(y, at, "mla[%d]: 'tp' %lld does not split %lld heads evenly", i,
+                                        (long long)m->tp, (long long)m->heads)
+                        : pp_yaml_error(y, at, "mla[%d]: 'qk_rope_dim' %lld is odd (RoPE rotates pairs)", i,
+                                        (long long)m->qk_rope_dim);
+                goto fail;
+            }
+        }
+        p->n_mla = n;
         free(arr);
         arr = NULL;
     }

@@ -14,7 +14,8 @@
 
 double pp_attn_fwd_flops(const pp_attn_shape *sh)
 {
-    return 4.0 * (double)sh->b * (double)sh->s * (double)sh->s * (double)sh->heads * (double)sh->d;
+    const double dv = (double)(sh->dv ? sh->dv : sh->d);
+    return 2.0 * (double)sh->b * (double)sh->s * (double)sh->s * (double)sh->heads * ((double)sh->d + dv);
 }
 
 /* ================================================================ unfused: softmax kernels */
@@ -368,14 +369,18 @@ static int dnn_build(pp_probe_ctx *c, pp_attn *a, char *why, size_t why_n)
 {
     const pp_attn_shape *sh = &a->sh;
     const int64_t b = sh->b, H = sh->heads, s = sh->s, d = sh->d, ld = sh->ld_qkv, ldo = sh->ld_o;
-    const int64_t dq[4] = {b, H, s, d}, sq[4] = {s * ld, d, ld, 1}, so[4] = {s * ldo, d, ldo, 1};
-    const int64_t dkt[4] = {b, H, d, s}, skt[4] = {s * ld, d, 1, ld};
+    const int64_t dv = sh->dv, ldk = sh->ld_k, ldv = sh->ld_v;
+    /* q, dq [b, H, s, d]; k, dk with k's row stride; v, o, do, dv [b, H, s, dv] (MLA: dv < d) */
+    const int64_t dq[4] = {b, H, s, d}, sq[4] = {s * ld, d, ld, 1}, sk[4] = {s * ldk, d, ldk, 1};
+    const int64_t dvo[4] = {b, H, s, dv}, sv[4] = {s * ldv, dv, ldv, 1}, so[4] = {s * ldo, dv, ldo, 1};
+    const int64_t dkt[4] = {b, H, d, s}, skt[4] = {s * ldk, d, 1, ldk};
+    const int64_t dvt[4] = {b, H, dv, s}, svt[4] = {s * ldv, dv, 1, ldv};
     const int64_t dst[4] = {b, H, s, 1}, sst[4] = {H * s, s, 1, 1};
     const int64_t dss[4] = {b, H, s, s}, sss[4] = {H * s * s, s * s, s, 1};
     const int64_t sssT[4] = {H * s * s, s * s, 1, s};
     const int64_t one4[4] = {1, 1, 1, 1};
     const int64_t sacc[4] = {H * s * d, s * d, d, 1};
-    const int64_t sdoo[4] = {H * s * d, s * d, H * d, 1}; /* as the frontend gives dO*O (virtual) */
+    const int64_t sdoo[4] = {H * s * dv, s * dv, H * dv, 1}; /* as the frontend gives dO*O (virtual) */
     int64_t ws_f = 0, ws_b = 0;
     dnn_g g;
     memset(&g, 0, sizeof g);
@@ -388,8 +393,8 @@ static int dnn_build(pp_probe_ctx *c, pp_attn *a, char *why, size_t why_n)
     {
         dnn_t Q = dnn_tensor(&g, U_Q, CUDNN_DATA_BFLOAT16, dq, sq, false);
         dnn_t KT = dnn_tensor(&g, U_K, CUDNN_DATA_BFLOAT16, dkt, skt, false);
-        dnn_t V = dnn_tensor(&g, U_V, CUDNN_DATA_BFLOAT16, dq, sq, false);
-        dnn_t O = dnn_tensor(&g, U_O, CUDNN_DATA_BFLOAT16, dq, so, false);
+        dnn_t V = dnn_tensor(&g, U_V, CUDNN_DATA_BFLOAT16, dvo, sv, false);
+        dnn_t O = dnn_tensor(&g, U_O, CUDNN_DATA_BFLOAT16, dvo, so, false);
         dnn_t ST = dnn_tensor(&g, U_STATS, CUDNN_DATA_FLOAT, dst, sst, false);
         dnn_t SC = dnn_tensor(&g, U_SCALE, CUDNN_DATA_FLOAT, one4, one4, true);
         dnn_t NI = dnn_tensor(&g, U_NINF, CUDNN_DATA_FLOAT, one4, one4, true);
@@ -428,20 +433,20 @@ static int dnn_build(pp_probe_ctx *c, pp_attn *a, char *why, size_t why_n)
     {
         dnn_t Q = dnn_tensor(&g, U_Q, CUDNN_DATA_BFLOAT16, dq, sq, false);
         dnn_t KT = dnn_tensor(&g, U_K, CUDNN_DATA_BFLOAT16, dkt, skt, false);
-        dnn_t VT = dnn_tensor(&g, U_V, CUDNN_DATA_BFLOAT16, dkt, skt, false);
-        dnn_t O = dnn_tensor(&g, U_O, CUDNN_DATA_BFLOAT16, dq, so, false);
+        dnn_t VT = dnn_tensor(&g, U_V, CUDNN_DATA_BFLOAT16, dvt, svt, false);
+        dnn_t O = dnn_tensor(&g, U_O, CUDNN_DATA_BFLOAT16, dvo, so, false);
         dnn_t ST = dnn_tensor(&g, U_STATS, CUDNN_DATA_FLOAT, dst, sst, false);
         dnn_t SC = dnn_tensor(&g, U_SCALE, CUDNN_DATA_FLOAT, one4, one4, true);
         dnn_t NI = dnn_tensor(&g, U_NINF, CUDNN_DATA_FLOAT, one4, one4, true);
         dnn_t ONE = dnn_tensor(&g, U_ONE, CUDNN_DATA_FLOAT, one4, one4, true);
-        dnn_t DO = dnn_tensor(&g, U_DO, CUDNN_DATA_BFLOAT16, dq, so, false);
+        dnn_t DO = dnn_tensor(&g, U_DO, CUDNN_DATA_BFLOAT16, dvo, so, false);
         dnn_t DQ = dnn_tensor(&g, U_DQ, CUDNN_DATA_BFLOAT16, dq, sq, false);
-        dnn_t DK = dnn_tensor(&g, U_DK, CUDNN_DATA_BFLOAT16, dq, sq, false);
-        dnn_t DV = dnn_tensor(&g, U_DV, CUDNN_DATA_BFLOAT16, dq, sq, false);
+        dnn_t DK = dnn_tensor(&g, U_DK, CUDNN_DATA_BFLOAT16, dq, sk, false);
+        dnn_t DV = dnn_tensor(&g, U_DV, CUDNN_DATA_BFLOAT16, dvo, sv, false);
         dnn_t SS = dnn_tensor(&g, U_SSUM, CUDNN_DATA_FLOAT, dst, sst, false);
         dnn_t ACC = dnn_tensor(&g, U_DQACC, CUDNN_DATA_FLOAT, dq, sacc, false);
         /* softmax_sum = rowsum(dO * O) */
-        dnn_t t1 = dnn_tensor(&g, 0, CUDNN_DATA_FLOAT, dq, sdoo, false);
+        dnn_t t1 = dnn_tensor(&g, 0, CUDNN_DATA_FLOAT, dvo, sdoo, false);
         dnn_pw(&g, CUDNN_POINTWISE_MUL, CUDNN_DATA_FLOAT, DO, &O, NULL, t1, -1);
         dnn_t t2 = dnn_tensor(&g, 0, CUDNN_DATA_FLOAT, dst, sst, false);
         dnn_reduce(&g, CUDNN_REDUCE_TENSOR_ADD, t1, t2);
@@ -474,7 +479,7 @@ static int dnn_build(pp_probe_ctx *c, pp_attn *a, char *why, size_t why_n)
         dnn_reshape(&g, dS, dST);
         dnn_matmul(&g, dST, Q, DK);
         /* dQ = dS K (fp32 accumulator, then converted) */
-        dnn_t K = dnn_tensor(&g, 0, CUDNN_DATA_FLOAT, dq, sq, false);
+        dnn_t K = dnn_tensor(&g, 0, CUDNN_DATA_FLOAT, dq, sk, false);
         dnn_reshape(&g, KT, K);
         dnn_matmul(&g, dS, K, ACC);
         dnn_pw(&g, CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, ACC, NULL, NULL, DQ, -1);
@@ -549,22 +554,8 @@ static int mk_gemm(pp_probe_ctx *c, pp_gemm_plan *p, cublasOperation_t ta, cubla
                    int64_t n, int64_t k, const void *A, int64_t lda, int64_t sa, const void *B, int64_t ldb, int64_t sb,
                    void *D, int64_t ldd, int64_t sd, int batch, float alpha)
 {
-    pp_gemm_desc g;
-    memset(&g, 0, sizeof g);
-    g.ta = ta;
-    g.tb = tb;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.A = A;
-    g.lda = lda;
-    g.B = B;
-    g.ldb = ldb;
-    g.D = D;
-    g.ldc = g.ldd = ldd;
-    g.a_t = g.b_t = g.c_t = PP_BF16;
+    pp_gemm_desc g = pp_desc_bf16(ta, tb, m, n, k, A, lda, B, ldb, D, ldd);
     g.alpha = alpha;
-    g.beta = 0;
     g.batch = batch;
     g.stride_a = sa;
     g.stride_b = sb;
@@ -579,23 +570,26 @@ static int unfused_build(pp_probe_ctx *c, pp_attn *a)
 {
     const pp_attn_shape *sh = &a->sh;
     const int64_t H = sh->heads, s = sh->s, d = sh->d, ld = sh->ld_qkv, ldo = sh->ld_o;
+    const int64_t dv = sh->dv, ldk = sh->ld_k, ldv = sh->ld_v;
     const int64_t ss = s * s;
     const int hb = (int)H;
     const pp_attn_io *io = &a->io;
     if (pp_alloc((void **)&a->P, (size_t)(sh->b * H * ss) * 2)) return -1;
     if (pp_alloc((void **)&a->dP, (size_t)(sh->b * H * ss) * 2)) return -1;
     /* S(keys x queries, col-major) = scale K^T Q      TN m=s n=s k=d */
-    PP_TRY(mk_gemm(c, &a->g_s, CUBLAS_OP_T, CUBLAS_OP_N, s, s, d, io->k, ld, d, io->q, ld, d, a->P, s, ss, hb, a->scale));
-    /* O(d x queries) = V(d x keys) P(keys x queries)   NN m=d n=s k=s */
-    PP_TRY(mk_gemm(c, &a->g_o, CUBLAS_OP_N, CUBLAS_OP_N, d, s, s, io->v, ld, d, a->P, s, ss, io->o, ldo, d, hb, 1.0f));
-    /* dV(d x keys) = dO(d x queries) P^T                NT m=d n=s k=s */
-    PP_TRY(mk_gemm(c, &a->g_dv, CUBLAS_OP_N, CUBLAS_OP_T, d, s, s, io->dout, ldo, d, a->P, s, ss, io->dv, ld, d, hb, 1.0f));
-    /* dP(keys x queries) = V^T dO                       TN m=s n=s k=d */
-    PP_TRY(mk_gemm(c, &a->g_dp, CUBLAS_OP_T, CUBLAS_OP_N, s, s, d, io->v, ld, d, io->dout, ldo, d, a->dP, s, ss, hb, 1.0f));
+    PP_TRY(mk_gemm(c, &a->g_s, CUBLAS_OP_T, CUBLAS_OP_N, s, s, d, io->k, ldk, d, io->q, ld, d, a->P, s, ss, hb, a->scale));
+    /* O(dv x queries) = V(dv x keys) P(keys x queries) NN m=dv n=s k=s */
+    PP_TRY(mk_gemm(c, &a->g_o, CUBLAS_OP_N, CUBLAS_OP_N, dv, s, s, io->v, ldv, dv, a->P, s, ss, io->o, ldo, dv, hb, 1.0f));
+    /* dV(dv x keys) = dO(dv x queries) P^T              NT m=dv n=s k=s */
+    PP_TRY(mk_gemm(c, &a->g_dv, CUBLAS_OP_N, CUBLAS_OP_T, dv, s, s, io->dout, ldo, dv, a->P, s, ss, io->dv, ldv, dv, hb,
+                   1.0f));
+    /* dP(keys x queries) = V^T dO                       TN m=s n=s k=dv */
+    PP_TRY(mk_gemm(c, &a->g_dp, CUBLAS_OP_T, CUBLAS_OP_N, s, s, dv, io->v, ldv, dv, io->dout, ldo, dv, a->dP, s, ss, hb,
+                   1.0f));
     /* dQ(d x queries) = scale K dS                      NN m=d n=s k=s */
-    PP_TRY(mk_gemm(c, &a->g_dq, CUBLAS_OP_N, CUBLAS_OP_N, d, s, s, io->k, ld, d, a->dP, s, ss, io->dq, ld, d, hb, a->scale));
+    PP_TRY(mk_gemm(c, &a->g_dq, CUBLAS_OP_N, CUBLAS_OP_N, d, s, s, io->k, ldk, d, a->dP, s, ss, io->dq, ld, d, hb, a->scale));
     /* dK(d x keys) = scale Q dS^T                       NT m=d n=s k=s */
-    PP_TRY(mk_gemm(c, &a->g_dk, CUBLAS_OP_N, CUBLAS_OP_T, d, s, s, io->q, ld, d, a->dP, s, ss, io->dk, ld, d, hb, a->scale));
+    PP_TRY(mk_gemm(c, &a->g_dk, CUBLAS_OP_N, CUBLAS_OP_T, d, s, s, io->q, ld, d, a->dP, s, ss, io->dk, ldk, d, hb, a->scale));
     return 0;
 fail:
     return -1;
@@ -607,15 +601,16 @@ static int unfused_fwd(pp_probe_ctx *c, pp_attn *a)
 {
     const pp_attn_shape *sh = &a->sh;
     const int64_t s = sh->s, ld = sh->ld_qkv, ldo = sh->ld_o, ss = s * s, H = sh->heads;
+    const int64_t ldk = sh->ld_k, ldv = sh->ld_v;
     size_t smem = (size_t)s * sizeof(float);
     for (int64_t bi = 0; bi < sh->b; bi++) {
         void *P = OFF(a->P, bi * H * ss);
-        PP_TRY(pp_gemm_plan_run_on(c, &a->g_s, OFF(a->io.k, bi * s * ld), OFF(a->io.q, bi * s * ld), NULL, P));
+        PP_TRY(pp_gemm_plan_run_on(c, &a->g_s, OFF(a->io.k, bi * s * ldk), OFF(a->io.q, bi * s * ld), NULL, P));
     }
     pp_softmax_fwd_kernel<<<(unsigned)(sh->b * H * s), 256, smem, c->stream>>>(a->P, s);
     PP_LAUNCHED();
     for (int64_t bi = 0; bi < sh->b; bi++)
-        PP_TRY(pp_gemm_plan_run_on(c, &a->g_o, OFF(a->io.v, bi * s * ld), OFF(a->P, bi * H * ss), NULL,
+        PP_TRY(pp_gemm_plan_run_on(c, &a->g_o, OFF(a->io.v, bi * s * ldv), OFF(a->P, bi * H * ss), NULL,
                                    OFF(a->io.o, bi * s * ldo)));
     return 0;
 fail:
@@ -626,17 +621,18 @@ static int unfused_bwd(pp_probe_ctx *c, pp_attn *a)
 {
     const pp_attn_shape *sh = &a->sh;
     const int64_t s = sh->s, ld = sh->ld_qkv, ldo = sh->ld_o, ss = s * s, H = sh->heads;
+    const int64_t ldk = sh->ld_k, ldv = sh->ld_v;
     for (int64_t bi = 0; bi < sh->b; bi++) {
         void *P = OFF(a->P, bi * H * ss), *dP = OFF(a->dP, bi * H * ss);
-        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dv, OFF(a->io.dout, bi * s * ldo), P, NULL, OFF(a->io.dv, bi * s * ld)));
-        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dp, OFF(a->io.v, bi * s * ld), OFF(a->io.dout, bi * s * ldo), NULL, dP));
+        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dv, OFF(a->io.dout, bi * s * ldo), P, NULL, OFF(a->io.dv, bi * s * ldv)));
+        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dp, OFF(a->io.v, bi * s * ldv), OFF(a->io.dout, bi * s * ldo), NULL, dP));
     }
     pp_softmax_bwd_kernel<<<(unsigned)(sh->b * H * s), 256, 0, c->stream>>>(a->P, a->dP, s);
     PP_LAUNCHED();
     for (int64_t bi = 0; bi < sh->b; bi++) {
         void *dP = OFF(a->dP, bi * H * ss);
-        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dq, OFF(a->io.k, bi * s * ld), dP, NULL, OFF(a->io.dq, bi * s * ld)));
-        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dk, OFF(a->io.q, bi * s * ld), dP, NULL, OFF(a->io.dk, bi * s * ld)));
+        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dq, OFF(a->io.k, bi * s * ldk), dP, NULL, OFF(a->io.dq, bi * s * ld)));
+        PP_TRY(pp_gemm_plan_run_on(c, &a->g_dk, OFF(a->io.q, bi * s * ld), dP, NULL, OFF(a->io.dk, bi * s * ldk)));
     }
     return 0;
 fail:
@@ -657,8 +653,14 @@ int pp_attn_create(pp_probe_ctx *c, const pp_attn_shape *sh, bool flash, const p
         return -1;
     }
     a->sh = *sh;
+    /* the MLA fields: 0 means "as q" (the packed-QKV callers leave them zero) */
+    if (!a->sh.dv) a->sh.dv = sh->d;
+    if (!a->sh.ld_k) a->sh.ld_k = sh->ld_qkv;
+    if (!a->sh.ld_v) a->sh.ld_v = sh->ld_qkv;
     a->io = *io;
     a->flash = flash;
+    /* 1/sqrt(d_qk): the query/key head size, as Megatron's MLA (softmax_scale = 1/sqrt(q_head_dim)
+     * without YaRN's mscale) and standard attention */
     a->scale = (float)(1.0 / sqrt((double)sh->d));
     if (flash) {
 #if PP_HAVE_CUDNN

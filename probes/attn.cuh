@@ -12,8 +12,12 @@
 
 typedef struct {
     int64_t b, s, heads, d;
-    int64_t ld_qkv;   /* row stride (elements) of q, k, v, dq, dk, dv */
+    int64_t ld_qkv;   /* row stride (elements) of q and dq; of k, v, dk, dv too where ld_k, ld_v are 0 */
     int64_t ld_o;     /* row stride of o and do */
+    /* Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, sec. 2.1): the value (and output)
+     * head size differs from the query/key one (d_qk 192, d_v 128). 0: d. Head j of v, o at j*dv. */
+    int64_t dv;
+    int64_t ld_k, ld_v; /* row strides of k and dk, of v and dv when they are apart from q; 0: ld_qkv */
 } pp_attn_shape;
 
 typedef struct {
@@ -33,8 +37,9 @@ int pp_attn_fwd(pp_probe_ctx *c, pp_attn *a);
 int pp_attn_bwd(pp_probe_ctx *c, pp_attn *a); /* needs the forward's o (and stats) */
 void pp_attn_free(pp_attn *a);               /* accepts NULL */
 const char *pp_attn_backend(const pp_attn *a);
-/* 4 * b * s^2 * heads * d: the attention FLOPs of the forward as Korthikanti et al. 2022 count them
- * (no causal halving, the convention of the anchors' 24bsh^2 + 4bs^2h). */
+/* 2 * b * s^2 * heads * (d + dv) (4 b s^2 heads d when dv = d): the attention FLOPs of the forward
+ * as Korthikanti et al. 2022 count them (no causal halving, the convention of the anchors'
+ * 24bsh^2 + 4bs^2h); Q K^T takes d, P V takes dv. */
 double pp_attn_fwd_flops(const pp_attn_shape *sh);
 
 #endif

@@ -33,10 +33,10 @@ find_inc() {
     done
 }
 
-libs="" incs="" rpath="" have_cudnn=0 have_nccl=0
-for l in cublasLt cudnn nccl; do
+libs="" incs="" rpath="" have_cudnn=0 have_nccl=0 have_cublas=0
+for l in cublasLt cudnn nccl cublas; do
     d=$(find_lib $l)
-    case $l in cublasLt) h=cublasLt.h ;; cudnn) h=cudnn.h ;; nccl) h=nccl.h ;; esac
+    case $l in cublasLt) h=cublasLt.h ;; cudnn) h=cudnn.h ;; nccl) h=nccl.h ;; cublas) h=cublas_api.h ;; esac
     i=$(find_inc $h)
     if [ -n "$d" ] && [ -n "$i" ]; then
         so=$(ls "$d"/lib$l.so* | head -1)
@@ -45,6 +45,8 @@ for l in cublasLt cudnn nccl; do
         rpath="$rpath -Xlinker -rpath=$d"
         [ $l = cudnn ] && have_cudnn=1
         [ $l = nccl ] && have_nccl=1
+        # the moe probe's grouped experts: cublasGemmGroupedBatchedEx (cuBLAS >= 12.5)
+        [ $l = cublas ] && grep -q cublasGemmGroupedBatchedEx "$i/cublas_api.h" && have_cublas=1
         echo "build_device: $l: $so" >&2
     elif [ $l = cublasLt ]; then
         echo "build_device: cuBLASLt not found" >&2
@@ -58,14 +60,16 @@ cat >"$out/probe_config.h" <<EOF
 #define PP_HAVE_CUDNN $have_cudnn
 #define PP_HAVE_NCCL $have_nccl
 #define PP_HAVE_MPI 0
+#define PP_HAVE_CUBLAS $have_cublas
 EOF
-flags="-std=c++17 -O2 -lineinfo --expt-relaxed-constexpr -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80"
+# PP_GENCODE: the architectures (default Hopper and Ampere; the device script builds Hopper only)
+flags="-std=c++17 -O2 -lineinfo --expt-relaxed-constexpr ${PP_GENCODE:--gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80}"
 objs=""
-for f in harness gemm bandwidth attention layer optimizer nccl; do
+for f in harness gemm bandwidth attention layer optimizer moe mla nccl; do
     "$nvcc" $flags -I"$src" -I"$out" $incs -c "$src/$f.cu" -o "$out/$f.o" &
     objs="$objs $out/$f.o"
 done
-for f in main mpi_glue report ref; do
+for f in main mpi_glue report ref route; do
     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DPP_PROBE_VERSION='"0.1.0"' -I"$src" -I"$out" \
         -c "$src/$f.c" -o "$out/$f.o" &
     objs="$objs $out/$f.o"

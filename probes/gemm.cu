@@ -1,8 +1,19 @@
 /* gemm.cu: cuBLASLt GEMMs in bf16, fp16, tf32, fp32 (and fp8 e4m3 where the GPU has it, cc >= 8.9)
  * at square sizes and at the sharded GEMMs of transformer layers (QKV, projection, FC1, FC2 for
- * each TP size), in nn.Linear's layout: D[m, n] = X[m, k] W[n, k]^T with m tokens, which is
- * cuBLAS's "TN" (the fast layout on Hopper, and the one fp8 requires).
+ * each TP size; bf16 and fp8), in nn.Linear's layout: D[m, n] = X[m, k] W[n, k]^T with m tokens,
+ * which is cuBLAS's "TN" (the fast layout on Hopper, and the one fp8 requires).
  * Every GEMM is checked (sampled fp64 reference) before it is timed; a wrong one is reported.
+ *
+ * FP8 as Transformer Engine runs a Linear's forward GEMM with per-tensor scaling (delayed or current
+ * scaling recipes): A and B in CUDA_R_8F_E4M3, each with a device fp32 scale
+ * (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER / B_SCALE_POINTER: the product is multiplied by both; 1.0
+ * here, the values being N(0, 1) already in e4m3's range), D in bf16, CUBLAS_COMPUTE_32F with
+ * CUBLASLT_MATMUL_DESC_FAST_ACCUM (TE's forward GEMMs; its backward ones split the accumulator).
+ * cuBLASLt's requirements for FP8 (cuBLAS docs, cublasLtMatmul(), "To use FP8 kernels"): A
+ * transposed and B not ("TN") on Ada and Hopper, 16-byte aligned pointers and leading dimensions
+ * (multiples of 16 one-byte elements), fp32 scale type; a shape that breaks them is left out with a
+ * note. Before the first fp8 GEMM a small one (64 x 80 x 256, scales 0.5 and 4) is compared with a
+ * host reference computed from the same e4m3 inputs (ref.c pp_ref_linear).
  *
  * Timing follows the protocol of the PyTorch anchors (../shared/anchors): torch.randn-like inputs,
  * the cuBLASLt heuristic's first algorithm (what PyTorch and Megatron run), three warm-ups, then
@@ -17,6 +28,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ref.h"
 
 typedef struct {
     const char *dtype;
@@ -61,7 +74,36 @@ static int add_layer_jobs(gemm_job *jobs, int n, int cap, int type, int64_t toke
     return n;
 }
 
-static int build_jobs(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int cap)
+/* --dtype: whether this type is asked for (no list: all) */
+static bool type_wanted(const pp_probe_opts *o, int t)
+{
+    return !o->gemm_dtypes || (o->gemm_dtypes >> t) & 1u;
+}
+
+/* cuBLASLt's FP8 kernels want every dimension a multiple of 16 (16-byte rows of e4m3) */
+static bool fp8_shape_ok(const gemm_job *j) { return j->m % 16 == 0 && j->n % 16 == 0 && j->k % 16 == 0; }
+
+/* The transformer-shape GEMMs of one layer shard in every asked type that has them: bf16 (the
+ * anchors' rows) and fp8 (the same shapes, for the ratio); fp8 shapes cuBLASLt cannot run are
+ * counted in *skipped. */
+static int add_layer_types(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int n, int cap, int64_t tokens,
+                           int64_t h, int64_t heads, int64_t kv_heads, int64_t ffn, bool swiglu, int64_t tp,
+                           int *skipped)
+{
+    if (type_wanted(o, T_BF16)) n = add_layer_jobs(jobs, n, cap, T_BF16, tokens, h, heads, kv_heads, ffn, swiglu, tp);
+    if (fp8 && type_wanted(o, T_FP8)) {
+        int first = n;
+        n = add_layer_jobs(jobs, n, cap, T_FP8, tokens, h, heads, kv_heads, ffn, swiglu, tp);
+        for (int i = first; i < n; i++)
+            if (!fp8_shape_ok(&jobs[i])) {
+                (*skipped)++;
+                jobs[i--] = jobs[--n];
+            }
+    }
+    return n;
+}
+
+static int build_jobs(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int cap, int *fp8_skipped)
 {
     int n = 0;
     /* square sizes: the anchors' 8192^3 in every type; smaller ones where they are cheap */
@@ -71,7 +113,7 @@ static int build_jobs(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int cap)
     int nsq = o->quick ? 2 : 3;
     /* PARPLAN_PROBE_GEMM_SHAPES_ONLY=1 (diagnostics, e.g. under ncu): only the transformer shapes */
     for (int t = 0; t < T_COUNT && !getenv("PARPLAN_PROBE_GEMM_SHAPES_ONLY"); t++) {
-        if (t == T_FP8 && !fp8) continue;
+        if ((t == T_FP8 && !fp8) || !type_wanted(o, t)) continue;
         if (o->quick && (t == T_FP16 || t == T_TF32)) continue;
         for (int i = 0; i < nsq; i++) {
             /* fp32 and tf32 are slow: only the largest size (the anchors' one) */
@@ -87,7 +129,8 @@ static int build_jobs(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int cap)
         int64_t ffn = o->ffn ? o->ffn : 4 * o->hidden;
         int64_t tokens = (o->seq ? o->seq : 2048) * (o->mbs ? o->mbs : 1);
         for (int i = 0; i < o->n_tp; i++)
-            n = add_layer_jobs(jobs, n, cap, T_BF16, tokens, o->hidden, o->heads, kv, ffn, o->swiglu, o->tp[i]);
+            n = add_layer_types(o, fp8, jobs, n, cap, tokens, o->hidden, o->heads, kv, ffn, o->swiglu, o->tp[i],
+                                fp8_skipped);
     } else {
         /* the anchors' shapes: GPT layers (ffn 4h, MHA, 128-wide heads), 4096 tokens, TP 1..8 */
         static const int64_t hs_full[] = {2048, 4096, 5120, 8192};
@@ -98,8 +141,8 @@ static int build_jobs(const pp_probe_opts *o, bool fp8, gemm_job *jobs, int cap)
         int nh = o->quick ? 1 : 4, nt = o->quick ? 2 : 4;
         for (int i = 0; i < nh; i++)
             for (int j = 0; j < nt; j++)
-                n = add_layer_jobs(jobs, n, cap, T_BF16, o->quick ? 1024 : 4096, hs[i], hs[i] / 128, hs[i] / 128,
-                                   4 * hs[i], false, tps[j]);
+                n = add_layer_types(o, fp8, jobs, n, cap, o->quick ? 1024 : 4096, hs[i], hs[i] / 128, hs[i] / 128,
+                                    4 * hs[i], false, tps[j], fp8_skipped);
     }
     return n;
 }
@@ -135,9 +178,87 @@ fail:
     return -1;
 }
 
+/* The GEMM of nn.Linear in type t on X [m, k], W [n, k] into D [m, n], per-tensor scales for fp8. */
+static pp_gemm_desc linear_desc(const gemm_type *t, int64_t m, int64_t n, int64_t k, const void *X, const void *W,
+                                void *D, const float *scales)
+{
+    pp_gemm_desc d = pp_desc_fwd(X, W, D, m, n, k);
+    d.a_t = d.b_t = t->in;
+    d.c_t = t->out;
+    d.tf32 = t->tf32;
+    d.fast_accum = t->fast_accum;
+    if (t->in == PP_E4M3) {
+        d.scale_a = scales;     /* A is W (the weight's scale) */
+        d.scale_b = scales + 1; /* B is X (the activation's) */
+    }
+    return d;
+}
+
+/* FP8 against the host: a small GEMM on e4m3 inputs with scales 0.5 (weight) and 4 (activation),
+ * the reference in double from the very e4m3 values the GPU read (they convert to double exactly).
+ * Tolerance 1e-2 relative L2: the output is rounded to bf16 (2^-9 relative at most, ~1.1e-3 rms),
+ * the fp32 (fast) accumulation of 256 products of O(1) values adds ~1e-5; a wrong layout, a scale
+ * left out (a factor 0.5, 2 or 4) or unwritten output is O(1). 0 with *err set, 1 when cuBLASLt has
+ * no plan (why in pp_gemm_plan_why), -1 on a failure. */
+static int fp8_check_small(pp_probe_ctx *c, double *err)
+{
+    const int64_t m = 64, n = 80, k = 256;
+    const gemm_type *t = &types[T_FP8];
+    const float host_scales[2] = {0.5f, 4.0f};
+    void *X = NULL, *W = NULL, *D = NULL;
+    float *scales = NULL;
+    double *hx = NULL, *hw = NULL, *hd = NULL, *ref = NULL;
+    pp_gemm_plan plan;
+    pp_gemm_desc d;
+    int rc = -1, st = 0;
+    memset(&plan, 0, sizeof plan);
+    *err = INFINITY;
+    PP_TRY(pp_alloc(&X, (size_t)(m * k)));
+    PP_TRY(pp_alloc(&W, (size_t)(n * k)));
+    PP_TRY(pp_alloc(&D, (size_t)(m * n) * 2));
+    PP_TRY(pp_alloc((void **)&scales, 2 * sizeof(float)));
+    PP_CU(cudaMemcpyAsync(scales, host_scales, sizeof host_scales, cudaMemcpyHostToDevice, c->stream));
+    PP_TRY(pp_fill_normal(c, X, (size_t)(m * k), PP_E4M3, 1.0f, 101));
+    PP_TRY(pp_fill_normal(c, W, (size_t)(n * k), PP_E4M3, 1.0f, 103));
+    d = linear_desc(t, m, n, k, X, W, D, scales);
+    st = pp_gemm_plan_make(c, &d, 1, &plan);
+    if (st) {
+        rc = st;
+        goto fail;
+    }
+    PP_TRY(pp_poison(c, D, (size_t)(m * n) * 2));
+    PP_TRY(pp_gemm_plan_run(c, &plan));
+    hx = (double *)malloc((size_t)(m * k) * sizeof(double));
+    hw = (double *)malloc((size_t)(n * k) * sizeof(double));
+    hd = (double *)malloc((size_t)(m * n) * sizeof(double));
+    ref = (double *)malloc((size_t)(m * n) * sizeof(double));
+    if (!hx || !hw || !hd || !ref) {
+        pp_probe_error(__FILE__, __LINE__, "out of memory");
+        goto fail;
+    }
+    PP_TRY(pp_to_host(c, X, (size_t)(m * k), PP_E4M3, hx));
+    PP_TRY(pp_to_host(c, W, (size_t)(n * k), PP_E4M3, hw));
+    PP_TRY(pp_to_host(c, D, (size_t)(m * n), PP_BF16, hd));
+    pp_ref_linear(hx, hw, m, n, k, (double)host_scales[0] * (double)host_scales[1], ref);
+    *err = pp_rel_l2(hd, ref, (size_t)(m * n));
+    rc = 0;
+fail:
+    pp_gemm_plan_free(&plan);
+    cudaFree(X);
+    cudaFree(W);
+    cudaFree(D);
+    cudaFree(scales);
+    free(hx);
+    free(hw);
+    free(hd);
+    free(ref);
+    return rc;
+}
+
 /* Plan, check and time one GEMM: 0 (a row, a wrong result or a note), -1 on a failure (an OOM
- * among them: the caller reports the size and goes on). */
-static int gemm_one(pp_probe_ctx *c, const gemm_job *j, gemm_bufs *b, bool autotune)
+ * among them: the caller reports the size and goes on). scales: the fp8 per-tensor scales
+ * (device, 1.0 each). */
+static int gemm_one(pp_probe_ctx *c, const gemm_job *j, gemm_bufs *b, bool autotune, const float *scales)
 {
     const gemm_type *t = &types[j->type];
     size_t xb = (size_t)(j->m * j->k) * pp_elt_bytes(t->in);
@@ -158,25 +279,7 @@ static int gemm_one(pp_probe_ctx *c, const gemm_job *j, gemm_bufs *b, bool autot
         PP_TRY(pp_fill_normal(c, b->W, b->cap_w / pp_elt_bytes(t->in), t->in, 1.0f, 23 + (unsigned long long)j->type));
         b->filled = j->type;
     }
-    memset(&d, 0, sizeof d);
-    d.ta = CUBLAS_OP_T;
-    d.tb = CUBLAS_OP_N;
-    d.m = j->n;
-    d.n = j->m;
-    d.k = j->k;
-    d.A = b->W;
-    d.lda = j->k;
-    d.B = b->X;
-    d.ldb = j->k;
-    d.C = NULL;
-    d.D = b->D;
-    d.ldc = d.ldd = j->n;
-    d.a_t = d.b_t = t->in;
-    d.c_t = t->out;
-    d.tf32 = t->tf32;
-    d.fast_accum = t->fast_accum;
-    d.alpha = 1.0f;
-    d.beta = 0.0f;
+    d = linear_desc(t, j->m, j->n, j->k, b->X, b->W, b->D, scales);
     st = pp_gemm_plan_make(c, &d, autotune ? 8 : 1, &plan);
     if (st < 0) goto fail;
     if (st > 0) {
@@ -233,17 +336,28 @@ int pp_probe_gemm(pp_probe_ctx *c)
     enum { CAP = 256 };
     gemm_job *jobs = (gemm_job *)calloc(CAP, sizeof *jobs);
     gemm_bufs b;
-    int n_jobs = 0, rc = -1;
+    int n_jobs = 0, rc = -1, fp8_skipped = 0;
     bool fp8 = c->prop.major * 10 + c->prop.minor >= 89;
+    bool fp8_ok = false, fp8_checked = false;
     bool autotune = getenv("PARPLAN_PROBE_GEMM_AUTOTUNE") != NULL;
+    float *scales = NULL;
+    const float unit_scales[2] = {1.0f, 1.0f};
     memset(&b, 0, sizeof b);
     b.filled = -1;
     if (!jobs) {
         pp_probe_error(__FILE__, __LINE__, "out of memory");
         goto fail;
     }
-    n_jobs = build_jobs(c->opt, fp8, jobs, CAP);
-    if (!fp8) pp_report_note(c->rep, "gemm: no fp8 on compute capability %d.%d (needs 8.9+)", c->prop.major, c->prop.minor);
+    n_jobs = build_jobs(c->opt, fp8, jobs, CAP, &fp8_skipped);
+    if (!fp8 && type_wanted(c->opt, T_FP8))
+        pp_report_note(c->rep, "gemm: no fp8 on compute capability %d.%d (needs 8.9+)", c->prop.major, c->prop.minor);
+    if (fp8_skipped)
+        pp_report_note(c->rep, "gemm: %d fp8 shapes left out: cuBLASLt's FP8 kernels need every dimension a multiple "
+                               "of 16", fp8_skipped);
+    /* the fp8 per-tensor scales (weight, activation): 1.0 on the device, read by every fp8 GEMM */
+    PP_TRY(pp_alloc((void **)&scales, sizeof unit_scales));
+    PP_CU(cudaMemcpyAsync(scales, unit_scales, sizeof unit_scales, cudaMemcpyHostToDevice, c->stream));
+    PP_CU(cudaStreamSynchronize(c->stream));
     if (autotune)
         pp_report_note(c->rep, "gemm: the fastest of cuBLASLt's first 8 heuristic algorithms per shape "
                                "(PARPLAN_PROBE_GEMM_AUTOTUNE); the default is the first, as PyTorch runs");
@@ -253,11 +367,26 @@ int pp_probe_gemm(pp_probe_ctx *c)
     c->batch_us = getenv("PARPLAN_PROBE_GEMM_BATCH_US") ? atof(getenv("PARPLAN_PROBE_GEMM_BATCH_US")) : 0;
     for (int i = 0; i < n_jobs; i++) {
         const gemm_job *j = &jobs[i];
+        if (j->type == T_FP8 && !fp8_checked) {
+            double err = 0;
+            int st = fp8_check_small(c, &err);
+            fp8_checked = true;
+            if (st < 0) goto fail;
+            if (st > 0)
+                pp_report_note(c->rep, "gemm fp8: no cuBLASLt plan for the check (%s): fp8 not measured",
+                               pp_gemm_plan_why());
+            else if (!(err <= 1e-2))
+                pp_report_fail(c->rep, "gemm fp8 64x80x256 (scales 0.5, 4): relative error %.3g > 0.01 against the "
+                                       "host reference: fp8 not measured", err);
+            else
+                fp8_ok = true;
+        }
+        if (j->type == T_FP8 && !fp8_ok) continue;
         /* what this size needs: its three operands (those held from a smaller size count too) */
         pp_alloc_mark();
         pp_alloc_need((double)(j->m * j->k + j->n * j->k) * (double)pp_elt_bytes(types[j->type].in) +
                       (double)(j->m * j->n) * (double)pp_elt_bytes(types[j->type].out));
-        if (gemm_one(c, j, &b, autotune) == 0) continue;
+        if (gemm_one(c, j, &b, autotune, scales) == 0) continue;
         /* out of memory at this size: a row saying so, the buffers freed, on to the next size */
         if (pp_oom_recover(c->rep, c->stream, PP_PROBE_GEMM, "%s %s m=%lld n=%lld k=%lld", types[j->type].dtype, j->op,
                            (long long)j->m, (long long)j->n, (long long)j->k))
@@ -268,6 +397,7 @@ int pp_probe_gemm(pp_probe_ctx *c)
 fail:
     bufs_free(&b);
     free(jobs);
+    cudaFree(scales);
     c->target_ms = 0;
     c->min_reps = 0;
     c->batch_us = 0;

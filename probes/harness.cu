@@ -623,6 +623,13 @@ int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_
         int8_t fa = 1;
         PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
     }
+    /* per-tensor scales: device pointers to fp32 scalars (the compute type's), read at each run */
+    if (d->scale_a)
+        PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d->scale_a,
+                                                  sizeof d->scale_a));
+    if (d->scale_b)
+        PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d->scale_b,
+                                                  sizeof d->scale_b));
     if (epi != CUBLASLT_EPILOGUE_DEFAULT) {
         PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         if (d->bias) {
@@ -649,6 +656,15 @@ int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_
     }
     PP_LT_SOFT(cublasLtMatmulPreferenceCreate(&pref));
     PP_LT_SOFT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    if (d->min_align_bytes > 0) {
+        /* the heuristics assume 256-byte aligned operands unless told (cuBLASLt docs,
+         * cublasLtMatmulPreferenceAttributes_t MIN_ALIGNMENT_*_BYTES) */
+        uint32_t al = (uint32_t)d->min_align_bytes;
+        PP_LT_SOFT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al));
+        PP_LT_SOFT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al));
+        PP_LT_SOFT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al));
+        PP_LT_SOFT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al));
+    }
     PP_LT_SOFT(cublasLtMatmulAlgoGetHeuristic(c->lt, p->op, p->la, p->lb, p->lc, p->ld, pref, max_algos, p->algos,
                                               &got));
     if (got < 1) {
@@ -678,6 +694,198 @@ fail:
 int pp_gemm_plan_run(pp_probe_ctx *c, const pp_gemm_plan *p)
 {
     return pp_gemm_plan_run_on(c, p, p->d.A, p->d.B, p->d.C, p->d.D);
+}
+
+pp_gemm_desc pp_desc_bf16(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const void *A,
+                          int64_t lda, const void *B, int64_t ldb, void *D, int64_t ldd)
+{
+    pp_gemm_desc d;
+    memset(&d, 0, sizeof d);
+    d.ta = ta;
+    d.tb = tb;
+    d.m = m;
+    d.n = n;
+    d.k = k;
+    d.A = A;
+    d.lda = lda;
+    d.B = B;
+    d.ldb = ldb;
+    d.D = D;
+    d.ldc = d.ldd = ldd;
+    d.a_t = d.b_t = d.c_t = PP_BF16;
+    d.alpha = 1;
+    return d;
+}
+
+pp_gemm_desc pp_desc_fwd(const void *X, const void *W, void *Y, int64_t T, int64_t n, int64_t k)
+{
+    return pp_desc_bf16(CUBLAS_OP_T, CUBLAS_OP_N, n, T, k, W, k, X, k, Y, n);
+}
+
+pp_gemm_desc pp_desc_dgrad(const void *dY, const void *W, void *dX, int64_t T, int64_t n, int64_t k)
+{
+    return pp_desc_bf16(CUBLAS_OP_N, CUBLAS_OP_N, k, T, n, W, k, dY, n, dX, k);
+}
+
+pp_gemm_desc pp_desc_wgrad(const void *dY, const void *X, void *dW, int64_t T, int64_t n, int64_t k)
+{
+    return pp_desc_bf16(CUBLAS_OP_N, CUBLAS_OP_T, k, n, T, X, k, dY, n, dW, k);
+}
+
+int pp_dev_list_alloc(pp_dev_list *l, void **p, size_t bytes)
+{
+    *p = NULL;
+    if (l->n >= PP_DEV_LIST_MAX) {
+        pp_probe_error(__FILE__, __LINE__, "more than %d buffers in one layer", PP_DEV_LIST_MAX);
+        return -1;
+    }
+    if (pp_alloc(p, bytes)) return -1;
+    l->p[l->n++] = *p;
+    return 0;
+}
+
+void pp_dev_list_free(pp_dev_list *l)
+{
+    for (int i = 0; i < l->n; i++) cudaFree(l->p[i]);
+    l->n = 0;
+}
+
+/* ---------------------------------------------------------------- SwiGLU */
+
+__device__ __forceinline__ float pp_silu_f(float x) { return x / (1.0f + __expf(-x)); }
+
+__global__ void pp_swiglu_fwd_kernel(const __nv_bfloat16 *u, __nv_bfloat16 *a, int64_t T, int64_t f)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < T * f; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t t = i / f, j = i % f;
+        float g = __bfloat162float(u[t * 2 * f + j]), up = __bfloat162float(u[t * 2 * f + f + j]);
+        a[i] = __float2bfloat16_rn(pp_silu_f(g) * up);
+    }
+}
+
+__global__ void pp_swiglu_bwd_kernel(const __nv_bfloat16 *da, const __nv_bfloat16 *u, __nv_bfloat16 *du, int64_t T,
+                                     int64_t f)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < T * f; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t t = i / f, j = i % f;
+        float g = __bfloat162float(u[t * 2 * f + j]), up = __bfloat162float(u[t * 2 * f + f + j]);
+        float d = __bfloat162float(da[i]);
+        float sg = 1.0f / (1.0f + __expf(-g));
+        du[t * 2 * f + j] = __float2bfloat16_rn(d * up * sg * (1.0f + g * (1.0f - sg)));
+        du[t * 2 * f + f + j] = __float2bfloat16_rn(d * g * sg);
+    }
+}
+
+int pp_swiglu_fwd(pp_probe_ctx *c, const void *u, void *a, int64_t T, int64_t f)
+{
+    pp_swiglu_fwd_kernel<<<c->prop.multiProcessorCount * 8, 256, 0, c->stream>>>((const __nv_bfloat16 *)u,
+                                                                                 (__nv_bfloat16 *)a, T, f);
+    PP_LAUNCHED();
+    return 0;
+fail:
+    return -1;
+}
+
+int pp_swiglu_bwd(pp_probe_ctx *c, const void *da, const void *u, void *du, int64_t T, int64_t f)
+{
+    pp_swiglu_bwd_kernel<<<c->prop.multiProcessorCount * 8, 256, 0, c->stream>>>(
+        (const __nv_bfloat16 *)da, (const __nv_bfloat16 *)u, (__nv_bfloat16 *)du, T, f);
+    PP_LAUNCHED();
+    return 0;
+fail:
+    return -1;
+}
+
+/* ---------------------------------------------------------------- parts of a layer */
+
+#define PP_PARTS_REPS 9
+#define PP_PARTS_MARKS 2048 /* marks in one run: a loop over 256 local experts marks ~1600 */
+static struct {
+    bool on, counting, overflow;
+    int rep, n_marks[PP_PARTS_REPS];
+    int *part;          /* [reps][PP_PARTS_MARKS + 1] */
+    cudaEvent_t *ev;    /* [reps][PP_PARTS_MARKS + 1] */
+} parts;
+
+void pp_parts_mark(pp_probe_ctx *c, int part)
+{
+    const int r = parts.rep;
+    if (!parts.on) return;
+    if (parts.n_marks[r] >= PP_PARTS_MARKS) {
+        parts.overflow = true;
+        return;
+    }
+    const int k = ++parts.n_marks[r];
+    if (parts.counting) return;
+    parts.part[r * (PP_PARTS_MARKS + 1) + k] = part;
+    cudaEventRecord(parts.ev[r * (PP_PARTS_MARKS + 1) + k], c->stream);
+}
+
+int pp_parts_time(pp_probe_ctx *c, pp_run_fn fn, void *arg, int n_parts, int reps, double *part_ms)
+{
+    const int W = PP_PARTS_MARKS + 1;
+    double t[PP_PARTS_REPS];
+    float ms = 0;
+    int rc = -1, n_ev = 0, marks = 0;
+    if (reps > PP_PARTS_REPS) reps = PP_PARTS_REPS;
+    if (reps < 1) reps = 1;
+    if (n_parts > PP_PARTS_MAX) n_parts = PP_PARTS_MAX;
+    memset(&parts, 0, sizeof parts);
+    /* one untimed run counts the marks: events for those only */
+    parts.ev = (cudaEvent_t *)calloc((size_t)(reps * W), sizeof *parts.ev);
+    parts.part = (int *)calloc((size_t)(reps * W), sizeof *parts.part);
+    if (!parts.ev || !parts.part) {
+        pp_probe_error(__FILE__, __LINE__, "out of memory");
+        goto fail;
+    }
+    parts.on = parts.counting = true;
+    PP_TRY(fn(c, arg)); /* warm, counting the marks (no events) */
+    parts.on = parts.counting = false;
+    marks = parts.n_marks[0];
+    PP_CU(cudaStreamSynchronize(c->stream));
+    if (parts.overflow) {
+        rc = 1;
+        goto fail;
+    }
+    for (int r = 0; r < reps; r++)
+        for (int k = 0; k <= marks; k++) {
+            PP_CU(cudaEventCreate(&parts.ev[r * W + k]));
+            n_ev++;
+        }
+    memset(parts.n_marks, 0, sizeof parts.n_marks);
+    parts.on = true;
+    for (int r = 0; r < reps; r++) {
+        parts.rep = r;
+        PP_CU(cudaEventRecord(parts.ev[r * W], c->stream));
+        PP_TRY(fn(c, arg));
+    }
+    parts.on = false;
+    PP_CU(cudaStreamSynchronize(c->stream));
+    for (int p = 0; p < n_parts; p++) {
+        for (int r = 0; r < reps; r++) {
+            t[r] = 0;
+            for (int k = 1; k <= parts.n_marks[r] && k <= marks; k++) {
+                if (parts.part[r * W + k] != p) continue;
+                PP_CU(cudaEventElapsedTime(&ms, parts.ev[r * W + k - 1], parts.ev[r * W + k]));
+                t[r] += ms;
+            }
+        }
+        qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+        part_ms[p] = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    }
+    rc = 0;
+fail:
+    parts.on = false;
+    if (parts.ev)
+        for (int i = 0; i < reps * W && n_ev > 0; i++)
+            if (parts.ev[i]) {
+                cudaEventDestroy(parts.ev[i]);
+                n_ev--;
+            }
+    free(parts.ev);
+    free(parts.part);
+    memset(&parts, 0, sizeof parts);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- GEMM check */
@@ -734,6 +942,46 @@ fail:
     cudaFree(dev);
     free(host);
     return rc;
+}
+
+int pp_to_host_floats(pp_probe_ctx *c, const void *p, size_t n, pp_elt t, float **out)
+{
+    double *tmp = (double *)malloc(n * sizeof(double));
+    *out = (float *)malloc(n * sizeof(float));
+    if (!tmp || !*out) {
+        pp_probe_error(__FILE__, __LINE__, "out of memory");
+        goto fail;
+    }
+    PP_TRY(pp_to_host(c, p, n, t, tmp));
+    for (size_t i = 0; i < n; i++) (*out)[i] = (float)tmp[i];
+    free(tmp);
+    return 0;
+fail:
+    free(tmp);
+    free(*out);
+    *out = NULL;
+    return -1;
+}
+
+int pp_check_worst(pp_probe_ctx *c, const void *dev, pp_elt t, const double *ref, size_t n, const char *what,
+                   double *worst, char *which, size_t which_n)
+{
+    double *got = (double *)malloc(n * sizeof(double)), e;
+    if (!got) {
+        pp_probe_error(__FILE__, __LINE__, "out of memory");
+        return -1;
+    }
+    if (pp_to_host(c, dev, n, t, got)) {
+        free(got);
+        return -1;
+    }
+    e = pp_rel_l2(got, ref, n);
+    free(got);
+    if (!(e <= *worst)) {
+        *worst = e;
+        snprintf(which, which_n, "%s", what);
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- device relative error */

@@ -45,6 +45,27 @@ void pp_cublas_fail(const char *file, int line, const char *call, cublasStatus_t
 
 #define PP_MAX_REPS 64
 
+/* 16-byte vectors of 8 bf16 (rows of a multiple of 8 elements) to and from fp32. */
+__device__ __forceinline__ void pp_unpack8(uint4 u, float *f)
+{
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 v = __bfloat1622float2(h[i]);
+        f[2 * i] = v.x;
+        f[2 * i + 1] = v.y;
+    }
+}
+
+__device__ __forceinline__ uint4 pp_pack8(const float *f)
+{
+    uint4 u;
+    __nv_bfloat162 *h = (__nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    return u;
+}
+
 /* Element types of probe buffers. */
 typedef enum { PP_F32 = 0, PP_BF16, PP_F16, PP_E4M3 } pp_elt;
 static inline size_t pp_elt_bytes(pp_elt t) { return t == PP_F32 ? 4 : t == PP_E4M3 ? 1 : 2; }
@@ -119,6 +140,13 @@ typedef struct {
     pp_elt a_t, b_t, c_t;    /* D has C's type */
     bool tf32;               /* fp32 inputs on the tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32) */
     bool fast_accum;         /* fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+    /* fp8 per-tensor scaling (cuBLASLt docs, cublasLtMatmulDescAttributes_t: A_SCALE_POINTER and
+     * B_SCALE_POINTER, device fp32 scalars multiplied into the product; NULL: 1), as Transformer
+     * Engine's delayed and current per-tensor scaling pass them */
+    const float *scale_a, *scale_b;
+    /* > 0: the least alignment (bytes) of A, B, C and D when the plan runs on other buffers
+     * (pp_gemm_plan_run_on at row offsets, the MoE experts); 0: cuBLASLt's default of 256 */
+    int min_align_bytes;
     float alpha, beta;
     int batch;               /* 0 or 1: not batched */
     int64_t stride_a, stride_b, stride_c;
@@ -148,11 +176,59 @@ int pp_gemm_plan_run(pp_probe_ctx *c, const pp_gemm_plan *p);
 int pp_gemm_plan_run_on(pp_probe_ctx *c, const pp_gemm_plan *p, const void *A, const void *B, const void *C, void *D);
 void pp_gemm_plan_free(pp_gemm_plan *p); /* accepts zeroed plans */
 
+/* A bf16 GEMM, D = op(A) op(B), column-major, no epilogue, alpha 1 (the base of the ones below and of
+ * the unfused attention's). */
+pp_gemm_desc pp_desc_bf16(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const void *A,
+                          int64_t lda, const void *B, int64_t ldb, void *D, int64_t ldd);
+
+/* The device buffers of one layer, freed together (layer, moe and mla probes): up to
+ * PP_DEV_LIST_MAX allocations through pp_alloc (so an OOM is an OOM row). */
+#define PP_DEV_LIST_MAX 64
+typedef struct {
+    void *p[PP_DEV_LIST_MAX];
+    int n;
+} pp_dev_list;
+int pp_dev_list_alloc(pp_dev_list *l, void **p, size_t bytes);
+void pp_dev_list_free(pp_dev_list *l); /* accepts a zeroed list */
+
+/* Column-major descriptions of the row-major linear layers of a transformer (X [T, k], W [n, k],
+ * contiguous rows, bf16, nn.Linear's layout), as the layer, MoE and MLA probes run them:
+ *   fwd   Y = X W^T  : TN, m = n, n = T, k = k
+ *   dgrad dX = dY W  : NN, m = k, n = T, k = n
+ *   wgrad dW = dY^T X: NT, m = k, n = n, k = T */
+pp_gemm_desc pp_desc_fwd(const void *X, const void *W, void *Y, int64_t T, int64_t n, int64_t k);
+pp_gemm_desc pp_desc_dgrad(const void *dY, const void *W, void *dX, int64_t T, int64_t n, int64_t k);
+pp_gemm_desc pp_desc_wgrad(const void *dY, const void *X, void *dW, int64_t T, int64_t n, int64_t k);
+
+/* SwiGLU (Shazeer 2020) on u [T, 2f] = [gate | up] (Megatron's fc1 output, chunked in two):
+ * a [T, f] = silu(gate) * up; backward du from da. bf16, fp32 math. */
+int pp_swiglu_fwd(pp_probe_ctx *c, const void *u, void *a, int64_t T, int64_t f);
+int pp_swiglu_bwd(pp_probe_ctx *c, const void *da, const void *u, void *du, int64_t T, int64_t f);
+
+/* Where a layer's time goes: events recorded between its parts while it runs (pp_parts_mark, a
+ * no-op unless pp_parts_time is measuring), `reps` runs after a warm one, the median of each part.
+ * Parts are named by index (0..n-1); the run marks the end of a stretch of part i with
+ * pp_parts_mark(c, i): the time since the previous mark counts to part i, and a part marked several
+ * times in one run (a loop over experts) sums its stretches. The marks cost the host a few us each:
+ * a run of many short kernels reads slower in its parts than in a whole-run timing. 0, 1 when a
+ * run marks more than 2048 times (no parts), -1 on failure. */
+#define PP_PARTS_MAX 32
+int pp_parts_time(pp_probe_ctx *c, pp_run_fn fn, void *arg, int n_parts, int reps, double *part_ms);
+void pp_parts_mark(pp_probe_ctx *c, int part);
+
 /* Sampled check of a row-major GEMM D[i, j] = sum_k X[i, k] W[j, k] (the layout of nn.Linear:
  * X [m, k], W [n, k], D [m, n], leading dimension k, k and n): `samples` random (i, j) pairs in fp64,
  * relative L2 error over them; a non-finite output gives inf. */
 int pp_check_linear(pp_probe_ctx *c, const void *X, pp_elt xt, const void *W, pp_elt wt, const void *D, pp_elt dt,
                     int64_t m, int64_t n, int64_t k, int samples, double *rel_err);
+
+/* The small-size checks against the CPU references (layer, moe, mla): n device elements of type t
+ * into a malloc'ed float array (*out, NULL on failure; bf16 converts exactly), and the relative L2
+ * error of n device elements against a reference, kept in *worst (with what in which) when it is
+ * the largest so far. 0 or -1. */
+int pp_to_host_floats(pp_probe_ctx *c, const void *p, size_t n, pp_elt t, float **out);
+int pp_check_worst(pp_probe_ctx *c, const void *dev, pp_elt t, const double *ref, size_t n, const char *what,
+                   double *worst, char *which, size_t which_n);
 
 /* Relative L2 error sqrt(sum (a-b)^2 / sum b^2) of two device arrays of type t (fp64 sums on the
  * device); inf when a value is not finite. */

@@ -19,26 +19,6 @@ typedef __nv_bfloat16 bf16;
 
 #define LN_MAXV 4 /* 16-byte vectors (8 bf16) per thread: rows up to 32 * 1024 wide */
 
-__device__ __forceinline__ void pp_unpack8(uint4 u, float *f)
-{
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 v = __bfloat1622float2(h[i]);
-        f[2 * i] = v.x;
-        f[2 * i + 1] = v.y;
-    }
-}
-
-__device__ __forceinline__ uint4 pp_pack8(const float *f)
-{
-    uint4 u;
-    __nv_bfloat162 *h = (__nv_bfloat162 *)&u;
-#pragma unroll
-    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
-    return u;
-}
-
 __device__ __forceinline__ float pp_bsum(float v, float *red)
 {
     for (int off = 16; off; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
@@ -246,7 +226,6 @@ __device__ __forceinline__ float pp_gelu_grad(float x)
     float t = tanhf(c * (x + 0.044715f * x * x * x));
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * c * (1.0f + 3.0f * 0.044715f * x * x);
 }
-__device__ __forceinline__ float pp_silu(float x) { return x / (1.0f + __expf(-x)); }
 
 /* Fallbacks for epilogues cuBLASLt lacks here, and the SwiGLU parts it never fuses. Row-major
  * [rows, cols] with leading dimensions. */
@@ -276,27 +255,6 @@ __global__ void pp_colsum_kernel(const bf16 *src, int64_t ld, int64_t rows, int6
     float s = 0;
     for (int64_t r = 0; r < rows; r++) s += __bfloat162float(src[r * ld + j]);
     out[j] = __float2bfloat16_rn(s);
-}
-
-__global__ void pp_swiglu_fwd_kernel(const bf16 *u, bf16 *a, int64_t T, int64_t f)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < T * f; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t t = i / f, j = i % f;
-        float g = __bfloat162float(u[t * 2 * f + j]), up = __bfloat162float(u[t * 2 * f + f + j]);
-        a[i] = __float2bfloat16_rn(pp_silu(g) * up);
-    }
-}
-
-__global__ void pp_swiglu_bwd_kernel(const bf16 *da, const bf16 *u, bf16 *du, int64_t T, int64_t f)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < T * f; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t t = i / f, j = i % f;
-        float g = __bfloat162float(u[t * 2 * f + j]), up = __bfloat162float(u[t * 2 * f + f + j]);
-        float d = __bfloat162float(da[i]);
-        float sg = 1.0f / (1.0f + __expf(-g));
-        du[t * 2 * f + j] = __float2bfloat16_rn(d * up * sg * (1.0f + g * (1.0f - sg)));
-        du[t * 2 * f + f + j] = __float2bfloat16_rn(d * g * sg);
-    }
 }
 
 /* Grouped-query attention (kv groups of rep = heads/kv heads), as Megatron-LM's local
@@ -495,70 +453,6 @@ fail:
     return -1;
 }
 
-/* Column-major GEMM descriptions of the row-major linear layers (X [T, k], W [n, k]):
- *   fwd   Y = X W^T      : TN, m = n, n = T, k = k
- *   dgrad dX = dY W      : NN, m = k, n = T, k = n
- *   wgrad dW = dY^T X    : NT, m = k, n = n, k = T */
-static pp_gemm_desc desc_fwd(const void *X, const void *W, void *Y, int64_t T, int64_t n, int64_t k)
-{
-    pp_gemm_desc d;
-    memset(&d, 0, sizeof d);
-    d.ta = CUBLAS_OP_T;
-    d.tb = CUBLAS_OP_N;
-    d.m = n;
-    d.n = T;
-    d.k = k;
-    d.A = W;
-    d.lda = k;
-    d.B = X;
-    d.ldb = k;
-    d.D = Y;
-    d.ldc = d.ldd = n;
-    d.a_t = d.b_t = d.c_t = PP_BF16;
-    d.alpha = 1;
-    return d;
-}
-
-static pp_gemm_desc desc_dgrad(const void *dY, const void *W, void *dX, int64_t T, int64_t n, int64_t k)
-{
-    pp_gemm_desc d;
-    memset(&d, 0, sizeof d);
-    d.ta = CUBLAS_OP_N;
-    d.tb = CUBLAS_OP_N;
-    d.m = k;
-    d.n = T;
-    d.k = n;
-    d.A = W;
-    d.lda = k;
-    d.B = dY;
-    d.ldb = n;
-    d.D = dX;
-    d.ldc = d.ldd = k;
-    d.a_t = d.b_t = d.c_t = PP_BF16;
-    d.alpha = 1;
-    return d;
-}
-
-static pp_gemm_desc desc_wgrad(const void *dY, const void *X, void *dW, int64_t T, int64_t n, int64_t k)
-{
-    pp_gemm_desc d;
-    memset(&d, 0, sizeof d);
-    d.ta = CUBLAS_OP_N;
-    d.tb = CUBLAS_OP_T;
-    d.m = k;
-    d.n = n;
-    d.k = T;
-    d.A = X;
-    d.lda = k;
-    d.B = dY;
-    d.ldb = n;
-    d.D = dW;
-    d.ldc = d.ldd = k;
-    d.a_t = d.b_t = d.c_t = PP_BF16;
-    d.alpha = 1;
-    return d;
-}
-
 /* ================================================================ the layer */
 
 typedef struct {
@@ -590,20 +484,8 @@ typedef struct {
     lin fc2_d, fc2_w, fc1_d, fc1_w, proj_d, proj_w, qkv_d, qkv_w;
     pp_attn *attn;
     int gelu_recipe;                /* how the GELU gradient and db1 are computed (gelu_bwd_make) */
-    void *mem[64];
-    int n_mem;
+    pp_dev_list mem;
 } layer;
-
-static int lalloc(layer *L, void **p, size_t bytes)
-{
-    if (L->n_mem >= 64) {
-        pp_probe_error(__FILE__, __LINE__, "too many layer buffers");
-        return -1;
-    }
-    if (pp_alloc(p, bytes)) return -1;
-    L->mem[L->n_mem++] = *p;
-    return 0;
-}
 
 static void layer_free(layer *L)
 {
@@ -611,11 +493,11 @@ static void layer_free(layer *L)
     lin *ls[12] = {&L->qkv_f, &L->proj_f, &L->fc1_f, &L->fc2_f, &L->fc2_d, &L->fc2_w,
                    &L->fc1_d, &L->fc1_w, &L->proj_d, &L->proj_w, &L->qkv_d, &L->qkv_w};
     for (int i = 0; i < 12; i++) pp_gemm_plan_free(&ls[i]->plan);
-    for (int i = 0; i < L->n_mem; i++) cudaFree(L->mem[i]);
+    pp_dev_list_free(&L->mem);
     memset(L, 0, sizeof *L);
 }
 
-#define LA(ptr, n, sz) PP_TRY(lalloc(L, (void **)&(ptr), (size_t)(n) * (sz)))
+#define LA(ptr, n, sz) PP_TRY(pp_dev_list_alloc(&L->mem, (void **)&(ptr), (size_t)(n) * (sz)))
 
 /* The GELU MLP's backward needs dU = (dY W2) gelu'(U) and db1 = column sums of dU. Three ways:
  *   0  fc2 dgrad with cuBLASLt's DGELU_BGRAD epilogue (both in one GEMM), fc1 wgrad plain;
@@ -628,8 +510,8 @@ enum { GELU_RECIPES = 3 };
 static int gelu_bwd_make(pp_probe_ctx *c, layer *L, int r, lin *d2, lin *w1)
 {
     const int64_t T = L->T, h = L->sh.h, f = L->sh.ffn, n1 = L->n1;
-    pp_gemm_desc d = desc_dgrad(L->dy, L->w2, L->du, T, h, f);
-    pp_gemm_desc w = desc_wgrad(L->du, L->ln2, L->dw1, T, n1, h);
+    pp_gemm_desc d = pp_desc_dgrad(L->dy, L->w2, L->du, T, h, f);
+    pp_gemm_desc w = pp_desc_wgrad(L->du, L->ln2, L->dw1, T, n1, h);
     d.aux = L->u;
     d.ld_aux = f;
     if (r == 0) d.bias = L->db1;
@@ -779,13 +661,13 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
 
     /* forward GEMMs */
     {
-        pp_gemm_desc d = desc_fwd(L->ln1, L->wqkv, L->qkv, T, nqkv, h);
+        pp_gemm_desc d = pp_desc_fwd(L->ln1, L->wqkv, L->qkv, T, nqkv, h);
         d.bias = L->bqkv;
         PP_TRY(lin_make(c, &L->qkv_f, d, EPI_BIAS));
         L->qkv_f.rows = T, L->qkv_f.cols = nqkv, L->qkv_f.out = L->qkv, L->qkv_f.ld_out = nqkv, L->qkv_f.bias = L->bqkv;
     }
     {
-        pp_gemm_desc d = desc_fwd(L->o, L->wp, L->x1, T, h, hq);
+        pp_gemm_desc d = pp_desc_fwd(L->o, L->wp, L->x1, T, h, hq);
         d.bias = L->bp;
         d.C = L->x; /* residual: x1 = x + o Wp^T + bp */
         d.beta = 1;
@@ -793,7 +675,7 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         L->proj_f.rows = T, L->proj_f.cols = h, L->proj_f.out = L->x1, L->proj_f.ld_out = h, L->proj_f.bias = L->bp;
     }
     if (!sh->swiglu) {
-        pp_gemm_desc d = desc_fwd(L->ln2, L->w1, L->a, T, f, h);
+        pp_gemm_desc d = pp_desc_fwd(L->ln2, L->w1, L->a, T, f, h);
         d.bias = L->b1;
         d.aux = L->u;
         d.ld_aux = f;
@@ -801,13 +683,13 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         L->fc1_f.rows = T, L->fc1_f.cols = f, L->fc1_f.out = L->u, L->fc1_f.ld_out = f, L->fc1_f.bias = L->b1;
         L->fc1_f.act = L->a, L->fc1_f.ld_act = f;
     } else {
-        pp_gemm_desc d = desc_fwd(L->ln2, L->w1, L->u, T, n1, h);
+        pp_gemm_desc d = pp_desc_fwd(L->ln2, L->w1, L->u, T, n1, h);
         d.bias = L->b1;
         PP_TRY(lin_make(c, &L->fc1_f, d, EPI_BIAS));
         L->fc1_f.rows = T, L->fc1_f.cols = n1, L->fc1_f.out = L->u, L->fc1_f.ld_out = n1, L->fc1_f.bias = L->b1;
     }
     {
-        pp_gemm_desc d = desc_fwd(L->a, L->w2, L->y, T, h, f);
+        pp_gemm_desc d = pp_desc_fwd(L->a, L->w2, L->y, T, h, f);
         d.bias = L->b2;
         d.C = L->x1;
         d.beta = 1;
@@ -818,41 +700,41 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     if (!sh->swiglu) {
         PP_TRY(gelu_bwd_choose(c, L, recipe));
     } else {
-        pp_gemm_desc d = desc_dgrad(L->dy, L->w2, L->da, T, h, f);
+        pp_gemm_desc d = pp_desc_dgrad(L->dy, L->w2, L->da, T, h, f);
         PP_TRY(lin_make(c, &L->fc2_d, d, EPI_NONE));
     }
     {
-        pp_gemm_desc d = desc_wgrad(L->dy, L->a, L->dw2, T, h, f);
+        pp_gemm_desc d = pp_desc_wgrad(L->dy, L->a, L->dw2, T, h, f);
         d.bias = L->db2;
         PP_TRY(lin_make(c, &L->fc2_w, d, EPI_BGRADB));
         L->fc2_w.bias = L->db2, L->fc2_w.gsrc = L->dy, L->fc2_w.g_rows = T, L->fc2_w.g_cols = h, L->fc2_w.g_ld = h;
     }
     {
-        pp_gemm_desc d = desc_dgrad(L->du, L->w1, L->dln2, T, n1, h);
+        pp_gemm_desc d = pp_desc_dgrad(L->du, L->w1, L->dln2, T, n1, h);
         PP_TRY(lin_make(c, &L->fc1_d, d, EPI_NONE));
     }
     if (sh->swiglu) {
-        pp_gemm_desc d = desc_wgrad(L->du, L->ln2, L->dw1, T, n1, h);
+        pp_gemm_desc d = pp_desc_wgrad(L->du, L->ln2, L->dw1, T, n1, h);
         d.bias = L->db1;
         PP_TRY(lin_make(c, &L->fc1_w, d, EPI_BGRADB));
         L->fc1_w.bias = L->db1, L->fc1_w.gsrc = L->du, L->fc1_w.g_rows = T, L->fc1_w.g_cols = n1, L->fc1_w.g_ld = n1;
     }
     {
-        pp_gemm_desc d = desc_dgrad(L->dx1, L->wp, L->dO, T, h, hq);
+        pp_gemm_desc d = pp_desc_dgrad(L->dx1, L->wp, L->dO, T, h, hq);
         PP_TRY(lin_make(c, &L->proj_d, d, EPI_NONE));
     }
     {
-        pp_gemm_desc d = desc_wgrad(L->dx1, L->o, L->dwp, T, h, hq);
+        pp_gemm_desc d = pp_desc_wgrad(L->dx1, L->o, L->dwp, T, h, hq);
         d.bias = L->dbp;
         PP_TRY(lin_make(c, &L->proj_w, d, EPI_BGRADB));
         L->proj_w.bias = L->dbp, L->proj_w.gsrc = L->dx1, L->proj_w.g_rows = T, L->proj_w.g_cols = h, L->proj_w.g_ld = h;
     }
     {
-        pp_gemm_desc d = desc_dgrad(L->dqkv, L->wqkv, L->dln1, T, nqkv, h);
+        pp_gemm_desc d = pp_desc_dgrad(L->dqkv, L->wqkv, L->dln1, T, nqkv, h);
         PP_TRY(lin_make(c, &L->qkv_d, d, EPI_NONE));
     }
     {
-        pp_gemm_desc d = desc_wgrad(L->dqkv, L->ln1, L->dwqkv, T, nqkv, h);
+        pp_gemm_desc d = pp_desc_wgrad(L->dqkv, L->ln1, L->dwqkv, T, nqkv, h);
         d.bias = L->dbqkv;
         PP_TRY(lin_make(c, &L->qkv_w, d, EPI_BGRADB));
         L->qkv_w.bias = L->dbqkv, L->qkv_w.gsrc = L->dqkv, L->qkv_w.g_rows = T, L->qkv_w.g_cols = nqkv,
@@ -862,6 +744,7 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     {
         pp_attn_shape ash;
         pp_attn_io io;
+        memset(&ash, 0, sizeof ash);
         ash.b = sh->b;
         ash.s = sh->s;
         ash.heads = sh->heads;
@@ -907,7 +790,6 @@ static int layer_fwd(pp_probe_ctx *c, void *arg)
 {
     layer *L = (layer *)arg;
     const int64_t T = L->T, h = L->sh.h;
-    int blocks = c->prop.multiProcessorCount * 8;
     TRACE(c, "start");
     pp_ln_fwd_kernel<<<(unsigned)T, L->ln_threads, 0, c->stream>>>(L->x, L->g1, L->be1, L->ln1, L->mean1, L->rstd1, h);
     PP_LAUNCHED();
@@ -927,8 +809,7 @@ static int layer_fwd(pp_probe_ctx *c, void *arg)
     TRACE(c, "ln2");
     PP_TRY(lin_run(c, &L->fc1_f));
     if (L->sh.swiglu) {
-        pp_swiglu_fwd_kernel<<<blocks, 256, 0, c->stream>>>(L->u, L->a, T, L->sh.ffn);
-        PP_LAUNCHED();
+        PP_TRY(pp_swiglu_fwd(c, L->u, L->a, T, L->sh.ffn));
     }
     TRACE(c, "fc1");
     PP_TRY(lin_run(c, &L->fc2_f));
@@ -941,11 +822,9 @@ fail:
 static int layer_bwd(pp_probe_ctx *c, layer *L)
 {
     const int64_t T = L->T, h = L->sh.h;
-    int blocks = c->prop.multiProcessorCount * 8;
     PP_TRY(lin_run(c, &L->fc2_d));
     if (L->sh.swiglu) {
-        pp_swiglu_bwd_kernel<<<blocks, 256, 0, c->stream>>>(L->da, L->u, L->du, T, L->sh.ffn);
-        PP_LAUNCHED();
+        PP_TRY(pp_swiglu_bwd(c, L->da, L->u, L->du, T, L->sh.ffn));
     }
     TRACE(c, "fc2.dgrad");
     PP_TRY(lin_run(c, &L->fc2_w));
@@ -1034,45 +913,6 @@ static double layer_fwd_flops(const layer *L)
 
 /* ================================================================ check against the CPU */
 
-static int host_copy_f(pp_probe_ctx *c, const void *p, size_t n, pp_elt t, float **out)
-{
-    double *tmp = (double *)malloc(n * sizeof(double));
-    *out = (float *)malloc(n * sizeof(float));
-    if (!tmp || !*out) {
-        free(tmp);
-        pp_probe_error(__FILE__, __LINE__, "out of memory");
-        return -1;
-    }
-    if (pp_to_host(c, p, n, t, tmp)) {
-        free(tmp);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) (*out)[i] = (float)tmp[i];
-    free(tmp);
-    return 0;
-}
-
-static int cmp_dev(pp_probe_ctx *c, const void *dev, pp_elt t, const double *ref, size_t n, double *worst, const char *what,
-                   char *which, size_t which_n)
-{
-    double *got = (double *)malloc(n * sizeof(double));
-    if (!got) {
-        pp_probe_error(__FILE__, __LINE__, "out of memory");
-        return -1;
-    }
-    if (pp_to_host(c, dev, n, t, got)) {
-        free(got);
-        return -1;
-    }
-    double e = pp_rel_l2(got, ref, n);
-    free(got);
-    if (!(e <= *worst)) {
-        *worst = e;
-        snprintf(which, which_n, "%s", what);
-    }
-    return 0;
-}
-
 /* The layer at b 2, s 128, two heads of the timed head size (GQA: four heads in two kv groups, so
  * that the expand and reduce kernels are checked too), against pp_ref_layer. */
 static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, double *err, char *which, size_t which_n,
@@ -1124,9 +964,9 @@ static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, doub
     {
         const void *src[12] = {L.g1, L.be1, L.wqkv, L.bqkv, L.wp, L.bp, L.g2, L.be2, L.w1, L.b1, L.w2, L.b2};
         const int64_t n[12] = {h, h, nqkv * h, nqkv, h * hq, h, h, h, n1 * h, n1, h * f, h};
-        for (int i = 0; i < 12; i++) PP_TRY(host_copy_f(c, src[i], (size_t)n[i], PP_BF16, &hw[i]));
-        PP_TRY(host_copy_f(c, L.x, (size_t)(T * h), PP_BF16, &hx));
-        PP_TRY(host_copy_f(c, L.dy, (size_t)(T * h), PP_BF16, &hdy));
+        for (int i = 0; i < 12; i++) PP_TRY(pp_to_host_floats(c, src[i], (size_t)n[i], PP_BF16, &hw[i]));
+        PP_TRY(pp_to_host_floats(c, L.x, (size_t)(T * h), PP_BF16, &hx));
+        PP_TRY(pp_to_host_floats(c, L.dy, (size_t)(T * h), PP_BF16, &hdy));
     }
     w.ln1_g = hw[0], w.ln1_b = hw[1], w.wqkv = hw[2], w.bqkv = hw[3], w.wproj = hw[4], w.bproj = hw[5];
     w.ln2_g = hw[6], w.ln2_b = hw[7], w.w1 = hw[8], w.b1 = hw[9], w.w2 = hw[10], w.b2 = hw[11];
@@ -1153,16 +993,16 @@ static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, doub
         goto fail;
     }
     *err = 0;
-    PP_TRY(cmp_dev(c, L.y, PP_BF16, y, (size_t)(T * h), err, "y", which, which_n));
-    PP_TRY(cmp_dev(c, L.dx, PP_BF16, dx, (size_t)(T * h), err, "dx", which, which_n));
-    PP_TRY(cmp_dev(c, L.dwqkv, PP_BF16, dwqkv, (size_t)(nqkv * h), err, "dWqkv", which, which_n));
-    PP_TRY(cmp_dev(c, L.dwp, PP_BF16, dwp, (size_t)(h * hq), err, "dWproj", which, which_n));
-    PP_TRY(cmp_dev(c, L.dw1, PP_BF16, dw1, (size_t)(n1 * h), err, "dW1", which, which_n));
-    PP_TRY(cmp_dev(c, L.dw2, PP_BF16, dw2, (size_t)(h * f), err, "dW2", which, which_n));
-    PP_TRY(cmp_dev(c, L.db1, PP_BF16, db1, (size_t)n1, err, "db1", which, which_n));
-    PP_TRY(cmp_dev(c, L.dg1, PP_F32, dg1, (size_t)h, err, "dgamma1", which, which_n));
-    PP_TRY(cmp_dev(c, L.db2, PP_BF16, db2, (size_t)h, err, "db2", which, which_n));
-    PP_TRY(cmp_dev(c, L.dbqkv, PP_BF16, dbqkv, (size_t)nqkv, err, "dbqkv", which, which_n));
+    PP_TRY(pp_check_worst(c, L.y, PP_BF16, y, (size_t)(T * h), "y", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dx, PP_BF16, dx, (size_t)(T * h), "dx", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dwqkv, PP_BF16, dwqkv, (size_t)(nqkv * h), "dWqkv", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dwp, PP_BF16, dwp, (size_t)(h * hq), "dWproj", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dw1, PP_BF16, dw1, (size_t)(n1 * h), "dW1", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dw2, PP_BF16, dw2, (size_t)(h * f), "dW2", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.db1, PP_BF16, db1, (size_t)n1, "db1", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dg1, PP_F32, dg1, (size_t)h, "dgamma1", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.db2, PP_BF16, db2, (size_t)h, "db2", err, which, which_n));
+    PP_TRY(pp_check_worst(c, L.dbqkv, PP_BF16, dbqkv, (size_t)nqkv, "dbqkv", err, which, which_n));
     rc = 0;
 fail:
     layer_free(&L);

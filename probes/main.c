@@ -24,8 +24,9 @@ static double wall_s(void)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: parplan-probe [gemm|bandwidth|attention|layer|optimizer|nccl|all]... [options]\n"
-            "measures this machine's GPUs into a hardware profile (default: all probes)\n\n"
+            "usage: parplan-probe [gemm|bandwidth|attention|layer|optimizer|nccl|all|moe|mla]... [options]\n"
+            "measures this machine's GPUs into a hardware profile (default: all probes; `all` leaves out moe and\n"
+            "mla, which measure a model's layer: name them)\n\n"
             "  -o, --output FILE   write the profile: YAML, or JSON when FILE ends in .json\n"
             "  --json              one JSON document on stdout instead of the table\n"
             "  -q, --quiet         no progress lines\n"
@@ -39,8 +40,23 @@ static void usage(FILE *f)
             "  --hidden H --heads A [--kv-heads G] [--ffn F] [--seq S] [--mbs B] [--tp 1,2,4,8] [--swiglu]\n"
             "                      a model's shapes instead of the default ones (gemm, attention, layer)\n"
             "  --attention auto|flash|unfused\n"
-            "                      the layer's attention (default auto: flash where cuDNN builds it, else unfused)\n"
+            "                      the layer's and mla's attention (default auto: flash where cuDNN builds it, else\n"
+            "                      unfused)\n"
             "  --params N[,N...]   the optimizer probe's sizes in parameters (default 1e8,1e9; --quick 1e7,1e8)\n"
+            "  --dtype T[,T...]    the gemm probe's types: bf16 fp16 tf32 fp32 fp8 (default all; fp8: e4m3 inputs with\n"
+            "                      per-tensor scales, bf16 out, the same shapes as bf16 and the ratio to it)\n"
+            "moe: one Mixture-of-Experts MLP layer (Megatron-Core: router, permute, SwiGLU experts, unpermute)\n"
+            "  --hidden H --experts E --topk K --moe-ffn F [--shared-ffn S] [--tokens T[,T...]] (default 4096)\n"
+            "  --ep N[,N...]       the rank holds E/N experts and gets the T*K token copies balanced routing\n"
+            "                      sends it (the local part of an EP layout; no all-to-all)\n"
+            "  --imbalance X       the busiest local expert gets X times the mean (default 1: balanced)\n"
+            "  --moe-impl loop|grouped|both  one GEMM chain per expert (SequentialMLP) or a grouped GEMM\n"
+            "                      (TEGroupedMLP); default both\n"
+            "  --router softmax|sigmoid      the router's score function (default softmax; DeepSeek-V3: sigmoid)\n"
+            "mla: DeepSeek-V2/V3 multi-head latent attention of a TP shard\n"
+            "  --hidden H --heads A [--q-lora-rank R] (0: a plain q projection, the default) [--kv-lora-rank R]\n"
+            "  (default 512) [--qk-nope-dim D] (128) [--qk-rope-dim D] (64) [--v-head-dim D] (128)\n"
+            "  [--seq S] (4096) [--mbs B] (1) [--tp 1,2,...] (heads split evenly; default those up to 8)\n"
             "  --count             print the number of visible GPUs and exit\n"
             "  --version, -h, --help\n\n"
             "mpirun -np N parplan-probe nccl  spans nodes (one GPU per rank) when built with MPI.\n"
@@ -113,6 +129,38 @@ static int parse_tp_list(const char *s, pp_probe_opts *o)
     return 0;
 }
 
+/* --tokens 4096,8192 and --ep 8,16: up to PP_PROBE_MAX_LIST integers in lo..hi */
+static int parse_int_list(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out, int *n)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= PP_PROBE_MAX_LIST) return bad_input("%s takes at most %d values", flag, PP_PROBE_MAX_LIST);
+        if (parse_i64(flag, tok, lo, hi, &out[*n])) return 2;
+        (*n)++;
+    }
+    if (!*n) return bad_input("%s expects a list such as %lld,%lld", flag, (long long)lo, (long long)(2 * lo));
+    return 0;
+}
+
+/* --dtype bf16,fp8: the gemm probe's types */
+static int parse_dtypes(const char *s, pp_probe_opts *o)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->gemm_dtypes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int t;
+        for (t = 0; t < PP_GEMM_TYPES; t++)
+            if (!strcmp(tok, pp_gemm_dtype_names[t])) break;
+        if (t == PP_GEMM_TYPES) return bad_input("--dtype '%s': expected bf16, fp16, tf32, fp32 or fp8", tok);
+        o->gemm_dtypes |= 1u << t;
+    }
+    if (!o->gemm_dtypes) return bad_input("--dtype expects a list such as bf16,fp8");
+    return 0;
+}
+
 /* --params 1e8,1e9: whole numbers of parameters (decimal or exponent form) */
 static int parse_params_list(const char *s, pp_probe_opts *o)
 {
@@ -130,9 +178,61 @@ static int parse_params_list(const char *s, pp_probe_opts *o)
     return 0;
 }
 
+/* The moe probe's shape (--hidden given): what the layer needs to hold together. */
+static int check_moe(const pp_probe_opts *o)
+{
+    if (!o->experts || !o->topk || !o->moe_ffn)
+        return bad_input("moe --hidden needs --experts, --topk and --moe-ffn");
+    if (o->topk > o->experts)
+        return bad_input("--topk %lld is more than --experts %lld", (long long)o->topk, (long long)o->experts);
+    if (o->hidden % 8 || o->moe_ffn % 8 || o->shared_ffn % 8)
+        return bad_input("moe: --hidden, --moe-ffn and --shared-ffn must be multiples of 8 (16-byte rows)");
+    for (int i = 0; i < o->n_ep; i++) {
+        int64_t ep = o->ep[i], local = o->experts / ep;
+        if (o->experts % ep)
+            return bad_input("--ep %lld does not divide --experts %lld", (long long)ep, (long long)o->experts);
+        /* the hot experts (one per rank) get X times the mean; the others must still get >= 0 */
+        if (o->imbalance > (double)local)
+            return bad_input("--imbalance %g: with %lld local experts the busiest gets at most %lld times the mean",
+                             o->imbalance, (long long)local, (long long)local);
+    }
+    for (int i = 0; i < o->n_tokens; i++) {
+        int64_t t = o->tokens[i];
+        if (t * o->topk < o->experts)
+            return bad_input("--tokens %lld: %lld token copies leave some of the %lld experts without tokens",
+                             (long long)t, (long long)(t * o->topk), (long long)o->experts);
+    }
+    /* a token's k experts are distinct: the busiest expert gets at most every token once */
+    if (o->imbalance * (double)o->topk > (double)o->experts)
+        return bad_input("--imbalance %g: the busiest expert would get more than every token (at most %g with "
+                         "--topk %lld of %lld experts)", o->imbalance, (double)o->experts / (double)o->topk,
+                         (long long)o->topk, (long long)o->experts);
+    return 0;
+}
+
+/* The mla probe's shape (--hidden given). */
+static int check_mla(pp_probe_opts *o)
+{
+    if (!o->heads) return bad_input("mla --hidden needs --heads");
+    if (!o->kv_lora_rank) o->kv_lora_rank = 512;
+    if (!o->qk_nope_dim) o->qk_nope_dim = 128;
+    if (!o->qk_rope_dim) o->qk_rope_dim = 64;
+    if (!o->v_head_dim) o->v_head_dim = 128;
+    if (o->hidden % 8 || o->q_lora_rank % 8 || o->kv_lora_rank % 8 || o->qk_nope_dim % 8 || o->qk_rope_dim % 8 ||
+        o->v_head_dim % 8)
+        return bad_input("mla: --hidden, the lora ranks and the head dims must be multiples of 8 (16-byte rows)");
+    if (!o->n_tp)
+        for (int64_t t = 1; t <= 8; t *= 2)
+            if (o->heads % t == 0) o->tp[o->n_tp++] = t;
+    for (int i = 0; i < o->n_tp; i++)
+        if (o->heads % o->tp[i])
+            return bad_input("--tp %lld does not split %lld heads evenly", (long long)o->tp[i], (long long)o->heads);
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
 {
-    bool any = false;
+    bool any = false, moe_opt = false, moe_shape = false, mla_opt = false;
     int64_t v = 0;
     memset(o, 0, sizeof *o);
     *count_only = false;
@@ -145,7 +245,7 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
         i++;                                                                \
     } while (0)
         if (!strcmp(a, "all")) {
-            for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = true;
+            for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = o->run[k] || pp_probe_in_all(k);
             any = true;
             continue;
         }
@@ -208,6 +308,70 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
         } else if (!strcmp(a, "--params")) {
             NEED_VAL();
             if (parse_params_list(val, o)) return 2;
+        } else if (!strcmp(a, "--dtype")) {
+            NEED_VAL();
+            if (parse_dtypes(val, o)) return 2;
+        } else if (!strcmp(a, "--experts")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 1, 4096, &o->experts)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--topk")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 1, 32, &o->topk)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--moe-ffn")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1 << 20, &o->moe_ffn)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--shared-ffn")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 0, 1 << 20, &o->shared_ffn)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--tokens")) {
+            NEED_VAL();
+            if (parse_int_list(a, val, 16, 1 << 22, o->tokens, &o->n_tokens)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--ep")) {
+            NEED_VAL();
+            if (parse_int_list(a, val, 1, 4096, o->ep, &o->n_ep)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--imbalance")) {
+            NEED_VAL();
+            if (parse_num(a, val, 1, 4096, &o->imbalance)) return 2;
+            moe_opt = moe_shape = true;
+        } else if (!strcmp(a, "--moe-impl")) {
+            NEED_VAL();
+            if (!strcmp(val, "loop")) o->moe_impls = 1;
+            else if (!strcmp(val, "grouped")) o->moe_impls = 2;
+            else if (!strcmp(val, "both")) o->moe_impls = 3;
+            else return bad_input("--moe-impl '%s': expected loop, grouped or both", val);
+            moe_opt = true;
+        } else if (!strcmp(a, "--router")) {
+            NEED_VAL();
+            if (!strcmp(val, "softmax")) o->router = 0;
+            else if (!strcmp(val, "sigmoid")) o->router = 1;
+            else return bad_input("--router '%s': expected softmax or sigmoid", val);
+            moe_opt = true;
+        } else if (!strcmp(a, "--q-lora-rank")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 0, 1 << 20, &o->q_lora_rank)) return 2;
+            mla_opt = true;
+        } else if (!strcmp(a, "--kv-lora-rank")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1 << 20, &o->kv_lora_rank)) return 2;
+            mla_opt = true;
+        } else if (!strcmp(a, "--qk-nope-dim")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1024, &o->qk_nope_dim)) return 2;
+            mla_opt = true;
+        } else if (!strcmp(a, "--qk-rope-dim")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 512, &o->qk_rope_dim)) return 2;
+            mla_opt = true;
+        } else if (!strcmp(a, "--v-head-dim")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1024, &o->v_head_dim)) return 2;
+            mla_opt = true;
         } else if (!strcmp(a, "--attention")) {
             NEED_VAL();
             if (!strcmp(val, "auto")) o->attention = 0;
@@ -226,9 +390,34 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
 #undef NEED_VAL
     }
     if (!any)
-        for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = true;
+        for (int k = 0; k < PP_PROBE_COUNT; k++) o->run[k] = pp_probe_in_all(k);
     if (parse_env(o)) return 2;
     if (o->n_params && !o->run[PP_PROBE_OPTIMIZER]) return bad_input("--params sizes the optimizer probe, which is not asked for");
+    if (o->gemm_dtypes && !o->run[PP_PROBE_GEMM]) return bad_input("--dtype picks the gemm probe's types, which is not asked for");
+    if (moe_opt && !o->run[PP_PROBE_MOE])
+        return bad_input("--experts, --topk, --moe-ffn, --shared-ffn, --tokens, --ep, --imbalance, --moe-impl and "
+                         "--router describe the moe probe, which is not asked for");
+    if (mla_opt && !o->run[PP_PROBE_MLA])
+        return bad_input("--q-lora-rank, --kv-lora-rank, --qk-nope-dim, --qk-rope-dim and --v-head-dim describe the "
+                         "mla probe, which is not asked for");
+    /* moe and mla read the model options as their own layer's; gemm, attention and layer read them
+     * as a dense transformer's: one command measures one of the two */
+    bool dense = o->run[PP_PROBE_GEMM] || o->run[PP_PROBE_ATTENTION] || o->run[PP_PROBE_LAYER];
+    bool sparse = o->run[PP_PROBE_MOE] || o->run[PP_PROBE_MLA];
+    if (sparse && dense && (o->hidden || o->heads))
+        return bad_input("moe and mla read --hidden as their own layer's: run them apart from gemm, attention and layer");
+    if (sparse) {
+        if (!o->hidden && (moe_shape || mla_opt || o->heads || o->n_tp || o->seq || o->mbs))
+            return bad_input("moe and mla shapes need --hidden (without it they run their default shapes)");
+        if (o->run[PP_PROBE_MOE] && !o->run[PP_PROBE_MLA] && (o->heads || o->n_tp || o->seq || o->mbs))
+            return bad_input("moe takes --tokens (micro-batch x sequence) and --ep, not --heads, --tp, --seq or --mbs");
+        if (o->ffn || o->kv_heads || o->swiglu)
+            return bad_input("--ffn, --kv-heads and --swiglu describe a dense layer: moe takes --moe-ffn, mla its "
+                             "latent ranks");
+        if (o->hidden && o->run[PP_PROBE_MOE] && check_moe(o)) return 2;
+        if (o->hidden && o->run[PP_PROBE_MLA] && check_mla(o)) return 2;
+        return 0;
+    }
     if (o->hidden && !o->heads) return bad_input("--hidden needs --heads");
     if (o->heads && !o->hidden) return bad_input("--heads needs --hidden");
     if (o->hidden) {
@@ -345,6 +534,8 @@ int main(int argc, char **argv)
         case PP_PROBE_ATTENTION: st = pp_probe_attention(ctx); break;
         case PP_PROBE_LAYER: st = pp_probe_layer(ctx); break;
         case PP_PROBE_OPTIMIZER: st = pp_probe_optimizer(ctx); break;
+        case PP_PROBE_MOE: st = pp_probe_moe(ctx); break;
+        case PP_PROBE_MLA: st = pp_probe_mla(ctx); break;
         default: st = pp_probe_nccl(&o, &rep); break;
         }
         rep.probe_s[k] = wall_s() - t0;

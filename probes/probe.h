@@ -18,13 +18,22 @@ extern "C" {
 #endif
 
 /* The optimizer probe (issue 8) comes before nccl: the single-GPU probes share one context, which
- * main.c closes before nccl drives its own devices. */
+ * main.c closes before nccl drives its own devices. moe and mla (a model's Mixture-of-Experts MLP
+ * and multi-head latent attention layers) are single-GPU probes too; `all` leaves them out (they
+ * measure a model's layer, not the machine: name them). */
 enum { PP_PROBE_GEMM = 0, PP_PROBE_BANDWIDTH, PP_PROBE_ATTENTION, PP_PROBE_LAYER, PP_PROBE_OPTIMIZER,
-       PP_PROBE_NCCL, PP_PROBE_COUNT };
+       PP_PROBE_MOE, PP_PROBE_MLA, PP_PROBE_NCCL, PP_PROBE_COUNT };
 extern const char *const pp_probe_names[PP_PROBE_COUNT];
+/* whether `all` (and no probe named) runs it */
+bool pp_probe_in_all(int probe);
 
 #define PP_PROBE_MAX_TP 8
 #define PP_PROBE_MAX_PARAMS 8 /* --params sizes of the optimizer probe */
+#define PP_PROBE_MAX_LIST 8   /* --tokens, --ep sizes of the moe probe */
+
+/* The gemm probe's types, in the bit order of --dtype (pp_probe_opts.gemm_dtypes) */
+enum { PP_GEMM_BF16 = 0, PP_GEMM_FP16, PP_GEMM_TF32, PP_GEMM_FP32, PP_GEMM_FP8, PP_GEMM_TYPES };
+extern const char *const pp_gemm_dtype_names[PP_GEMM_TYPES];
 
 /* What to measure (parsed by main.c). */
 typedef struct {
@@ -56,6 +65,22 @@ typedef struct {
     /* --params N[,N...]: the optimizer probe's sizes in parameters (n_params 0: its defaults) */
     double params[PP_PROBE_MAX_PARAMS];
     int n_params;
+    /* --dtype LIST: the gemm probe's types, bit PP_GEMM_* set for each (0: all) */
+    unsigned gemm_dtypes;
+    /* moe (moe.cu): --experts E --topk K --moe-ffn F [--shared-ffn S] --tokens T[,T..] [--ep N[,N..]]
+     * [--imbalance X] [--moe-impl loop|grouped|both] [--router softmax|sigmoid] (hidden: --hidden).
+     * experts 0: the probe's default shapes. */
+    int64_t experts, topk, moe_ffn, shared_ffn;
+    int64_t tokens[PP_PROBE_MAX_LIST];
+    int n_tokens;
+    int64_t ep[PP_PROBE_MAX_LIST];
+    int n_ep;
+    double imbalance;         /* the busiest local expert's tokens / the mean; 0: 1 (balanced) */
+    unsigned moe_impls;       /* bit 0 loop, bit 1 grouped; 0: both */
+    int router;               /* 0 softmax, 1 sigmoid */
+    /* mla (mla.cu): --q-lora-rank (0: a plain q projection) --kv-lora-rank --qk-nope-dim --qk-rope-dim
+     * --v-head-dim; hidden, heads, seq, mbs and tp as above. kv_lora_rank 0: the probe's defaults. */
+    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
 } pp_probe_opts;
 
 /* ---------------------------------------------------------------- results */
@@ -110,6 +135,61 @@ typedef struct {
     double check_err;         /* largest relative error of the small-size check against the CPU */
 } pp_opt_row;
 
+/* One Mixture-of-Experts MLP layer (moe.cu) on one GPU, Megatron-Core's order: router, permute,
+ * experts (fc1, SwiGLU, fc2), unpermute; a shared expert on all tokens. */
+enum { PP_MOE_ROUTER = 0, PP_MOE_PERMUTE, PP_MOE_FC1, PP_MOE_ACT, PP_MOE_FC2, PP_MOE_UNPERMUTE, PP_MOE_SHARED,
+       PP_MOE_PARTS };
+extern const char *const pp_moe_part_names[PP_MOE_PARTS];
+typedef struct {
+    int64_t hidden, experts, topk, moe_ffn, shared_ffn, tokens, ep;
+    double imbalance;         /* busiest local expert / mean (1: balanced routing) */
+    char impl[8];             /* loop (SequentialMLP), grouped (TEGroupedMLP / GroupedMLP) */
+    char backend[24];         /* cublaslt (loop), cublas_grouped (cublasGemmGroupedBatchedEx), cublaslt_batched */
+    char router[8];           /* softmax, sigmoid */
+    int64_t local_experts, rows; /* experts this rank holds, token copies they get (T*K at balance) */
+    double fwd_ms, fwdbwd_ms;
+    double part_fwd_ms[PP_MOE_PARTS], part_bwd_ms[PP_MOE_PARTS]; /* each part's own time, medians */
+    double expert_fwd_tflops, expert_fwdbwd_tflops; /* 6*rows*hidden*moe_ffn (x3) / (fc1 + fc2 time) */
+    double check_err;         /* the small-size check against the CPU */
+} pp_moe_row;
+
+/* The moe probe's fixed routing and the row maps of its data movement (route.c, pure C: tested
+ * without a GPU). Token t's K copies go to distinct global experts expert[t*K + j] by a cyclic
+ * sweep: expert g takes count_g consecutive visits of the sweep "visit v = copy v / T of token
+ * v mod T", count_g <= T, so no token twice. Balanced: count_g = T*K/E (the remainder one more to
+ * the first); imbalance X > 1: the hot experts g mod L == 0 (local expert 0 of every EP rank) get
+ * round(X*T*K/E) and the rest share what is left. The rank holds L = E/ep local experts; global
+ * expert g runs on local expert g mod L (the simulation of expert parallelism: the rank computes,
+ * for the T*K copies balanced routing sends it, what the owning ranks would).
+ * Rows: R = T*K copies in send order (by global expert, tokens ascending: the permutation's output,
+ * moe_utils.py permute) and in the expert layout (local expert e's count[e] rows from off[e],
+ * [e][source rank] order: token_dispatcher.py sort_chunks_by_idxs); padded: every local expert gets
+ * cap = max count rows (the strided-batched experts), the extra rows map to -1. */
+typedef struct {
+    int64_t T, K, E, ep, L, R, rows, cap;
+    int32_t *expert;          /* [T*K] */
+    int64_t *count, *off;     /* [L] */
+    int32_t *exp_src;         /* [rows] expert-layout row <- token (ep 1) or send row (ep > 1); -1 padding */
+    int32_t *send_tok;        /* [R] send row <- token */
+    int32_t *send_from_exp;   /* [R] send row -> its expert-layout row (the unsort) */
+    int32_t *row_of;          /* [T*K] copy -> the row unpermute reads: expert layout (ep 1) or send row */
+} pp_moe_route;
+/* 0, or -1 when out of memory or the shape is impossible (K > E, ep not dividing E, a count over T). */
+int pp_moe_route_make(int64_t T, int64_t K, int64_t E, int64_t ep, double imbalance, bool padded, pp_moe_route *r);
+void pp_moe_route_free(pp_moe_route *r); /* accepts NULL and a zeroed route */
+
+/* One multi-head latent attention block of a TP shard (mla.cu), DeepSeek-V2/V3. */
+enum { PP_MLA_Q = 0, PP_MLA_KV, PP_MLA_ROPE, PP_MLA_ATTN, PP_MLA_PROJ, PP_MLA_PARTS };
+extern const char *const pp_mla_part_names[PP_MLA_PARTS];
+typedef struct {
+    int64_t hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, seq, mbs, tp;
+    char attention[8];        /* flash (cuDNN), unfused */
+    double fwd_ms, fwdbwd_ms;
+    double fwd_tflops, fwdbwd_tflops; /* mla_fwd_flops (x3) / time, see mla.cu */
+    double part_fwd_ms[PP_MLA_PARTS], part_bwd_ms[PP_MLA_PARTS];
+    double check_err;
+} pp_mla_row;
+
 /* A size that ran out of GPU memory: reported ("OOM at this size") and skipped, the probe goes on. */
 typedef struct {
     int probe;                /* PP_PROBE_* */
@@ -134,6 +214,8 @@ typedef struct pp_report {
     pp_layer_row *layer; int n_layer, cap_layer;
     pp_nccl_row *nccl; int n_nccl, cap_nccl;
     pp_opt_row *opt; int n_opt, cap_opt;
+    pp_moe_row *moe; int n_moe, cap_moe;
+    pp_mla_row *mla; int n_mla, cap_mla;
     pp_oom_row *oom; int n_oom, cap_oom;
     /* wrong results (reported, not timed) and notes (skipped parts), one line each */
     char **fail; int n_fail, cap_fail;
@@ -151,11 +233,17 @@ int pp_report_add_attn(pp_report *r, const pp_attn_row *row);
 int pp_report_add_layer(pp_report *r, const pp_layer_row *row);
 int pp_report_add_nccl(pp_report *r, const pp_nccl_row *row);
 int pp_report_add_opt(pp_report *r, const pp_opt_row *row);
+/* Refused also when the shape does not hold together (topk > experts, ep not dividing experts,
+ * heads not split by tp, a part time negative). */
+int pp_report_add_moe(pp_report *r, const pp_moe_row *row);
+int pp_report_add_mla(pp_report *r, const pp_mla_row *row);
 /* An OOM row: refused (-1) without a probe index or description, or with a negative need. */
 int pp_report_add_oom(pp_report *r, const pp_oom_row *row);
 void pp_report_fail(pp_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pp_report_note(pp_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An fp8 gemm row's rate over the bf16 row of the same op and shape (0: not fp8, or no such row). */
+double pp_report_fp8_speedup(const pp_report *r, int i);
 /* The human table: '#'-headed sections, one row per measurement, whitespace-separated. */
 int pp_report_write_table(const pp_report *r, FILE *f);
 /* One part of it: probe -1 the header, PP_PROBE_* that probe's section, PP_PROBE_COUNT the notes
@@ -243,6 +331,8 @@ int pp_probe_bandwidth(pp_probe_ctx *ctx);
 int pp_probe_attention(pp_probe_ctx *ctx);
 int pp_probe_layer(pp_probe_ctx *ctx);
 int pp_probe_optimizer(pp_probe_ctx *ctx);
+int pp_probe_moe(pp_probe_ctx *ctx);
+int pp_probe_mla(pp_probe_ctx *ctx);
 /* NCCL drives its own devices (all local GPUs, or one per MPI rank), no ctx. */
 int pp_probe_nccl(const pp_probe_opts *opt, pp_report *r);
 

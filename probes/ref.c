@@ -116,11 +116,11 @@ static void ln_bwd(const double *x, const float *g, const double *mean, const do
     }
 }
 
-int pp_ref_attention(int64_t b, int64_t s, int64_t heads, int64_t d, const double *q, const double *k,
-                     const double *v, int64_t ld, double *o, const double *dout, double *dq, double *dk,
-                     double *dv)
+int pp_ref_attention_ex(int64_t b, int64_t s, int64_t heads, int64_t d, int64_t dv, const double *q, int64_t ldq,
+                        const double *k, int64_t ldk, const double *v, int64_t ldv, double *o, const double *dout,
+                        double *dq, double *dk, double *dvo)
 {
-    const int64_t hq = heads * d;
+    const int64_t hq = heads * d, hv = heads * dv;
     const double scale = 1 / sqrt((double)d);
     double *p = malloc((size_t)(s * s) * sizeof *p);
     double *dp = malloc((size_t)(s * s) * sizeof *dp);
@@ -128,11 +128,12 @@ int pp_ref_attention(int64_t b, int64_t s, int64_t heads, int64_t d, const doubl
     if (!p || !dp) goto done;
     for (int64_t bi = 0; bi < b; bi++)
         for (int64_t hj = 0; hj < heads; hj++) {
-            /* row i of q for this (batch, head): q + (bi*s + i)*ld + hj*d */
-#define Q(i, c) q[((bi) * s + (i)) * ld + hj * d + (c)]
-#define K(i, c) k[((bi) * s + (i)) * ld + hj * d + (c)]
-#define V(i, c) v[((bi) * s + (i)) * ld + hj * d + (c)]
-#define ROW(arr, i, c) arr[((bi) * s + (i)) * hq + hj * d + (c)]
+            /* row i of q for this (batch, head): q + (bi*s + i)*ldq + hj*d */
+#define Q(i, c) q[((bi) * s + (i)) * ldq + hj * d + (c)]
+#define K(i, c) k[((bi) * s + (i)) * ldk + hj * d + (c)]
+#define V(i, c) v[((bi) * s + (i)) * ldv + hj * dv + (c)]
+#define ROWQ(arr, i, c) arr[((bi) * s + (i)) * hq + hj * d + (c)]
+#define ROWV(arr, i, c) arr[((bi) * s + (i)) * hv + hj * dv + (c)]
             for (int64_t i = 0; i < s; i++) {
                 double mx = -INFINITY;
                 for (int64_t j = 0; j <= i; j++) {
@@ -148,25 +149,25 @@ int pp_ref_attention(int64_t b, int64_t s, int64_t heads, int64_t d, const doubl
                 }
                 for (int64_t j = 0; j <= i; j++) p[i * s + j] /= sum;
                 for (int64_t j = i + 1; j < s; j++) p[i * s + j] = 0;
-                for (int64_t c = 0; c < d; c++) {
+                for (int64_t c = 0; c < dv; c++) {
                     double acc = 0;
                     for (int64_t j = 0; j <= i; j++) acc += p[i * s + j] * V(j, c);
-                    ROW(o, i, c) = acc;
+                    ROWV(o, i, c) = acc;
                 }
             }
             if (!dout) continue;
             /* dV = P^T dO; dP = dO V^T; dS = P (dP - rowsum(dP P)); dQ = scale dS K; dK = scale dS^T Q */
             for (int64_t j = 0; j < s; j++)
-                for (int64_t c = 0; c < d; c++) {
+                for (int64_t c = 0; c < dv; c++) {
                     double acc = 0;
-                    for (int64_t i = j; i < s; i++) acc += p[i * s + j] * ROW(dout, i, c);
-                    ROW(dv, j, c) = acc;
+                    for (int64_t i = j; i < s; i++) acc += p[i * s + j] * ROWV(dout, i, c);
+                    ROWV(dvo, j, c) = acc;
                 }
             for (int64_t i = 0; i < s; i++) {
                 double rs = 0;
                 for (int64_t j = 0; j <= i; j++) {
                     double acc = 0;
-                    for (int64_t c = 0; c < d; c++) acc += ROW(dout, i, c) * V(j, c);
+                    for (int64_t c = 0; c < dv; c++) acc += ROWV(dout, i, c) * V(j, c);
                     dp[i * s + j] = acc;
                     rs += acc * p[i * s + j];
                 }
@@ -176,24 +177,42 @@ int pp_ref_attention(int64_t b, int64_t s, int64_t heads, int64_t d, const doubl
                 for (int64_t c = 0; c < d; c++) {
                     double acc = 0;
                     for (int64_t j = 0; j <= i; j++) acc += dp[i * s + j] * K(j, c);
-                    ROW(dq, i, c) = acc;
+                    ROWQ(dq, i, c) = acc;
                 }
             for (int64_t j = 0; j < s; j++)
                 for (int64_t c = 0; c < d; c++) {
                     double acc = 0;
                     for (int64_t i = j; i < s; i++) acc += dp[i * s + j] * Q(i, c);
-                    ROW(dk, j, c) = acc;
+                    ROWQ(dk, j, c) = acc;
                 }
 #undef Q
 #undef K
 #undef V
-#undef ROW
+#undef ROWQ
+#undef ROWV
         }
     rc = 0;
 done:
     free(p);
     free(dp);
     return rc;
+}
+
+int pp_ref_attention(int64_t b, int64_t s, int64_t heads, int64_t d, const double *q, const double *k,
+                     const double *v, int64_t ld, double *o, const double *dout, double *dq, double *dk,
+                     double *dv)
+{
+    return pp_ref_attention_ex(b, s, heads, d, d, q, ld, k, ld, v, ld, o, dout, dq, dk, dv);
+}
+
+void pp_ref_linear(const double *x, const double *w, int64_t m, int64_t n, int64_t k, double scale, double *y)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t q = 0; q < k; q++) acc += x[i * k + q] * w[j * k + q];
+            y[i * n + j] = scale * acc;
+        }
 }
 
 int pp_ref_layer(const pp_ref_shape *sh, const pp_ref_weights *w, const float *x, const float *dy, double *y,
@@ -314,5 +333,279 @@ int pp_ref_layer(const pp_ref_shape *sh, const pp_ref_weights *w, const float *x
 done:
     free(xd); free(a); free(m1); free(r1); free(qkv); free(qkvm); free(o); free(x1); free(c); free(m2); free(r2);
     free(u); free(act); free(dyd); free(dact); free(du); free(dc); free(dx1); free(d_o); free(dqkv); free(da);
+    return rc;
+}
+
+/* ================================================================ Mixture of Experts */
+
+/* One SwiGLU MLP on one token: u = W1 x [2F], act = silu(u_gate) * u_up [F], o = W2 act [h]. */
+static void mlp_fwd(const float *w1, const float *w2, const double *x, int64_t h, int64_t F, double *u, double *act,
+                    double *o)
+{
+    linear(x, w1, NULL, 1, 2 * F, h, u);
+    for (int64_t c = 0; c < F; c++) act[c] = silu(u[c]) * u[F + c];
+    linear(act, w2, NULL, 1, h, F, o);
+}
+
+/* Its backward for an output gradient go [h]: dW1 += du x^T, dW2 += go act^T (either may be NULL),
+ * dx += W1^T du. u and act from mlp_fwd; du, dact scratch [2F], [F]. */
+static void mlp_bwd(const float *w1, const float *w2, const double *x, const double *u, const double *act,
+                    const double *go, int64_t h, int64_t F, double *dw1, double *dw2, double *dx, double *du,
+                    double *dact)
+{
+    for (int64_t c = 0; c < F; c++) {
+        double acc = 0;
+        for (int64_t r = 0; r < h; r++) acc += w2[r * F + c] * go[r];
+        dact[c] = acc;
+    }
+    if (dw2)
+        for (int64_t r = 0; r < h; r++)
+            for (int64_t c = 0; c < F; c++) dw2[r * F + c] += go[r] * act[c];
+    for (int64_t c = 0; c < F; c++) {
+        du[c] = dact[c] * u[F + c] * silu_grad(u[c]);
+        du[F + c] = dact[c] * silu(u[c]);
+    }
+    if (dw1)
+        for (int64_t r = 0; r < 2 * F; r++)
+            for (int64_t i = 0; i < h; i++) dw1[r * h + i] += du[r] * x[i];
+    for (int64_t i = 0; i < h; i++) {
+        double acc = 0;
+        for (int64_t r = 0; r < 2 * F; r++) acc += w1[r * h + i] * du[r];
+        dx[i] += acc;
+    }
+}
+
+/* Scores of one token's logits: softmax over all E (fp64, max-subtracted) or sigmoid. */
+static void moe_scores(const double *l, int64_t E, bool sigmoid, double *s)
+{
+    if (sigmoid) {
+        for (int64_t e = 0; e < E; e++) s[e] = 1 / (1 + exp(-l[e]));
+        return;
+    }
+    double mx = -INFINITY, sum = 0;
+    for (int64_t e = 0; e < E; e++) mx = l[e] > mx ? l[e] : mx;
+    for (int64_t e = 0; e < E; e++) sum += (s[e] = exp(l[e] - mx));
+    for (int64_t e = 0; e < E; e++) s[e] /= sum;
+}
+
+int pp_ref_moe(const pp_ref_moe_shape *sh, const pp_ref_moe_weights *w, const int32_t *experts, const float *x,
+               const float *dy, double *y, pp_ref_moe_grads *g)
+{
+    const int64_t T = sh->T, h = sh->h, E = sh->E, K = sh->K, F = sh->F, S = sh->S, L = sh->L;
+    const int64_t FM = F > S ? F : S;
+    /* the top-k weights are normalised except for a single sigmoid choice (Megatron: topk > 1) */
+    const bool norm = !sh->sigmoid || K > 1;
+    int rc = -1;
+    double *xt = NULL, *l = NULL, *sc = NULL, *p = NULL, *u = NULL, *act = NULL, *o = NULL, *dyt = NULL, *go = NULL,
+           *du = NULL, *dact = NULL, *dp = NULL, *ds = NULL, *dl = NULL, *dxt = NULL;
+    if (T < 1 || h < 1 || E < 1 || K < 1 || K > E || F < 1 || S < 0 || L < 1 || E % L) return -1;
+    for (int64_t i = 0; i < T * K; i++)
+        if (experts[i] < 0 || experts[i] >= E) return -1;
+#define ALLOC(ptr, n) if (!((ptr) = calloc((size_t)(n), sizeof *(ptr)))) goto done
+    ALLOC(xt, h); ALLOC(l, E); ALLOC(sc, E); ALLOC(p, K); ALLOC(u, 2 * FM); ALLOC(act, FM); ALLOC(o, h);
+    ALLOC(dyt, h); ALLOC(go, h); ALLOC(du, 2 * FM); ALLOC(dact, FM); ALLOC(dp, K); ALLOC(ds, E); ALLOC(dl, E);
+    ALLOC(dxt, h);
+#undef ALLOC
+    if (g) {
+        if (g->dwr) memset(g->dwr, 0, (size_t)(E * h) * sizeof(double));
+        if (g->dw1) memset(g->dw1, 0, (size_t)(L * 2 * F * h) * sizeof(double));
+        if (g->dw2) memset(g->dw2, 0, (size_t)(L * h * F) * sizeof(double));
+        if (g->dws1 && S) memset(g->dws1, 0, (size_t)(2 * S * h) * sizeof(double));
+        if (g->dws2 && S) memset(g->dws2, 0, (size_t)(h * S) * sizeof(double));
+    }
+    for (int64_t t = 0; t < T; t++) {
+        const int32_t *a = experts + t * K;
+        double ssel = 0;
+        for (int64_t i = 0; i < h; i++) xt[i] = x[t * h + i];
+        linear(xt, w->wr, NULL, 1, E, h, l);
+        moe_scores(l, E, sh->sigmoid, sc);
+        for (int64_t j = 0; j < K; j++) ssel += sc[a[j]];
+        for (int64_t j = 0; j < K; j++) p[j] = norm ? sc[a[j]] / ssel : sc[a[j]];
+        double *yt = y + t * h;
+        for (int64_t i = 0; i < h; i++) yt[i] = 0;
+        if (dy) {
+            for (int64_t i = 0; i < h; i++) {
+                dyt[i] = dy[t * h + i];
+                dxt[i] = 0;
+            }
+        }
+        for (int64_t j = 0; j < K; j++) {
+            const int64_t e = a[j] % L;
+            const float *w1 = w->w1 + e * 2 * F * h, *w2 = w->w2 + e * h * F;
+            mlp_fwd(w1, w2, xt, h, F, u, act, o);
+            for (int64_t i = 0; i < h; i++) yt[i] += p[j] * o[i];
+            if (!dy) continue;
+            double dot = 0;
+            for (int64_t i = 0; i < h; i++) {
+                dot += dyt[i] * o[i];
+                go[i] = p[j] * dyt[i];
+            }
+            dp[j] = dot;
+            mlp_bwd(w1, w2, xt, u, act, go, h, F, g && g->dw1 ? g->dw1 + e * 2 * F * h : NULL,
+                    g && g->dw2 ? g->dw2 + e * h * F : NULL, dxt, du, dact);
+        }
+        if (S) {
+            mlp_fwd(w->ws1, w->ws2, xt, h, S, u, act, o);
+            for (int64_t i = 0; i < h; i++) yt[i] += o[i];
+            if (dy)
+                mlp_bwd(w->ws1, w->ws2, xt, u, act, dyt, h, S, g ? g->dws1 : NULL, g ? g->dws2 : NULL, dxt, du, dact);
+        }
+        if (!dy) continue;
+        /* router: through the normalisation of the chosen scores, then softmax or sigmoid */
+        double pdp = 0, dot = 0;
+        for (int64_t j = 0; j < K; j++) pdp += p[j] * dp[j];
+        for (int64_t e = 0; e < E; e++) ds[e] = 0;
+        for (int64_t j = 0; j < K; j++) ds[a[j]] += norm ? (dp[j] - pdp) / ssel : dp[j];
+        for (int64_t e = 0; e < E; e++) dot += ds[e] * sc[e];
+        for (int64_t e = 0; e < E; e++)
+            dl[e] = sh->sigmoid ? ds[e] * sc[e] * (1 - sc[e]) : sc[e] * (ds[e] - dot);
+        for (int64_t e = 0; e < E; e++) {
+            for (int64_t i = 0; i < h; i++) {
+                if (g && g->dwr) g->dwr[e * h + i] += dl[e] * xt[i];
+                dxt[i] += w->wr[e * h + i] * dl[e];
+            }
+        }
+        if (g && g->dx)
+            for (int64_t i = 0; i < h; i++) g->dx[t * h + i] = dxt[i];
+    }
+    rc = 0;
+done:
+    free(xt); free(l); free(sc); free(p); free(u); free(act); free(o); free(dyt); free(go); free(du); free(dact);
+    free(dp); free(ds); free(dl); free(dxt);
+    return rc;
+}
+
+/* ================================================================ multi-head latent attention */
+
+/* RMSNorm over rows of n (Zhang & Sennrich 2019): y = x * rstd * g, rstd = 1/sqrt(mean(x^2) + eps);
+ * x rows at stride ldx. */
+static void rms_fwd(const double *x, int64_t ldx, const float *g, int64_t T, int64_t n, double *y, double *rstd)
+{
+    for (int64_t t = 0; t < T; t++) {
+        double ms = 0;
+        for (int64_t i = 0; i < n; i++) ms += x[t * ldx + i] * x[t * ldx + i];
+        rstd[t] = 1 / sqrt(ms / (double)n + PP_RMS_EPS);
+        for (int64_t i = 0; i < n; i++) y[t * n + i] = x[t * ldx + i] * rstd[t] * g[i];
+    }
+}
+
+/* dx = rstd (dxh - xh mean(dxh xh)), dxh = dy g, xh = x rstd; dg = sum dy xh. dx rows at ldx. */
+static void rms_bwd(const double *x, int64_t ldx, const float *g, const double *rstd, const double *dy, int64_t T,
+                    int64_t n, double *dx, double *dg)
+{
+    if (dg) memset(dg, 0, (size_t)n * sizeof *dg);
+    for (int64_t t = 0; t < T; t++) {
+        double m = 0;
+        for (int64_t i = 0; i < n; i++) m += dy[t * n + i] * g[i] * x[t * ldx + i] * rstd[t];
+        m /= (double)n;
+        for (int64_t i = 0; i < n; i++) {
+            double xh = x[t * ldx + i] * rstd[t];
+            dx[t * ldx + i] = rstd[t] * (dy[t * n + i] * g[i] - xh * m);
+            if (dg) dg[i] += dy[t * n + i] * xh;
+        }
+    }
+}
+
+/* Rotary embedding (Su et al. 2021) of dr values at position pos, rotate-half pairs (i, i + dr/2);
+ * dir -1 applies the inverse rotation (the backward of a rotation is its transpose). */
+static void rope(double *v, int64_t dr, int64_t pos, int dir)
+{
+    const int64_t half = dr / 2;
+    for (int64_t i = 0; i < half; i++) {
+        double th = (double)pos * pow(10000.0, -2.0 * (double)i / (double)dr);
+        double cs = cos(th), sn = dir * sin(th), a = v[i], b = v[i + half];
+        v[i] = a * cs - b * sn;
+        v[i + half] = b * cs + a * sn;
+    }
+}
+
+int pp_ref_mla(const pp_ref_mla_shape *sh, const pp_ref_mla_weights *w, const float *x, const float *dy, double *y,
+               pp_ref_mla_grads *g)
+{
+    const int64_t T = sh->b * sh->s, h = sh->h, H = sh->heads, qr = sh->qr, kvr = sh->kvr, dn = sh->dn,
+                  dr = sh->dr, dv = sh->dv;
+    const int64_t dq = dn + dr, nq = H * dq, nkv = H * (dn + dv), ckw = kvr + dr;
+    int rc = -1;
+    double *xd = NULL, *cq = NULL, *cqn = NULL, *rq = NULL, *q = NULL, *ckv = NULL, *c = NULL, *rkv = NULL,
+           *kv = NULL, *Q = NULL, *K = NULL, *V = NULL, *O = NULL, *dyd = NULL, *dO = NULL, *dQ = NULL, *dK = NULL,
+           *dV = NULL, *dqv = NULL, *dkv = NULL, *dc = NULL, *dckv = NULL, *dcqn = NULL, *dcq = NULL, *tmp = NULL;
+    if (T < 1 || H < 1 || kvr < 1 || dn < 0 || dr < 2 || dr % 2 || dr > 512 || dv < 1 || qr < 0) return -1;
+#define ALLOC(ptr, n) if (!((ptr) = calloc((size_t)(n), sizeof *(ptr)))) goto done
+    ALLOC(xd, T * h); ALLOC(cq, T * (qr ? qr : 1)); ALLOC(cqn, T * (qr ? qr : 1)); ALLOC(rq, T); ALLOC(q, T * nq);
+    ALLOC(ckv, T * ckw); ALLOC(c, T * kvr); ALLOC(rkv, T); ALLOC(kv, T * nkv); ALLOC(Q, T * nq); ALLOC(K, T * nq);
+    ALLOC(V, T * H * dv); ALLOC(O, T * H * dv);
+    for (int64_t i = 0; i < T * h; i++) xd[i] = x[i];
+    /* query: down, RMSNorm, up (or one projection) */
+    if (qr) {
+        linear(xd, w->wdq, NULL, T, qr, h, cq);
+        rms_fwd(cq, qr, w->gq, T, qr, cqn, rq);
+        linear(cqn, w->wuq, NULL, T, nq, qr, q);
+    } else {
+        linear(xd, w->wuq, NULL, T, nq, h, q);
+    }
+    /* key/value: down to the latent and the shared rope key, RMSNorm on the latent, up */
+    linear(xd, w->wdkv, NULL, T, ckw, h, ckv);
+    rms_fwd(ckv, ckw, w->gkv, T, kvr, c, rkv);
+    linear(c, w->wukv, NULL, T, nkv, kvr, kv);
+    for (int64_t t = 0; t < T; t++) {
+        double kr[512];
+        for (int64_t i = 0; i < dr; i++) kr[i] = ckv[t * ckw + kvr + i];
+        rope(kr, dr, t % sh->s, 1);
+        for (int64_t j = 0; j < H; j++) {
+            double *qt = Q + t * nq + j * dq, *kt = K + t * nq + j * dq;
+            const double *kvt = kv + t * nkv + j * (dn + dv);
+            for (int64_t i = 0; i < dq; i++) qt[i] = q[t * nq + j * dq + i];
+            rope(qt + dn, dr, t % sh->s, 1);
+            for (int64_t i = 0; i < dn; i++) kt[i] = kvt[i];
+            for (int64_t i = 0; i < dr; i++) kt[dn + i] = kr[i];
+            for (int64_t i = 0; i < dv; i++) V[t * H * dv + j * dv + i] = kvt[dn + i];
+        }
+    }
+    if (pp_ref_attention_ex(sh->b, sh->s, H, dq, dv, Q, nq, K, nq, V, H * dv, O, NULL, NULL, NULL, NULL)) goto done;
+    linear(O, w->wo, NULL, T, h, H * dv, y);
+    if (!dy) {
+        rc = 0;
+        goto done;
+    }
+#define ALLOC(ptr, n) if (!((ptr) = calloc((size_t)(n), sizeof *(ptr)))) goto done
+    ALLOC(dyd, T * h); ALLOC(dO, T * H * dv); ALLOC(dQ, T * nq); ALLOC(dK, T * nq); ALLOC(dV, T * H * dv);
+    ALLOC(dqv, T * nq); ALLOC(dkv, T * nkv); ALLOC(dc, T * kvr); ALLOC(dckv, T * ckw); ALLOC(tmp, T * h);
+    ALLOC(dcqn, T * (qr ? qr : 1)); ALLOC(dcq, T * (qr ? qr : 1));
+#undef ALLOC
+    for (int64_t i = 0; i < T * h; i++) dyd[i] = dy[i];
+    linear_bwd(O, w->wo, dyd, T, h, H * dv, dO, g ? g->dwo : NULL, NULL);
+    if (pp_ref_attention_ex(sh->b, sh->s, H, dq, dv, Q, nq, K, nq, V, H * dv, O, dO, dQ, dK, dV)) goto done;
+    /* undo the assembly: q's rope part rotated back; k's nope and v into kv's layout; the rope key's
+     * gradient summed over the heads that share it */
+    for (int64_t t = 0; t < T; t++) {
+        double *dkr = dckv + t * ckw + kvr;
+        for (int64_t j = 0; j < H; j++) {
+            double *dqt = dqv + t * nq + j * dq, kr[512];
+            for (int64_t i = 0; i < dq; i++) dqt[i] = dQ[t * nq + j * dq + i];
+            rope(dqt + dn, dr, t % sh->s, -1);
+            for (int64_t i = 0; i < dn; i++) dkv[t * nkv + j * (dn + dv) + i] = dK[t * nq + j * dq + i];
+            for (int64_t i = 0; i < dv; i++) dkv[t * nkv + j * (dn + dv) + dn + i] = dV[t * H * dv + j * dv + i];
+            for (int64_t i = 0; i < dr; i++) kr[i] = dK[t * nq + j * dq + dn + i];
+            rope(kr, dr, t % sh->s, -1);
+            for (int64_t i = 0; i < dr; i++) dkr[i] += kr[i];
+        }
+    }
+    linear_bwd(c, w->wukv, dkv, T, nkv, kvr, dc, g ? g->dwukv : NULL, NULL);
+    rms_bwd(ckv, ckw, w->gkv, rkv, dc, T, kvr, dckv, g ? g->dgkv : NULL);
+    linear_bwd(xd, w->wdkv, dckv, T, ckw, h, g ? g->dx : NULL, g ? g->dwdkv : NULL, NULL);
+    if (qr) {
+        linear_bwd(cqn, w->wuq, dqv, T, nq, qr, dcqn, g ? g->dwuq : NULL, NULL);
+        rms_bwd(cq, qr, w->gq, rq, dcqn, T, qr, dcq, g ? g->dgq : NULL);
+        linear_bwd(xd, w->wdq, dcq, T, qr, h, tmp, g ? g->dwdq : NULL, NULL);
+    } else {
+        linear_bwd(xd, w->wuq, dqv, T, nq, h, tmp, g ? g->dwuq : NULL, NULL);
+    }
+    if (g && g->dx)
+        for (int64_t i = 0; i < T * h; i++) g->dx[i] += tmp[i];
+    rc = 0;
+done:
+    free(xd); free(cq); free(cqn); free(rq); free(q); free(ckv); free(c); free(rkv); free(kv); free(Q); free(K);
+    free(V); free(O); free(dyd); free(dO); free(dQ); free(dK); free(dV); free(dqv); free(dkv); free(dc); free(dckv);
+    free(dcqn); free(dcq); free(tmp);
     return rc;
 }

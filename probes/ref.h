@@ -51,6 +51,65 @@ int pp_ref_attention(int64_t b, int64_t s, int64_t heads, int64_t d, const doubl
                      const double *v, int64_t ld, double *o, const double *dout, double *dq, double *dk,
                      double *dv);
 
+/* The same with value heads of another size (multi-head latent attention: d_qk 192, d_v 128) and
+ * a row stride per tensor: q, k rows of ldq, ldk (head j at j*d), v rows of ldv (head j at j*dv);
+ * o, dout, dv [b*s, heads*dv]; dq, dk [b*s, heads*d]. Scale 1/sqrt(d). pp_ref_attention is this
+ * with dv = d and one stride. */
+int pp_ref_attention_ex(int64_t b, int64_t s, int64_t heads, int64_t d, int64_t dv, const double *q, int64_t ldq,
+                        const double *k, int64_t ldk, const double *v, int64_t ldv, double *o, const double *dout,
+                        double *dq, double *dk, double *dvo);
+
+/* y[m, n] = scale * x[m, k] w[n, k]^T (nn.Linear's layout; the fp8 GEMM check: x and w hold the
+ * e4m3 values, scale the product of the per-tensor scales). */
+void pp_ref_linear(const double *x, const double *w, int64_t m, int64_t n, int64_t k, double scale, double *y);
+
+/* One Mixture-of-Experts MLP layer as Megatron-Core runs it (moe.cu; megatron/core/transformer/moe:
+ * router.py TopKRouter, moe_utils.py topk_softmax_with_capacity, experts.py SequentialMLP):
+ *   l = x Wr^T [T, E];  s = softmax(l) (over all E) or sigmoid(l)
+ *   token t goes to experts a[t*K + j], j < K (given: the probe's routing), with weights
+ *   p_j = s[a_j] / sum_i s[a_i] (Megatron normalises the top-k probabilities; sigmoid with K = 1: s)
+ *   y_t = sum_j p_j * MLP_{a_j mod L}(x_t) + shared(x_t),  MLP(x) = W2 (silu(W1g x) * W1u x),
+ *   W1 = [W1g; W1u] [2F, h], W2 [h, F]; shared the same with S (none when S == 0).
+ * L local weight sets: L = E, or E/ep when the probe simulates expert parallelism (global expert g
+ * then runs on local weights g mod L: what the rank computes for the tokens it is sent).
+ * Weights: wr [E, h], w1 [L, 2F, h], w2 [L, h, F], ws1 [2S, h], ws2 [h, S]. Gradients of
+ * sum(y * dy); any may be NULL. 0, or -1 when out of memory or an expert index is out of range. */
+typedef struct {
+    int64_t T, h, E, K, F, S, L;
+    bool sigmoid;
+} pp_ref_moe_shape;
+typedef struct {
+    const float *wr, *w1, *w2, *ws1, *ws2;
+} pp_ref_moe_weights;
+typedef struct {
+    double *dx, *dwr, *dw1, *dw2, *dws1, *dws2;
+} pp_ref_moe_grads;
+int pp_ref_moe(const pp_ref_moe_shape *sh, const pp_ref_moe_weights *w, const int32_t *experts, const float *x,
+               const float *dy, double *y, pp_ref_moe_grads *g);
+
+/* Multi-head latent attention, DeepSeek-V2 (Liu et al. 2024, sec. 2.1.2-2.1.3, eqs. 9-19) as
+ * Megatron-Core's MLASelfAttention runs it (megatron/core/transformer/multi_latent_attention.py),
+ * one TP shard of `heads` heads, RMSNorm on both latents (eps 1e-6), causal, scale 1/sqrt(dn + dr):
+ *   q  = RMSNorm(x Wdq^T) Wuq^T            [T, heads*(dn + dr)]   (qr == 0: q = x Wuq^T, Wuq [.., h])
+ *   ckv = x Wdkv^T                         [T, kvr + dr]; c = RMSNorm(ckv[:, :kvr]); kr = RoPE(ckv[:, kvr:])
+ *   kv = c Wukv^T                          [T, heads*(dn + dv)], head j = [k_nope | v]
+ *   Q_j = [q_j,nope | RoPE(q_j,rope)], K_j = [k_j,nope | kr] (kr shared by the heads), V_j = v_j
+ *   y  = attention(Q, K, V) Wo^T           Wo [h, heads*dv]
+ * RoPE on dr dims, rotate-half pairs (i, i + dr/2), angle pos * 10000^(-2i/dr), pos = t mod s
+ * (Megatron's apply_rotary_pos_emb, not interleaved). Gradients of sum(y * dy), any may be NULL. */
+#define PP_RMS_EPS 1e-6
+typedef struct {
+    int64_t b, s, h, heads, qr, kvr, dn, dr, dv;
+} pp_ref_mla_shape;
+typedef struct {
+    const float *wdq, *gq, *wuq, *wdkv, *gkv, *wukv, *wo;
+} pp_ref_mla_weights;
+typedef struct {
+    double *dx, *dwdq, *dgq, *dwuq, *dwdkv, *dgkv, *dwukv, *dwo;
+} pp_ref_mla_grads;
+int pp_ref_mla(const pp_ref_mla_shape *sh, const pp_ref_mla_weights *w, const float *x, const float *dy, double *y,
+               pp_ref_mla_grads *g);
+
 double pp_ref_gelu(double x);
 double pp_ref_gelu_grad(double x);
 

@@ -13,7 +13,15 @@
 #endif
 
 const char *const pp_probe_names[PP_PROBE_COUNT] = {"gemm", "bandwidth", "attention", "layer",
-                                                        "optimizer", "nccl"};
+                                                        "optimizer", "moe", "mla", "nccl"};
+const char *const pp_gemm_dtype_names[PP_GEMM_TYPES] = {"bf16", "fp16", "tf32", "fp32", "fp8"};
+const char *const pp_moe_part_names[PP_MOE_PARTS] = {"router", "permute", "fc1", "act", "fc2", "unpermute", "shared"};
+const char *const pp_mla_part_names[PP_MLA_PARTS] = {"q", "kv", "rope", "attn", "proj"};
+
+bool pp_probe_in_all(int probe)
+{
+    return probe >= 0 && probe < PP_PROBE_COUNT && probe != PP_PROBE_MOE && probe != PP_PROBE_MLA;
+}
 
 void pp_report_init(pp_report *r)
 {
@@ -35,6 +43,8 @@ void pp_report_free(pp_report *r)
     free(r->layer);
     free(r->nccl);
     free(r->opt);
+    free(r->moe);
+    free(r->mla);
     free(r->oom);
     free_lines(r->fail, r->n_fail);
     free_lines(r->note, r->n_note);
@@ -107,6 +117,39 @@ int pp_report_add_opt(pp_report *r, const pp_opt_row *row)
     if (!pos(row->params) || !pos(row->bytes_per_param) || !pos(row->ms) || !pos(row->gbs) || !fin(row->check_err))
         return -1;
     ADD_ROW(r->opt, r->n_opt, r->cap_opt, row);
+}
+
+/* part times: finite and not negative (a part that does no work here, the shared expert without
+ * one, reads 0) */
+static bool parts_ok(const double *ms, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!fin(ms[i]) || ms[i] < 0) return false;
+    return true;
+}
+
+int pp_report_add_moe(pp_report *r, const pp_moe_row *row)
+{
+    if (!pos(row->fwd_ms) || !pos(row->fwdbwd_ms) || !pos(row->expert_fwd_tflops) || !pos(row->expert_fwdbwd_tflops) ||
+        !fin(row->check_err) || !parts_ok(row->part_fwd_ms, PP_MOE_PARTS) || !parts_ok(row->part_bwd_ms, PP_MOE_PARTS))
+        return -1;
+    if (row->hidden < 1 || row->experts < 1 || row->topk < 1 || row->topk > row->experts || row->moe_ffn < 1 ||
+        row->shared_ffn < 0 || row->tokens < 1 || row->ep < 1 || row->experts % row->ep || !(row->imbalance >= 1) ||
+        !fin(row->imbalance) || !row->impl[0])
+        return -1;
+    ADD_ROW(r->moe, r->n_moe, r->cap_moe, row);
+}
+
+int pp_report_add_mla(pp_report *r, const pp_mla_row *row)
+{
+    if (!pos(row->fwd_ms) || !pos(row->fwdbwd_ms) || !pos(row->fwd_tflops) || !pos(row->fwdbwd_tflops) ||
+        !fin(row->check_err) || !parts_ok(row->part_fwd_ms, PP_MLA_PARTS) || !parts_ok(row->part_bwd_ms, PP_MLA_PARTS))
+        return -1;
+    if (row->hidden < 1 || row->heads < 1 || row->tp < 1 || row->heads % row->tp || row->q_lora_rank < 0 ||
+        row->kv_lora_rank < 1 || row->qk_nope_dim < 0 || row->qk_rope_dim < 2 || row->qk_rope_dim % 2 ||
+        row->v_head_dim < 1 || row->seq < 1 || row->mbs < 1 || !row->attention[0])
+        return -1;
+    ADD_ROW(r->mla, r->n_mla, r->cap_mla, row);
 }
 
 int pp_report_add_oom(pp_report *r, const pp_oom_row *row)
@@ -211,6 +254,18 @@ static void put_oom_row(const pp_oom_row *o, FILE *f)
     fputs(")\n", f);
 }
 
+double pp_report_fp8_speedup(const pp_report *r, int i)
+{
+    const pp_gemm_row *g = i >= 0 && i < r->n_gemm ? &r->gemm[i] : NULL;
+    if (!g || strcmp(g->dtype, "fp8")) return 0;
+    for (int j = 0; j < r->n_gemm; j++) {
+        const pp_gemm_row *b = &r->gemm[j];
+        if (!strcmp(b->dtype, "bf16") && !strcmp(b->op, g->op) && b->m == g->m && b->n == g->n && b->k == g->k)
+            return g->tflops / b->tflops;
+    }
+    return 0;
+}
+
 int pp_report_write_section(const pp_report *r, FILE *f, int probe)
 {
     int n_oom = 0;
@@ -218,14 +273,18 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
     if (probe < 0) {
         table_header(r, f);
     } else if (probe == PP_PROBE_GEMM && (r->n_gemm || n_oom)) {
-        fprintf(f, "#\n# gemm: D[m,n] = X[m,k] W[n,k]^T, cuBLASLt, TFLOP/s = 2mnk/time\n");
-        fprintf(f, "# %-5s %-6s %6s %3s %6s %6s %6s %10s %8s %8s\n", "dtype", "op", "hidden", "tp", "m", "n",
-                "k", "us", "tflops", "err");
+        fprintf(f, "#\n# gemm: D[m,n] = X[m,k] W[n,k]^T, cuBLASLt, TFLOP/s = 2mnk/time; x_bf16: an fp8 row's "
+                   "rate / the bf16 row's of the same shape\n");
+        fprintf(f, "# %-5s %-6s %6s %3s %6s %6s %6s %10s %8s %8s %6s\n", "dtype", "op", "hidden", "tp", "m", "n",
+                "k", "us", "tflops", "err", "x_bf16");
         for (int i = 0; i < r->n_gemm; i++) {
             const pp_gemm_row *g = &r->gemm[i];
-            fprintf(f, "  %-5s %-6s %6lld %3lld %6lld %6lld %6lld %10.1f %8.1f %8.1e\n", g->dtype, g->op,
+            char ratio[16] = "-";
+            double x = pp_report_fp8_speedup(r, i);
+            if (x > 0) snprintf(ratio, sizeof ratio, "%.2f", x);
+            fprintf(f, "  %-5s %-6s %6lld %3lld %6lld %6lld %6lld %10.1f %8.1f %8.1e %6s\n", g->dtype, g->op,
                     (long long)g->hidden, (long long)g->tp, (long long)g->m, (long long)g->n, (long long)g->k,
-                    g->us, g->tflops, g->rel_err);
+                    g->us, g->tflops, g->rel_err, ratio);
         }
     } else if (probe == PP_PROBE_BANDWIDTH && (r->n_bw || n_oom)) {
         fprintf(f, "#\n# bandwidth: GB/s = (bytes read + bytes written) / time\n");
@@ -262,6 +321,43 @@ int pp_report_write_section(const pp_report *r, FILE *f, int probe)
             const pp_opt_row *o = &r->opt[i];
             fprintf(f, "  %14.0f %5.0f %10.3f %9.1f %8.1e\n", o->params, o->bytes_per_param, o->ms, o->gbs,
                     o->check_err);
+        }
+    } else if (probe == PP_PROBE_MOE && (r->n_moe || n_oom)) {
+        fprintf(f, "#\n# moe (bf16, one MoE MLP layer on one GPU, Megatron-Core order): rows = token copies the "
+                   "local experts get; exp_tf = expert GEMM FLOPs 6*rows*hidden*moe_ffn (x3 fwd+bwd) / their time\n");
+        fprintf(f, "# %6s %4s %4s %6s %6s %6s %3s %4s %-7s %-16s %7s %9s %9s %8s %8s %8s\n", "hidden", "exp", "topk",
+                "ffn", "shared", "tokens", "ep", "imb", "impl", "backend", "rows", "fwd_ms", "fb_ms", "exp_tf",
+                "exp_fbtf", "err");
+        for (int i = 0; i < r->n_moe; i++) {
+            const pp_moe_row *m = &r->moe[i];
+            fprintf(f, "  %6lld %4lld %4lld %6lld %6lld %6lld %3lld %4.1f %-7s %-16s %7lld %9.3f %9.3f %8.1f %8.1f "
+                       "%8.1e\n",
+                    (long long)m->hidden, (long long)m->experts, (long long)m->topk, (long long)m->moe_ffn,
+                    (long long)m->shared_ffn, (long long)m->tokens, (long long)m->ep, m->imbalance, m->impl,
+                    m->backend, (long long)m->rows, m->fwd_ms, m->fwdbwd_ms, m->expert_fwd_tflops,
+                    m->expert_fwdbwd_tflops, m->check_err);
+            fputs("#   fwd/bwd ms:", f);
+            for (int k = 0; k < PP_MOE_PARTS; k++)
+                fprintf(f, " %s %.3f/%.3f", pp_moe_part_names[k], m->part_fwd_ms[k], m->part_bwd_ms[k]);
+            fprintf(f, " (%s router, %lld local experts)\n", m->router, (long long)m->local_experts);
+        }
+    } else if (probe == PP_PROBE_MLA && (r->n_mla || n_oom)) {
+        fprintf(f, "#\n# mla (bf16, multi-head latent attention of a TP shard): TFLOP/s = model FLOPs / time (see "
+                   "NOTES.md)\n");
+        fprintf(f, "# %6s %5s %5s %5s %4s %4s %4s %5s %4s %3s %-7s %9s %9s %8s %8s %8s\n", "hidden", "heads", "q_lr",
+                "kv_lr", "nope", "rope", "v", "seq", "mbs", "tp", "attn", "fwd_ms", "fb_ms", "fwd_tf", "fb_tf", "err");
+        for (int i = 0; i < r->n_mla; i++) {
+            const pp_mla_row *m = &r->mla[i];
+            fprintf(f, "  %6lld %5lld %5lld %5lld %4lld %4lld %4lld %5lld %4lld %3lld %-7s %9.3f %9.3f %8.1f %8.1f "
+                       "%8.1e\n",
+                    (long long)m->hidden, (long long)m->heads, (long long)m->q_lora_rank, (long long)m->kv_lora_rank,
+                    (long long)m->qk_nope_dim, (long long)m->qk_rope_dim, (long long)m->v_head_dim, (long long)m->seq,
+                    (long long)m->mbs, (long long)m->tp, m->attention, m->fwd_ms, m->fwdbwd_ms, m->fwd_tflops,
+                    m->fwdbwd_tflops, m->check_err);
+            fputs("#   fwd/bwd ms:", f);
+            for (int k = 0; k < PP_MLA_PARTS; k++)
+                fprintf(f, " %s %.3f/%.3f", pp_mla_part_names[k], m->part_fwd_ms[k], m->part_bwd_ms[k]);
+            fputc('\n', f);
         }
     } else if (probe == PP_PROBE_NCCL && (r->n_nccl || n_oom)) {
         fprintf(f, "#\n# nccl (fp32 sum): algbw = bytes / time, busbw = algbw * nccl-tests factor\n");
@@ -330,6 +426,17 @@ static void kv_int(wr *w, const char *k, int64_t v) { key(w, k); fprintf(w->f, "
 static void kv_str(wr *w, const char *k, const char *v) { key(w, k); put_str(w->f, v); }
 static void kv_bool(wr *w, const char *k, bool v) { key(w, k); fputs(v ? "true" : "false", w->f); }
 
+/* a nested mapping of part times: `name: {router: 0.1, permute: ...}` */
+static void write_parts(wr *w, const char *name, const char *const *names, const double *ms, int n)
+{
+    key(w, name);
+    fputc('{', w->f);
+    w->first = true;
+    for (int i = 0; i < n; i++) kv_num(w, names[i], ms[i]);
+    fputc('}', w->f);
+    w->first = false;
+}
+
 static void list_begin(wr *w, const char *name, int n)
 {
     if (w->json) fprintf(w->f, ",\n  \"%s\": [", name);
@@ -366,7 +473,8 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
               "# gemm: m tokens x n out-features x k in-features, TFLOP/s = 2mnk / time.\n"
               "# attention/layer TFLOP/s count the full (not causal-halved) 4*b*s^2*h attention FLOPs.\n"
               "# nccl: bytes as nccl-tests count them; busbw = algbw * nccl-tests factor.\n"
-              "# optimizer: one fused AdamW step (Megatron-LM mixed precision), gbs = bytes_per_param * params / ms.\n",
+              "# optimizer: one fused AdamW step (Megatron-LM mixed precision), gbs = bytes_per_param * params / ms.\n"
+              "# moe/mla: one layer of a model on one GPU (probes/NOTES.md), part times are each part's own median.\n",
               f);
     }
     /* top-level scalars, one per line */
@@ -514,6 +622,62 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
             item_end(&w);
         }
         list_end(&w, r->n_opt);
+    }
+
+    /* moe and mla: only when measured */
+    if (r->n_moe) {
+        list_begin(&w, "moe", r->n_moe);
+        for (int i = 0; i < r->n_moe; i++) {
+            const pp_moe_row *m = &r->moe[i];
+            item_begin(&w, i);
+            kv_int(&w, "hidden", m->hidden);
+            kv_int(&w, "experts", m->experts);
+            kv_int(&w, "topk", m->topk);
+            kv_int(&w, "moe_ffn", m->moe_ffn);
+            kv_int(&w, "shared_ffn", m->shared_ffn);
+            kv_int(&w, "tokens", m->tokens);
+            kv_int(&w, "ep", m->ep);
+            kv_num(&w, "imbalance", m->imbalance);
+            kv_str(&w, "impl", m->impl);
+            kv_str(&w, "backend", m->backend);
+            kv_str(&w, "router", m->router);
+            kv_num(&w, "fwd_ms", m->fwd_ms);
+            kv_num(&w, "fwdbwd_ms", m->fwdbwd_ms);
+            kv_num(&w, "expert_fwd_tflops", m->expert_fwd_tflops);
+            kv_num(&w, "expert_fwdbwd_tflops", m->expert_fwdbwd_tflops);
+            write_parts(&w, "fwd_parts_ms", pp_moe_part_names, m->part_fwd_ms, PP_MOE_PARTS);
+            write_parts(&w, "bwd_parts_ms", pp_moe_part_names, m->part_bwd_ms, PP_MOE_PARTS);
+            kv_str(&w, "dtype", "bf16");
+            item_end(&w);
+        }
+        list_end(&w, r->n_moe);
+    }
+    if (r->n_mla) {
+        list_begin(&w, "mla", r->n_mla);
+        for (int i = 0; i < r->n_mla; i++) {
+            const pp_mla_row *m = &r->mla[i];
+            item_begin(&w, i);
+            kv_int(&w, "hidden", m->hidden);
+            kv_int(&w, "heads", m->heads);
+            kv_int(&w, "q_lora_rank", m->q_lora_rank);
+            kv_int(&w, "kv_lora_rank", m->kv_lora_rank);
+            kv_int(&w, "qk_nope_dim", m->qk_nope_dim);
+            kv_int(&w, "qk_rope_dim", m->qk_rope_dim);
+            kv_int(&w, "v_head_dim", m->v_head_dim);
+            kv_int(&w, "seq", m->seq);
+            kv_int(&w, "mbs", m->mbs);
+            kv_int(&w, "tp", m->tp);
+            kv_str(&w, "attention", m->attention);
+            kv_num(&w, "fwd_ms", m->fwd_ms);
+            kv_num(&w, "fwdbwd_ms", m->fwdbwd_ms);
+            kv_num(&w, "fwd_tflops", m->fwd_tflops);
+            kv_num(&w, "fwdbwd_tflops", m->fwdbwd_tflops);
+            write_parts(&w, "fwd_parts_ms", pp_mla_part_names, m->part_fwd_ms, PP_MLA_PARTS);
+            write_parts(&w, "bwd_parts_ms", pp_mla_part_names, m->part_bwd_ms, PP_MLA_PARTS);
+            kv_str(&w, "dtype", "bf16");
+            item_end(&w);
+        }
+        list_end(&w, r->n_mla);
     }
 
     /* sizes that ran out of GPU memory ("OOM at this size"), only when there are any */

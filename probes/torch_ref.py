@@ -12,12 +12,20 @@ Measures, with CUDA events, warm-up and the median of repeats (no L2 flush: as t
             flash forced, forward and forward+backward
   layer     a GPT block (LayerNorm, QKV, SDPA causal, projection, GELU MLP 4h, residuals) in bf16,
             forward and forward+backward, TFLOP/s = (24bsh^2 + 4bs^2h) x (1 or 3) / time
+  gemm_fp8  FP8 against bf16 at the squares 2048/4096/8192 and the transformer shapes of
+            `parplan-probe gemm --dtype bf16,fp8 --hidden H --heads H/128 --tp T --seq TOKENS`
+            (QKV 3h/tp x h, proj h x h/tp, FC1 4h/tp x h, FC2 h x 4h/tp at TOKENS tokens):
+            torch._scaled_mm on e4m3 operands with per-tensor fp32 scales of 1.0, bf16 out, fast
+            accumulation (the probe's and Transformer Engine's forward GEMM), against F.linear in
+            bf16 on the same shapes (not part of the default set)
 Prints one JSON object per line (the anchors' format) on stdout.
 
-usage: python3 probes/torch_ref.py [gemm] [gemm_shape] [bandwidth] [attention] [layer]   (default: all)
+usage: python3 probes/torch_ref.py [gemm] [gemm_shape] [bandwidth] [attention] [layer] [gemm_fp8]
+                                   [--hidden 4096,8192] [--tp 1,2] [--tokens 4096]
+       (default: all but gemm_fp8; --hidden/--tp/--tokens shape gemm_fp8)
 """
+import argparse
 import json
-import sys
 
 import torch
 import torch.nn as nn
@@ -155,11 +163,62 @@ def layer():
         torch.cuda.empty_cache()
 
 
+def fp8_shapes(hiddens, tps):
+    """(op, h, tp, n, k): the squares (h 0) and the probe's model-mode transformer shapes"""
+    out = [("square", 0, 0, n, n) for n in (2048, 4096, 8192)]
+    for h in hiddens:
+        for tp in tps:
+            out += [("qkv", h, tp, 3 * h // tp, h), ("proj", h, tp, h, h // tp), ("fc1", h, tp, 4 * h // tp, h),
+                    ("fc2", h, tp, h, 4 * h // tp)]
+    return out
+
+
+def gemm_fp8(hiddens, tps, tokens):
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    for op, h, tp, n, k in fp8_shapes(hiddens, tps):
+        m = n if op == "square" else tokens
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        ms = bench_ms(lambda: F.linear(x, w))
+        emit(kind="gemm_fp8", dtype="bf16", op=op, h=h, tp=tp, m=m, n=n, k=k, us=ms * 1e3,
+             tflops=2 * m * n * k / ms / 1e9)
+        # _scaled_mm wants the first operand row-major and the second column-major: w8.t() is
+        try:
+            x8, w8 = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+            ms = bench_ms(lambda: torch._scaled_mm(x8, w8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                                   use_fast_accum=True))
+        except (RuntimeError, AttributeError, TypeError) as e:
+            emit(kind="gemm_fp8", dtype="fp8", op=op, h=h, tp=tp, m=m, n=n, k=k, error=str(e)[:160])
+            continue
+        emit(kind="gemm_fp8", dtype="fp8", op=op, h=h, tp=tp, m=m, n=n, k=k, us=ms * 1e3,
+             tflops=2 * m * n * k / ms / 1e9)
+        del x, w, x8, w8
+    torch.cuda.empty_cache()
+
+
+def int_list(s):
+    return [int(v) for v in s.split(",") if v]
+
+
 def main():
-    parts = sys.argv[1:] or ["gemm", "gemm_shape", "bandwidth", "attention", "layer"]
+    ap = argparse.ArgumentParser(description="PyTorch's figures on this GPU, one JSON object per line")
+    known = ["gemm", "gemm_shape", "bandwidth", "attention", "layer", "gemm_fp8"]
+    # (no `choices`: argparse < 3.12 checks an empty nargs="*" default against them and fails)
+    ap.add_argument("parts", nargs="*", help=" ".join(known))
+    ap.add_argument("--hidden", type=int_list, default=[4096, 8192], help="gemm_fp8: hidden sizes")
+    ap.add_argument("--tp", type=int_list, default=[1, 2], help="gemm_fp8: TP sizes")
+    ap.add_argument("--tokens", type=int, default=4096, help="gemm_fp8: tokens (m) of the transformer shapes")
+    a = ap.parse_args()
+    for p in a.parts:
+        if p not in known:
+            ap.error(f"unknown part {p!r} (choose from {', '.join(known)})")
+    parts = a.parts or known[:-1]
     emit(kind="env", gpu=torch.cuda.get_device_name(), torch=torch.__version__,
          cudnn=torch.backends.cudnn.version(), cuda=torch.version.cuda)
     for p in parts:
+        if p == "gemm_fp8":
+            gemm_fp8(a.hidden, a.tp, a.tokens)
+            continue
         {"gemm": gemm, "gemm_shape": gemm_shape, "bandwidth": bandwidth, "attention": attention,
          "layer": layer}[p]()
 

@@ -58,8 +58,8 @@ int main(void)
         expect("parplan probe with parplan-probe missing", argv, no_probe, 1, "not installed");
     }
     if (probe) {
-        const char *names[] = {"gemm", "bandwidth", "attention", "layer", "optimizer", "nccl", "all"};
-        for (int i = 0; i < 7; i++) {
+        const char *names[] = {"gemm", "bandwidth", "attention", "layer", "optimizer", "nccl", "all", "moe", "mla"};
+        for (int i = 0; i < 9; i++) {
             char *argv[] = {(char *)probe, (char *)names[i], "--quick", NULL};
             char what[64];
             snprintf(what, sizeof what, "parplan-probe %s", names[i]);
@@ -81,6 +81,74 @@ int main(void)
         {
             char *argv[] = {(char *)probe, "gemm", "--params", "100000000", NULL};
             expect("parplan-probe gemm --params", argv, no_gpu, 2, "optimizer probe");
+        }
+        /* fp8 GEMMs, the moe and mla probes: shapes checked before any GPU is looked for */
+        {
+            char *argv[] = {(char *)probe, "gemm", "--dtype", "fp8,bf16", NULL};
+            expect("parplan-probe gemm --dtype fp8,bf16 without a GPU", argv, no_gpu, 1, "no CUDA GPU");
+        }
+        {
+            char *argv[] = {(char *)probe, "moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn",
+                            "14336", "--tokens", "4096,8192", "--ep", "1,2", "--moe-impl", "both", NULL};
+            expect("parplan-probe moe (a valid shape) without a GPU", argv, no_gpu, 1, "no CUDA GPU");
+        }
+        {
+            char *argv[] = {(char *)probe, "mla", "--hidden", "7168", "--heads", "128", "--q-lora-rank", "1536", "--tp",
+                            "1,2,4,8", NULL};
+            expect("parplan-probe mla (a valid shape) without a GPU", argv, no_gpu, 1, "no CUDA GPU");
+        }
+        {
+            /* the expert implementation and the router are not shapes: the default shapes take them */
+            char *argv[] = {(char *)probe, "moe", "--moe-impl", "loop", "--router", "sigmoid", "--quick", NULL};
+            expect("parplan-probe moe --moe-impl loop --router sigmoid (default shapes) without a GPU", argv, no_gpu, 1,
+                   "no CUDA GPU");
+        }
+        static const struct {
+            const char *what, *want;
+            const char *args[16];
+        } bad[] = {
+            {"--dtype fp9", "--dtype", {"gemm", "--dtype", "fp9"}},
+            {"--dtype without a value", "needs a value", {"gemm", "--dtype"}},
+            {"--dtype without gemm", "gemm probe", {"layer", "--dtype", "bf16"}},
+            {"--experts without moe", "moe probe", {"gemm", "--experts", "8"}},
+            {"--q-lora-rank without mla", "mla probe", {"moe", "--q-lora-rank", "64"}},
+            {"moe --experts without --hidden", "--hidden", {"moe", "--experts", "8"}},
+            {"moe --hidden without --experts", "--experts", {"moe", "--hidden", "4096"}},
+            {"moe --topk 9 of 8", "--topk 9", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "9", "--moe-ffn", "1024"}},
+            {"moe --topk 0", "--topk", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "0", "--moe-ffn", "1024"}},
+            {"moe --topk 33", "--topk", {"moe", "--hidden", "4096", "--experts", "64", "--topk", "33", "--moe-ffn", "1024"}},
+            {"moe --experts x", "--experts", {"moe", "--hidden", "4096", "--experts", "x", "--topk", "2", "--moe-ffn", "1024"}},
+            {"moe --moe-ffn 12", "multiples of 8", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "12"}},
+            {"moe --ep 3 of 8 experts", "--ep 3", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--ep", "3"}},
+            {"moe --ep 0", "--ep", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--ep", "0"}},
+            {"moe --ep 1,,2", "--ep", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--ep", "1,x"}},
+            {"moe --tokens 8", "--tokens", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--tokens", "8"}},
+            {"moe --tokens too few for the experts", "without tokens", {"moe", "--hidden", "4096", "--experts", "256", "--topk", "1", "--moe-ffn", "1024", "--tokens", "128"}},
+            {"moe --imbalance 0.5", "--imbalance", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--imbalance", "0.5"}},
+            {"moe --imbalance 5 (over every token)", "every token", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--imbalance", "5"}},
+            {"moe --imbalance 3 with one local expert", "local experts", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "1", "--moe-ffn", "1024", "--ep", "8", "--imbalance", "3"}},
+            {"moe --moe-impl fast", "--moe-impl", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--moe-impl", "fast"}},
+            {"moe --router relu", "--router", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--router", "relu"}},
+            {"moe --tp 2", "--tokens", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--tp", "2"}},
+            {"moe --ffn (a dense layer's)", "--moe-ffn", {"moe", "--hidden", "4096", "--experts", "8", "--topk", "2", "--moe-ffn", "1024", "--ffn", "4096"}},
+            {"moe with gemm and --hidden", "apart from", {"gemm", "moe", "--hidden", "4096", "--heads", "32"}},
+            {"mla --hidden without --heads", "--heads", {"mla", "--hidden", "7168"}},
+            {"mla --heads without --hidden", "--hidden", {"mla", "--heads", "128"}},
+            {"mla --tp 3 of 128 heads", "--tp 3", {"mla", "--hidden", "7168", "--heads", "128", "--tp", "3"}},
+            {"mla --qk-rope-dim 65", "multiples of 8", {"mla", "--hidden", "7168", "--heads", "128", "--qk-rope-dim", "65"}},
+            {"mla --kv-lora-rank -1", "--kv-lora-rank", {"mla", "--hidden", "7168", "--heads", "128", "--kv-lora-rank", "-1"}},
+            {"mla --v-head-dim x", "--v-head-dim", {"mla", "--hidden", "7168", "--heads", "128", "--v-head-dim", "x"}},
+            {"mla --qk-nope-dim without a value", "needs a value", {"mla", "--hidden", "7168", "--heads", "128", "--qk-nope-dim"}},
+            {"mla --q-lora-rank 12", "multiples of 8", {"mla", "--hidden", "7168", "--heads", "128", "--q-lora-rank", "12"}},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char *argv[20] = {(char *)probe};
+            int n = 1;
+            for (int k = 0; k < 16 && bad[i].args[k]; k++) argv[n++] = (char *)bad[i].args[k];
+            argv[n] = NULL;
+            char what[96];
+            snprintf(what, sizeof what, "parplan-probe %s", bad[i].what);
+            expect(what, argv, no_gpu, 2, bad[i].want);
         }
         /* issue 9: the fault flags and knobs are checked before any GPU is looked for */
         {

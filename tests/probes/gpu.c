@@ -61,6 +61,36 @@ int main(void)
     pp_profile_free(&p);
     unlink(path);
 
+    /* the moe and mla probes (not in `all`): both expert implementations, their checks, their records */
+    {
+        char *argv[] = {(char *)probe, "moe", "mla", "--quick", "-q", "-o", path, NULL};
+        probe_run r = probe_run_cmd(argv, NULL, 900);
+        tap_ok(r.status == 0, "parplan-probe moe mla --quick exits 0 (%d)", r.status);
+        if (r.status) tap_diag("stderr: %s", r.err);
+        tap_ok(strstr(r.out, "\n# moe") && strstr(r.out, "\n# mla") && !strstr(r.out, "WRONG"),
+               "moe and mla sections, no wrong result");
+        probe_run_free(&r);
+        memset(&p, 0, sizeof p);
+        st = pp_profile_load_file(&p, path, &err);
+        tap_ok(st == PP_OK && p.n_moe == 2 && p.n_mla == 1, "the profile loads with 2 moe records (loop, grouped) and "
+               "1 mla record (%s)", st == PP_OK ? "ok" : err.msg);
+        if (st == PP_OK && p.n_moe == 2 && p.n_mla == 1)
+            tap_ok(p.moe[0].fwdbwd_ms > p.moe[0].fwd_ms && p.moe[1].grouped && p.mla[0].fwdbwd_ms > p.mla[0].fwd_ms,
+                   "fwd+bwd slower than fwd; the second moe record is the grouped one");
+        pp_profile_free(&p);
+        unlink(path);
+    }
+    /* fp8 GEMMs where the GPU has them (cc >= 8.9): their check passes and each has its bf16 twin */
+    {
+        char *argv[] = {(char *)probe, "gemm", "--quick", "--dtype", "bf16,fp8", "-q", NULL};
+        probe_run r = probe_run_cmd(argv, NULL, 300);
+        tap_ok(r.status == 0 && !strstr(r.out, "WRONG"), "parplan-probe gemm --dtype bf16,fp8 --quick exits 0 (%d)",
+               r.status);
+        tap_ok(strstr(r.out, "no fp8 on compute capability") || strstr(r.out, "\n  fp8   qkv"),
+               "fp8 rows (with their x_bf16) or the note that this GPU has no fp8");
+        probe_run_free(&r);
+    }
+
     if (parplan) {
         char *argv[] = {(char *)parplan, "probe", "bandwidth", "-q", "-o", path, NULL};
         probe_run r = probe_run_cmd(argv, NULL, 300);

@@ -267,6 +267,244 @@ static void check_gqa(void)
     fixture_free(&f);
 }
 
+/* ---------------------------------------------------------------- MoE and MLA references */
+
+/* A generic finite-difference check: loss(ctx) = sum(y * dy) of some layer, p[i] perturbed by
+ * +-1e-2 (exact float steps), the analytic gradient ana[i]; three entries of each array. */
+typedef double (*loss_fn)(void *ctx);
+static double fd_at(loss_fn f, void *ctx, float *p, size_t i)
+{
+    float orig = p[i], up = orig + 1e-2f, dn = orig - 1e-2f;
+    p[i] = up;
+    double lu = f(ctx);
+    p[i] = dn;
+    double ld = f(ctx);
+    p[i] = orig;
+    return (lu - ld) / ((double)up - (double)dn);
+}
+
+static double fd_worst(loss_fn f, void *ctx, float *p, const double *ana, size_t n)
+{
+    double worst = 0;
+    for (int k = 0; k < 3; k++) {
+        size_t i = (size_t)(((double)k + 0.5) / 3 * (double)n);
+        double num = fd_at(f, ctx, p, i), e = fabs(num - ana[i]) / (fabs(ana[i]) + 1e-3);
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
+typedef struct {
+    pp_ref_moe_shape sh;
+    float *x, *dy, *wr, *w1, *w2, *ws1, *ws2;
+    int32_t *experts;
+} moe_fix;
+
+static double moe_loss(void *ctx)
+{
+    moe_fix *f = ctx;
+    int64_t n = f->sh.T * f->sh.h;
+    double *y = calloc((size_t)n, sizeof *y), l = 0;
+    pp_ref_moe_weights w = {f->wr, f->w1, f->w2, f->ws1, f->ws2};
+    pp_ref_moe(&f->sh, &w, f->experts, f->x, NULL, y, NULL);
+    for (int64_t i = 0; i < n; i++) l += y[i] * f->dy[i];
+    free(y);
+    return l;
+}
+
+/* The MoE reference against finite differences: softmax and sigmoid routers, all experts local
+ * (L = E) and the expert-parallel simulation (L = E/2: global expert g on local weights g mod L),
+ * with a shared expert; every weight's gradient and dx (through the experts, the shared expert and
+ * the router together). */
+static void check_moe_ref(bool sigmoid, int64_t L, int64_t S)
+{
+    moe_fix f;
+    memset(&f, 0, sizeof f);
+    pp_ref_moe_shape sh = {.T = 6, .h = 8, .E = 4, .K = 2, .F = 6, .S = S, .L = L, .sigmoid = sigmoid};
+    f.sh = sh;
+    const int64_t T = sh.T, h = sh.h, E = sh.E, K = sh.K, F = sh.F;
+    f.x = frand((size_t)(T * h), 1.0, 0);
+    f.dy = frand((size_t)(T * h), 1.0, 0);
+    f.wr = frand((size_t)(E * h), 0.5, 0);
+    f.w1 = frand((size_t)(L * 2 * F * h), 0.5, 0);
+    f.w2 = frand((size_t)(L * h * F), 0.5, 0);
+    f.ws1 = frand((size_t)(2 * (S ? S : 1) * h), 0.5, 0);
+    f.ws2 = frand((size_t)(h * (S ? S : 1)), 0.5, 0);
+    f.experts = malloc((size_t)(T * K) * sizeof *f.experts);
+    for (int64_t i = 0; i < T * K; i++) f.experts[i] = (int32_t)(i % E); /* balanced, distinct per token */
+    double *y = calloc((size_t)(T * h), sizeof *y);
+    double *dx = calloc((size_t)(T * h), sizeof *dx), *dwr = calloc((size_t)(E * h), sizeof *dwr);
+    double *dw1 = calloc((size_t)(L * 2 * F * h), sizeof *dw1), *dw2 = calloc((size_t)(L * h * F), sizeof *dw2);
+    double *dws1 = calloc((size_t)(2 * (S ? S : 1) * h), sizeof *dws1), *dws2 = calloc((size_t)(h * (S ? S : 1)), sizeof *dws2);
+    pp_ref_moe_grads g = {dx, dwr, dw1, dw2, dws1, dws2};
+    pp_ref_moe_weights w = {f.wr, f.w1, f.w2, f.ws1, f.ws2};
+    char lbl[64];
+    snprintf(lbl, sizeof lbl, "moe %s L=%lld%s", sigmoid ? "sigmoid" : "softmax", (long long)L, S ? " shared" : "");
+    tap_ok(pp_ref_moe(&sh, &w, f.experts, f.x, f.dy, y, &g) == 0, "%s: reference runs", lbl);
+    const struct {
+        const char *name;
+        float *p;
+        double *g;
+        size_t n;
+    } arr[] = {{"dx", f.x, dx, (size_t)(T * h)},          {"dWr", f.wr, dwr, (size_t)(E * h)},
+               {"dW1", f.w1, dw1, (size_t)(L * 2 * F * h)}, {"dW2", f.w2, dw2, (size_t)(L * h * F)},
+               {"dWs1", f.ws1, dws1, (size_t)(2 * S * h)},  {"dWs2", f.ws2, dws2, (size_t)(h * S)}};
+    for (size_t a = 0; a < sizeof arr / sizeof arr[0]; a++) {
+        if (!arr[a].n) continue;
+        double worst = fd_worst(moe_loss, &f, arr[a].p, arr[a].g, arr[a].n);
+        tap_ok(worst < 2e-3, "%s: %s matches finite differences (worst relative error %.2e)", lbl, arr[a].name, worst);
+    }
+    /* the router matters: its gradient is not zero */
+    double nr = 0;
+    for (int64_t i = 0; i < E * h; i++) nr += dwr[i] * dwr[i];
+    tap_ok(nr > 1e-8, "%s: the router weight gets a gradient (|dWr| = %.2e)", lbl, sqrt(nr));
+    int32_t bad = f.experts[0];
+    f.experts[0] = (int32_t)E;
+    tap_ok(pp_ref_moe(&sh, &w, f.experts, f.x, NULL, y, NULL) == -1, "%s: an expert index past E is refused", lbl);
+    f.experts[0] = bad;
+    free(y); free(dx); free(dwr); free(dw1); free(dw2); free(dws1); free(dws2);
+    free(f.x); free(f.dy); free(f.wr); free(f.w1); free(f.w2); free(f.ws1); free(f.ws2); free(f.experts);
+}
+
+typedef struct {
+    pp_ref_mla_shape sh;
+    float *x, *dy, *wdq, *gq, *wuq, *wdkv, *gkv, *wukv, *wo;
+} mla_fix;
+
+static double mla_loss(void *ctx)
+{
+    mla_fix *f = ctx;
+    int64_t n = f->sh.b * f->sh.s * f->sh.h;
+    double *y = calloc((size_t)n, sizeof *y), l = 0;
+    pp_ref_mla_weights w = {f->wdq, f->gq, f->wuq, f->wdkv, f->gkv, f->wukv, f->wo};
+    pp_ref_mla(&f->sh, &w, f->x, NULL, y, NULL);
+    for (int64_t i = 0; i < n; i++) l += y[i] * f->dy[i];
+    free(y);
+    return l;
+}
+
+/* The MLA reference against finite differences, with a compressed query (qr > 0) and a plain one
+ * (DeepSeek-V2-Lite's q_lora_rank 0): every weight, both RMSNorm gains and dx. */
+static void check_mla_ref(int64_t qr)
+{
+    mla_fix f;
+    memset(&f, 0, sizeof f);
+    pp_ref_mla_shape sh = {.b = 2, .s = 5, .h = 12, .heads = 2, .qr = qr, .kvr = 8, .dn = 4, .dr = 4, .dv = 6};
+    f.sh = sh;
+    const int64_t T = sh.b * sh.s, h = sh.h, H = sh.heads, nq = H * (sh.dn + sh.dr), nkv = H * (sh.dn + sh.dv);
+    const int64_t ckw = sh.kvr + sh.dr, qin = qr ? qr : h;
+    f.x = frand((size_t)(T * h), 1.0, 0);
+    f.dy = frand((size_t)(T * h), 1.0, 0);
+    f.wdq = frand((size_t)((qr ? qr : 1) * h), 0.5, 0);
+    f.gq = frand((size_t)(qr ? qr : 1), 0.2, 1.0);
+    f.wuq = frand((size_t)(nq * qin), 0.5, 0);
+    f.wdkv = frand((size_t)(ckw * h), 0.5, 0);
+    f.gkv = frand((size_t)sh.kvr, 0.2, 1.0);
+    f.wukv = frand((size_t)(nkv * sh.kvr), 0.5, 0);
+    f.wo = frand((size_t)(h * H * sh.dv), 0.5, 0);
+    double *y = calloc((size_t)(T * h), sizeof *y);
+    double *gr[8];
+    const size_t n[8] = {(size_t)(T * h),   (size_t)(qr * h),          (size_t)qr,           (size_t)(nq * qin),
+                         (size_t)(ckw * h), (size_t)sh.kvr,            (size_t)(nkv * sh.kvr), (size_t)(h * H * sh.dv)};
+    float *params[8] = {f.x, f.wdq, f.gq, f.wuq, f.wdkv, f.gkv, f.wukv, f.wo};
+    const char *names[8] = {"dx", "dWdq", "dgamma_q", "dWuq", "dWdkv", "dgamma_kv", "dWukv", "dWo"};
+    for (int i = 0; i < 8; i++) gr[i] = calloc(n[i] ? n[i] : 1, sizeof(double));
+    pp_ref_mla_grads g = {gr[0], gr[1], gr[2], gr[3], gr[4], gr[5], gr[6], gr[7]};
+    pp_ref_mla_weights w = {f.wdq, f.gq, f.wuq, f.wdkv, f.gkv, f.wukv, f.wo};
+    char lbl[48];
+    snprintf(lbl, sizeof lbl, "mla q_lora_rank %lld", (long long)qr);
+    tap_ok(pp_ref_mla(&sh, &w, f.x, f.dy, y, &g) == 0, "%s: reference runs", lbl);
+    for (int a = 0; a < 8; a++) {
+        if (!n[a]) continue;
+        double worst = fd_worst(mla_loss, &f, params[a], gr[a], n[a]);
+        tap_ok(worst < 2e-3, "%s: %s matches finite differences (worst relative error %.2e)", lbl, names[a], worst);
+    }
+    /* causal: the last token's input changes no earlier output */
+    {
+        double *y2 = calloc((size_t)(T * h), sizeof *y2), early = 0, last = 0;
+        for (int64_t i = 0; i < h; i++) f.x[(sh.s - 1) * h + i] += 1.0f;
+        pp_ref_mla(&sh, &w, f.x, NULL, y2, NULL);
+        for (int64_t t = 0; t < sh.s; t++)
+            for (int64_t i = 0; i < h; i++) {
+                double d = fabs(y2[t * h + i] - y[t * h + i]);
+                if (t < sh.s - 1) early += d;
+                else last += d;
+            }
+        tap_ok(early == 0 && last > 1e-6, "%s: causal (earlier outputs unchanged %g, the last moves %g)", lbl, early, last);
+        free(y2);
+    }
+    sh.dr = 3;
+    tap_ok(pp_ref_mla(&sh, &w, f.x, NULL, y, NULL) == -1, "%s: an odd rope size is refused", lbl);
+    for (int i = 0; i < 8; i++) free(gr[i]);
+    free(y);
+    free(f.x); free(f.dy); free(f.wdq); free(f.gq); free(f.wuq); free(f.wdkv); free(f.gkv); free(f.wukv); free(f.wo);
+}
+
+/* The moe probe's routing (route.c): every copy in one row of each layout, a token's experts
+ * distinct, the maps each other's inverses, the counts balanced or as imbalanced as asked. */
+static void check_route_one(int64_t T, int64_t K, int64_t E, int64_t ep, double X, bool padded)
+{
+    pp_moe_route r;
+    char lbl[96];
+    snprintf(lbl, sizeof lbl, "route T %lld K %lld E %lld ep %lld X %g%s", (long long)T, (long long)K, (long long)E,
+             (long long)ep, X, padded ? " padded" : "");
+    if (!tap_ok(pp_moe_route_make(T, K, E, ep, X, padded, &r) == 0, "%s: built", lbl)) return;
+    const int64_t L = E / ep, TK = T * K;
+    bool distinct = true, maps = true, layout = true;
+    int64_t total = 0, mx = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < K; j++)
+            for (int64_t i = 0; i < j; i++) distinct = distinct && r.expert[t * K + i] != r.expert[t * K + j];
+    for (int64_t e = 0; e < L; e++) {
+        total += r.count[e];
+        mx = r.count[e] > mx ? r.count[e] : mx;
+        layout = layout && r.off[e] + r.count[e] <= r.rows && (!padded || r.off[e] == e * r.cap);
+    }
+    /* each copy: the row unpermute reads holds its token, in the segment of its expert */
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < K; j++) {
+            const int64_t g = r.expert[t * K + j], e = g % L, row = r.row_of[t * K + j];
+            const int64_t erow = ep > 1 ? r.send_from_exp[row] : row;
+            const int64_t src = r.exp_src[erow];
+            maps = maps && row >= 0 && erow >= r.off[e] && erow < r.off[e] + r.count[e] &&
+                   (ep > 1 ? r.send_tok[src] == t && src == row : src == t);
+        }
+    int64_t pads = 0;
+    for (int64_t i = 0; i < r.rows; i++) pads += r.exp_src[i] < 0;
+    tap_ok(distinct, "%s: a token's %lld experts are distinct", lbl, (long long)K);
+    tap_ok(total == TK && pads == r.rows - TK, "%s: %lld copies in the local experts, %lld padding rows", lbl,
+           (long long)total, (long long)pads);
+    tap_ok(maps && layout, "%s: every copy's rows hold its token in its expert's segment", lbl);
+    double mean = (double)TK / (double)L, got = (double)mx / mean;
+    tap_ok(fabs(got - (X > 1 ? X : 1)) <= 0.02 * (X > 1 ? X : 1) + 1.0 / mean, "%s: busiest local expert %.3f x the mean",
+           lbl, got);
+    pp_moe_route_free(&r);
+}
+
+static void check_route(void)
+{
+    pp_moe_route r;
+    check_route_one(64, 2, 8, 1, 1, false);
+    check_route_one(100, 3, 8, 1, 1, false);    /* T*K not a multiple of E */
+    check_route_one(128, 2, 8, 2, 1, false);    /* ep: the chunk sort */
+    check_route_one(128, 2, 8, 1, 2, false);    /* imbalance */
+    check_route_one(128, 2, 8, 2, 2, true);     /* imbalance, padded (strided-batched) */
+    check_route_one(256, 8, 256, 32, 1, false); /* DeepSeek-V3-like at ep 32: 8 local experts */
+    check_route_one(256, 8, 256, 256, 1, false); /* one expert per rank */
+    tap_ok(pp_moe_route_make(64, 9, 8, 1, 1, false, &r) == -1, "route: topk 9 of 8 experts is refused");
+    tap_ok(pp_moe_route_make(64, 2, 8, 3, 1, false, &r) == -1, "route: ep 3 not dividing 8 experts is refused");
+    tap_ok(pp_moe_route_make(64, 2, 8, 1, 5, false, &r) == -1, "route: an expert over every token is refused");
+    pp_moe_route_free(NULL);
+}
+
+static void check_linear_ref(void)
+{
+    double x[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 0, -1, 0.5, 0.5, 0.5}, y[4];
+    pp_ref_linear(x, w, 2, 2, 3, 2.0, y);
+    tap_ok(y[0] == -4 && y[1] == 6 && y[2] == -4 && y[3] == 15, "pp_ref_linear: y = scale x w^T (%g %g %g %g)", y[0],
+           y[1], y[2], y[3]);
+}
+
 static void check_attention_causal(void)
 {
     const int64_t b = 1, s = 5, H = 2, d = 4, hq = H * d, ld = 3 * hq;
@@ -403,6 +641,46 @@ static void check_report(void)
     obad.params = 0;
     tap_ok(pp_report_add_opt(&r, &obad) == -1 && r.n_opt == 0, "an optimizer row of 0 parameters is refused");
     tap_ok(pp_report_add_opt(&r, &o) == 0, "optimizer row added");
+    /* fp8 GEMMs beside the bf16 ones of the same shape (the x_bf16 column) */
+    pp_gemm_row f8 = {"fp8", "square", 0, 0, 8192, 8192, 8192, 700.0, 1570.8, 2e-3};
+    pp_gemm_row f8q = {"fp8", "qkv", 4096, 2, 4096, 6144, 4096, 160.0, 1288.5, 2e-3};
+    tap_ok(pp_report_add_gemm(&r, &f8) == 0 && pp_report_add_gemm(&r, &f8q) == 0, "fp8 gemm rows added");
+    tap_near(pp_report_fp8_speedup(&r, 2), 1570.8 / 785.4, 1e-12, "fp8 square over bf16 square: 2.0x");
+    tap_near(pp_report_fp8_speedup(&r, 3), 1288.5 / 687.2, 1e-12, "fp8 qkv over the bf16 qkv of the same shape");
+    tap_ok(pp_report_fp8_speedup(&r, 0) == 0, "a bf16 row has no fp8 ratio");
+    /* moe and mla records */
+    pp_moe_row mo;
+    memset(&mo, 0, sizeof mo);
+    mo.hidden = 4096, mo.experts = 8, mo.topk = 2, mo.moe_ffn = 14336, mo.shared_ffn = 0, mo.tokens = 4096, mo.ep = 1;
+    mo.imbalance = 1;
+    snprintf(mo.impl, sizeof mo.impl, "grouped");
+    snprintf(mo.backend, sizeof mo.backend, "cublas_grouped");
+    snprintf(mo.router, sizeof mo.router, "softmax");
+    mo.local_experts = 8, mo.rows = 8192;
+    mo.fwd_ms = 2.25, mo.fwdbwd_ms = 6.75, mo.expert_fwd_tflops = 650.5, mo.expert_fwdbwd_tflops = 600.25;
+    for (int k = 0; k < PP_MOE_PARTS; k++) mo.part_fwd_ms[k] = 0.125 * (k + 1), mo.part_bwd_ms[k] = 0.25 * (k + 1);
+    mo.part_fwd_ms[PP_MOE_SHARED] = mo.part_bwd_ms[PP_MOE_SHARED] = 0; /* no shared expert */
+    pp_moe_row mbad = mo;
+    mbad.topk = 9;
+    tap_ok(pp_report_add_moe(&r, &mbad) == -1, "a moe row with topk 9 of 8 experts is refused");
+    mbad = mo, mbad.ep = 3;
+    tap_ok(pp_report_add_moe(&r, &mbad) == -1, "a moe row whose ep 3 does not divide 8 experts is refused");
+    mbad = mo, mbad.part_bwd_ms[2] = NAN;
+    tap_ok(pp_report_add_moe(&r, &mbad) == -1 && r.n_moe == 0, "a moe row with a NaN part is refused");
+    tap_ok(pp_report_add_moe(&r, &mo) == 0, "moe row added");
+    pp_mla_row ml;
+    memset(&ml, 0, sizeof ml);
+    ml.hidden = 7168, ml.heads = 128, ml.q_lora_rank = 1536, ml.kv_lora_rank = 512, ml.qk_nope_dim = 128;
+    ml.qk_rope_dim = 64, ml.v_head_dim = 128, ml.seq = 4096, ml.mbs = 1, ml.tp = 8;
+    snprintf(ml.attention, sizeof ml.attention, "flash");
+    ml.fwd_ms = 1.5, ml.fwdbwd_ms = 4.75, ml.fwd_tflops = 500, ml.fwdbwd_tflops = 480;
+    for (int k = 0; k < PP_MLA_PARTS; k++) ml.part_fwd_ms[k] = 0.1 * (k + 1), ml.part_bwd_ms[k] = 0.2 * (k + 1);
+    pp_mla_row lbad2 = ml;
+    lbad2.tp = 3;
+    tap_ok(pp_report_add_mla(&r, &lbad2) == -1, "an mla row whose tp 3 does not split 128 heads is refused");
+    lbad2 = ml, lbad2.qk_rope_dim = 63;
+    tap_ok(pp_report_add_mla(&r, &lbad2) == -1 && r.n_mla == 0, "an mla row with an odd rope size is refused");
+    tap_ok(pp_report_add_mla(&r, &ml) == 0, "mla row added");
     pp_report_note(&r, "nccl: a note with \"quotes\"");
     pp_report_fail(&r, "gemm fp8: wrong");
 
@@ -431,8 +709,27 @@ static void check_report(void)
     tap_ok(st == PP_OK, "the planner's strict loader reads the written profile (%s)", st == PP_OK ? "ok" : err.msg);
     if (st == PP_OK) {
         tap_ok(!strcmp(p.gpu, "Test \"GPU\""), "gpu name round-trips with its quotes: %s", p.gpu);
-        tap_ok(p.n_gemm == 2 && p.gemm[0].m == 8192 && p.gemm[1].n == 6144 && p.gemm[1].k == 4096,
+        tap_ok(p.n_gemm == 4 && p.gemm[0].m == 8192 && p.gemm[1].n == 6144 && p.gemm[1].k == 4096,
                "gemm shapes round-trip");
+        tap_ok(p.n_gemm == 4 && p.gemm[0].dtype == PP_DT_BF16 && p.gemm[2].dtype == PP_DT_FP8 &&
+                   p.gemm[3].dtype == PP_DT_FP8 && p.gemm[3].n == 6144,
+               "fp8 gemm rows round-trip as dtype fp8");
+        tap_near(pp_profile_gemm_tflops(&p, PP_DT_FP8, 8192, 8192, 8192), 1570.8, 1e-6,
+                 "the time model's GEMM query reads the fp8 rate for fp8");
+        tap_near(pp_profile_gemm_tflops(&p, PP_DT_BF16, 8192, 8192, 8192), 785.4, 1e-6,
+                 "and still the bf16 rate for bf16");
+        tap_ok(p.n_moe == 1 && p.moe[0].hidden == 4096 && p.moe[0].experts == 8 && p.moe[0].topk == 2 &&
+                   p.moe[0].moe_ffn == 14336 && p.moe[0].shared_ffn == 0 && p.moe[0].tokens == 4096 &&
+                   p.moe[0].ep == 1 && p.moe[0].grouped == 1 && p.moe[0].sigmoid == 0,
+               "the moe record round-trips its shape and impl");
+        tap_near(p.n_moe ? p.moe[0].fwdbwd_ms : 0, 6.75, 1e-12, "moe fwd+bwd ms round-trips");
+        tap_near(p.n_moe ? p.moe[0].bwd_parts_ms[2] : 0, 0.75, 1e-12, "moe part times round-trip (fc1 backward)");
+        tap_near(p.n_moe ? p.moe[0].expert_fwd_tflops : 0, 650.5, 1e-9, "moe expert TFLOP/s round-trips");
+        tap_ok(p.n_mla == 1 && p.mla[0].heads == 128 && p.mla[0].q_lora_rank == 1536 && p.mla[0].kv_lora_rank == 512 &&
+                   p.mla[0].qk_nope_dim == 128 && p.mla[0].qk_rope_dim == 64 && p.mla[0].v_head_dim == 128 &&
+                   p.mla[0].tp == 8 && p.mla[0].flash == 1,
+               "the mla record round-trips its shape and attention");
+        tap_near(p.n_mla ? p.mla[0].fwd_parts_ms[3] : 0, 0.4, 1e-12, "mla part times round-trip (attn forward)");
         tap_near(p.gemm[0].tflops, 785.4, 1e-6, "gemm TFLOP/s round-trips");
         tap_near(p.copy_gbs, 3067.8, 1e-6, "copy GB/s round-trips");
         tap_near(p.mul_gbs, 3097.3, 1e-6, "mul GB/s round-trips");
@@ -465,8 +762,8 @@ static void check_report(void)
     if (f) fclose(f);
     memset(&p, 0, sizeof p);
     st = pp_profile_load_file(&p, jpath, &err);
-    tap_ok(st == PP_OK && p.n_gemm == 2 && p.n_nccl == 1 && p.n_optimizer == 1, "the JSON profile (-o x.json) loads too (%s)",
-           st == PP_OK ? "ok" : err.msg);
+    tap_ok(st == PP_OK && p.n_gemm == 4 && p.n_nccl == 1 && p.n_optimizer == 1 && p.n_moe == 1 && p.n_mla == 1,
+           "the JSON profile (-o x.json) loads too (%s)", st == PP_OK ? "ok" : err.msg);
     tap_ok(st == PP_OK && p.n_layer == 2 && p.layer[0].kv_heads == 16 && p.layer[1].kv_heads == 8,
            "the JSON profile's layer rows: kv_heads 16 (MHA, absent) and 8 (GQA)");
     pp_profile_free(&p);
@@ -482,6 +779,16 @@ static void check_report(void)
            "the table's layer rows end in their kv heads (8 GQA, 16 MHA)");
     tap_ok(buf && strstr(buf, "\n# optimizer") && strstr(buf, "1000000000    30     11.250"),
            "the table has the optimizer section and row");
+    tap_ok(buf && strstr(buf, "  fp8   square      0   0   8192   8192   8192      700.0   1570.8  2.0e-03   2.00\n") &&
+               strstr(buf, "  bf16  square      0   0   8192   8192   8192     1400.0    785.4  1.0e-03      -\n"),
+           "the gemm table gives fp8 rows their ratio to bf16 (x_bf16), '-' elsewhere");
+    tap_ok(buf && strstr(buf, "\n# moe") && strstr(buf, "grouped cublas_grouped") &&
+               strstr(buf, "#   fwd/bwd ms: router 0.125/0.250 permute 0.250/0.500 fc1 0.375/0.750"),
+           "the table has the moe section, its row and its parts line");
+    tap_ok(buf && strstr(buf, "\n# mla") && strstr(buf, "   7168   128  1536   512  128   64  128  4096    1   8 flash") &&
+               strstr(buf, "#   fwd/bwd ms: q 0.100/0.200 kv 0.200/0.400"),
+           "the table has the mla section, its row and its parts line");
+    if (buf && !strstr(buf, "grouped cublas_grouped")) tap_diag("%s", buf);
     tap_ok(buf && buf[0] == '#' && strstr(buf, "\n# gemm") && strstr(buf, "# WRONG: gemm fp8: wrong") &&
                !strstr(buf, "nan") && !strstr(buf, "inf"),
            "the table is '#'-headed, lists wrong results, prints no nan/inf");
@@ -497,6 +804,25 @@ static void write_text(const char *path, const char *text)
         fputs(text, f);
         fclose(f);
     }
+}
+
+/* A profile of `base` and one bad record list is refused by the loader, its message naming `want`. */
+static void expect_refused(const char *base, const char *rec, const char *want)
+{
+    char bp[] = "/tmp/pp_probe_badrec_XXXXXX", text[1024];
+    int bfd = mkstemp(bp);
+    pp_profile p;
+    pp_error err;
+    if (bfd >= 0) close(bfd);
+    snprintf(text, sizeof text, "%s%s", base, rec);
+    write_text(bp, text);
+    memset(&p, 0, sizeof p);
+    memset(&err, 0, sizeof err);
+    pp_status st = pp_profile_load_file(&p, bp, &err);
+    tap_ok(st == PP_ERR_INPUT && strstr(err.msg, want), "a bad %.*s record is refused, naming '%s' (%s)",
+           (int)strcspn(rec, ":"), rec, want, err.msg);
+    pp_profile_free(&p);
+    unlink(bp);
 }
 
 static void check_faults(void)
@@ -595,21 +921,65 @@ static void check_faults(void)
         {"oom:\n  - {probe: gemm, oom: true, need_bytes: 1}\n", "what"},
         {"oom:\n  - {probe: gemm, what: \"x\", oom: true, need_bytes: -5}\n", "need_bytes"},
     };
-    for (size_t i = 0; i < sizeof badrec / sizeof badrec[0]; i++) {
-        char bp[] = "/tmp/pp_probe_oombad_XXXXXX";
+    for (size_t i = 0; i < sizeof badrec / sizeof badrec[0]; i++) expect_refused(base, badrec[i].oom, badrec[i].want);
+
+    /* moe: and mla: records, strict like the others */
+    const char *moe_ok = "moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 14336, tokens: 4096, impl: \"loop\", "
+                         "fwd_ms: 2.5, fwdbwd_ms: 7.5, fwd_parts_ms: {router: 0.1, fc1: 1.0}}\n";
+    const char *mla_ok = "mla:\n  - {hidden: 2048, heads: 16, q_lora_rank: 0, kv_lora_rank: 512, qk_nope_dim: 128, "
+                         "qk_rope_dim: 64, v_head_dim: 128, seq: 4096, mbs: 1, tp: 2, attention: \"unfused\", "
+                         "fwd_ms: 1.0, fwdbwd_ms: 3.0}\n";
+    {
+        char bp[] = "/tmp/pp_probe_moeok_XXXXXX";
         int bfd = mkstemp(bp);
         if (bfd >= 0) close(bfd);
-        char text[512];
-        snprintf(text, sizeof text, "%s%s", base, badrec[i].oom);
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s%soom:\n  - {probe: moe, what: \"x\", oom: true, need_bytes: 1}\n", base, moe_ok,
+                 mla_ok);
         write_text(bp, text);
         memset(&p, 0, sizeof p);
-        memset(&err, 0, sizeof err);
         st = pp_profile_load_file(&p, bp, &err);
-        tap_ok(st == PP_ERR_INPUT && strstr(err.msg, badrec[i].want), "a bad oom record is refused, naming '%s' (%s)",
-               badrec[i].want, err.msg);
+        tap_ok(st == PP_OK && p.n_moe == 1 && p.moe[0].ep == 1 && p.moe[0].imbalance == 1 && p.moe[0].grouped == 0 &&
+                   p.moe[0].fwd_parts_ms[0] == 0.1 && p.moe[0].fwd_parts_ms[1] == 0 && p.n_mla == 1 &&
+                   p.mla[0].q_lora_rank == 0 && p.mla[0].flash == 0,
+               "minimal moe and mla records load with their defaults (ep 1, imbalance 1, no parts), and an oom "
+               "record of the moe probe (%s)", st == PP_OK ? "ok" : err.msg);
         pp_profile_free(&p);
         unlink(bp);
     }
+    const struct {
+        const char *rec, *want;
+    } badml[] = {
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 9, moe_ffn: 1, tokens: 1, impl: loop, fwd_ms: 1, fwdbwd_ms: 2}\n",
+         "topk"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, ep: 3, impl: loop, fwd_ms: 1, "
+         "fwdbwd_ms: 2}\n", "'ep' 3 does not divide"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, impl: fused, fwd_ms: 1, fwdbwd_ms: 2}\n",
+         "fused"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, impl: loop, fwd_ms: 0, fwdbwd_ms: 2}\n",
+         "fwd_ms"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, impl: loop, fwd_ms: 1, fwdbwd_ms: 2, "
+         "colour: 1}\n", "colour"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, impl: loop, fwd_ms: 1, fwdbwd_ms: 2, "
+         "bwd_parts_ms: {router: 1, dispatch: 2}}\n", "dispatch"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, impl: loop, fwd_ms: 1, fwdbwd_ms: 2}\n", "tokens"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, impl: loop, imbalance: 0.5, fwd_ms: 1, "
+         "fwdbwd_ms: 2}\n", "imbalance"},
+        {"moe:\n  - {hidden: 4096, experts: 8, topk: 2, moe_ffn: 1, tokens: 1, impl: loop, router: relu, fwd_ms: 1, "
+         "fwdbwd_ms: 2}\n", "relu"},
+        {"mla:\n  - {hidden: 2048, heads: 16, kv_lora_rank: 512, qk_nope_dim: 128, qk_rope_dim: 64, v_head_dim: 128, "
+         "seq: 4096, mbs: 1, tp: 3, attention: flash, fwd_ms: 1, fwdbwd_ms: 3}\n", "'tp' 3 does not split 16 heads"},
+        {"mla:\n  - {hidden: 2048, heads: 16, kv_lora_rank: 512, qk_nope_dim: 128, qk_rope_dim: 63, v_head_dim: 128, "
+         "seq: 4096, mbs: 1, tp: 1, attention: flash, fwd_ms: 1, fwdbwd_ms: 3}\n", "qk_rope_dim"},
+        {"mla:\n  - {hidden: 2048, heads: 16, q_lora_rank: -1, kv_lora_rank: 512, qk_nope_dim: 128, qk_rope_dim: 64, "
+         "v_head_dim: 128, seq: 4096, mbs: 1, tp: 1, attention: flash, fwd_ms: 1, fwdbwd_ms: 3}\n", "q_lora_rank"},
+        {"mla:\n  - {hidden: 2048, heads: 16, kv_lora_rank: 512, qk_nope_dim: 128, qk_rope_dim: 64, v_head_dim: 128, "
+         "seq: 4096, mbs: 1, tp: 1, attention: sparse, fwd_ms: 1, fwdbwd_ms: 3}\n", "sparse"},
+        {"mla:\n  - {hidden: 2048, heads: 16, kv_lora_rank: 512, qk_nope_dim: 128, qk_rope_dim: 64, v_head_dim: 128, "
+         "seq: 4096, mbs: 1, tp: 1, attention: flash, fwd_ms: 1}\n", "fwdbwd_ms"},
+        {"mla: {hidden: 2048}\n", "sequence"},
+    };
+    for (size_t i = 0; i < sizeof badml / sizeof badml[0]; i++) expect_refused(base, badml[i].rec, badml[i].want);
 
     /* PARPLAN_PROBE_MAX_BYTES */
     double b = 0;
@@ -682,6 +1052,14 @@ int main(void)
     check_layer_grads(true, true);
     check_gqa();
     check_attention_causal();
+    check_linear_ref();
+    check_route();
+    check_moe_ref(false, 4, 0);
+    check_moe_ref(false, 4, 4);
+    check_moe_ref(true, 4, 4);
+    check_moe_ref(false, 2, 0);
+    check_mla_ref(8);
+    check_mla_ref(0);
     check_rel_l2();
     check_busbw();
     check_report();
