@@ -117,8 +117,8 @@ static const pp_key moe_keys[] = {
     RNUM(moe_rec, "fwdbwd_ms", r.fwdbwd_ms, 1e-6, 86400e3, true),
     RNUM(moe_rec, "expert_fwd_tflops", r.expert_fwd_tflops, 0, 1e6, false),
     RNUM(moe_rec, "expert_fwdbwd_tflops", r.expert_fwdbwd_tflops, 0, 1e6, false),
-    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_fwd_part_keys, NKEYS(moe_fwd_part_keys)},
-    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_bwd_part_keys, NKEYS(moe_bwd_part_keys)},
+    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_fwd_part_keys, NKEYS(moe_fwd_part_keys), 0},
+    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_bwd_part_keys, NKEYS(moe_bwd_part_keys), 0},
 };
 static const pp_key mla_keys[] = {
     RINT(mla_rec, "hidden", r.hidden, 1, 1e9), RINT(mla_rec, "heads", r.heads, 1, 1e6),
@@ -132,8 +132,8 @@ static const pp_key mla_keys[] = {
     RNUM(mla_rec, "fwd_tflops", r.fwd_tflops, 0, 1e6, false),
     RNUM(mla_rec, "fwdbwd_tflops", r.fwdbwd_tflops, 0, 1e6, false),
     RSTR(mla_rec, "dtype", dtype),
-    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_fwd_part_keys, NKEYS(mla_fwd_part_keys)},
-    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_bwd_part_keys, NKEYS(mla_bwd_part_keys)},
+    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_fwd_part_keys, NKEYS(mla_fwd_part_keys), 0},
+    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_bwd_part_keys, NKEYS(mla_bwd_part_keys), 0},
 };
 
 /* `oom:` (parplan-probe, issue 9): the sizes that ran out of GPU memory, reported instead of
