@@ -75,6 +75,16 @@ MODELS = {
                  "--no-rope-fusion", "--untie-embeddings-and-output-weights",
                  "--disable-bias-linear", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
                  "--vocab-size", "102400"],
+    # 16 experts of 1408, top-4, a shared expert of 2816: between the coarse and fine shapes.
+    "moe-16x": ["--num-layers", "12", "--hidden-size", "2048", "--num-attention-heads", "16",
+                "--group-query-attention", "--num-query-groups", "4", "--ffn-hidden-size", "5632",
+                "--num-experts", "16", "--moe-router-topk", "4", "--moe-ffn-hidden-size", "1408",
+                "--moe-shared-expert-intermediate-size", "2816",
+                "--moe-token-dispatcher-type", "alltoall", "--swiglu",
+                "--normalization", "RMSNorm", "--position-embedding-type", "rope",
+                "--no-rope-fusion", "--untie-embeddings-and-output-weights",
+                "--disable-bias-linear", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+                "--vocab-size", "32000"],
     # Qwen3-30B-A3B's layer (Qwen/Qwen3-30B-A3B config.json) on 8 layers: 128 experts of 768,
     # top-8, head_dim 128 over hidden 2048, 32 heads, 4 KV heads, QK-norm.
     "moe-128q": ["--num-layers", "8", "--hidden-size", "2048", "--num-attention-heads", "32",
