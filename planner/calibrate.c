@@ -824,18 +824,14 @@ void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c,
                         (double)m->seq;
         extra = cal->score_bytes * scores / c->mem_rate;
     }
-    /* Every layer kind the model has: the main kind's terms are ly's own fields. An MoE layer
-     * adds the stack's per-layer MoE cost (router, dispatcher, the host sync for the token
-     * counts) and, per local expert, its per-expert cost (a Python-driven GEMM chain in
-     * SequentialMLP): the 1/3 : 2/3 forward/backward split of the layer overhead. */
-    double local = m->experts > 1 ? (double)m->experts / (double)(l->ep > 0 ? l->ep : 1) : 0.0;
+    /* Every layer kind the model has: the main kind's terms are ly's own fields. (The MoE
+     * factors are read by time.c's layer terms: an MoE layer runs at the host's pace when that
+     * is slower than the GPU's.) */
     for (int k = 0; k < PP_LAYER_KINDS; k++) {
         if (!(ly->kinds_present & (1u << k)) && k != ly->kind_main) continue;
         pp_time_terms y;
         pp_time_layer_terms(ly, k, &y);
         double over = cal->layer_overhead_s;
-        if ((k & PP_LAYER_MOE) && m->experts > 1)
-            over += cal->moe_layer_overhead_s + local * cal->expert_overhead_s;
         y.fwd_compute_s += extra + over;
         y.bwd_compute_s += extra + 2.0 * over;
         y.sel_recompute_s += extra; /* selective recompute redoes the attention core */

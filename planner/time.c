@@ -385,7 +385,15 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
             ew_moe_f += EW_PROB_SCALE * Tr * fe_r;
             ew_moe_b += 2.0 * EW_PROB_SCALE * Tr * fe_r;
         }
-        launch = MOE_LAYER_KERNELS * KERNEL_GAP_S + (loop ? local * EXPERT_LOOP_KERNELS * KERNEL_GAP_S : 0);
+        /* The host's share: the router, the dispatcher and its sync, and one GEMM chain per
+         * local expert when looped. Without a calibration, the launch floor of those kernels;
+         * a calibrated stack's own figures (parplan calibrate on MoE logs) otherwise. */
+        const pp_calibration *cal = w->profile && w->profile->calibration.present ? &w->profile->calibration : NULL;
+        double per_layer = cal && cal->moe_layer_overhead_s > 0 ? cal->moe_layer_overhead_s
+                                                                 : MOE_LAYER_KERNELS * KERNEL_GAP_S;
+        double per_expert = cal && cal->expert_overhead_s > 0 ? cal->expert_overhead_s
+                                                               : EXPERT_LOOP_KERNELS * KERNEL_GAP_S;
+        launch = per_layer + (loop ? local * per_expert : 0);
         mlp_w = (glu ? 3.0 : 2.0) * h * fe_r * local + h * E +
                 (m->shared_ffn > 0 ? (glu ? 3.0 : 2.0) * h * (double)m->shared_ffn / t : 0);
         tokens_ep = Tl * K * h * 2.0 * imb;
@@ -450,8 +458,22 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     if (mla) dense_w -= (glu ? 3.0 : 2.0) * h * f_r; /* kind_dense_params holds the dense MLP */
     double accum = c->opts.grad_accum_bytes * (dense_w + mlp_w) / c->mem_rate;
 
-    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f + launch / 3.0;
-    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum + 2.0 * launch / 3.0;
+    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
+    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
+    /* The experts run at the GPU's pace or at the pace of the host that issues them, whichever is
+     * slower: the dispatcher waits for the tokens-per-expert counts (.tolist(), a host sync)
+     * before the experts, so the host cannot run ahead of them, and the GPU idles while a looped
+     * expert's kernels are being issued. Measured on one H200 with Megatron's local SequentialMLP
+     * (tests/data/megatron/runs_moe_time.csv): 64 and 128 experts take the same step time at
+     * micro-batch 1 and 2, the host's pace. The host's work is split 1/3 forward, 2/3 backward,
+     * as the GEMM work is. */
+    if (moe && launch > 0) {
+        double exp_ew_f = (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * Tr * fe_r / c->mem_rate;
+        double exp_ew_b = (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * Tr * fe_r / c->mem_rate;
+        double exp_f = g_fc1 + g_fc2 + exp_ew_f, exp_b = 2.0 * (g_fc1 + g_fc2) / BWD_GEMM_EFF + exp_ew_b;
+        o->fwd_compute_s += max2(exp_f, launch / 3.0) - exp_f;
+        o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
+    }
     o->sel_recompute_s = attn_f + score_ew_f;
 
     /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
