@@ -225,6 +225,11 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
         if (m->shared_ffn % l->tp)
             return LAYOUT_BAD("--tp %lld does not divide the shared-expert FFN size %lld",
                               (long long)l->tp, (long long)m->shared_ffn);
+        /* Megatron-Core raises at the first forward of an MoE layer with TP > 1 and no sequence
+         * parallelism (seen on the lent H200s with 2026-08 Megatron-LM). */
+        if (w->framework == PP_FW_MEGATRON && l->tp > 1 && !l->sp)
+            return LAYOUT_BAD("--tp %lld with experts needs --sp (Megatron-Core's MoE layers "
+                              "require sequence parallelism with tensor parallelism)", (long long)l->tp);
     }
     if (l->sp && l->tp < 2) return LAYOUT_BAD("--sp needs --tp of at least 2");
     if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");

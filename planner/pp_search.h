@@ -21,6 +21,7 @@ enum {
     PP_SEARCH_FIX_VPP = 1 << 3, PP_SEARCH_FIX_CP = 1 << 4, PP_SEARCH_FIX_EP = 1 << 5,
     PP_SEARCH_FIX_MBS = 1 << 6, PP_SEARCH_FIX_ZERO = 1 << 7, PP_SEARCH_FIX_DIST_OPT = 1 << 8,
     PP_SEARCH_FIX_SP = 1 << 9, PP_SEARCH_FIX_RECOMPUTE = 1 << 10, PP_SEARCH_FIX_OFFLOAD = 1 << 11,
+    PP_SEARCH_FIX_ETP = 1 << 12,
 };
 
 /* Why a candidate was dropped, in the order the rules are checked. */
@@ -29,7 +30,9 @@ typedef enum {
     PP_PRUNE_TP_NODE,      /* the TP group would leave the node (allow_cross_node_tp lifts it) */
     PP_PRUNE_GPUS,         /* tp x pp x cp does not divide the GPUs (or gives another fixed dp) */
     PP_PRUNE_CP,           /* sequence not divisible by 2 cp, or cp > 1 without flash attention */
-    PP_PRUNE_EP,           /* ep does not divide the experts, or dp x cp */
+    PP_PRUNE_EP,           /* ep does not divide the experts, or ep x etp the tp x cp x dp grid */
+    PP_PRUNE_MOE,          /* MoE rules: TP > 1 needs sequence parallelism (Megatron-Core), expert
+                              TP inside a node, etp dividing the expert FFN */
     PP_PRUNE_REDUNDANT,    /* same run as another candidate: sp with tp 1, sharding with dp x cp 1 */
     PP_PRUNE_PP_LAYERS,    /* more stages than layers */
     PP_PRUNE_GBS,          /* global batch not divisible by dp x mbs */
@@ -39,7 +42,7 @@ typedef enum {
     PP_PRUNE_OOM,          /* the memory model: peak + reserved above the GPU's memory */
     PP_PRUNE_COUNT
 } pp_prune_reason;
-/* "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "redundant", "pp_layers", "gbs", "vpp",
+/* "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "moe", "redundant", "pp_layers", "gbs", "vpp",
  * "framework", "oom": the keys of plan --json's "pruned". */
 extern const char *const pp_prune_names[PP_PRUNE_COUNT];
 /* One line each, for the human funnel. */

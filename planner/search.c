@@ -4,14 +4,16 @@
  *   tp   tp_shape (tp | heads, KV heads, FFN), tp_cross_node, gpus (tp | gpus)
  *   cp   gpus (tp cp | gpus), cp (2 cp | seq, flash attention)
  *   ep   ep (ep | experts)
+ *   etp  moe (etp | expert FFN, etp inside a node); etp is 1 or tp for an MoE model (the two
+ *        settings Megatron-Core recipes use: experts split like the dense layers, or whole)
  *   mbs  (mbs | gbs by construction of its list)
- *   sp   redundant (sp needs tp > 1)
- *   pp   gpus (tp cp pp | gpus, fixed dp), pp_layers, ep (ep | dp cp), gbs (dp mbs | gbs)
+ *   sp   redundant (sp needs tp > 1), moe (Megatron-Core's MoE with tp > 1 needs sp)
+ *   pp   gpus (tp cp pp | gpus, fixed dp), pp_layers, ep (ep etp | tp cp dp), gbs (dp mbs | gbs)
  *   vpp  vpp (pp >= 2, pp vpp | L, pp | micro-batches)
  *   recompute
  *   zero / dist-opt   redundant (sharding over one rank), framework (DeepSpeed ZeRO-2/3 + PP)
  *   leaf memory (oom), then time
- * The layer times depend only on (tp, cp, ep, mbs, sp): they are computed once per block, the
+ * The layer times depend only on (tp, cp, ep, etp, mbs, sp): they are computed once per block, the
  * first time a leaf of the block fits in memory. */
 #include "pp_search.h"
 
@@ -22,7 +24,7 @@
 #include "pp_memory.h"
 
 const char *const pp_prune_names[PP_PRUNE_COUNT] = {
-    "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "redundant", "pp_layers", "gbs", "vpp",
+    "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "moe", "redundant", "pp_layers", "gbs", "vpp",
     "framework", "oom",
 };
 
@@ -31,7 +33,9 @@ const char *const pp_prune_help[PP_PRUNE_COUNT] = {
     "the TP group would span nodes (--allow-cross-node-tp to search it)",
     "tp x pp x cp does not divide the GPUs (or misses the fixed --dp)",
     "context parallel: sequence not divisible by 2 cp, or attention not flash",
-    "expert parallel: ep does not divide the experts or dp x cp",
+    "expert parallel: ep does not divide the experts, or ep x etp the tp x cp x dp ranks of a stage",
+    "MoE: TP > 1 without sequence parallelism (Megatron-Core refuses it), expert TP across nodes, "
+    "or etp not dividing the expert FFN",
     "the same run as another candidate (sp with tp 1, optimizer sharding over 1 rank)",
     "more pipeline stages (or recomputed layers) than layers",
     "global batch not divisible by dp x micro-batch",
@@ -90,8 +94,8 @@ static pp_status single(int64_t value, vlist *out, pp_error *err)
 
 static int layout_cmp(const pp_layout *a, const pp_layout *b)
 {
-    int64_t ka[] = {a->tp, a->pp, a->cp, a->ep, a->vpp, a->mbs, a->recompute, a->zero, a->dist_opt, a->sp};
-    int64_t kb[] = {b->tp, b->pp, b->cp, b->ep, b->vpp, b->mbs, b->recompute, b->zero, b->dist_opt, b->sp};
+    int64_t ka[] = {a->tp, a->pp, a->cp, a->ep, a->etp, a->vpp, a->mbs, a->recompute, a->zero, a->dist_opt, a->sp};
+    int64_t kb[] = {b->tp, b->pp, b->cp, b->ep, b->etp, b->vpp, b->mbs, b->recompute, b->zero, b->dist_opt, b->sp};
     for (size_t i = 0; i < sizeof ka / sizeof ka[0]; i++)
         if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
     return 0;
@@ -168,10 +172,11 @@ static void heap_push(top_heap *h, const pp_search_candidate *c)
     }
 }
 
-/* The same parallel shape: tp, pp, dp, cp, ep. */
+/* The same parallel shape: tp, pp, dp, cp, ep, etp. */
 static bool same_shape(const pp_layout *a, const pp_layout *b)
 {
-    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep;
+    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep &&
+           pp_layout_etp(a) == pp_layout_etp(b);
 }
 
 /* The shapes heap keeps one candidate per shape: a newcomer replaces its shape's entry when
@@ -211,7 +216,7 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-enum { D_TP, D_CP, D_EP, D_MBS, D_SP, D_PP, D_VPP, D_RC, D_OPT, D_COUNT };
+enum { D_TP, D_CP, D_EP, D_ETP, D_MBS, D_SP, D_PP, D_VPP, D_RC, D_OPT, D_COUNT };
 
 /* One optimizer-sharding choice. */
 typedef struct { int zero; bool dist_opt; } opt_choice;
@@ -276,6 +281,22 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     LIST(D_CP, PP_SEARCH_FIX_CP, fx->cp, divisors(G, G, &L[D_CP], err));
     LIST(D_EP, PP_SEARCH_FIX_EP, fx->ep,
          m->experts > 1 ? divisors(m->experts, G, &L[D_EP], err) : single(1, &L[D_EP], err));
+    /* Expert TP: 0 stands for "= tp"; an MoE model also tries 1 (whole experts per rank, as
+     * DeepSeek-V3's recipe runs them). */
+    if (fix & PP_SEARCH_FIX_ETP) {
+        LIST(D_ETP, PP_SEARCH_FIX_ETP, fx->etp, PP_OK);
+    } else if (m->experts > 1) {
+        L[D_ETP].v = malloc(2 * sizeof(int64_t));
+        if (!L[D_ETP].v) {
+            st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            goto done;
+        }
+        L[D_ETP].v[0] = 0;
+        L[D_ETP].v[1] = 1;
+        L[D_ETP].n = 2;
+    } else {
+        LIST(D_ETP, 0, 0, single(0, &L[D_ETP], err));
+    }
     LIST(D_MBS, PP_SEARCH_FIX_MBS, fx->mbs, divisors(w->gbs, w->gbs, &L[D_MBS], err));
     LIST(D_PP, PP_SEARCH_FIX_PP, fx->pp, divisors(G, G, &L[D_PP], err));
     LIST(D_VPP, PP_SEARCH_FIX_VPP, fx->vpp, divisors(m->layers, m->layers, &L[D_VPP], err));
@@ -360,9 +381,13 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     pp_search_candidate cand;
     memset(&cand, 0, sizeof cand);
 
+    pp_param_count pc;
+    pp_model_params(m, &pc);
+    const bool moe = m->experts > 1;
     for (int64_t i_tp = 0; i_tp < L[D_TP].n; i_tp++) {
         const int64_t tp = L[D_TP].v[i_tp];
-        if (m->heads % tp || m->ffn % tp || (m->kv_heads % tp && tp % m->kv_heads)) {
+        if (m->heads % tp || (pc.dense_layers > 0 && m->ffn % tp) || m->shared_ffn % tp ||
+            (m->kv_heads % tp && tp % m->kv_heads)) {
             pruned[PP_PRUNE_TP_SHAPE] += inner[D_TP + 1];
             continue;
         }
@@ -393,12 +418,31 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                     continue;
                 }
                 l.ep = ep;
+                for (int64_t i_etp = 0; i_etp < L[D_ETP].n; i_etp++) {
+                const int64_t etp_v = L[D_ETP].v[i_etp], etp = etp_v > 0 ? etp_v : tp;
+                if (i_etp > 0 && etp == (L[D_ETP].v[0] > 0 ? L[D_ETP].v[0] : tp)) {
+                    pruned[PP_PRUNE_REDUNDANT] += inner[D_ETP + 1]; /* etp 1 with tp 1: the same run */
+                    continue;
+                }
+                if (moe && (pp_model_expert_ffn(m) % etp || etp > gpn || gpn % etp)) {
+                    pruned[PP_PRUNE_MOE] += inner[D_ETP + 1];
+                    continue;
+                }
+                l.etp = etp_v;
                 for (int64_t i_mbs = 0; i_mbs < L[D_MBS].n; i_mbs++) {
                     l.mbs = L[D_MBS].v[i_mbs];
                     for (int64_t i_sp = 0; i_sp < L[D_SP].n; i_sp++) {
                         l.sp = L[D_SP].v[i_sp] != 0;
                         if (l.sp && tp < 2) {
                             pruned[PP_PRUNE_REDUNDANT] += inner[D_SP + 1];
+                            continue;
+                        }
+                        /* Megatron-Core: "During training, performance may degrade if MoE and
+                         * tensor parallelism are enabled without also enabling sequence
+                         * parallelism" is an error at the first forward (transformer_config.py /
+                         * moe_layer.py); the device runs confirmed it. */
+                        if (moe && tp > 1 && !l.sp && w->framework == PP_FW_MEGATRON) {
+                            pruned[PP_PRUNE_MOE] += inner[D_SP + 1];
                             continue;
                         }
                         bool have_layer = false;
@@ -416,7 +460,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                                 pruned[PP_PRUNE_PP_LAYERS] += inner[D_PP + 1];
                                 continue;
                             }
-                            if (ep > 1 && (dp * cp) % ep) {
+                            if (moe && (tp * cp * dp) % (etp * ep)) {
                                 pruned[PP_PRUNE_EP] += inner[D_PP + 1];
                                 continue;
                             }
@@ -485,6 +529,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                             }
                         }
                     }
+                }
                 }
             }
         }

@@ -34,6 +34,7 @@ static void check_json(const pp_work *w, const pp_layout *l, const pp_mem_result
     pp_json_kint(&j, "vpp", l->vpp);
     pp_json_kint(&j, "cp", l->cp);
     pp_json_kint(&j, "ep", l->ep);
+    pp_json_kint(&j, "etp", pp_layout_etp(l));
     pp_json_kint(&j, "mbs", l->mbs);
     pp_json_kint(&j, "gbs", w->gbs);
     pp_json_kint(&j, "zero", l->zero);
@@ -91,10 +92,10 @@ static void check_table(const pp_work *w, const pp_layout *l, const pp_mem_resul
     char b[12][24];
     printf("parplan check: %s on %lld x %s (%s), %s attention\n", w->model.name, (long long)w->gpus,
            w->gpu.name, pp_framework_names[w->framework], pp_attention_names[w->attention]);
-    printf("layout: tp %lld pp %lld dp %lld vpp %lld cp %lld ep %lld, mbs %lld, gbs %lld, "
+    printf("layout: tp %lld pp %lld dp %lld vpp %lld cp %lld ep %lld etp %lld, mbs %lld, gbs %lld, "
            "%lld micro-batches; %s%s%s, recompute %s",
            (long long)l->tp, (long long)l->pp, (long long)l->dp, (long long)l->vpp, (long long)l->cp,
-           (long long)l->ep, (long long)l->mbs, (long long)w->gbs,
+           (long long)l->ep, (long long)pp_layout_etp(l), (long long)l->mbs, (long long)w->gbs,
            (long long)pp_layout_microbatches(w, l),
            l->dist_opt ? "distributed optimizer" : l->zero ? "ZeRO stage " : "no optimizer sharding",
            (!l->dist_opt && l->zero) ? (const char *[]){"", "1", "2", "3"}[l->zero] : "",

@@ -27,7 +27,8 @@ _Static_assert((int)PP_SEARCH_FIX_TP == (int)PP_FIX_TP &&
                    (int)PP_SEARCH_FIX_DIST_OPT == (int)PP_FIX_DIST_OPT &&
                    (int)PP_SEARCH_FIX_SP == (int)PP_FIX_SP &&
                    (int)PP_SEARCH_FIX_RECOMPUTE == (int)PP_FIX_RECOMPUTE &&
-                   (int)PP_SEARCH_FIX_OFFLOAD == (int)PP_FIX_OFFLOAD,
+                   (int)PP_SEARCH_FIX_OFFLOAD == (int)PP_FIX_OFFLOAD &&
+                   (int)PP_SEARCH_FIX_ETP == (int)PP_FIX_ETP,
                "PP_SEARCH_FIX_* must match PP_FIX_*");
 
 /* "tp2 pp1 dp8 mbs4 dist-opt sp selective": sizes of 1 left out except tp, pp, dp, mbs. */
@@ -37,6 +38,7 @@ static const char *layout_label(const pp_layout *l, char *buf, size_t n)
     if (l->vpp > 1) k += snprintf(buf + k, n - (size_t)k, " vpp%lld", (long long)l->vpp);
     if (l->cp > 1) k += snprintf(buf + k, n - (size_t)k, " cp%lld", (long long)l->cp);
     if (l->ep > 1) k += snprintf(buf + k, n - (size_t)k, " ep%lld", (long long)l->ep);
+    if (l->etp > 0 && l->etp != l->tp) k += snprintf(buf + k, n - (size_t)k, " etp%lld", (long long)l->etp);
     k += snprintf(buf + k, n - (size_t)k, " mbs%lld", (long long)l->mbs);
     if (l->zero > 0) k += snprintf(buf + k, n - (size_t)k, " zero%d", l->zero);
     if (l->dist_opt) k += snprintf(buf + k, n - (size_t)k, " dist-opt");
@@ -99,7 +101,8 @@ static void layout_diff(const pp_layout *a, const pp_layout *b, char *buf, size_
 {
     struct { const char *name; int64_t va, vb; } d[] = {
         {"tp", a->tp, b->tp}, {"pp", a->pp, b->pp}, {"dp", a->dp, b->dp}, {"vpp", a->vpp, b->vpp},
-        {"cp", a->cp, b->cp}, {"ep", a->ep, b->ep}, {"mbs", a->mbs, b->mbs}, {"zero", a->zero, b->zero},
+        {"cp", a->cp, b->cp}, {"ep", a->ep, b->ep}, {"etp", pp_layout_etp(a), pp_layout_etp(b)},
+        {"mbs", a->mbs, b->mbs}, {"zero", a->zero, b->zero},
     };
     size_t k = 0;
     buf[0] = 0;
@@ -299,6 +302,7 @@ static void print_json(const pp_search_candidate *cand, const pp_search_result *
         pp_json_kint(&j, "vpp", l->vpp);
         pp_json_kint(&j, "cp", l->cp);
         pp_json_kint(&j, "ep", l->ep);
+        pp_json_kint(&j, "etp", pp_layout_etp(l));
         pp_json_kint(&j, "mbs", l->mbs);
         pp_json_kint(&j, "zero", l->zero);
         pp_json_kbool(&j, "dist_opt", l->dist_opt);

@@ -1198,6 +1198,7 @@ const char *pp_report_layout_label(const pp_layout *l, char *buf, size_t n)
     if (l->vpp > 1) ADD(" vpp%lld", (long long)l->vpp);
     if (l->cp > 1) ADD(" cp%lld", (long long)l->cp);
     if (l->ep > 1) ADD(" ep%lld", (long long)l->ep);
+    if (l->etp > 0 && l->etp != l->tp) ADD(" etp%lld", (long long)l->etp);
     ADD(" mbs%lld", (long long)l->mbs);
     if (l->zero) ADD(" zero%d", l->zero);
     if (l->dist_opt) ADD(" dist-opt");

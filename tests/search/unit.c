@@ -68,6 +68,7 @@ static int64_t brute_count(const pp_work *w, bool allow_cross)
         for (int b = 0; b < npp; b++)
             for (int c = 0; c < ncp; c++)
                 for (int e = 0; e < nep; e++)
+                  for (int et = 0; et < (w->model.experts > 1 ? 2 : 1); et++)
                     for (int d = 0; d < nmbs; d++)
                         for (int v = 0; v < nvpp; v++)
                             for (int sp = 0; sp < 2; sp++)
@@ -79,6 +80,8 @@ static int64_t brute_count(const pp_work *w, bool allow_cross)
                                         l.pp = pps[b];
                                         l.cp = cps[c];
                                         l.ep = eps[e];
+                                        l.etp = et; /* 0: = tp; 1: whole experts per rank */
+                                        if (et == 1 && tps[a] == 1) continue; /* the same run as etp 0 */
                                         l.mbs = mbss[d];
                                         l.vpp = vpps[v];
                                         l.sp = sp;
@@ -89,6 +92,10 @@ static int64_t brute_count(const pp_work *w, bool allow_cross)
                                         if (pp_layout_validate(w, &l, &err) != PP_OK) continue;
                                         /* topology and redundancy rules of the search */
                                         if (!allow_cross && (l.tp > w->gpus_per_node || w->gpus_per_node % l.tp))
+                                            continue;
+                                        if (w->model.experts > 1 &&
+                                            (pp_layout_etp(&l) > w->gpus_per_node ||
+                                             w->gpus_per_node % pp_layout_etp(&l)))
                                             continue;
                                         if (l.cp > 1 && w->attention != PP_ATTN_FLASH) continue;
                                         if ((l.zero > 0 || l.dist_opt) && l.dp * l.cp == 1) continue;
