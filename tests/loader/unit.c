@@ -382,6 +382,20 @@ static void test_hf_rules(void)
                             " \"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\","
                             " \"full_attention\"]}", &err);
     tap_ok(st == PP_OK && m.window == 0, "gemma2: all full_attention -> no window");
+    /* gemma (1): Gemma-7B's shape (google/gemma-7b config.json); GemmaConfig defaults for the
+     * rest (head_dim 256 here, tied, vocab 256000): 8,537,680,896 parameters, the "8.54B" of its
+     * model page. */
+    st = load_model_str(&m, "{\"model_type\": \"gemma\", \"hidden_size\": 3072, \"intermediate_size\": 24576,"
+                            " \"num_attention_heads\": 16, \"num_key_value_heads\": 16, \"num_hidden_layers\": 28,"
+                            " \"hidden_act\": \"gelu\"}", &err);
+    if (tap_ok(st == PP_OK && m.head_dim == 256 && m.tied && m.vocab == 256000 && m.seq == 8192 &&
+                   m.norms_per_layer == 2 && m.act == PP_ACT_SWIGLU, "gemma: GemmaConfig defaults, GeGLU")) {
+        pp_param_count pc;
+        pp_model_params(&m, &pc);
+        tap_ok(pc.total == 8537680896LL, "gemma-7b shape: %lld == 8537680896", (long long)pc.total);
+    } else {
+        show(&err);
+    }
     /* gemma3 text_config: tie from the wrapper when the text config has none; window pattern 1 = all global */
     st = load_model_str(&m, "{\"model_type\": \"gemma3\", \"tie_word_embeddings\": false, \"text_config\": {"
                             LLAMA_BASE ", \"head_dim\": 16, \"sliding_window_pattern\": 1}}", &err);
