@@ -1,4 +1,4 @@
-/* Loaders: models.d YAML (models and GPUs), Hugging Face config.json, the catalog.
+/* Loaders: models.d YAML (models and GPUs), the catalog; Hugging Face config.json is hf_config.c.
  *
  * Everything goes through libyaml's document API (yaml_parser_load) and key tables: one row
  * per key with its type, field offset and range. A pre-pass over the event stream bounds the
@@ -218,7 +218,7 @@ void pp_yaml_free(pp_yaml *y)
 
 yaml_node_t *pp_yaml_root(pp_yaml *y) { return y->loaded ? yaml_document_get_root_node(&y->doc) : NULL; }
 
-static const char *node_kind(const yaml_node_t *n)
+const char *pp_yaml_node_kind(const yaml_node_t *n)
 {
     switch (n->type) {
     case YAML_SCALAR_NODE: return "a scalar";
@@ -230,7 +230,7 @@ static const char *node_kind(const yaml_node_t *n)
 
 static const char *scalar_str(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
 static bool scalar_plain(const yaml_node_t *n) { return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE; }
-static bool scalar_is_null(const yaml_node_t *n)
+bool pp_yaml_is_null(const yaml_node_t *n)
 {
     if (n->type != YAML_SCALAR_NODE || !scalar_plain(n)) return false;
     const char *s = scalar_str(n);
@@ -283,7 +283,7 @@ static pp_status key_number(pp_yaml *y, const yaml_node_t *v, const pp_key *k, d
 {
     char ex[48];
     if (v->type != YAML_SCALAR_NODE)
-        return pp_yaml_error(y, v, "key '%s': expected a number, got %s", k->key, node_kind(v));
+        return pp_yaml_error(y, v, "key '%s': expected a number, got %s", k->key, pp_yaml_node_kind(v));
     const char *s = scalar_str(v);
     if (!scalar_plain(v))
         return pp_yaml_error(y, v, "key '%s': expected a number, got the string \"%s\"", k->key,
@@ -320,9 +320,9 @@ static pp_status key_number(pp_yaml *y, const yaml_node_t *v, const pp_key *k, d
 static pp_status key_string(pp_yaml *y, const yaml_node_t *v, const pp_key *k, const char **out)
 {
     if (v->type != YAML_SCALAR_NODE)
-        return pp_yaml_error(y, v, "key '%s': expected a string, got %s", k->key, node_kind(v));
+        return pp_yaml_error(y, v, "key '%s': expected a string, got %s", k->key, pp_yaml_node_kind(v));
     const char *s = scalar_str(v);
-    if (scalar_is_null(v))
+    if (pp_yaml_is_null(v))
         return pp_yaml_error(y, v, "key '%s': expected a string, got null", k->key);
     if (strlen(s) != v->data.scalar.length)
         return pp_yaml_error(y, v, "key '%s': string contains a NUL character", k->key);
@@ -349,7 +349,7 @@ static pp_status key_store(pp_yaml *y, yaml_node_t *v, const pp_key *k, void *ob
     }
     case PP_KEY_BOOL: {
         if (v->type != YAML_SCALAR_NODE)
-            return pp_yaml_error(y, v, "key '%s': expected true or false, got %s", k->key, node_kind(v));
+            return pp_yaml_error(y, v, "key '%s': expected true or false, got %s", k->key, pp_yaml_node_kind(v));
         const char *s = scalar_str(v);
         bool t = !strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE");
         bool f = !strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE");
@@ -385,12 +385,12 @@ static pp_status key_store(pp_yaml *y, yaml_node_t *v, const pp_key *k, void *ob
     }
     case PP_KEY_MAP:
         if (v->type != YAML_MAPPING_NODE)
-            return pp_yaml_error(y, v, "key '%s': expected a mapping, got %s", k->key, node_kind(v));
+            return pp_yaml_error(y, v, "key '%s': expected a mapping, got %s", k->key, pp_yaml_node_kind(v));
         return pp_yaml_map(y, v, k->sub, k->n_sub, obj, flags, NULL, k->key);
     case PP_KEY_STRSEQ: {
         if (v->type != YAML_SEQUENCE_NODE)
             return pp_yaml_error(y, v, "key '%s': expected a sequence of strings, got %s", k->key,
-                                 node_kind(v));
+                                 pp_yaml_node_kind(v));
         field[0] = '\0';
         bool first = true;
         for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
@@ -408,7 +408,7 @@ static pp_status key_store(pp_yaml *y, yaml_node_t *v, const pp_key *k, void *ob
     case PP_KEY_INTSEQ: {
         if (v->type != YAML_SEQUENCE_NODE)
             return pp_yaml_error(y, v, "key '%s': expected a sequence of integers, got %s", k->key,
-                                 node_kind(v));
+                                 pp_yaml_node_kind(v));
         int64_t *arr = (int64_t *)field, *count = (int64_t *)((char *)obj + k->off2);
         *count = 0;
         pp_key elem = *k;
@@ -434,7 +434,7 @@ pp_status pp_yaml_map(pp_yaml *y, yaml_node_t *map, const pp_key *tbl, int n, vo
     yaml_node_t *seen[PP_YAML_MAX_KEYS] = {0};
     if (n > PP_YAML_MAX_KEYS) return pp_error_set(y->err, PP_ERR_RUNTIME, y->path, 0, 0, "key table too large");
     if (!map || map->type != YAML_MAPPING_NODE)
-        return pp_yaml_error(y, map, "%s: expected a mapping, got %s", what, map ? node_kind(map) : "nothing");
+        return pp_yaml_error(y, map, "%s: expected a mapping, got %s", what, map ? pp_yaml_node_kind(map) : "nothing");
     yaml_node_pair_t *start = map->data.mapping.pairs.start, *top = map->data.mapping.pairs.top;
     pp_status st;
     /* The duplicate check below is quadratic: real files have tens of keys (HF configs ~50). */
@@ -445,7 +445,7 @@ pp_status pp_yaml_map(pp_yaml *y, yaml_node_t *map, const pp_key *tbl, int n, vo
         yaml_node_t *vn = yaml_document_get_node(&y->doc, pr->value);
         if (!kn || !vn) return pp_yaml_error(y, map, "%s: broken mapping", what);
         if (kn->type != YAML_SCALAR_NODE)
-            return pp_yaml_error(y, kn, "%s: keys must be plain strings, got %s", what, node_kind(kn));
+            return pp_yaml_error(y, kn, "%s: keys must be plain strings, got %s", what, pp_yaml_node_kind(kn));
         const char *key = scalar_str(kn);
         /* Duplicates are errors for every key, known or not (JSON allows them, we do not). */
         for (yaml_node_pair_t *q = start; q < pr; q++) {
@@ -461,7 +461,7 @@ pp_status pp_yaml_map(pp_yaml *y, yaml_node_t *map, const pp_key *tbl, int n, vo
             char ex[48];
             return pp_yaml_error(y, kn, "%s: unknown key '%s'", what, excerpt(key, ex, sizeof ex));
         }
-        if ((flags & PP_YAML_NULL_ABSENT) && scalar_is_null(vn)) continue;
+        if ((flags & PP_YAML_NULL_ABSENT) && pp_yaml_is_null(vn)) continue;
         if ((st = key_store(y, vn, &tbl[i], obj, flags))) return st;
         seen[i] = vn;
     }
@@ -479,7 +479,7 @@ pp_status pp_yaml_seq(pp_yaml *y, yaml_node_t *seq, const pp_key *tbl, int n, si
     *arr = NULL;
     *count = 0;
     if (seq->type != YAML_SEQUENCE_NODE)
-        return pp_yaml_error(y, seq, "key '%s': expected a sequence, got %s", what, node_kind(seq));
+        return pp_yaml_error(y, seq, "key '%s': expected a sequence, got %s", what, pp_yaml_node_kind(seq));
     ptrdiff_t len = seq->data.sequence.items.top - seq->data.sequence.items.start;
     if (len == 0) return PP_OK;
     if (len > PP_YAML_MAX_RECORDS)
@@ -496,7 +496,7 @@ pp_status pp_yaml_seq(pp_yaml *y, yaml_node_t *seq, const pp_key *tbl, int n, si
             break;
         }
         if (e->type != YAML_MAPPING_NODE) {
-            st = pp_yaml_error(y, e, "%s: expected a mapping, got %s", name, node_kind(e));
+            st = pp_yaml_error(y, e, "%s: expected a mapping, got %s", name, pp_yaml_node_kind(e));
             break;
         }
         if ((st = pp_yaml_map(y, e, tbl, n, a + (size_t)i * elem_size, 0, NULL, name))) break;
@@ -510,8 +510,7 @@ pp_status pp_yaml_seq(pp_yaml *y, yaml_node_t *seq, const pp_key *tbl, int n, si
     return PP_OK;
 }
 
-/* Map a root key to its node, for messages about fields checked after loading. */
-static yaml_node_t *map_lookup(pp_yaml *y, yaml_node_t *map, const char *key, bool want_key)
+yaml_node_t *pp_yaml_lookup(pp_yaml *y, yaml_node_t *map, const char *key, bool want_key)
 {
     for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
         yaml_node_t *kn = yaml_document_get_node(&y->doc, pr->key);
@@ -593,7 +592,7 @@ static yaml_node_t *validate_where(pp_yaml *y, yaml_node_t *root, const pp_error
     for (int i = 0; i < n; i++) {
         size_t l = strlen(pp_fields[i]);
         if (!strncmp(err->msg, pp_fields[i], l) && (err->msg[l] == ' ' || err->msg[l] == ':')) {
-            yaml_node_t *k = map_lookup(y, root, file_keys[i], true);
+            yaml_node_t *k = pp_yaml_lookup(y, root, file_keys[i], true);
             if (k) return k;
         }
     }
@@ -601,7 +600,7 @@ static yaml_node_t *validate_where(pp_yaml *y, yaml_node_t *root, const pp_error
 }
 
 /* File name without directory and extension(s): "x/llama2-7b.config.json" -> "llama2-7b". */
-static void name_from_path(const char *path, char *out, size_t n)
+void pp_yaml_name_from_path(const char *path, char *out, size_t n)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -630,314 +629,10 @@ static pp_status model_from_ours(pp_yaml *y, yaml_node_t *root, pp_model *m)
         const char *const *keys = fields;
         yaml_node_t *at = validate_where(y, root, &verr, fields, keys, (int)(sizeof fields / sizeof *fields));
         if (strstr(verr.msg, "not divisible by heads")) {
-            yaml_node_t *h = map_lookup(y, root, "heads", true);
+            yaml_node_t *h = pp_yaml_lookup(y, root, "heads", true);
             if (h) at = h;
         }
         return pp_yaml_error(y, at, "model: %s", verr.msg);
-    }
-    return PP_OK;
-}
-
-/* ================================================================== Hugging Face config.json */
-
-/* Every config.json key we read. Unknown keys are ignored (HF configs carry dozens of
- * unrelated ones); a known key with the wrong type is an error. `null` counts as absent. */
-typedef struct {
-    char model_type[64], arch[96], name_or_path[128], hidden_act[48], activation_function[48];
-    int64_t hidden_size, n_embd, n_embed, intermediate_size, n_inner, ffn_dim, ffn_hidden_size,
-        num_attention_heads, n_head, num_key_value_heads, num_kv_heads, n_head_kv,
-        num_hidden_layers, n_layer, vocab_size, max_position_embeddings, n_positions, n_ctx,
-        seq_length, num_local_experts, num_experts_per_tok, word_embed_proj_dim, head_dim;
-    double rms_norm_eps, layer_norm_eps, layer_norm_epsilon, rotary_pct;
-    bool tie_word_embeddings, use_parallel_residual, new_decoder_architecture, multi_query,
-        parallel_attn, bias, alibi, attention_bias, mlp_bias, do_layer_norm_before, enable_bias;
-} hf_cfg;
-
-#define HINT(k, lo) {#k, PP_KEY_INT, offsetof(hf_cfg, k), lo, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0}
-#define HNUM(k) {#k, PP_KEY_NUM, offsetof(hf_cfg, k), 0, 1e9, 1, 0, NULL, 0, false, NULL, 0, 0}
-#define HBOOL(k) {#k, PP_KEY_BOOL, offsetof(hf_cfg, k), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0}
-#define HSTR(k, f) {k, PP_KEY_STR, offsetof(hf_cfg, f), 0, 0, 0, sizeof(((hf_cfg *)0)->f), NULL, 0, false, NULL, 0, 0}
-
-enum { /* indices into hf_keys (keep in the same order) */
-    H_MODEL_TYPE, H_ARCH, H_NAME, H_HIDDEN_ACT, H_ACT_FN,
-    H_HIDDEN_SIZE, H_N_EMBD, H_N_EMBED, H_INTERMEDIATE, H_N_INNER, H_FFN_DIM, H_FFN_HIDDEN,
-    H_NUM_HEADS, H_N_HEAD, H_NUM_KV_HEADS, H_NUM_KV_HEADS_F, H_N_HEAD_KV,
-    H_NUM_LAYERS, H_N_LAYER, H_VOCAB, H_MAX_POS, H_N_POSITIONS, H_N_CTX,
-    H_SEQ_LENGTH, H_NUM_EXPERTS, H_EXPERTS_PER_TOK, H_WORD_EMBED_PROJ, H_HEAD_DIM,
-    H_RMS_EPS, H_LN_EPS, H_LN_EPSILON, H_ROTARY_PCT,
-    H_TIE, H_PARALLEL_RESIDUAL, H_NEW_DECODER, H_MULTI_QUERY, H_PARALLEL_ATTN, H_BIAS, H_ALIBI,
-    H_ATTN_BIAS, H_MLP_BIAS, H_LN_BEFORE, H_ENABLE_BIAS, H_COUNT
-};
-
-static const pp_key hf_keys[] = {
-    HSTR("model_type", model_type), {"architectures", PP_KEY_STRSEQ, offsetof(hf_cfg, arch), 0, 0, 0,
-                                     sizeof(((hf_cfg *)0)->arch), NULL, 0, false, NULL, 0, 0},
-    HSTR("_name_or_path", name_or_path), HSTR("hidden_act", hidden_act),
-    HSTR("activation_function", activation_function),
-    HINT(hidden_size, 1), HINT(n_embd, 1), HINT(n_embed, 1), HINT(intermediate_size, 1),
-    HINT(n_inner, 1), HINT(ffn_dim, 1), HINT(ffn_hidden_size, 1),
-    HINT(num_attention_heads, 1), HINT(n_head, 1), HINT(num_key_value_heads, 1), HINT(num_kv_heads, 1),
-    HINT(n_head_kv, 1),
-    HINT(num_hidden_layers, 1), HINT(n_layer, 1), HINT(vocab_size, 1), HINT(max_position_embeddings, 1),
-    HINT(n_positions, 1), HINT(n_ctx, 1),
-    HINT(seq_length, 1), HINT(num_local_experts, 0), HINT(num_experts_per_tok, 0),
-    HINT(word_embed_proj_dim, 1), HINT(head_dim, 1),
-    HNUM(rms_norm_eps), HNUM(layer_norm_eps), HNUM(layer_norm_epsilon), HNUM(rotary_pct),
-    HBOOL(tie_word_embeddings), HBOOL(use_parallel_residual), HBOOL(new_decoder_architecture),
-    HBOOL(multi_query), HBOOL(parallel_attn), HBOOL(bias), HBOOL(alibi), HBOOL(attention_bias),
-    HBOOL(mlp_bias), HBOOL(do_layer_norm_before), HBOOL(enable_bias),
-};
-_Static_assert(sizeof hf_keys / sizeof hf_keys[0] == H_COUNT, "hf_keys and the H_ enum disagree");
-
-/* Keys that mark a file as a Hugging Face config (none of them is in our schema). */
-static bool is_hf_config(pp_yaml *y, yaml_node_t *root)
-{
-    static const char *const marks[] = {"model_type", "architectures", "hidden_size", "n_embd",
-                                        "num_hidden_layers", "n_layer", "_name_or_path",
-                                        "transformers_version"};
-    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
-        if (map_lookup(y, root, marks[i], true)) return true;
-    return false;
-}
-
-typedef struct {
-    pp_yaml *y;
-    yaml_node_t *root;
-    yaml_node_t *found[H_COUNT];
-    const hf_cfg *c;
-} hf_ctx;
-
-static bool hf_has(const hf_ctx *h, int i) { return h->found[i] != NULL; }
-
-/* The first of the alias keys given (e.g. hidden_size | n_embd | n_embed). */
-static pp_status hf_int(hf_ctx *h, const int *ids, int n, bool required, int64_t *out, int *which)
-{
-    for (int i = 0; i < n; i++)
-        if (hf_has(h, ids[i])) {
-            *out = *(const int64_t *)((const char *)h->c + hf_keys[ids[i]].off);
-            if (which) *which = ids[i];
-            return PP_OK;
-        }
-    if (!required) return PP_OK;
-    char names[160] = "";
-    for (int i = 0; i < n; i++) {
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s'%s'", i ? " or " : "", hf_keys[ids[i]].key);
-    }
-    return pp_yaml_error(h->y, h->root, "config.json (model_type '%s'): missing required key %s",
-                         h->c->model_type, names);
-}
-
-#define HF_INT(out, req, ...)                                                                  \
-    do {                                                                                       \
-        static const int ids_[] = {__VA_ARGS__};                                               \
-        pp_status s_ = hf_int(&h, ids_, (int)(sizeof ids_ / sizeof ids_[0]), req, out, NULL); \
-        if (s_) return s_;                                                                     \
-    } while (0)
-
-static bool hf_bool(const hf_ctx *h, int id, bool dflt)
-{
-    return hf_has(h, id) ? *(const bool *)((const char *)h->c + hf_keys[id].off) : dflt;
-}
-
-/* GELU variants and ReLU of the non-gated MLPs. */
-static pp_status hf_plain_act(hf_ctx *h, int id, const char *dflt, pp_act *out)
-{
-    const char *a = hf_has(h, id) ? (const char *)h->c + hf_keys[id].off : dflt;
-    if (!strncmp(a, "gelu", 4)) *out = PP_ACT_GELU;
-    else if (!strcmp(a, "relu")) *out = PP_ACT_RELU;
-    else
-        return pp_yaml_error(h->y, h->found[id] ? h->found[id] : h->root,
-                             "key '%s': activation '%s' is not supported (gelu*, relu)",
-                             hf_keys[id].key, a);
-    return PP_OK;
-}
-
-static const char *const hf_llama_like[] = {"llama", "mistral", "mixtral", "qwen2"};
-static const char *const hf_falcon[] = {"falcon", "RefinedWebModel", "RefinedWeb"};
-
-static bool in_list(const char *s, const char *const *l, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(s, l[i])) return true;
-    return false;
-}
-
-static pp_status model_from_hf(pp_yaml *y, yaml_node_t *root, pp_model *m)
-{
-    hf_cfg c;
-    memset(&c, 0, sizeof c);
-    hf_ctx h = {y, root, {0}, &c};
-    pp_status st = pp_yaml_map(y, root, hf_keys, H_COUNT, &c, PP_YAML_IGNORE_UNKNOWN | PP_YAML_NULL_ABSENT,
-                               h.found, "config.json");
-    if (st) return st;
-    if (!hf_has(&h, H_MODEL_TYPE))
-        return pp_yaml_error(y, root, "config.json: missing required key 'model_type'");
-    const char *mt = c.model_type;
-    snprintf(m->family, sizeof m->family, "%.*s", (int)sizeof m->family - 1, mt);
-    if (c.name_or_path[0]) {
-        const char *slash = strrchr(c.name_or_path, '/');
-        snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1,
-                 slash && slash[1] ? slash + 1 : c.name_or_path);
-    }
-    snprintf(m->source, sizeof m->source, "Hugging Face config.json (%s)", c.arch[0] ? c.arch : mt);
-
-    if (in_list(mt, hf_llama_like, 4)) {
-        /* LLaMA family (Touvron et al. 2023): RMSNorm, RoPE, gated MLP, no biases. */
-        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
-        HF_INT(&m->ffn, true, H_INTERMEDIATE);
-        HF_INT(&m->heads, true, H_NUM_HEADS);
-        m->kv_heads = m->heads;
-        HF_INT(&m->kv_heads, false, H_NUM_KV_HEADS);
-        HF_INT(&m->head_dim, false, H_HEAD_DIM);
-        HF_INT(&m->layers, true, H_NUM_LAYERS);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        HF_INT(&m->seq, true, H_MAX_POS);
-        const char *a = hf_has(&h, H_HIDDEN_ACT) ? c.hidden_act : "silu";
-        /* A gated MLP has 3 h f weights whatever its nonlinearity (GeGLU counts as SwiGLU). */
-        if (strcmp(a, "silu") && strcmp(a, "swish") && strncmp(a, "gelu", 4))
-            return pp_yaml_error(y, h.found[H_HIDDEN_ACT], "key 'hidden_act': '%s' is not supported (silu, gelu*)", a);
-        m->act = PP_ACT_SWIGLU;
-        m->norm = PP_NORM_RMSNORM;
-        m->pos = PP_POS_ROPE;
-        m->tied = hf_bool(&h, H_TIE, false); /* LlamaConfig, MistralConfig, Qwen2Config: False */
-        /* Qwen2 has q/k/v biases only (no config key); counting them as `bias` also adds the
-         * o_proj and MLP biases: 2f + 2h more per layer, < 0.02% of Qwen2-7B. */
-        m->bias = !strcmp(mt, "qwen2") || hf_bool(&h, H_ATTN_BIAS, false) || hf_bool(&h, H_MLP_BIAS, false);
-        if (!strcmp(mt, "mixtral")) {
-            HF_INT(&m->experts, true, H_NUM_EXPERTS);
-            HF_INT(&m->topk, true, H_EXPERTS_PER_TOK);
-        }
-    } else if (!strcmp(mt, "gpt2")) {
-        /* GPT-2 (Radford et al. 2019): n_inner null means 4h. */
-        HF_INT(&m->hidden, true, H_N_EMBD);
-        HF_INT(&m->layers, true, H_N_LAYER);
-        HF_INT(&m->heads, true, H_N_HEAD);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        HF_INT(&m->seq, true, H_N_POSITIONS, H_N_CTX);
-        HF_INT(&m->ffn, false, H_N_INNER);
-        if ((st = hf_plain_act(&h, H_ACT_FN, "gelu_new", &m->act))) return st;
-        m->norm = PP_NORM_LAYERNORM;
-        m->pos = PP_POS_LEARNED;
-        m->bias = true;
-        m->tied = hf_bool(&h, H_TIE, true);
-    } else if (!strcmp(mt, "gpt_neox")) {
-        /* GPT-NeoX (Black et al. 2022): rotary on rotary_pct of each head (no parameters),
-         * parallel residual (same tensors), untied output, biases everywhere. */
-        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
-        HF_INT(&m->ffn, true, H_INTERMEDIATE);
-        HF_INT(&m->heads, true, H_NUM_HEADS);
-        HF_INT(&m->layers, true, H_NUM_LAYERS);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        HF_INT(&m->seq, true, H_MAX_POS);
-        if ((st = hf_plain_act(&h, H_HIDDEN_ACT, "gelu", &m->act))) return st;
-        m->norm = PP_NORM_LAYERNORM;
-        m->pos = PP_POS_ROPE;
-        m->bias = hf_bool(&h, H_ATTN_BIAS, true);
-        m->tied = hf_bool(&h, H_TIE, false);
-    } else if (!strcmp(mt, "opt")) {
-        /* OPT (Zhang et al. 2022): learned positions with 2 offset rows (2h, not counted). */
-        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
-        HF_INT(&m->ffn, true, H_FFN_DIM);
-        HF_INT(&m->heads, true, H_NUM_HEADS);
-        HF_INT(&m->layers, true, H_NUM_LAYERS);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        HF_INT(&m->seq, true, H_MAX_POS);
-        if (hf_has(&h, H_WORD_EMBED_PROJ) && c.word_embed_proj_dim != m->hidden)
-            return pp_yaml_error(y, h.found[H_WORD_EMBED_PROJ],
-                                 "key 'word_embed_proj_dim': %lld differs from hidden_size %lld; "
-                                 "projected embeddings (opt-350m) are not modelled",
-                                 (long long)c.word_embed_proj_dim, (long long)m->hidden);
-        if ((st = hf_plain_act(&h, H_ACT_FN, "relu", &m->act))) return st;
-        m->norm = PP_NORM_LAYERNORM;
-        m->pos = PP_POS_LEARNED;
-        m->bias = hf_bool(&h, H_ENABLE_BIAS, true);
-        m->tied = hf_bool(&h, H_TIE, true);
-    } else if (!strcmp(mt, "bloom")) {
-        /* BLOOM (BigScience 2022): ALiBi, 4h GELU, embedding LayerNorm (2h, not counted).
-         * config.json has no sequence length: BLOOM was trained on 2048 (paper, sec. 3.5). */
-        HF_INT(&m->hidden, true, H_HIDDEN_SIZE, H_N_EMBED);
-        HF_INT(&m->layers, true, H_N_LAYER, H_NUM_LAYERS);
-        HF_INT(&m->heads, true, H_N_HEAD, H_NUM_HEADS);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        m->seq = 2048;
-        HF_INT(&m->seq, false, H_SEQ_LENGTH);
-        m->act = PP_ACT_GELU;
-        m->norm = PP_NORM_LAYERNORM;
-        m->pos = PP_POS_ALIBI;
-        m->bias = true;
-        m->tied = hf_bool(&h, H_TIE, true);
-    } else if (in_list(mt, hf_falcon, 3)) {
-        /* Falcon (Almazrouei et al. 2023): multi-query (7B) or grouped KV (40B, 180B), no
-         * biases, 4h GELU MLP, parallel attention. Falcon-7B has one LayerNorm per layer
-         * where we count two (2h per layer, < 0.01%). Trained on 2048 tokens. */
-        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
-        HF_INT(&m->heads, true, H_NUM_HEADS, H_N_HEAD);
-        HF_INT(&m->layers, true, H_NUM_LAYERS, H_N_LAYER);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        m->seq = 2048;
-        HF_INT(&m->seq, false, H_MAX_POS);
-        HF_INT(&m->ffn, false, H_FFN_HIDDEN);
-        if (hf_bool(&h, H_NEW_DECODER, false)) {
-            HF_INT(&m->kv_heads, true, H_NUM_KV_HEADS_F, H_N_HEAD_KV);
-        } else if (hf_bool(&h, H_MULTI_QUERY, true)) {
-            m->kv_heads = 1;
-        } else {
-            m->kv_heads = m->heads;
-        }
-        m->act = PP_ACT_GELU;
-        m->norm = PP_NORM_LAYERNORM;
-        m->pos = hf_bool(&h, H_ALIBI, false) ? PP_POS_ALIBI : PP_POS_ROPE;
-        m->bias = hf_bool(&h, H_BIAS, false);
-        m->tied = hf_bool(&h, H_TIE, true);
-    } else if (!strcmp(mt, "bert")) {
-        /* BERT (Devlin et al. 2019): counted as the encoder stack; the token-type embedding
-         * (2h), embedding LayerNorm (2h) and pooler (h^2 + h) are not in the table. */
-        HF_INT(&m->hidden, true, H_HIDDEN_SIZE);
-        HF_INT(&m->ffn, true, H_INTERMEDIATE);
-        HF_INT(&m->heads, true, H_NUM_HEADS);
-        HF_INT(&m->layers, true, H_NUM_LAYERS);
-        HF_INT(&m->vocab, true, H_VOCAB);
-        HF_INT(&m->seq, true, H_MAX_POS);
-        if ((st = hf_plain_act(&h, H_HIDDEN_ACT, "gelu", &m->act))) return st;
-        m->norm = PP_NORM_LAYERNORM;
-        m->pos = PP_POS_LEARNED;
-        m->bias = true;
-        m->tied = true;
-    } else {
-        return pp_yaml_error(y, h.found[H_MODEL_TYPE],
-                             "key 'model_type': '%s' is not supported (llama, mistral, mixtral, "
-                             "qwen2, gpt2, gpt_neox, opt, bloom, falcon, bert)", mt);
-    }
-
-    pp_error verr;
-    st = pp_model_validate(m, &verr);
-    if (st) {
-        /* Point at the config key behind the field the message names. */
-        static const char *const fields[] = {"layers", "hidden", "heads", "kv_heads", "head_dim",
-                                             "ffn", "vocab", "seq", "experts", "topk"};
-        static const int ids[][3] = {
-            {H_NUM_LAYERS, H_N_LAYER, -1}, {H_HIDDEN_SIZE, H_N_EMBD, H_N_EMBED},
-            {H_NUM_HEADS, H_N_HEAD, -1}, {H_NUM_KV_HEADS, H_NUM_KV_HEADS_F, H_N_HEAD_KV},
-            {H_HEAD_DIM, -1, -1}, {H_INTERMEDIATE, H_FFN_DIM, H_N_INNER},
-            {H_VOCAB, -1, -1}, {H_MAX_POS, H_N_POSITIONS, H_N_CTX},
-            {H_NUM_EXPERTS, -1, -1}, {H_EXPERTS_PER_TOK, -1, -1}};
-        yaml_node_t *at = root;
-        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-            size_t l = strlen(fields[i]);
-            if (strncmp(verr.msg, fields[i], l) || verr.msg[l] != ' ') continue;
-            int want = (int)i;
-            if (strstr(verr.msg, "not divisible by heads")) want = 2; /* the divisor */
-            for (int j = 0; j < 3; j++) {
-                int id = ids[want][j];
-                if (id >= 0 && h.found[id]) {
-                    at = map_lookup(y, root, hf_keys[id].key, true);
-                    break;
-                }
-            }
-            break;
-        }
-        return pp_yaml_error(y, at, "config.json: %s", verr.msg);
     }
     return PP_OK;
 }
@@ -952,11 +647,11 @@ pp_status pp_model_load_string(pp_model *m, const char *text, size_t len, const 
     pp_status st = pp_yaml_load(&y, text, len, path, err);
     if (st) return st;
     yaml_node_t *root = pp_yaml_root(&y);
-    if (is_hf_config(&y, root))
-        st = model_from_hf(&y, root, m);
+    if (pp_hf_is_config(&y, root))
+        st = pp_hf_model_load(&y, root, m);
     else
         st = model_from_ours(&y, root, m);
-    if (st == PP_OK && !m->name[0] && path) name_from_path(path, m->name, sizeof m->name);
+    if (st == PP_OK && !m->name[0] && path) pp_yaml_name_from_path(path, m->name, sizeof m->name);
     pp_yaml_free(&y);
     return st;
 }
@@ -1025,7 +720,7 @@ pp_status pp_gpu_load_string(pp_gpu *g, const char *text, size_t len, const char
         yaml_node_t *at = root;
         static const char *const mem_keys[] = {"memory_gib", "memory_mib", "memory_bytes"};
         for (int i = 0; i < 3; i++) {
-            yaml_node_t *k = found[2 + i] ? map_lookup(&y, root, mem_keys[i], true) : NULL;
+            yaml_node_t *k = found[2 + i] ? pp_yaml_lookup(&y, root, mem_keys[i], true) : NULL;
             if (k && (at == root || k->start_mark.index > at->start_mark.index)) at = k;
         }
         st = pp_yaml_error(&y, n_mem ? at : root,
@@ -1036,7 +731,7 @@ pp_status pp_gpu_load_string(pp_gpu *g, const char *text, size_t len, const char
                       : found[3] ? gf.memory_mib * 1048576.0 : gf.memory_bytes;
     pp_error verr;
     if ((st = pp_gpu_validate(&gf.g, &verr))) {
-        yaml_node_t *at = strncmp(verr.msg, "flops", 5) ? root : map_lookup(&y, root, "flops", true);
+        yaml_node_t *at = strncmp(verr.msg, "flops", 5) ? root : pp_yaml_lookup(&y, root, "flops", true);
         st = pp_yaml_error(&y, at ? at : root, "gpu: %s", verr.msg);
         goto done;
     }

@@ -72,5 +72,17 @@ pp_status pp_yaml_seq(pp_yaml *y, yaml_node_t *seq, const pp_key *tbl, int n, si
                       void **arr, int *count, const char *what);
 /* Strict scalar parsing (exposed for tests of the number rules). */
 bool pp_yaml_parse_double(const char *s, double *out);
+/* The value node of `key` in mapping `map` (or its key node when want_key: error positions of
+ * checks made after loading point at the key); NULL when absent. */
+yaml_node_t *pp_yaml_lookup(pp_yaml *y, yaml_node_t *map, const char *key, bool want_key);
+const char *pp_yaml_node_kind(const yaml_node_t *n); /* "a scalar", "a sequence", "a mapping" */
+bool pp_yaml_is_null(const yaml_node_t *n);          /* plain null, Null, NULL, ~ or empty */
+/* File name without directory and extension(s): "x/llama2-7b.config.json" -> "llama2-7b". */
+void pp_yaml_name_from_path(const char *path, char *out, size_t n);
+
+/* Hugging Face config.json (hf_config.c): is root one (it has any of model_type,
+ * architectures, hidden_size, ...: none of them is a key of our schema), and read it. */
+bool pp_hf_is_config(pp_yaml *y, yaml_node_t *root);
+pp_status pp_hf_model_load(pp_yaml *y, yaml_node_t *root, pp_model *m);
 
 #endif

@@ -10,25 +10,28 @@ typedef struct {
     const char *args;
     const char *summary;
     const char *example;
+    const char *own_option, *own_help; /* an option the command parses itself, or NULL */
 } pp_subcommand;
 
 static const pp_subcommand subcommands[] = {
-    {"models", pp_cmd_models, "[--json]", "list known models (with parameter counts) and GPUs",
-     "parplan models --json"},
+    {"models", pp_cmd_models, "[--model NAME|FILE] [--json]",
+     "list known models (with parameter counts) and GPUs, or describe one model",
+     "parplan models --model deepseek-v3 --json",
+     "--model", "NAME|FILE: describe one model (fields, layer pattern, parameters per part and per tensor)"},
     {"check", pp_cmd_check, "WORK LAYOUT", "per-stage memory breakdown, fits or OOM, predicted step time",
-     "parplan check --model gpt3-13b --gpu a100-80gb --gpus 16 --tp 2 --pp 2 --mbs 1"},
+     "parplan check --model gpt3-13b --gpu a100-80gb --gpus 16 --tp 2 --pp 2 --mbs 1", NULL, NULL},
     {"plan", pp_cmd_plan, "WORK [--top K] [--probe K]", "search the layouts, prune (with reasons), rank",
-     "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8"},
+     "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8", NULL, NULL},
     {"launch", pp_cmd_launch, "WORK LAYOUT --format F", "launch config for megatron|deepspeed|nemo|torchrun|slurm",
-     "parplan launch --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --mbs 1 --format megatron"},
+     "parplan launch --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --mbs 1 --format megatron", NULL, NULL},
     {"probe", pp_cmd_probe, "[gemm|bandwidth|attention|layer|optimizer|nccl|all] [-o FILE]",
-     "measure this machine's GPUs into a hardware profile", "parplan probe all -o h100.yaml"},
+     "measure this machine's GPUs into a hardware profile", "parplan probe all -o h100.yaml", NULL, NULL},
     {"estimate", pp_cmd_estimate, "WORK LAYOUT --tokens T [--price-per-gpu-hour P]",
      "time and cost to train on a token budget",
-     "parplan estimate --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 8 --dist-opt --sp --tokens 300e9"},
+     "parplan estimate --model gpt3-175b --gpu a100-80gb --gpus 1024 --tp 8 --pp 8 --dist-opt --sp --tokens 300e9", NULL, NULL},
     {"calibrate", pp_cmd_calibrate, "LOG[:ARGS]... --gpu NAME [--profile BASE] [-o FILE]",
      "fit the time model's efficiency factors to real Megatron-LM logs",
-     "parplan calibrate --gpu h200 run1.log run2.log -o h200-calibrated.yaml"},
+     "parplan calibrate --gpu h200 run1.log run2.log -o h200-calibrated.yaml", NULL, NULL},
 };
 #define N_SUB (sizeof subcommands / sizeof subcommands[0])
 
@@ -48,6 +51,7 @@ static void usage(FILE *f)
 static void sub_usage(const pp_subcommand *s)
 {
     printf("usage: parplan %s %s\n%s\n\noptions:\n", s->name, s->args, s->summary);
+    if (s->own_option) printf("      %-24s %s\n", s->own_option, s->own_help); /* as cli.c's lines */
     pp_cli_usage_options(stdout, s->name);
     printf("\nexample:\n  %s\n", s->example);
 }
@@ -78,10 +82,15 @@ int main(int argc, char **argv)
     pp_cli c = {.argv0 = argv[0]};
     pp_error err = {0};
     int rc;
-    if (pp_cli_parse(&c, cmd, argc - 2, argv + 2, &err) != PP_OK) {
+    const char *model_arg = NULL;
+    int nargs = argc - 2;
+    if (sub->run == pp_cmd_models && pp_models_take_model(&nargs, argv + 2, &model_arg, &err) != PP_OK)
+        return pp_cli_fail(&err);
+    if (pp_cli_parse(&c, cmd, nargs, argv + 2, &err) != PP_OK) {
         rc = pp_cli_fail(&err);
         goto done;
     }
+    if (model_arg) c.model_arg = model_arg;
     if (c.help) {
         sub_usage(sub);
         rc = 0;

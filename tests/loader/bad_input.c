@@ -25,6 +25,9 @@ typedef struct {
 #define OKG "name: g\nmemory_gib: 80\nmem_bw_gbs: 2000\nflops: {bf16: 312}\nnvlink_gbs: 0\npcie_gbs: 32\n" \
             "gpus_per_node: 4\ninternode_gbs: 0\ngemm_eff: 0.8\nintra_latency_us: 10\ninter_latency_us: 20\n"
 #define OKP "gpu: x\nmeasured: today\n"
+/* the shape keys of a small decoder config, on the first line */
+#define HFB "\"hidden_size\": 64, \"intermediate_size\": 128, \"num_attention_heads\": 4, \"num_hidden_layers\": 8, " \
+            "\"vocab_size\": 100, \"max_position_embeddings\": 32"
 
 static const bad_case cases[] = {
     /* our model schema */
@@ -121,6 +124,77 @@ static const bad_case cases[] = {
      "missing required key 'num_local_experts'"},
     {MODEL, "HF negative", "{\"model_type\": \"gpt2\", \"n_layer\": -2}", 1, 35, "'n_layer': -2 is out of range"},
     {MODEL, "HF truncated JSON", "{\"model_type\": \"gpt2\", \"n_layer\": 2", 2, 1, "invalid YAML"},
+    /* Hugging Face config.json: today's model types (planner/hf_config.c) */
+    {MODEL, "HF unsupported model_type: the list", "{\"model_type\": \"rwkv\"}", 1, 16,
+     "'model_type': 'rwkv' is not supported (llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe, "
+     "gemma, gemma2, gemma3_text, olmo2, gpt_oss, llama4_text, deepseek_v2, deepseek_v3, kimi_k2, gemma3, llama4, gpt2"},
+    {MODEL, "HF sliding window from layer n on", "{\"model_type\": \"qwen2\", " HFB ",\n"
+     " \"use_sliding_window\": true, \"sliding_window\": 16,\n \"max_window_layers\": 3}", 3, 23,
+     "'max_window_layers': 3: full attention on the first 3 layers and a sliding window above is not modelled"},
+    {MODEL, "HF sliding window without its size", "{\"model_type\": \"qwen3\", " HFB ",\n"
+     " \"use_sliding_window\": true, \"sliding_window\": null}", 2, 48, "'sliding_window': null where a number is needed"},
+    {MODEL, "HF experts_per_token disagrees", "{\"model_type\": \"gpt_oss\", " HFB ",\n"
+     " \"num_local_experts\": 8, \"num_experts_per_tok\": 4,\n \"experts_per_token\": 2}", 3, 23,
+     "'experts_per_token': 2 disagrees with 'num_experts_per_tok' 4"},
+    {MODEL, "HF num_experts and num_local_experts disagree", "{\"model_type\": \"qwen3_moe\", " HFB ",\n"
+     " \"num_experts\": 8, \"num_local_experts\": 16, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32}", 2, 41,
+     "'num_local_experts': 16 disagrees with 'num_experts' 8"},
+    {MODEL, "HF top-k above the experts", "{\"model_type\": \"qwen3_moe\", " HFB ",\n"
+     " \"num_experts\": 4,\n \"num_experts_per_tok\": 8, \"moe_intermediate_size\": 32}", 3, 2,
+     "topk 8 is more than the 4 experts"},
+    {MODEL, "HF decoder_sparse_step past the layers", "{\"model_type\": \"qwen3_moe\", " HFB ",\n"
+     " \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,\n \"decoder_sparse_step\": 9}",
+     3, 2, "the MoE layer pattern leaves no MoE layer"},
+    {MODEL, "HF mlp_only_layers past the layers", "{\"model_type\": \"qwen3_moe\", " HFB ",\n"
+     " \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,\n \"mlp_only_layers\": [1, 8]}",
+     3, 21, "'mlp_only_layers': layer 8 is not one of the 8 layers"},
+    {MODEL, "HF one expert", "{\"model_type\": \"mixtral\", " HFB ",\n \"num_local_experts\": 1, \"num_experts_per_tok\": 1}",
+     2, 23, "'num_local_experts': 1: a MoE layer needs at least 2 experts"},
+    {MODEL, "HF null where a number is needed", "{\"model_type\": \"qwen3\",\n \"hidden_size\": null, \"intermediate_size\": 128}",
+     2, 17, "'hidden_size': null where a number is needed (model_type 'qwen3')"},
+    {MODEL, "HF MLA keys without kv_lora_rank", "{\"model_type\": \"deepseek_v3\", " HFB ",\n"
+     " \"q_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16}", 1, 1,
+     "missing required key 'kv_lora_rank'"},
+    {MODEL, "HF kv_lora_rank null", "{\"model_type\": \"deepseek_v2\", " HFB ",\n"
+     " \"kv_lora_rank\": null, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16}", 2, 18,
+     "'kv_lora_rank': null where a number is needed"},
+    {MODEL, "HF MLA on a type without it", "{\"model_type\": \"qwen3\", " HFB ",\n \"q_lora_rank\": 16}", 2, 17,
+     "'q_lora_rank': multi-head latent attention is not part of model_type 'qwen3'"},
+    {MODEL, "HF MTP on a type without it", "{\"model_type\": \"deepseek_v2\", " HFB ",\n \"num_nextn_predict_layers\": 1,"
+     " \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16}", 2, 30,
+     "'num_nextn_predict_layers': multi-token prediction is not part of model_type 'deepseek_v2'"},
+    {MODEL, "HF experts on a dense type", "{\"model_type\": \"qwen3\", " HFB ",\n \"num_experts\": 8}", 2, 17,
+     "'num_experts': model_type 'qwen3' has no experts"},
+    {MODEL, "HF MLA projection biases", "{\"model_type\": \"deepseek_v2\", " HFB ",\n \"attention_bias\": true,"
+     " \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16}", 2, 20,
+     "'attention_bias': model_type 'deepseek_v2' has no attention biases to turn on (the latent projections'"},
+    {MODEL, "HF irregular layer_types", "{\"model_type\": \"gemma2\", " HFB ",\n \"layer_types\": [\"sliding_attention\","
+     " \"full_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\","
+     " \"sliding_attention\", \"sliding_attention\"]}", 2, 17, "'layer_types': this mix of full and windowed layers is not modelled"},
+    {MODEL, "HF unknown layer type", "{\"model_type\": \"gpt_oss\", " HFB ", \"num_local_experts\": 4,"
+     " \"num_experts_per_tok\": 2,\n \"layer_types\": [\"sliding_attention\", \"linear_attention\", \"full_attention\","
+     " \"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\"]}", 2, 39,
+     "'layer_types': entry 1 is not one of full_attention, sliding_attention, chunked_attention"},
+    {MODEL, "HF layer_types of another length", "{\"model_type\": \"gemma2\", " HFB ",\n \"layer_types\": [\"full_attention\"]}",
+     2, 17, "'layer_types': 1 entries for 8 layers"},
+    {MODEL, "HF no_rope_layers too short", "{\"model_type\": \"llama4_text\", " HFB ", \"intermediate_size_mlp\": 256,"
+     " \"num_local_experts\": 4, \"num_experts_per_tok\": 1,\n \"no_rope_layers\": [1, 1, 1, 0]}", 2, 20,
+     "'no_rope_layers': 4 entries for 8 layers"},
+    {MODEL, "HF moe_layers past the layers", "{\"model_type\": \"llama4_text\", " HFB ", \"intermediate_size_mlp\": 256,"
+     " \"num_local_experts\": 4, \"num_experts_per_tok\": 1,\n \"moe_layers\": [1, 9]}", 2, 16,
+     "'moe_layers': layer 9 is not one of the 8 layers"},
+    {MODEL, "HF text_config not a mapping", "{\"model_type\": \"gemma3\",\n \"text_config\": [1]}", 2, 17,
+     "'text_config': expected a mapping, got a sequence"},
+    {MODEL, "HF text_config missing", "{\"model_type\": \"llama4\", \"vision_config\": {}}", 1, 1,
+     "missing required key 'text_config'"},
+    {MODEL, "HF text_config of another type", "{\"model_type\": \"gemma3\", \"text_config\": {\n \"model_type\": \"llama4_text\"}}",
+     2, 16, "'model_type': 'llama4_text' inside a 'gemma3' config (expected 'gemma3_text')"},
+    {MODEL, "HF text_config error position", "{\"model_type\": \"llama4\", \"text_config\": {\n \"hidden_size\": \"5120\"}}",
+     2, 17, "'hidden_size': expected a number, got the string"},
+    {MODEL, "HF dropout of 1.5", "{\"model_type\": \"llama\", " HFB ",\n \"attention_dropout\": 1.5}", 2, 23,
+     "'attention_dropout': 1.5 is out of range"},
+    {MODEL, "HF hidden_activation", "{\"model_type\": \"gemma2\", " HFB ",\n \"hidden_activation\": \"relu\"}", 2, 23,
+     "'hidden_activation': 'relu' is not supported (silu, gelu*)"},
     /* profiles */
     {PROFILE, "unknown key in a gemm record", OKP "gemm:\n  - {dtype: bf16, m: 1, n: 1, k: 1, tflops: 1, foo: 2}\n", 4, 48,
      "gemm[0]: unknown key 'foo'"},
@@ -239,11 +313,21 @@ int main(void)
         OKM "kv_heads: 2\nactivation: swiglu\nname: x\n", OKG,
         "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, \"num_attention_heads\": 4,"
         " \"num_hidden_layers\": 2, \"vocab_size\": 100, \"max_position_embeddings\": 16, \"x\": [1, {\"y\": null}]}",
+        /* today's families: a wrapper with text_config and layer lists, latent attention + MoE */
+        "{\"model_type\": \"llama4\", \"text_config\": {" HFB ", \"intermediate_size_mlp\": 256, \"num_local_experts\": 4,"
+        " \"num_experts_per_tok\": 1, \"moe_layers\": [1, 3, 5, 7], \"no_rope_layers\": [1, 1, 1, 0, 1, 1, 1, 0],"
+        " \"layer_types\": [\"chunked_attention\", \"full_attention\", \"chunked_attention\", \"full_attention\","
+        " \"chunked_attention\", \"full_attention\", \"chunked_attention\", \"full_attention\"]}}",
+        "{\"model_type\": \"deepseek_v3\", " HFB ", \"kv_lora_rank\": 16, \"q_lora_rank\": null, \"qk_nope_head_dim\": 8,"
+        " \"qk_rope_head_dim\": 8, \"v_head_dim\": 16, \"n_routed_experts\": 4, \"num_experts_per_tok\": 2,"
+        " \"moe_intermediate_size\": 32, \"n_shared_experts\": 1, \"first_k_dense_replace\": 1, \"num_nextn_predict_layers\": 1,"
+        " \"attention_dropout\": 0.0}",
     };
+    const int n_seeds = (int)(sizeof seeds / sizeof seeds[0]);
     static const char alphabet[] = "{}[]:,-\"'#&*!|>%@` \n\t\\0123456789abcxyz.\xff";
     int bad = 0, runs = 0;
-    for (int round = 0; round < 3000; round++) {
-        int s = round % 3;
+    for (int round = 0; round < 5000; round++) {
+        int s = round % n_seeds;
         char buf[1024];
         size_t len = strlen(seeds[s]);
         memcpy(buf, seeds[s], len + 1);

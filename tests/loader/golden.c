@@ -1,10 +1,11 @@
-/* Golden test of `parplan models --json`: its stdout must equal the committed file
- * tests/loader/data/models.golden.json byte for byte. Suite: golden.
+/* Golden tests of `parplan models --json` and `parplan models --model X --json`: stdout must
+ * equal the committed file under tests/loader/data/ byte for byte. Suite: golden.
  *
  * After an intended change (a catalog entry, a field of the JSON), regenerate and review:
- *   PARPLAN_REGEN_GOLDEN=1 meson test -C <build> loader-golden-models-json
- *   git diff tests/loader/data/models.golden.json
- * argv[1] is the golden file; $PARPLAN the CLI; $PARPLAN_MODELS_DIR the catalog. */
+ *   PARPLAN_REGEN_GOLDEN=1 meson test -C <build> --suite golden
+ *   git diff tests/loader/data/
+ * argv[1] is the golden file, argv[2...] the arguments of parplan (default: models --json);
+ * $PARPLAN the CLI; $PARPLAN_MODELS_DIR the catalog. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,13 @@ int main(int argc, char **argv)
     const char *exe = getenv("PARPLAN");
     if (argc < 2 || !exe) return tap_skip_all("run through meson test (needs $PARPLAN and the golden path)");
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' models --json", exe);
+    int n = snprintf(cmd, sizeof cmd, "'%s'", exe);
+    if (argc > 2) {
+        for (int i = 2; i < argc && n < (int)sizeof cmd; i++) /* arguments without quotes (ours) */
+            n += snprintf(cmd + n, sizeof cmd - (size_t)n, " '%s'", argv[i]);
+    } else {
+        snprintf(cmd + n, sizeof cmd - (size_t)n, " models --json");
+    }
     char *got;
     size_t got_len;
     int rc = capture(cmd, &got, &got_len);
@@ -77,7 +84,7 @@ int main(int argc, char **argv)
         size_t i = 0;
         while (i < got_len && i < want_len && got[i] == want[i]) i++;
         int same = got_len == want_len && i == got_len;
-        tap_ok(same, "models --json equals the golden file byte for byte");
+        tap_ok(same, "%s equals the golden file byte for byte", cmd);
         if (!same) {
             int line = 1;
             for (size_t k = 0; k < i; k++) line += want[k] == '\n';
@@ -85,6 +92,16 @@ int main(int argc, char **argv)
                      got_len, want_len);
             tap_diag("regenerate with PARPLAN_REGEN_GOLDEN=1 if the change is intended");
         }
+    }
+    if (argc > 2) {
+        /* models --model X --json: one object with the required names */
+        tap_ok(got_len > 2 && got[0] == '{' && strstr(got, "\n  \"params_total\": ") &&
+                   strstr(got, "\n  \"params_active\": ") && strstr(got, "\"params_breakdown\": {") &&
+                   strstr(got, "\"tensors\": ["), "one object with params_total, params_active, params_breakdown, tensors");
+        tap_ok(!strstr(got, ": null") && !strstr(got, ": nan") && !strstr(got, ": inf"), "no NaN/inf in the output");
+        free(want);
+        free(got);
+        return tap_done();
     }
     /* The output is one JSON document with both arrays (a cheap structural check). */
     tap_ok(got_len > 2 && got[0] == '{' && strstr(got, "\"models\": [") && strstr(got, "\"gpus\": ["),

@@ -1,6 +1,7 @@
 /* Loader unit tests: good model/GPU/profile files, defaults, Hugging Face detection, catalog
  * search and resolution, profile queries, strict numbers. Suite: unit. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,304 @@ static void test_hf(void)
     snprintf(path, sizeof path, "%s/tests/loader/data/hf/mixtral-8x7b.json", src_dir);
     st = pp_model_load_file(&m, path, &err);
     tap_ok(st == PP_OK && m.experts == 8 && m.topk == 2 && m.kv_heads == 8, "mixtral: 8 experts, top-2, 8 KV heads");
+}
+
+/* Every field each config of tests/data/hf determines, as transformers reads it. */
+typedef struct {
+    const char *file;
+    int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, seq;
+    int64_t experts, topk, moe_ffn, shared_experts, shared_ffn, moe_first_dense, moe_every, moe_phase;
+    int64_t q_lora, kv_lora, nope, rope, v, mtp;
+    int64_t window, full_every, full_phase;
+    pp_qk_norm qk_norm;
+    int64_t norms;
+    bool qkv_bias, out_bias, mlp_bias, sinks, router_bias, shared_gate, tied, dropout_set;
+} hf_expect;
+
+static const hf_expect hf_today[] = {
+    /* file                layers hidden heads kv  hd   ffn    vocab   seq
+     *                     E    k  moe_ffn sh sh_ffn first every phase  MLA (q kv nope rope v) mtp
+     *                     window every phase  qk_norm norms  qkv out mlp sinks rbias sgate tied dropout */
+    {"Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, 40960,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_HEAD, 2,
+     false, false, false, false, false, false, false, true},
+    {"Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, 40960,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_HEAD, 2,
+     false, false, false, false, false, false, false, true},
+    {"Qwen3-30B-A3B", 48, 2048, 32, 4, 128, 6144, 151936, 40960,
+     128, 8, 768, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_HEAD, 2,
+     false, false, false, false, false, false, false, true},
+    {"Qwen3-235B-A22B", 94, 4096, 64, 4, 128, 12288, 151936, 40960,
+     128, 8, 1536, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_HEAD, 2,
+     false, false, false, false, false, false, false, true},
+    /* Qwen2-MoE: q/k/v biases (qkv_bias default), one gated shared expert of 20480 */
+    {"Qwen2-57B-A14B", 28, 3584, 28, 4, 128, 18944, 151936, 131072,
+     64, 8, 2560, 1, 20480, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_NONE, 2,
+     true, false, false, false, false, true, false, true},
+    /* DeepSeek-V2-Lite: q_lora_rank null, 2 shared experts of 1408, first layer dense, no router bias */
+    {"DeepSeek-V2-Lite", 27, 2048, 16, 16, 192, 10944, 102400, 163840,
+     64, 6, 1408, 2, 2816, 1, 1, 0, 0, 512, 128, 64, 128, 0, 0, 0, 0, PP_QKNORM_NONE, 2,
+     false, false, false, false, false, false, false, true},
+    {"DeepSeek-V3", 61, 7168, 128, 128, 192, 18432, 129280, 163840,
+     256, 8, 2048, 1, 2048, 3, 1, 0, 1536, 512, 128, 64, 128, 1, 0, 0, 0, PP_QKNORM_NONE, 2,
+     false, false, false, false, true, false, false, true},
+    {"Kimi-K2", 61, 7168, 64, 64, 192, 18432, 163840, 131072,
+     384, 8, 2048, 1, 2048, 1, 1, 0, 1536, 512, 128, 64, 128, 0, 0, 0, 0, PP_QKNORM_NONE, 2,
+     false, false, false, false, true, false, false, true},
+    /* gpt-oss: window 128 on even layers, biases, sinks, router bias */
+    {"gpt-oss-20b", 24, 2880, 64, 8, 64, 2880, 201088, 131072,
+     32, 4, 2880, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 2, 1, PP_QKNORM_NONE, 2,
+     true, true, true, true, true, false, false, true},
+    {"gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072,
+     128, 4, 2880, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 128, 2, 1, PP_QKNORM_NONE, 2,
+     true, true, true, true, true, false, false, true},
+    /* Gemma 2: 4 norms, window 4096 on even layers, tied */
+    {"Gemma-2-9B", 42, 3584, 16, 8, 256, 14336, 256000, 8192,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4096, 2, 1, PP_QKNORM_NONE, 4,
+     false, false, false, false, false, false, true, true},
+    {"Gemma-2-27B", 46, 4608, 32, 16, 128, 36864, 256000, 8192,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4096, 2, 1, PP_QKNORM_NONE, 4,
+     false, false, false, false, false, false, true, true},
+    /* Gemma 3: text_config; vocab and positions from Gemma3TextConfig; global every 6th */
+    {"Gemma-3-27B", 62, 5376, 32, 16, 128, 21504, 262208, 131072,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1024, 6, 5, PP_QKNORM_HEAD, 4,
+     false, false, false, false, false, false, true, false},
+    /* Llama 4: text_config; chunked on 3 of 4 layers; Maverick MoE on odd layers, dense 16384 */
+    {"Llama-4-Scout", 48, 5120, 40, 8, 128, 16384, 202048, 262144,
+     16, 1, 8192, 1, 8192, 0, 1, 0, 0, 0, 0, 0, 0, 0, 8192, 4, 3, PP_QKNORM_NONE, 2,
+     false, false, false, false, false, false, false, true},
+    {"Llama-4-Maverick", 48, 5120, 40, 8, 128, 16384, 202048, 1048576,
+     128, 1, 8192, 1, 8192, 1, 2, 1, 0, 0, 0, 0, 0, 0, 8192, 4, 3, PP_QKNORM_NONE, 2,
+     false, false, false, false, false, false, false, true},
+    /* Phi-3: window 2047 on every layer */
+    {"Phi-3-mini", 32, 3072, 32, 32, 96, 8192, 32064, 4096,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2047, 0, 0, PP_QKNORM_NONE, 2,
+     false, false, false, false, false, false, false, true},
+    /* OLMo 2: QK-norm over the whole width */
+    {"OLMo-2-7B", 32, 4096, 32, 32, 128, 11008, 100352, 4096,
+     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_FULL, 2,
+     false, false, false, false, false, false, false, true},
+    {"Mixtral-8x22B", 56, 6144, 48, 8, 128, 16384, 32000, 65536,
+     8, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, PP_QKNORM_NONE, 2,
+     false, false, false, false, false, false, false, true},
+};
+
+static void test_hf_today(void)
+{
+    for (size_t i = 0; i < sizeof hf_today / sizeof hf_today[0]; i++) {
+        const hf_expect *e = &hf_today[i];
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/data/hf/%s.config.json", src_dir, e->file);
+        pp_model m;
+        pp_error err;
+        if (!tap_ok(pp_model_load_file(&m, path, &err) == PP_OK, "%s.config.json loads", e->file)) {
+            show(&err);
+            continue;
+        }
+        int64_t got[] = {m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn, m.vocab, m.seq,
+                         m.experts, m.topk, m.moe_ffn, m.shared_experts, m.shared_ffn, m.moe_first_dense,
+                         m.moe_every, m.moe_phase, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_dim,
+                         m.qk_rope_dim, m.v_head_dim, m.mtp_layers, m.window, m.window_full_every,
+                         m.window_full_phase, m.qk_norm, m.norms_per_layer};
+        int64_t want[] = {e->layers, e->hidden, e->heads, e->kv_heads, e->head_dim, e->ffn, e->vocab, e->seq,
+                          e->experts, e->topk, e->moe_ffn, e->shared_experts, e->shared_ffn,
+                          e->moe_first_dense, e->moe_every, e->moe_phase, e->q_lora, e->kv_lora, e->nope,
+                          e->rope, e->v, e->mtp, e->window, e->full_every, e->full_phase, e->qk_norm, e->norms};
+        static const char *const names[] = {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab",
+                                            "seq", "experts", "topk", "moe_ffn", "shared_experts", "shared_ffn",
+                                            "moe_first_dense", "moe_every", "moe_phase", "q_lora_rank",
+                                            "kv_lora_rank", "qk_nope_dim", "qk_rope_dim", "v_head_dim",
+                                            "mtp_layers", "window", "window_full_every", "window_full_phase",
+                                            "qk_norm", "norms_per_layer"};
+        int bad = 0;
+        for (size_t k = 0; k < sizeof got / sizeof got[0]; k++)
+            if (got[k] != want[k] && bad++ < 4)
+                tap_diag("%s: %s = %lld, want %lld", e->file, names[k], (long long)got[k], (long long)want[k]);
+        bool flags = m.qkv_bias == e->qkv_bias && m.out_bias == e->out_bias && m.mlp_bias == e->mlp_bias &&
+                     m.attn_sinks == e->sinks && m.router_bias == e->router_bias && m.shared_gate == e->shared_gate &&
+                     m.tied == e->tied && m.dropout_set == e->dropout_set && !m.bias &&
+                     m.act == PP_ACT_SWIGLU && m.norm == PP_NORM_RMSNORM && m.pos == PP_POS_ROPE;
+        if (!flags)
+            tap_diag("%s: qkv %d out %d mlp %d sinks %d router %d gate %d tied %d dropout_set %d bias %d", e->file,
+                     m.qkv_bias, m.out_bias, m.mlp_bias, m.attn_sinks, m.router_bias, m.shared_gate, m.tied,
+                     m.dropout_set, m.bias);
+        tap_ok(bad == 0 && flags, "%s: every field as transformers reads the config", e->file);
+        /* every config here that states a dropout states 0 (their config classes' default) */
+        tap_ok(m.attention_dropout == 0 && m.hidden_dropout == 0, "%s: dropout 0/0", e->file);
+    }
+
+    /* The layer patterns, layer by layer. */
+    char path[1024];
+    pp_model m;
+    pp_error err;
+    snprintf(path, sizeof path, "%s/tests/data/hf/DeepSeek-V3.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK)
+        tap_ok(!pp_model_layer_is_moe(&m, 2) && pp_model_layer_is_moe(&m, 3) && pp_model_layer_is_moe(&m, 60) &&
+                   pp_model_mtp_kind(&m) == PP_LAYER_MOE, "DeepSeek-V3: layers 0-2 dense, 3-60 MoE, MTP MoE");
+    snprintf(path, sizeof path, "%s/tests/data/hf/Llama-4-Maverick.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK) {
+        int ok = m.n_dense_layers == 0;
+        for (int64_t i = 0; i < 48; i++)
+            ok &= pp_model_layer_is_moe(&m, i) == (i % 2 == 1) && pp_model_layer_is_window(&m, i) == (i % 4 != 3);
+        tap_ok(ok, "Llama-4-Maverick: moe_layers 1, 3, ..., 47; chunked except the NoPE layers 3, 7, ...");
+    }
+    snprintf(path, sizeof path, "%s/tests/data/hf/Gemma-3-27B.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK) {
+        int64_t cnt[PP_LAYER_KINDS];
+        pp_model_layer_counts(&m, 0, m.layers, cnt);
+        tap_ok(cnt[PP_LAYER_WINDOW] == 52 && cnt[0] == 10 && !pp_model_layer_is_window(&m, 5) &&
+                   pp_model_layer_is_window(&m, 6), "Gemma-3-27B: 52 local and 10 global layers (5, 11, ..., 59)");
+        tap_ok(!strcmp(m.family, "gemma3") && !strcmp(m.name, "Gemma-3-27B"), "Gemma-3-27B: family gemma3, name from the file");
+    }
+    snprintf(path, sizeof path, "%s/tests/data/hf/Phi-3-mini.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK)
+        tap_ok(!strcmp(m.name, "Phi-3-mini-4k-instruct"), "Phi-3-mini: name from _name_or_path (%s)", m.name);
+
+    /* Per-part counts by hand. OLMo 2 7B: q_norm 4096 + k_norm 4096 on top of Llama's layer. */
+    snprintf(path, sizeof path, "%s/tests/data/hf/OLMo-2-7B.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK) {
+        pp_param_count pc;
+        pp_model_params(&m, &pc);
+        tap_ok(pc.attention == 4LL * 4096 * 4096 + 4096 + 2 * 4096 && pc.total == 7298617344LL,
+               "OLMo-2-7B: attention block %lld = 4 h^2 + norm + q/k norms; total %lld", (long long)pc.attention,
+               (long long)pc.total);
+    }
+    /* Qwen2-57B-A14B: q/k/v biases (3584 + 2 x 512), gate h -> 1 on the shared expert. */
+    snprintf(path, sizeof path, "%s/tests/data/hf/Qwen2-57B-A14B.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK) {
+        pp_param_count pc;
+        pp_model_params(&m, &pc);
+        int64_t attn = 3584LL * (3584 + 1024) + (3584 + 1024) + 3584LL * 3584 + 3584;
+        int64_t shared = 3584LL * 64 + 3LL * 3584 * 20480 + 3584 + 3584;
+        tap_ok(pc.attention == attn && pc.moe_shared == shared, "Qwen2-57B-A14B: attention %lld == %lld, router + "
+               "shared expert + gate + norm %lld == %lld", (long long)pc.attention, (long long)attn,
+               (long long)pc.moe_shared, (long long)shared);
+    }
+    /* gpt-oss-20b: sinks (64), q/k/v/o biases, router bias, expert biases. */
+    snprintf(path, sizeof path, "%s/tests/data/hf/gpt-oss-20b.config.json", src_dir);
+    if (pp_model_load_file(&m, path, &err) == PP_OK) {
+        pp_param_count pc;
+        pp_model_params(&m, &pc);
+        int64_t attn = 2880LL * (4096 + 1024) + (4096 + 1024) + 4096LL * 2880 + 2880 + 64 + 2880;
+        int64_t expert = 2LL * 2880 * 2880 + 2 * 2880 + 2880LL * 2880 + 2880;
+        tap_ok(pc.attention == attn && pc.expert == expert && pc.moe_shared == 2880LL * 32 + 32 + 2880,
+               "gpt-oss-20b: attention %lld, expert %lld, router %lld by hand", (long long)pc.attention,
+               (long long)pc.expert, (long long)pc.moe_shared);
+    }
+}
+
+/* Small configs: the rules that the files above do not exercise. */
+static void test_hf_rules(void)
+{
+    pp_model m;
+    pp_error err;
+#define LLAMA_BASE "\"hidden_size\": 64, \"intermediate_size\": 128, \"num_attention_heads\": 4, " \
+                   "\"num_hidden_layers\": 8, \"vocab_size\": 100, \"max_position_embeddings\": 32"
+    /* Qwen2: use_sliding_window with max_window_layers 0 (every layer) or >= layers (none). */
+    pp_status st = load_model_str(&m, "{\"model_type\": \"qwen2\", " LLAMA_BASE ", \"use_sliding_window\": true,"
+                                      " \"sliding_window\": 16, \"max_window_layers\": 0}", &err);
+    if (!tap_ok(st == PP_OK && m.window == 16 && m.window_full_every == 0, "qwen2: max_window_layers 0 -> window on every layer"))
+        show(&err);
+    st = load_model_str(&m, "{\"model_type\": \"qwen2\", " LLAMA_BASE ", \"use_sliding_window\": true,"
+                            " \"sliding_window\": 16, \"max_window_layers\": 8}", &err);
+    tap_ok(st == PP_OK && m.window == 0, "qwen2: max_window_layers = layers -> no window");
+    st = load_model_str(&m, "{\"model_type\": \"qwen2\", " LLAMA_BASE ", \"use_sliding_window\": false,"
+                            " \"sliding_window\": 16, \"max_window_layers\": 3}", &err);
+    tap_ok(st == PP_OK && m.window == 0 && m.qkv_bias && !m.out_bias && !m.mlp_bias && !m.bias,
+           "qwen2: use_sliding_window false -> no window; q/k/v biases only");
+    /* layer_types: full every 3rd from layer 2 */
+    st = load_model_str(&m, "{\"model_type\": \"gemma2\", " LLAMA_BASE ", \"head_dim\": 16, \"sliding_window\": 8,"
+                            " \"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"full_attention\","
+                            " \"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\","
+                            " \"sliding_attention\"]}", &err);
+    if (!tap_ok(st == PP_OK && m.window == 8 && m.window_full_every == 3 && m.window_full_phase == 2,
+                "gemma2: layer_types fit to full every 3rd layer from 2 (%lld %lld)", (long long)m.window_full_every,
+                (long long)m.window_full_phase))
+        show(&err);
+    st = load_model_str(&m, "{\"model_type\": \"gemma2\", " LLAMA_BASE ", \"head_dim\": 16,"
+                            " \"layer_types\": [\"full_attention\", \"full_attention\", \"full_attention\","
+                            " \"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\","
+                            " \"full_attention\"]}", &err);
+    tap_ok(st == PP_OK && m.window == 0, "gemma2: all full_attention -> no window");
+    /* gemma (1): Gemma-7B's shape (google/gemma-7b config.json); GemmaConfig defaults for the
+     * rest (head_dim 256 here, tied, vocab 256000): 8,537,680,896 parameters, the "8.54B" of its
+     * model page. */
+    st = load_model_str(&m, "{\"model_type\": \"gemma\", \"hidden_size\": 3072, \"intermediate_size\": 24576,"
+                            " \"num_attention_heads\": 16, \"num_key_value_heads\": 16, \"num_hidden_layers\": 28,"
+                            " \"hidden_act\": \"gelu\"}", &err);
+    if (tap_ok(st == PP_OK && m.head_dim == 256 && m.tied && m.vocab == 256000 && m.seq == 8192 &&
+                   m.norms_per_layer == 2 && m.act == PP_ACT_SWIGLU, "gemma: GemmaConfig defaults, GeGLU")) {
+        pp_param_count pc;
+        pp_model_params(&m, &pc);
+        tap_ok(pc.total == 8537680896LL, "gemma-7b shape: %lld == 8537680896", (long long)pc.total);
+    } else {
+        show(&err);
+    }
+    /* gemma3 text_config: tie from the wrapper when the text config has none; window pattern 1 = all global */
+    st = load_model_str(&m, "{\"model_type\": \"gemma3\", \"tie_word_embeddings\": false, \"text_config\": {"
+                            LLAMA_BASE ", \"head_dim\": 16, \"sliding_window_pattern\": 1}}", &err);
+    if (!tap_ok(st == PP_OK && !m.tied && m.window == 0 && m.qk_norm == PP_QKNORM_HEAD && m.norms_per_layer == 4,
+                "gemma3: tie_word_embeddings from the wrapper, pattern 1 -> all global"))
+        show(&err);
+    st = load_model_str(&m, "{\"model_type\": \"gemma3_text\", " LLAMA_BASE ", \"head_dim\": 16}", &err);
+    tap_ok(st == PP_OK && m.tied && m.window == 4096 && m.window_full_every == 6, "gemma3_text on its own: class defaults");
+    /* llama4: moe_layers with an exception becomes a pattern plus dense_layers; NoPE interval */
+    st = load_model_str(&m, "{\"model_type\": \"llama4_text\", " LLAMA_BASE ", \"head_dim\": 16,"
+                            " \"intermediate_size_mlp\": 256, \"num_local_experts\": 4, \"num_experts_per_tok\": 1,"
+                            " \"moe_layers\": [1, 3, 7], \"no_rope_layer_interval\": 2}", &err);
+    if (!tap_ok(st == PP_OK && m.moe_first_dense == 1 && m.moe_every == 2 && m.moe_phase == 1 &&
+                    m.n_dense_layers == 1 && m.dense_layers[0] == 5 && m.ffn == 256 && m.moe_ffn == 128 &&
+                    m.shared_ffn == 128 && m.window == 8192 && m.window_full_every == 2 && m.window_full_phase == 1,
+                "llama4_text: moe_layers [1, 3, 7] = every 2nd from 1 but 5; NoPE every 2nd"))
+        show(&err);
+    st = load_model_str(&m, "{\"model_type\": \"llama4_text\", " LLAMA_BASE ", \"head_dim\": 16,"
+                            " \"intermediate_size_mlp\": 256, \"num_local_experts\": 4, \"num_experts_per_tok\": 1,"
+                            " \"attention_chunk_size\": null}", &err);
+    tap_ok(st == PP_OK && m.window == 0 && m.moe_every == 1, "llama4_text: attention_chunk_size null -> no chunking");
+    st = load_model_str(&m, "{\"model_type\": \"llama4_text\", " LLAMA_BASE ", \"head_dim\": 16,"
+                            " \"intermediate_size_mlp\": 256, \"num_local_experts\": 4, \"num_experts_per_tok\": 1,"
+                            " \"moe_layers\": []}", &err);
+    tap_ok(st == PP_OK && m.experts == 0 && m.shared_ffn == 0 && m.ffn == 256, "llama4_text: moe_layers [] -> dense, MLP of intermediate_size_mlp");
+    /* qwen3_moe: decoder_sparse_step 2 and mlp_only_layers */
+    st = load_model_str(&m, "{\"model_type\": \"qwen3_moe\", " LLAMA_BASE ", \"num_experts\": 4,"
+                            " \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32, \"decoder_sparse_step\": 2,"
+                            " \"mlp_only_layers\": [3]}", &err);
+    if (!tap_ok(st == PP_OK && m.moe_every == 2 && m.moe_phase == 1 && m.n_dense_layers == 1 &&
+                    !pp_model_layer_is_moe(&m, 0) && pp_model_layer_is_moe(&m, 1) && !pp_model_layer_is_moe(&m, 3) &&
+                    pp_model_layer_is_moe(&m, 5) && m.head_dim == 16,
+                "qwen3_moe: (i + 1) %% 2 == 0 and not in mlp_only_layers; head_dim hidden / heads"))
+        show(&err);
+    st = load_model_str(&m, "{\"model_type\": \"qwen3_moe\", " LLAMA_BASE ", \"num_experts\": 0}", &err);
+    tap_ok(st == PP_OK && m.experts == 0, "qwen3_moe: num_experts 0 is a dense model");
+    /* deepseek_v3: moe_layer_freq 2, no shared experts, no MTP key */
+    st = load_model_str(&m, "{\"model_type\": \"deepseek_v3\", " LLAMA_BASE ", \"kv_lora_rank\": 16,"
+                            " \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16, \"q_lora_rank\": null,"
+                            " \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
+                            " \"first_k_dense_replace\": 1, \"moe_layer_freq\": 2, \"head_dim\": 8}", &err);
+    if (!tap_ok(st == PP_OK && m.head_dim == 16 && m.q_lora_rank == 0 && m.shared_ffn == 0 && m.mtp_layers == 0 &&
+                    !pp_model_layer_is_moe(&m, 0) && !pp_model_layer_is_moe(&m, 1) && pp_model_layer_is_moe(&m, 2) &&
+                    !pp_model_layer_is_moe(&m, 3) && m.router_bias,
+                "deepseek_v3: MoE where i >= 1 and i %% 2 == 0; head_dim nope + rope (the key ignored)"))
+        show(&err);
+    /* dropout spellings */
+    st = load_model_str(&m, "{\"model_type\": \"opt\", \"hidden_size\": 64, \"ffn_dim\": 256, \"num_attention_heads\": 4,"
+                            " \"num_hidden_layers\": 2, \"vocab_size\": 100, \"max_position_embeddings\": 32,"
+                            " \"dropout\": 0.2}", &err);
+    tap_ok(st == PP_OK && m.dropout_set && m.hidden_dropout == 0.2 && m.attention_dropout == 0.0,
+           "opt: dropout 0.2 is the hidden dropout, attention_dropout its class default 0.0");
+    st = load_model_str(&m, "{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4,"
+                            " \"n_positions\": 32, \"vocab_size\": 100, \"resid_pdrop\": 0.05}", &err);
+    tap_ok(st == PP_OK && m.dropout_set && m.hidden_dropout == 0.05 && m.attention_dropout == 0.1,
+           "gpt2: resid_pdrop 0.05; attn_pdrop its class default 0.1");
+    st = load_model_str(&m, "{\"model_type\": \"bert\", " LLAMA_BASE ", \"hidden_dropout_prob\": 0.1,"
+                            " \"attention_probs_dropout_prob\": 0.15}", &err);
+    tap_ok(st == PP_OK && m.dropout_set && m.hidden_dropout == 0.1 && m.attention_dropout == 0.15,
+           "bert: hidden_dropout_prob, attention_probs_dropout_prob");
+    st = load_model_str(&m, "{\"model_type\": \"llama\", " LLAMA_BASE "}", &err);
+    tap_ok(st == PP_OK && !m.dropout_set, "llama without a dropout key: the model says nothing");
+    st = load_model_str(&m, "{\"model_type\": \"llama\", " LLAMA_BASE ", \"attention_bias\": true, \"mlp_bias\": true}", &err);
+    tap_ok(st == PP_OK && m.qkv_bias && m.out_bias && m.mlp_bias && !m.bias, "llama: attention_bias, mlp_bias");
+#undef LLAMA_BASE
 }
 
 static void test_catalog(void)
@@ -368,6 +667,8 @@ int main(void)
     test_validate_direct();
     test_gpu();
     test_hf();
+    test_hf_today();
+    test_hf_rules();
     test_catalog();
     test_profile();
     test_profile_optimizer();
