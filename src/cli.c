@@ -51,7 +51,7 @@ static const opt_def opt_table[] = {
     {"--json", 0, K_JSON, OPT_FLAG, C_ALL, "one JSON document on stdout"},
     {"--help", 'h', K_HELP, OPT_FLAG, C_ALL, "this help"},
     {"--quiet", 'q', K_QUIET, OPT_FLAG, C_ALL, "no progress lines"},
-    {"--model", 0, K_MODEL, OPT_STR, C_WORK | C_PROBE, "NAME|FILE: catalog name, model YAML or HF config.json"},
+    {"--model", 0, K_MODEL, OPT_STR, C_WORK | C_PROBE | C_MODELS, "NAME|FILE: catalog name, model YAML or HF config.json"},
     {"--gpu", 0, K_GPU, OPT_STR, C_WORK | C_CALIBRATE, "NAME|FILE: catalog GPU or GPU YAML"},
     {"--profile", 0, K_PROFILE, OPT_STR, C_WORK | C_CALIBRATE, "FILE: hardware profile from `parplan probe`"},
     {"--gpus", 0, K_GPUS, OPT_INT, C_WORK, "N: total GPUs"},

@@ -67,10 +67,6 @@ int pp_cli_fail(const pp_error *err);
 
 /* Subcommands: return the process exit status. */
 int pp_cmd_models(pp_cli *c);
-/* `models --model NAME|FILE`: models' own option, taken out of argv (its *argc entries, shifted
- * in place) before pp_cli_parse, whose table lists --model for the WORK commands. Missing or
- * empty values are errors naming the option. */
-pp_status pp_models_take_model(int *argc, char **argv, const char **model, pp_error *err);
 int pp_cmd_check(pp_cli *c);
 int pp_cmd_plan(pp_cli *c);
 int pp_cmd_estimate(pp_cli *c);

@@ -116,31 +116,6 @@ static void models_table(const pp_catalog *cat)
 
 /* ------------------------------------------------------------------ models --model */
 
-pp_status pp_models_take_model(int *argc, char **argv, const char **model, pp_error *err)
-{
-    int out = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) { /* the rest is positional: keep it as it is */
-            while (i < *argc) argv[out++] = argv[i++];
-            break;
-        }
-        if (!strcmp(a, "--model")) {
-            if (i + 1 >= *argc)
-                return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option --model needs a value");
-            *model = argv[++i];
-        } else if (!strncmp(a, "--model=", 8)) {
-            *model = a + 8;
-        } else {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (!(*model)[0]) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--model needs a non-empty value");
-    }
-    *argc = out;
-    return PP_OK;
-}
-
 typedef bool (*layer_pred)(const pp_model *m, int64_t i);
 static bool layer_is_dense(const pp_model *m, int64_t i) { return !pp_model_layer_is_moe(m, i); }
 static bool layer_is_full(const pp_model *m, int64_t i) { return !pp_model_layer_is_window(m, i); }

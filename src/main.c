@@ -82,15 +82,10 @@ int main(int argc, char **argv)
     pp_cli c = {.argv0 = argv[0]};
     pp_error err = {0};
     int rc;
-    const char *model_arg = NULL;
-    int nargs = argc - 2;
-    if (sub->run == pp_cmd_models && pp_models_take_model(&nargs, argv + 2, &model_arg, &err) != PP_OK)
-        return pp_cli_fail(&err);
-    if (pp_cli_parse(&c, cmd, nargs, argv + 2, &err) != PP_OK) {
+    if (pp_cli_parse(&c, cmd, argc - 2, argv + 2, &err) != PP_OK) {
         rc = pp_cli_fail(&err);
         goto done;
     }
-    if (model_arg) c.model_arg = model_arg;
     if (c.help) {
         sub_usage(sub);
         rc = 0;
