@@ -14,6 +14,14 @@ const char *const pp_attention_names[PP_ATTN_COUNT] = {"flash", "unfused"};
 const char *const pp_recompute_names[PP_RC_COUNT] = {"none", "selective", "full"};
 const char *const pp_offload_names[PP_OFF_COUNT] = {"none", "optimizer", "params"};
 const char *const pp_precision_names[PP_PREC_COUNT] = {"bf16", "fp16", "fp8"};
+const char *const pp_rc_module_names[PP_RCM_COUNT] = {"core_attn", "layernorm", "mla_up_proj",
+                                                      "moe_act", "mlp", "moe", "shared_experts"};
+
+unsigned pp_layout_rc_modules(const pp_layout *l)
+{
+    if (l->recompute != PP_RC_SELECTIVE) return 0;
+    return l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
+}
 const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather"};
 
@@ -243,6 +251,15 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     if (l->zero >= 2 && l->pp > 1 && w->framework == PP_FW_DEEPSPEED)
         return LAYOUT_BAD("DeepSpeed does not combine ZeRO stage %d with pipeline parallelism", l->zero);
     if (l->recompute_layers < 0) return LAYOUT_BAD("--recompute-layers must not be negative");
+    if (l->recompute_modules && l->recompute != PP_RC_SELECTIVE)
+        return LAYOUT_BAD("--recompute-modules needs --recompute selective");
+    if (l->recompute_modules >> PP_RCM_COUNT) return LAYOUT_BAD("--recompute-modules: unknown module");
+    if ((l->recompute_modules & (1u << PP_RCM_MLA_UP_PROJ)) && m->kv_lora_rank == 0)
+        return LAYOUT_BAD("--recompute-modules mla_up_proj needs a model with multi-latent attention");
+    if ((l->recompute_modules & ((1u << PP_RCM_MOE_ACT) | (1u << PP_RCM_MOE))) && m->experts <= 1)
+        return LAYOUT_BAD("--recompute-modules moe_act and moe need a model with experts");
+    if ((l->recompute_modules & (1u << PP_RCM_SHARED_EXPERTS)) && m->shared_ffn == 0)
+        return LAYOUT_BAD("--recompute-modules shared_experts needs a model with shared experts");
     if (l->recompute_layers > 0 && l->recompute != PP_RC_FULL)
         return LAYOUT_BAD("--recompute-layers needs --recompute full");
     int64_t per_stage_max = (m->layers + l->pp - 1) / l->pp;

@@ -263,8 +263,14 @@ static void act_add(pp_act_table *tb, const char *name, double elems, double byt
  * `scaled`: the experts' output is multiplied by the router probabilities inside the MLP
  * (per_token_scale), which in the eager path keeps the activation's output for that product. */
 static void act_mlp(pp_act_table *tb, const pp_model *m, bool eager, double tokens, double f_r,
-                    double lin_bytes, bool scaled, const char *const names[5])
+                    double lin_bytes, bool scaled, bool act_recomputed, const char *const names[5])
 {
+    if (act_recomputed) {
+        /* Selective recompute of the activation (Megatron's moe_act): only its input, the fc1
+         * output, is kept; the rest is recomputed in the backward. */
+        act_add(tb, names[0], tokens * (m->act == PP_ACT_SWIGLU ? 2 : 1) * f_r, 2, true);
+        return;
+    }
     if (m->act == PP_ACT_SWIGLU) {
         /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
          * saves only that; Megatron's eager glu() also keeps silu(gate) and the copy made by
@@ -300,6 +306,13 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
     bool unfused = w->attention == PP_ATTN_UNFUSED;
     bool moe = (kind & PP_LAYER_MOE) && m->experts > 1;
     double stats = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0; /* mean + rstd, or rstd (fp32) */
+    /* Selective recompute: what its modules recompute is not stored (their inputs are). */
+    unsigned mods = rc != PP_RC_SELECTIVE ? 0
+                    : l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
+    bool rc_core = mods & (1u << PP_RCM_CORE_ATTN), rc_norm = mods & (1u << PP_RCM_LAYERNORM);
+    bool rc_up = mods & (1u << PP_RCM_MLA_UP_PROJ), rc_act = mods & (1u << PP_RCM_MOE_ACT);
+    bool rc_mlp = mods & (1u << PP_RCM_MLP), rc_moe = mods & (1u << PP_RCM_MOE);
+    bool rc_shared = mods & (1u << PP_RCM_SHARED_EXPERTS);
     /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
      * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
      * and the activation functions keep 16-bit tensors. */
@@ -319,18 +332,20 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
          * RoPE part appended per head, v, and the output. */
         double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
         double rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
-        act_add(tb, "mla.input", sb * h * rep, lin, true);
+        if (!rc_norm) act_add(tb, "mla.input", sb * h * rep, lin, true);
         if (ql > 0) {
             act_add(tb, "mla.q_latent", sb * ql, 2, false);
             act_add(tb, "mla.q_latent_norm", sb * ql, lin, false);
         }
         act_add(tb, "mla.kv_latent", sb * (kvl + rope), 2, false);
         act_add(tb, "mla.kv_latent_norm", sb * kvl, lin, false);
-        act_add(tb, "attn.q", sb * aq * d, 2, true);
-        act_add(tb, "attn.k", sb * aq * d, 2, true);
-        act_add(tb, "attn.v", sb * aq * vd, 2, true);
+        if (!rc_up) {
+            act_add(tb, "attn.q", sb * aq * d, 2, true);
+            act_add(tb, "attn.k", sb * aq * d, 2, true);
+            act_add(tb, "attn.v", sb * aq * vd, 2, true);
+        }
         if (unfused) {
-            if (rc != PP_RC_SELECTIVE) {
+            if (!rc_core) {
                 double ss = b * aq * s * sk;
                 act_add(tb, "attn.softmax", ss, 2, true);
                 if (adrop) {
@@ -343,7 +358,7 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
         }
         act_add(tb, "proj.input", sb * aq * vd, lin, true);
     } else {
-        act_add(tb, "qkv.input", sb * h * rep, lin, true);
+        if (!rc_norm) act_add(tb, "qkv.input", sb * h * rep, lin, true);
         /* Q, K, V as the attention kernel saves them. */
         if (unfused) {
             /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
@@ -358,7 +373,7 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
             act_add(tb, "attn.v", v_new ? sb * aq * d : 0, 2, true);
             if (!q_new || !k_new || !v_new || m->qk_norm != PP_QKNORM_NONE)
                 act_add(tb, "attn.qkv_out", sb * (aq + 2 * gk) * d, 2, true);
-            if (rc != PP_RC_SELECTIVE) {
+            if (!rc_core) {
                 /* Scores -> masked_fill_ (in place) -> softmax (saves its output) -> dropout (mask,
                  * 1 byte) -> bmm (saves the dropped probabilities). 5 as^2 b in the paper. */
                 double ss = b * aq * s * sk;
@@ -384,13 +399,13 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
     if (hdrop) act_add(tb, "attn.bda_mask", sb * h * rep, 1, true);
     act_add(tb, "ln2.input", sb * h * rep, 2, true);
     act_add(tb, "ln2.stats", sb * rep * stats, 4, false);
-    act_add(tb, "fc1.input", sb * h * rep, lin, true); /* the router's input too (MoE) */
+    if (!rc_norm) act_add(tb, "fc1.input", sb * h * rep, lin, true); /* the router's input too (MoE) */
 
     if (!moe) {
         static const char *const dn[5] = {"mlp.fc1_out", "mlp.silu_out", "mlp.linear_offset", "",
                                           "fc2.input"};
-        act_mlp(tb, m, eager, sb, f, lin, false, dn);
-    } else {
+        if (!rc_mlp) act_mlp(tb, m, eager, sb, f, lin, false, false, dn);
+    } else if (!rc_moe) {
         /* MoE (megatron/core/transformer/moe): router logits (16-bit) and their fp32 softmax
          * over the experts for the local tokens; the permuted token copies each rank's experts
          * receive (the experts' fc1 input, views of one tensor); per received token the expert
@@ -407,11 +422,11 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
         act_add(tb, "moe.token_probs", Tr, 4, false);
         static const char *const en[5] = {"moe.fc1_out", "moe.silu_out", "moe.linear_offset",
                                           "moe.act_out", "moe.fc2_input"};
-        act_mlp(tb, m, eager, Tr, fe, lin, true, en);
-        if (m->shared_ffn > 0) {
+        act_mlp(tb, m, eager, Tr, fe, lin, true, rc_act, en);
+        if (m->shared_ffn > 0 && !rc_shared) {
             static const char *const sn[5] = {"shared.fc1_out", "shared.silu_out",
                                               "shared.linear_offset", "", "shared.fc2_input"};
-            act_mlp(tb, m, eager, sb, (double)m->shared_ffn / t, lin, false, sn);
+            act_mlp(tb, m, eager, sb, (double)m->shared_ffn / t, lin, false, false, sn);
             if (m->shared_gate) act_add(tb, "shared.gate", Tl, 2, false);
         }
     }

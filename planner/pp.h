@@ -213,6 +213,13 @@ extern const char *const pp_framework_names[PP_FW_COUNT];
 extern const char *const pp_attention_names[PP_ATTN_COUNT];
 extern const char *const pp_recompute_names[PP_RC_COUNT];
 extern const char *const pp_offload_names[PP_OFF_COUNT];
+/* Modules selective recompute recomputes (Megatron --recompute-modules; its default is
+ * core_attn): the attention core; the norms' outputs (the linear layers' inputs); MLA's
+ * up-projections (q, k, v per head); the experts' activation function (its output, fc2's
+ * input); a dense MLP; the whole MoE block; the shared experts. */
+typedef enum { PP_RCM_CORE_ATTN = 0, PP_RCM_LAYERNORM, PP_RCM_MLA_UP_PROJ, PP_RCM_MOE_ACT,
+               PP_RCM_MLP, PP_RCM_MOE, PP_RCM_SHARED_EXPERTS, PP_RCM_COUNT } pp_rc_module;
+extern const char *const pp_rc_module_names[PP_RCM_COUNT];
 /* Index of name in a names table of n entries, or -1. */
 int pp_name_lookup(const char *const *names, int n, const char *name);
 
@@ -282,6 +289,7 @@ typedef struct {
     bool sp;                 /* sequence parallel */
     pp_recompute recompute;
     int64_t recompute_layers; /* full recompute: layers per stage recomputed; 0 = all */
+    unsigned recompute_modules; /* selective: bit set of pp_rc_module; 0 = core_attn */
     pp_offload offload;
     /* Optional uneven pipeline (ILP, issue 5): NULL = uniform split.
      * stage_layers[i] layers on stage i (pp entries); stage_recompute[i] of them fully recomputed. */
@@ -300,6 +308,9 @@ int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l);
  * experts' gradients and optimizer state are reduced and sharded over: tp*cp*dp / (etp * ep). */
 int64_t pp_layout_etp(const pp_layout *l);
 int64_t pp_layout_edp(const pp_layout *l);
+/* Selective recompute's modules as a bit set (1 << PP_RCM_CORE_ATTN when none was given; 0 when
+ * the layout's recompute is not selective). */
+unsigned pp_layout_rc_modules(const pp_layout *l);
 /* First decoder layer of pipeline stage i (sum of the earlier stages' layers). */
 int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage);
 

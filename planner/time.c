@@ -333,15 +333,16 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
 
     /* --- attention GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the
      * curve is symmetric in m, n, k so their efficiency is the forward's) */
-    double g_qkv, g_proj;
+    double g_qkv, g_proj, g_up = 0;
     if (mla) {
         /* MLA (DeepSeek-V2 eq. 9-13): the down-projections are replicated over TP (every rank
          * computes them for its tokens), the up-projections and the output projection split. */
         double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
         double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim;
-        g_qkv = (ql > 0 ? gemm_s(c, T, ql, h, 1) + gemm_s(c, T, a_r * (nope + rope), ql, 1)
-                        : gemm_s(c, T, a_r * (nope + rope), h, 1)) +
-                gemm_s(c, T, kvl + rope, h, 1) + gemm_s(c, T, a_r * (nope + vd), kvl, 1);
+        g_up = (ql > 0 ? gemm_s(c, T, a_r * (nope + rope), ql, 1) : 0) +
+               gemm_s(c, T, a_r * (nope + vd), kvl, 1);
+        g_qkv = (ql > 0 ? gemm_s(c, T, ql, h, 1) : gemm_s(c, T, a_r * (nope + rope), h, 1)) +
+                gemm_s(c, T, kvl + rope, h, 1) + g_up;
         g_proj = gemm_s(c, T, h, hv, 1);
     } else {
         g_qkv = gemm_s(c, T, hq + 2 * hkv, h, 1);
@@ -474,7 +475,20 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         o->fwd_compute_s += max2(exp_f, launch / 3.0) - exp_f;
         o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
     }
-    o->sel_recompute_s = attn_f + score_ew_f;
+    /* Selective recompute: the forward of the modules it recomputes (Megatron
+     * --recompute-modules; core_attn alone by default). */
+    /* (the ILP prices selective recompute on any layout: core_attn unless modules are given) */
+    unsigned mods = l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
+    double act_f = (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * act_width / c->mem_rate;
+    o->sel_recompute_s = 0;
+    if (mods & (1u << PP_RCM_CORE_ATTN)) o->sel_recompute_s += attn_f + score_ew_f;
+    if (mods & (1u << PP_RCM_LAYERNORM)) o->sel_recompute_s += 2 * EW_NORM_FWD * T * h_ew / c->mem_rate;
+    if (mods & (1u << PP_RCM_MLA_UP_PROJ)) o->sel_recompute_s += g_up;
+    if (moe && (mods & (1u << PP_RCM_MOE_ACT))) o->sel_recompute_s += act_f;
+    if (!moe && (mods & (1u << PP_RCM_MLP))) o->sel_recompute_s += g_fc1 + g_fc2 + act_f;
+    if (moe && (mods & (1u << PP_RCM_MOE)))
+        o->sel_recompute_s += g_fc1 + g_fc2 + g_router + g_shared + act_f + ew_moe_f / c->mem_rate;
+    else if (moe && (mods & (1u << PP_RCM_SHARED_EXPERTS))) o->sel_recompute_s += g_shared;
 
     /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
     if (l->tp > 1) {

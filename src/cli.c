@@ -34,7 +34,7 @@ typedef enum {
     K_ATTENTION, K_LAYERS, K_HIDDEN, K_HEADS, K_KV_HEADS, K_FFN, K_VOCAB, K_SEQ, K_SWIGLU, K_GELU,
     K_UNTIED, K_TIED, K_RMSNORM, K_LAYERNORM, K_NO_BIAS, K_EXPERTS, K_TOPK, K_TP, K_PP, K_DP,
     K_VPP, K_CP, K_EP, K_ETP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
-    K_OFFLOAD, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
+    K_OFFLOAD, K_RECOMPUTE_MODULES, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
 } opt_key;
 
@@ -88,6 +88,8 @@ static const opt_def opt_table[] = {
     {"--sp", 0, K_SP, OPT_FLAG, C_LAYOUT, "sequence parallel"},
     {"--recompute", 0, K_RECOMPUTE, OPT_STR, C_LAYOUT, "none|selective|full"},
     {"--recompute-layers", 0, K_RECOMPUTE_LAYERS, OPT_INT, C_LAYOUT, "K: layers per stage fully recomputed"},
+    {"--recompute-modules", 0, K_RECOMPUTE_MODULES, OPT_STR, C_LAYOUT,
+     "LIST: what selective recompute recomputes: core_attn,layernorm,mla_up_proj,moe_act,mlp,moe,shared_experts (default core_attn)"},
     {"--offload", 0, K_OFFLOAD, OPT_STR, C_LAYOUT, "none|optimizer|params"},
     {"--top", 0, K_TOP, OPT_INT, C_PLAN, "K: candidates to show (default 5)"},
     {"--probe", 0, K_PROBE, OPT_INT, C_PLAN, "K: measure the best K on the local GPUs"},
@@ -252,6 +254,21 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_RECOMPUTE_LAYERS:
         st = parse_int(o->name, v, 0, 1000000, &l->recompute_layers, err);
         break;
+    case K_RECOMPUTE_MODULES: {
+        /* A comma-separated list of Megatron's --recompute-modules names. */
+        char buf[256];
+        if (strlen(v) >= sizeof buf || !v[0]) {
+            st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s expects a list of modules", o->name);
+            break;
+        }
+        snprintf(buf, sizeof buf, "%s", v);
+        l->recompute_modules = 0;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+            st = parse_enum(o->name, tok, pp_rc_module_names, PP_RCM_COUNT, &e, err);
+            if (!st) l->recompute_modules |= 1u << e;
+        }
+        break;
+    }
     case K_OFFLOAD:
         st = parse_enum(o->name, v, pp_offload_names, PP_OFF_COUNT, &e, err);
         l->offload = (pp_offload)e;
