@@ -123,9 +123,22 @@ static void layout_diff(const pp_layout *a, const pp_layout *b, char *buf, size_
 }
 
 /* One line: why `best` beats `other` (which step-time terms differ). */
-static void explain_one(FILE *f, const char *name, const pp_search_candidate *best,
-                        const pp_search_candidate *other)
+/* The name of step-time term i for layout l: the EP all-to-all says when its group leaves the
+ * node (Megatron's expert grid puts the etp ranks of an expert innermost, then the ep ranks). */
+static const char *term_name(int i, const pp_layout *l, int64_t gpn, char *buf, size_t n)
 {
+    int64_t span = pp_layout_etp(l) * l->ep;
+    if (i == T_EP && gpn > 0 && span > gpn) {
+        snprintf(buf, n, "%s across %lld nodes", term_names[i], (long long)(span / gpn));
+        return buf;
+    }
+    return term_names[i];
+}
+
+static void explain_one(FILE *f, const char *name, const pp_search_candidate *best,
+                        const pp_search_candidate *other, int64_t gpn)
+{
+    char tn1[64], tn2[64];
     double v1[T_COUNT], vk[T_COUNT], dt = other->time.step_time_s - best->time.step_time_s;
     terms_of(&best->time, v1);
     terms_of(&other->time, vk);
@@ -150,10 +163,11 @@ static void explain_one(FILE *f, const char *name, const pp_search_candidate *be
     }
     fprintf(f, "  %s (%s) is %.3g s per step slower (%.1f%%):", name, diff, dt, 100.0 * dt / best->time.step_time_s);
     if (worst1 >= 0)
-        fprintf(f, " %s %+.3g s (%.3g vs %.3g)", term_names[worst1], vk[worst1] - v1[worst1], vk[worst1],
-                v1[worst1]);
+        fprintf(f, " %s %+.3g s (%.3g vs %.3g)", term_name(worst1, &other->layout, gpn, tn1, sizeof tn1),
+                vk[worst1] - v1[worst1], vk[worst1], v1[worst1]);
     if (worst2 >= 0 && vk[worst2] - v1[worst2] > 0.05 * dt)
-        fprintf(f, ", %s %+.3g s", term_names[worst2], vk[worst2] - v1[worst2]);
+        fprintf(f, ", %s %+.3g s", term_name(worst2, &other->layout, gpn, tn2, sizeof tn2),
+                vk[worst2] - v1[worst2]);
     if (save >= 0 && v1[save] - vk[save] > 0.05 * dt)
         fprintf(f, "; it saves %.3g s of %s", v1[save] - vk[save], term_names[save]);
     fprintf(f, ".\n");
@@ -168,7 +182,8 @@ static int complexity(const pp_layout *l)
 
 static bool same_shape(const pp_layout *a, const pp_layout *b)
 {
-    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep;
+    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep &&
+           pp_layout_etp(a) == pp_layout_etp(b);
 }
 
 /* Accuracy of the time model, from its validation (tests/time): step-time MAPE on the published
@@ -176,14 +191,14 @@ static bool same_shape(const pp_layout *a, const pp_layout *b)
 #define PLAN_TIE_FRACTION 0.02
 
 static void explain(FILE *f, const pp_search_candidate *c, int64_t n, const pp_search_candidate *shapes,
-                    int64_t n_shapes)
+                    int64_t n_shapes, int64_t gpn)
 {
     if (n < 1) return;
     fprintf(f, "\nwhy #1 wins:\n");
     char name[200], lab[160], gib[32];
     for (int64_t k = 1; k < n && k < 3; k++) {
         snprintf(name, sizeof name, "#%lld", (long long)(k + 1));
-        explain_one(f, name, &c[0], &c[k]);
+        explain_one(f, name, &c[0], &c[k], gpn);
     }
     /* The best of other parallel shapes, when the top of the table is variations of one. */
     int shown = 0;
@@ -194,7 +209,7 @@ static void explain(FILE *f, const pp_search_candidate *c, int64_t n, const pp_s
         if (listed) continue;
         if (!shown) fprintf(f, "  the best layouts of other shapes:\n");
         snprintf(name, sizeof name, "  %s", layout_label(&shapes[i].layout, lab, sizeof lab));
-        explain_one(f, name, &c[0], &shapes[i]);
+        explain_one(f, name, &c[0], &shapes[i], gpn);
         shown++;
     }
     fprintf(f, "  #1 needs %s per GPU (peak + reserved) of %s: %s headroom.\n",
@@ -258,7 +273,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
     }
 
     fprintf(f, "\npruning funnel (each layout counted under the first rule it breaks):\n");
-    fprintf(f, "  %14lld  layouts in the space (tp x cp x ep x mbs x sp x pp x vpp x recompute x "
+    fprintf(f, "  %14lld  layouts in the space (tp x cp x ep x etp x mbs x sp x pp x vpp x recompute x "
                "optimizer sharding)\n",
             (long long)r->evaluated);
     int64_t left = r->evaluated;
@@ -268,7 +283,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
         fprintf(f, "- %14lld  %-14s %s\n", (long long)r->pruned[i], pp_prune_names[i], pp_prune_help[i]);
     }
     fprintf(f, "= %14lld  fit and were ranked\n", (long long)left);
-    if (!r->none_fit) explain(f, cand, r->n, shapes, r->n_shapes);
+    if (!r->none_fit) explain(f, cand, r->n, shapes, r->n_shapes, w->gpus_per_node);
 }
 
 /* plan --probe (issue 8): what was measured per listed candidate; NULL without --probe. */
