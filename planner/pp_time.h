@@ -89,6 +89,10 @@ typedef struct {
     double gemm_rate;         /* large-GEMM FLOP/s: peak x gemm_eff */
     double gemm_shape_c;      /* shape constant of the GEMM efficiency curve (elements) */
     double gemm_norm;         /* 1 + 3c/8192: the curve is 1 at 8192^3 */
+    /* FP8 (--precision fp8): the transformer layers' linear GEMMs run on the FP8 tensor cores
+     * (the same curve at the FP8 rate); attention, the router and the output layer stay 16-bit. */
+    bool fp8;
+    double gemm_rate_fp8, gemm_shape_c_fp8, gemm_norm_fp8;
     double mem_rate;          /* achieved elementwise bytes/s */
     double flash_fwd_rate, flash_bwd_rate; /* achieved FLOP/s of fused attention */
     double nvlink_bw, net_bw; /* achieved bus bandwidth inside a node / per GPU across nodes, B/s */
