@@ -763,13 +763,25 @@ double pp_memory_worst_bytes(const pp_work *w, const pp_layout *l, double *peak_
      * last stage (loss) bound all others, whose terms are each no larger than stage 0's. Uneven
      * splits (ILP) and mixed layer kinds are checked stage by stage. */
     int64_t n = l->pp;
-    bool skip = !l->stage_layers && !l->stage_recompute && mem_uniform_kinds(&w->model);
+    bool uniform = !l->stage_layers && !l->stage_recompute;
+    bool skip = uniform && mem_uniform_kinds(&w->model);
+    /* Mixed kinds under a uniform split: a middle stage holding the same layers of each kind as
+     * the middle stage before it holds no more micro-batches than that one (1F1B and the
+     * interleaved schedule keep fewer in flight further down the pipeline), so it is no fuller. */
+    int64_t prev[PP_LAYER_KINDS] = {-1, -1, -1, -1};
     for (int64_t i = 0; i < n; i++) {
         if (skip && i > 0 && i < n - 1) continue;
         int64_t layers, rc;
         mem_stage_shape(w, l, i, &layers, &rc);
+        int64_t first = pp_layout_stage_first_layer(w, l, i);
+        if (uniform && !skip && i > 0 && i < n - 1) {
+            int64_t cnt[PP_LAYER_KINDS];
+            pp_model_layer_counts(&w->model, first, layers, cnt);
+            if (!memcmp(cnt, prev, sizeof cnt)) continue;
+            memcpy(prev, cnt, sizeof cnt);
+        }
         pp_mem_stage s;
-        mem_stage_eval(w, l, &c, i, pp_layout_stage_first_layer(w, l, i), layers, rc, &s);
+        mem_stage_eval(w, l, &c, i, first, layers, rc, &s);
         double need = s.peak_bytes + s.reserved_bytes;
         if (need > worst) {
             worst = need;

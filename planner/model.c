@@ -53,6 +53,31 @@ int pp_model_layer_kind(const pp_model *m, int64_t i)
            (pp_model_layer_is_window(m, i) ? PP_LAYER_WINDOW : 0);
 }
 
+/* Layers of each kind among [a, b), all of them at or past moe_first_dense or all before it:
+ * the pattern is periodic there with period P = lcm(moe_every, window_full_every), so whole
+ * periods are counted at once and at most P - 1 layers one by one. */
+static void layer_counts_periodic(const pp_model *m, int64_t a, int64_t b, int64_t out[PP_LAYER_KINDS])
+{
+    int64_t e = m->experts > 1 && a >= m->moe_first_dense ? (m->moe_every > 0 ? m->moe_every : 1) : 1;
+    int64_t wf = m->window > 0 && m->window_full_every > 0 ? m->window_full_every : 1;
+    int64_t g = e, r = wf;
+    while (r) { int64_t t = g % r; g = r; r = t; }
+    int64_t P = e / g * wf;
+    int64_t n = b - a;
+    if (n <= 0) return;
+    if (P == 1) { /* one kind throughout (DeepSeek's MoE layers after the dense ones) */
+        out[pp_model_layer_kind(m, a)] += n;
+        return;
+    }
+    int64_t full = n / P;
+    if (full > 0) {
+        int64_t per[PP_LAYER_KINDS] = {0};
+        for (int64_t i = a; i < a + P; i++) per[pp_model_layer_kind(m, i)]++;
+        for (int k = 0; k < PP_LAYER_KINDS; k++) out[k] += full * per[k];
+    }
+    for (int64_t i = a + full * P; i < b; i++) out[pp_model_layer_kind(m, i)]++;
+}
+
 void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t out[PP_LAYER_KINDS])
 {
     for (int k = 0; k < PP_LAYER_KINDS; k++) out[k] = 0;
@@ -62,7 +87,19 @@ void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t 
         out[0] = n;
         return;
     }
-    for (int64_t i = first; i < first + n; i++) out[pp_model_layer_kind(m, i)]++;
+    int64_t end = first + n;
+    if (m->n_dense_layers > 0) {
+        /* An explicit list of dense layers: one by one. */
+        for (int64_t i = first; i < end; i++) out[pp_model_layer_kind(m, i)]++;
+        return;
+    }
+    /* The dense-first layers, then the periodic rest (the search prices every stage of every
+     * candidate this way: O(period), not O(layers)). */
+    int64_t split = m->experts > 1 ? m->moe_first_dense : 0;
+    if (split < first) split = first;
+    if (split > end) split = end;
+    layer_counts_periodic(m, first, split, out);
+    layer_counts_periodic(m, split, end, out);
 }
 
 int pp_model_mtp_kind(const pp_model *m)

@@ -799,14 +799,28 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     double sum_work = 0, worst_work = -1;
     if (l->stage_layers || !one_kind) {
         int64_t at = 0;
+        stage_desc prev_sd;
+        stage_time prev_st;
+        bool have_prev = false;
         for (int64_t i = 0; i < p; i++) {
             int64_t n = pp_layout_stage_layers(w, l, i);
             int64_t r = l->stage_recompute ? l->stage_recompute[i] : (int64_t)recomputed(l, (double)n);
             stage_desc sd;
+            memset(&sd, 0, sizeof sd);
             stage_desc_range(mdl, at, n, r, i == 0, i == p - 1, &sd);
             at += n;
             stage_time st;
-            stage_eval(c, l, ly, &sd, &st);
+            /* Middle stages of the same make-up cost the same: price each make-up once. */
+            if (have_prev && !sd.first && !sd.last && !memcmp(&sd, &prev_sd, sizeof sd)) {
+                st = prev_st;
+            } else {
+                stage_eval(c, l, ly, &sd, &st);
+                if (!sd.first && !sd.last) {
+                    prev_sd = sd;
+                    prev_st = st;
+                    have_prev = true;
+                }
+            }
             double work = st.fwd + st.bwd;
             sum_work += work;
             if (work > worst_work) { worst_work = work; worst = st; }

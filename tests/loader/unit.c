@@ -658,6 +658,47 @@ static void test_numbers(void)
     }
 }
 
+/* pp_model_layer_counts counts whole periods of the layer pattern at once: it must agree with
+ * pp_model_layer_kind layer by layer, over every range, for dense-first, interleaved MoE,
+ * windowed and explicit-list patterns. */
+static void test_layer_counts(void)
+{
+    struct { int64_t L, E, first, every, phase, window, wfe, wph, ndense; } pat[] = {
+        {61, 256, 3, 1, 0, 0, 0, 0, 0},   /* DeepSeek-V3 */
+        {48, 128, 0, 2, 1, 8192, 4, 3, 0}, /* Llama 4 Maverick: MoE every other, chunked 3 of 4 */
+        {36, 128, 0, 1, 0, 128, 2, 1, 0},  /* gpt-oss: alternating windows */
+        {62, 0, 0, 0, 0, 1024, 6, 5, 0},   /* Gemma 3: 5 windowed, 1 full */
+        {27, 64, 1, 3, 2, 4096, 0, 0, 0},  /* every layer windowed, MoE every third */
+        {24, 60, 0, 1, 0, 0, 0, 0, 3},     /* Qwen mlp_only_layers */
+    };
+    int bad = 0, checked = 0;
+    for (size_t p = 0; p < sizeof pat / sizeof pat[0]; p++) {
+        pp_model m;
+        pp_model_init(&m);
+        m.layers = pat[p].L;
+        m.experts = pat[p].E;
+        m.topk = pat[p].E > 1 ? 2 : 0;
+        m.moe_first_dense = pat[p].first;
+        m.moe_every = pat[p].every;
+        m.moe_phase = pat[p].phase;
+        m.window = pat[p].window;
+        m.window_full_every = pat[p].wfe;
+        m.window_full_phase = pat[p].wph;
+        m.n_dense_layers = pat[p].ndense;
+        for (int64_t k = 0; k < m.n_dense_layers; k++) m.dense_layers[k] = 5 * k + 1;
+        for (int64_t a = 0; a < m.layers; a++)
+            for (int64_t n = 0; a + n <= m.layers; n++) {
+                int64_t got[PP_LAYER_KINDS], want[PP_LAYER_KINDS] = {0};
+                pp_model_layer_counts(&m, a, n, got);
+                for (int64_t i = a; i < a + n; i++) want[pp_model_layer_kind(&m, i)]++;
+                checked++;
+                if (memcmp(got, want, sizeof got)) bad++;
+            }
+    }
+    tap_ok(bad == 0, "layer counts by period agree with the layer-by-layer kinds (%d of %d ranges differ)",
+           bad, checked);
+}
+
 int main(void)
 {
     src_dir = getenv("PARPLAN_SOURCE_DIR");
@@ -674,5 +715,6 @@ int main(void)
     test_profile_optimizer();
     test_profile_layer_kv();
     test_numbers();
+    test_layer_counts();
     return tap_done();
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pp_load.h"
 #include "pp_memory.h"
 #include "pp_search.h"
 #include "pp_time.h"
@@ -39,13 +40,22 @@ typedef struct {
     const char *name;
     int64_t L, h, a, seq, V, gpus, gbs, experts, topk;
     const char *gpu;
+    const char *catalog_model; /* a models.d model instead of the GPT shape above */
 } bench_work;
 
 static int make(const bench_work *b, pp_work *w)
 {
     memset(w, 0, sizeof *w);
     if (tt_gpu(b->gpu, &w->gpu)) return 1;
-    if (tt_gpt(&w->model, b->L, b->h, b->a, b->seq, b->V)) return 1;
+    if (b->catalog_model) {
+        const char *src = getenv("PARPLAN_SOURCE_DIR");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/models.d/models/%s.yaml", src ? src : ".", b->catalog_model);
+        pp_error err;
+        if (pp_model_load_file(&w->model, path, &err) != PP_OK) return 1;
+    } else if (tt_gpt(&w->model, b->L, b->h, b->a, b->seq, b->V)) {
+        return 1;
+    }
     if (b->experts > 1) {
         w->model.experts = b->experts;
         w->model.topk = b->topk;
@@ -152,11 +162,13 @@ static double whole_process(char *const argv[], int runs, int *status)
 int main(void)
 {
     static const bench_work works[] = {
-        {"GPT-3 13B on 16 A100", 40, 5120, 40, 2048, 51200, 16, 1024, 0, 0, "a100-80gb"},
-        {"GPT-3 175B on 1024 A100", 96, 12288, 96, 2048, 51200, 1024, 1536, 0, 0, "a100-80gb"},
-        {"GPT 1T on 3072 A100", 128, 25600, 160, 2048, 51200, 3072, 3072, 0, 0, "a100-80gb"},
-        {"Llama-like 70B on 512 H100", 80, 8192, 64, 4096, 128256, 512, 1024, 0, 0, "h100-sxm"},
-        {"MoE 8x7B-like on 64 H100", 32, 4096, 32, 4096, 32000, 64, 512, 8, 2, "h100-sxm"},
+        {"GPT-3 13B on 16 A100", 40, 5120, 40, 2048, 51200, 16, 1024, 0, 0, "a100-80gb", NULL},
+        {"GPT-3 175B on 1024 A100", 96, 12288, 96, 2048, 51200, 1024, 1536, 0, 0, "a100-80gb", NULL},
+        {"GPT 1T on 3072 A100", 128, 25600, 160, 2048, 51200, 3072, 3072, 0, 0, "a100-80gb", NULL},
+        {"Llama-like 70B on 512 H100", 80, 8192, 64, 4096, 128256, 512, 1024, 0, 0, "h100-sxm", NULL},
+        {"MoE 8x7B-like on 64 H100", 32, 4096, 32, 4096, 32000, 64, 512, 8, 2, "h100-sxm", NULL},
+        /* dense first layers, MLA, 256 experts, MTP: every stage priced by its layer kinds */
+        {"DeepSeek-V3 on 2048 H100", 0, 0, 0, 0, 0, 2048, 15360, 0, 0, "h100-sxm", "deepseek-v3"},
     };
     size_t nw = sizeof works / sizeof works[0];
     for (size_t i = 0; i < nw; i++) bench_search(&works[i]);
