@@ -450,11 +450,14 @@ static void check_route_one(int64_t T, int64_t K, int64_t E, int64_t ep, double 
              (long long)ep, X, padded ? " padded" : "");
     if (!tap_ok(pp_moe_route_make(T, K, E, ep, X, padded, &r) == 0, "%s: built", lbl)) return;
     const int64_t L = E / ep, TK = T * K;
-    bool distinct = true, maps = true, layout = true;
+    bool distinct = true, maps = true, layout = true, local_distinct = true;
     int64_t total = 0, mx = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < K; j++)
-            for (int64_t i = 0; i < j; i++) distinct = distinct && r.expert[t * K + i] != r.expert[t * K + j];
+            for (int64_t i = 0; i < j; i++) {
+                distinct = distinct && r.expert[t * K + i] != r.expert[t * K + j];
+                local_distinct = local_distinct && r.expert[t * K + i] % L != r.expert[t * K + j] % L;
+            }
     for (int64_t e = 0; e < L; e++) {
         total += r.count[e];
         mx = r.count[e] > mx ? r.count[e] : mx;
@@ -472,6 +475,12 @@ static void check_route_one(int64_t T, int64_t K, int64_t E, int64_t ep, double 
     int64_t pads = 0;
     for (int64_t i = 0; i < r.rows; i++) pads += r.exp_src[i] < 0;
     tap_ok(distinct, "%s: a token's %lld experts are distinct", lbl, (long long)K);
+    /* the EP simulation runs global expert g on local weights g mod L: balanced, with L >= K, a
+     * token's copies must meet distinct local weights, or the router has no gradient (the moe
+     * check at ep 2 failed so on the H200, tests/data/probes/device_moe_fp8_call1) */
+    if (X <= 1 && L >= K)
+        tap_ok(local_distinct, "%s: a token's %lld copies run on %lld distinct local experts", lbl, (long long)K,
+               (long long)K);
     tap_ok(total == TK && pads == r.rows - TK, "%s: %lld copies in the local experts, %lld padding rows", lbl,
            (long long)total, (long long)pads);
     tap_ok(maps && layout, "%s: every copy's rows hold its token in its expert's segment", lbl);
@@ -495,6 +504,106 @@ static void check_route(void)
     tap_ok(pp_moe_route_make(64, 2, 8, 3, 1, false, &r) == -1, "route: ep 3 not dividing 8 experts is refused");
     tap_ok(pp_moe_route_make(64, 2, 8, 1, 5, false, &r) == -1, "route: an expert over every token is refused");
     pp_moe_route_free(NULL);
+}
+
+/* One SwiGLU expert on one token, o = W2 (silu(W1g x) * W1u x): the expert outputs the emulation
+ * below feeds the router's backward. */
+static void swiglu_expert(const float *w1, const float *w2, const float *x, int64_t h, int64_t F, double *o)
+{
+    double *act = malloc((size_t)F * sizeof *act);
+    for (int64_t c = 0; c < F; c++) {
+        double g = 0, u = 0;
+        for (int64_t i = 0; i < h; i++) {
+            g += (double)w1[c * h + i] * x[i];
+            u += (double)w1[(F + c) * h + i] * x[i];
+        }
+        act[c] = g / (1 + exp(-g)) * u;
+    }
+    for (int64_t r = 0; r < h; r++) {
+        double acc = 0;
+        for (int64_t c = 0; c < F; c++) acc += (double)w2[r * F + c] * act[c];
+        o[r] = acc;
+    }
+    free(act);
+}
+
+/* The moe probe's own check, without the GPU: its shape (moe.cu moe_check: T 128, h 64, 8 experts
+ * top-2, moe_ffn 32, shared 48, ep 2 when the timed ep > 1, imbalance 2 when the timed one is
+ * imbalanced: then padded, as the strided-batched experts route it) routed by route.c, the reference
+ * (pp_ref_moe) against an fp32 emulation of the GPU's router path (moe.cu: scores and normalised
+ * probabilities in fp32, dp[t, j] = <dy_t, expert output of copy j> in fp32, the router backward
+ * kernel's formulas in fp32, dWr = dlogits^T x). The H200 run of 2026-11-24 failed this check at
+ * ep > 1 with "dWrouter off the CPU reference by 4.05e+08": route.c then put both copies of every
+ * token on one local expert, the probabilities summed to 1 on one output, the true dWr was 0 and
+ * fp32 rounding was compared with it. */
+static void check_moe_ep_router(bool sigmoid, double imbalance)
+{
+    const int64_t T = 128, h = 64, E = 8, K = 2, F = 32, S = 48, ep = 2, L = E / ep;
+    pp_moe_route r;
+    char lbl[80];
+    snprintf(lbl, sizeof lbl, "moe check shape, ep 2, %s router, imbalance %g", sigmoid ? "sigmoid" : "softmax",
+             imbalance);
+    if (!tap_ok(pp_moe_route_make(T, K, E, ep, imbalance, imbalance > 1, &r) == 0, "%s: routed", lbl)) return;
+    float *x = frand((size_t)(T * h), 1.0, 0), *dy = frand((size_t)(T * h), 1.0, 0);
+    float *wr = frand((size_t)(E * h), sqrt(3.0 / (double)h), 0);
+    float *w1 = frand((size_t)(L * 2 * F * h), sqrt(3.0 / (double)h), 0);
+    float *w2 = frand((size_t)(L * h * F), sqrt(3.0 / (double)F), 0);
+    float *ws1 = frand((size_t)(2 * S * h), sqrt(3.0 / (double)h), 0);
+    float *ws2 = frand((size_t)(h * S), sqrt(3.0 / (double)S), 0);
+    double *y = calloc((size_t)(T * h), sizeof *y), *dx = calloc((size_t)(T * h), sizeof *dx);
+    double *dwr = calloc((size_t)(E * h), sizeof *dwr), *dw1 = calloc((size_t)(L * 2 * F * h), sizeof *dw1);
+    double *dw2 = calloc((size_t)(L * h * F), sizeof *dw2), *gpu = calloc((size_t)(E * h), sizeof *gpu);
+    double *o = malloc((size_t)h * sizeof *o);
+    pp_ref_moe_shape sh = {T, h, E, K, F, S, L, sigmoid};
+    pp_ref_moe_weights w = {wr, w1, w2, ws1, ws2};
+    pp_ref_moe_grads g = {dx, dwr, dw1, dw2, NULL, NULL};
+    tap_ok(pp_ref_moe(&sh, &w, r.expert, x, dy, y, &g) == 0, "%s: reference runs", lbl);
+    for (int64_t t = 0; t < T; t++) {
+        const float *xt = x + t * h;
+        float sc[8], sa[2], p[2], dp[2], ssel = 0, pdp = 0, dot = 0, mx = -INFINITY, sum = 0, dl[8];
+        for (int64_t e = 0; e < E; e++) {
+            double acc = 0;
+            for (int64_t i = 0; i < h; i++) acc += (double)wr[e * h + i] * xt[i];
+            sc[e] = (float)acc;
+            mx = fmaxf(mx, sc[e]);
+        }
+        for (int64_t e = 0; e < E; e++) {
+            sc[e] = sigmoid ? 1.0f / (1.0f + expf(-sc[e])) : expf(sc[e] - mx);
+            sum += sc[e];
+        }
+        if (!sigmoid)
+            for (int64_t e = 0; e < E; e++) sc[e] /= sum;
+        for (int64_t j = 0; j < K; j++) ssel += (sa[j] = sc[r.expert[t * K + j]]);
+        for (int64_t j = 0; j < K; j++) {
+            const int64_t le = r.expert[t * K + j] % L;
+            float d = 0;
+            p[j] = sa[j] / ssel;
+            swiglu_expert(w1 + le * 2 * F * h, w2 + le * h * F, xt, h, F, o);
+            for (int64_t i = 0; i < h; i++) d += dy[t * h + i] * (float)o[i];
+            dp[j] = d;
+            pdp += p[j] * dp[j];
+        }
+        /* pp_moe_router_bwd_kernel */
+        for (int64_t j = 0; j < K; j++) dot += sigmoid ? 0.0f : (dp[j] - pdp) / ssel * sa[j];
+        for (int64_t e = 0; e < E; e++) dl[e] = sigmoid ? 0.0f : -sc[e] * dot;
+        for (int64_t j = 0; j < K; j++) {
+            const float ds = (dp[j] - pdp) / ssel;
+            dl[r.expert[t * K + j]] = sigmoid ? ds * sa[j] * (1.0f - sa[j]) : sa[j] * (ds - dot);
+        }
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t i = 0; i < h; i++) gpu[e * h + i] += (double)dl[e] * xt[i];
+    }
+    double nr = 0, n1 = 0;
+    for (int64_t i = 0; i < E * h; i++) nr += dwr[i] * dwr[i];
+    for (int64_t i = 0; i < L * 2 * F * h; i++) n1 += dw1[i] * dw1[i];
+    tap_ok(sqrt(nr) > 1e-2 * sqrt(n1), "%s: the router has a gradient (|dWr| %.3g, |dW1| %.3g)", lbl, sqrt(nr),
+           sqrt(n1));
+    double err = pp_rel_l2(gpu, dwr, (size_t)(E * h));
+    tap_ok(err < 1e-4, "%s: the fp32 router path matches the reference dWr (relative L2 %.3g; the probe allows 5e-2)",
+           lbl, err);
+    pp_moe_route_free(&r);
+    free(x); free(dy); free(wr); free(w1); free(w2); free(ws1); free(ws2);
+    free(y); free(dx); free(dwr); free(dw1); free(dw2); free(gpu); free(o);
 }
 
 static void check_linear_ref(void)
@@ -1058,6 +1167,9 @@ int main(void)
     check_moe_ref(false, 4, 4);
     check_moe_ref(true, 4, 4);
     check_moe_ref(false, 2, 0);
+    check_moe_ep_router(false, 1);
+    check_moe_ep_router(true, 1);
+    check_moe_ep_router(true, 2);
     check_mla_ref(8);
     check_mla_ref(0);
     check_rel_l2();
