@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gemm_rules.h"
 #include "pp_profile.h"
 #include "probe.h"
 #include "ref.h"
@@ -606,6 +607,131 @@ static void check_moe_ep_router(bool sigmoid, double imbalance)
     free(y); free(dx); free(dwr); free(dw1); free(dw2); free(gpu); free(o);
 }
 
+/* cuBLASLt's rules for a GEMM description (gemm_rules.c): the layouts of the nn.Linear GEMMs the
+ * probes run, the fp8 requirements (cuBLAS docs, cublasLtMatmul(), "To use FP8 kernels") and the C
+ * operand (fp8 never gets D as C: cuBLASLt 13 refused that on the H200). */
+static pp_gemm_spec linear_spec(pp_elt in, pp_elt out, int64_t tokens, int64_t n_out, int64_t k)
+{
+    /* gemm.cu linear_desc / harness pp_desc_fwd: Y = X W^T is TN with m = n_out, n = tokens */
+    pp_gemm_spec s;
+    memset(&s, 0, sizeof s);
+    s.ta = true, s.tb = false;
+    s.m = n_out, s.n = tokens, s.k = k;
+    s.lda = k, s.ldb = k, s.ldc = s.ldd = n_out;
+    s.a_t = s.b_t = in, s.c_t = out;
+    if (in == PP_E4M3) s.scale_a = s.scale_b = s.fast_accum = true;
+    return s;
+}
+
+static bool refused(pp_gemm_spec s, const char *want, char *why, size_t n)
+{
+    pp_lt_layout l[4];
+    pp_c_arg ca;
+    return pp_gemm_lt_layouts(&s, l, &ca, why, n) == 1 && strstr(why, want) != NULL;
+}
+
+/* Descriptions gemm_rules.c must refuse, and the word its reason must carry: the fp8 4096^3 GEMM
+ * (cases 0-9) or its bf16 twin (10-13) with one thing changed (refusal_spec). */
+static const struct {
+    const char *label, *want;
+} refusals[] = {
+    {"fp8 NN (a dgrad's layout)", "TN"},
+    {"fp8 TT", "TN"},
+    {"fp8 k 4104", "multiples of 16"},
+    {"fp8 lda 4104 (not 16 bytes)", "lda 4104"},
+    {"fp8 bf16 ldd 4100 (8200 bytes)", "ldc 4100"},
+    {"fp8 with TF32 compute", "COMPUTE_32F"},
+    {"fp8 with a bias/GELU epilogue", "epilogue"},
+    {"fp8 D", "e4m3 D"},
+    {"e4m3 x bf16", "both be e4m3"},
+    {"fp8 with beta 1 and no C", "beta"},
+    {"bf16 with an A scale pointer", "scale"},
+    {"bf16 with fast accumulation", "fast accumulation"},
+    {"lda under the rows", "lda 2048"},
+    {"C is D with ldc != ldd", "in place"},
+};
+enum { N_REFUSALS = sizeof refusals / sizeof refusals[0] };
+
+static pp_gemm_spec refusal_spec(int i)
+{
+    pp_gemm_spec s = linear_spec(i < 10 ? PP_E4M3 : PP_BF16, i == 7 ? PP_E4M3 : PP_BF16, 4096, 4096,
+                                 i == 2 ? 4104 : 4096);
+    switch (i) {
+    case 0: s.ta = false; break;
+    case 1: s.tb = true; break;
+    case 2: s.lda = s.ldb = 4104; break;
+    case 3: s.lda = 4104; break;
+    case 4: s.ldc = s.ldd = 4100; break;
+    case 5: s.tf32 = true; break;
+    case 6: s.epilogue = true; break;
+    case 8: s.b_t = PP_BF16; break;
+    case 9: s.beta = 1; break;
+    case 10: s.scale_a = true; break;
+    case 11: s.fast_accum = true; break;
+    case 12: s.lda = 2048; break;
+    case 13: s.ldc = 8192; break;
+    default: break;
+    }
+    return s;
+}
+
+static void check_gemm_rules(void)
+{
+    pp_lt_layout l[4];
+    pp_c_arg ca = PP_C_ARG_C;
+    char why[200] = "";
+    pp_gemm_spec s = linear_spec(PP_E4M3, PP_BF16, 4096, 24576, 8192);
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0, "fp8 qkv 4096x24576x8192: accepted%s%s",
+           why[0] ? ": " : "", why);
+    tap_ok(l[0].rows == 8192 && l[0].cols == 24576 && l[0].ld == 8192 && l[0].type == PP_E4M3 && l[1].rows == 8192 &&
+               l[1].cols == 4096 && l[1].ld == 8192 && l[1].type == PP_E4M3,
+           "fp8: A is the weight stored k x n_out (transposed), B the activation k x tokens, both e4m3, ld k");
+    tap_ok(l[2].rows == 24576 && l[2].cols == 4096 && l[2].ld == 24576 && l[2].type == PP_BF16 &&
+               l[3].rows == l[2].rows && l[3].cols == l[2].cols && l[3].ld == l[2].ld && l[3].type == PP_BF16,
+           "fp8: C and D bf16 with one layout");
+    tap_ok(ca == PP_C_ARG_OTHER, "fp8 without C: cublasLtMatmul gets a C that is not D");
+    s = linear_spec(PP_BF16, PP_BF16, 4096, 24576, 8192);
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_D,
+           "bf16 without C: C is D (in place), as before");
+    s.has_c = true, s.beta = 1;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_C, "bf16 with C and beta 1: C");
+    s.has_c = false;
+    tap_ok(refused(s, "beta", why, sizeof why), "beta 1 without C: refused (%s)", why);
+    /* every fp8 shape of the H200 run (device_moe_fp8.sh) and the check's 64 x 80 x 256 */
+    {
+        static const int64_t shapes[][3] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                            {4096, 12288, 4096}, {4096, 16384, 4096}, {4096, 4096, 16384},
+                                            {4096, 6144, 4096},  {4096, 4096, 2048},  {4096, 8192, 4096},
+                                            {4096, 24576, 8192}, {4096, 32768, 8192}, {4096, 8192, 32768},
+                                            {64, 80, 256}};
+        bool all = true;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            pp_gemm_spec f = linear_spec(PP_E4M3, PP_BF16, shapes[i][0], shapes[i][1], shapes[i][2]);
+            all = all && pp_gemm_lt_layouts(&f, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_OTHER &&
+                  pp_gemm_fp8_dims_ok(shapes[i][0], shapes[i][1], shapes[i][2]);
+        }
+        tap_ok(all, "fp8: the 13 shapes of the H200 run are TN with 16-byte leading dimensions");
+    }
+    /* what cuBLASLt's FP8 kernels refuse, what belongs to fp8 only, and the column-major ld rule */
+    for (int i = 0; i < N_REFUSALS; i++) {
+        pp_gemm_spec r = refusal_spec(i);
+        tap_ok(refused(r, refusals[i].want, why, sizeof why), "%s: refused (%s)", refusals[i].label, why);
+    }
+    s = linear_spec(PP_E4M3, PP_BF16, 4096, 4096, 4096);
+    s.has_c = true;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_C, "fp8 with its own C: C");
+    /* the dgrad and wgrad layouts (pp_desc_dgrad NN: A = W [n, k] stored k x n; pp_desc_wgrad NT) */
+    s = linear_spec(PP_BF16, PP_BF16, 4096, 1024, 512);
+    s.ta = false, s.m = 512, s.n = 4096, s.k = 1024, s.lda = 512, s.ldb = 1024, s.ldc = s.ldd = 512;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && l[0].rows == 512 && l[0].cols == 1024 &&
+               l[1].rows == 1024 && l[1].cols == 4096,
+           "bf16 dgrad NN: A 512 x 1024, B 1024 x 4096");
+    s.tb = true, s.n = 1024, s.k = 4096, s.ldb = 1024, s.lda = 512;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && l[1].rows == 1024 && l[1].cols == 4096,
+           "bf16 wgrad NT: B stored n x k (1024 x 4096)");
+    tap_ok(!pp_gemm_fp8_dims_ok(4096, 4096, 4104) && pp_gemm_fp8_dims_ok(16, 32, 48), "fp8 dims: multiples of 16");
+}
+
 static void check_linear_ref(void)
 {
     double x[6] = {1, 2, 3, 4, 5, 6}, w[6] = {1, 0, -1, 0.5, 0.5, 0.5}, y[4];
@@ -1170,6 +1296,7 @@ int main(void)
     check_moe_ep_router(false, 1);
     check_moe_ep_router(true, 1);
     check_moe_ep_router(true, 2);
+    check_gemm_rules();
     check_mla_ref(8);
     check_mla_ref(0);
     check_rel_l2();
