@@ -69,7 +69,7 @@ for f in harness gemm bandwidth attention layer optimizer moe mla nccl; do
     "$nvcc" $flags -I"$src" -I"$out" $incs -c "$src/$f.cu" -o "$out/$f.o" &
     objs="$objs $out/$f.o"
 done
-for f in main mpi_glue report ref route; do
+for f in main mpi_glue report ref route gemm_rules; do
     cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DPP_PROBE_VERSION='"0.1.0"' -I"$src" -I"$out" \
         -c "$src/$f.c" -o "$out/$f.o" &
     objs="$objs $out/$f.o"

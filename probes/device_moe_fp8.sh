@@ -56,7 +56,11 @@ step() {
 }
 
 {
-    echo "# device_moe_fp8.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ), budget $budget s, commit $(git rev-parse --short HEAD 2>/dev/null)"
+    # the commit as this copy's git says (call 1's said 5c73056, older than the probes it ran), and a
+    # hash of the probes' sources, which does not depend on the copy's .git
+    src=$(cat probes/*.c probes/*.h probes/*.cu probes/*.cuh 2>/dev/null | sha256sum | cut -c1-12)
+    echo "# device_moe_fp8.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ), budget $budget s," \
+        "commit $(git rev-parse --short HEAD 2>/dev/null), probes sources sha256 $src"
     nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm,power.limit,driver_version --format=csv,noheader
     command -v nvcc && nvcc --version | tail -1
     python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1

@@ -62,10 +62,12 @@ def ratio(a, b):
 
 def gemm_table(gemm, torch_rows, say):
     say("## GEMM: fp8 (e4m3, per-tensor scales, bf16 out) against bf16, TFLOP/s; PyTorch in the same call")
+    # keyed by the op too: the 4096^3 square and hidden 4096's TP-1 projection share m, n, k (call 1's
+    # summary showed the projection's PyTorch figures on the square's row)
     tr = {}
     for r in torch_rows:
         if r.get("kind") == "gemm_fp8" and "tflops" in r:
-            tr[(r["dtype"], r["m"], r["n"], r["k"])] = r["tflops"]
+            tr[(r["dtype"], r.get("op", "?"), r["m"], r["n"], r["k"])] = r["tflops"]
     rows = {}
     for g in gemm:
         key = (g.get("op", "?"), g["m"], g["n"], g["k"])
@@ -75,7 +77,7 @@ def gemm_table(gemm, torch_rows, say):
         f"{'torch_bf16':>10} {'torch_fp8':>9} {'ours/torch bf16':>15} {'ours/torch fp8':>14}")
     for (op, m, n, k), v in sorted(rows.items(), key=lambda kv: (kv[0][0] != "square", kv[1]["tp"], kv[0])):
         b, f8 = v.get("bf16"), v.get("fp8")
-        tb, tf = tr.get(("bf16", m, n, k)), tr.get(("fp8", m, n, k))
+        tb, tf = tr.get(("bf16", op, m, n, k)), tr.get(("fp8", op, m, n, k))
         say(f"{op:<6} {v['tp']:>2} {m:>6} {n:>6} {k:>6} {fmt(b):>7} {fmt(f8):>7} {fmt(ratio(f8, b), '.2f'):>8} "
             f"{fmt(tb):>10} {fmt(tf):>9} {fmt(ratio(b, tb), '.3f'):>15} {fmt(ratio(f8, tf), '.3f'):>14}")
     errs = [r for r in torch_rows if r.get("kind") == "gemm_fp8" and "error" in r]

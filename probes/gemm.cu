@@ -12,8 +12,13 @@
  * cuBLASLt's requirements for FP8 (cuBLAS docs, cublasLtMatmul(), "To use FP8 kernels"): A
  * transposed and B not ("TN") on Ada and Hopper, 16-byte aligned pointers and leading dimensions
  * (multiples of 16 one-byte elements), fp32 scale type; a shape that breaks them is left out with a
- * note. Before the first fp8 GEMM a small one (64 x 80 x 256, scales 0.5 and 4) is compared with a
- * host reference computed from the same e4m3 inputs (ref.c pp_ref_linear).
+ * note (gemm_rules.c, unit-tested). No C of its own: beta is 0 and cublasLtMatmul gets a C that is
+ * not D (cuBLASLt 13 refuses C == D for fp8 with CUBLAS_STATUS_NOT_SUPPORTED after a successful
+ * heuristic query: gemm_rules.c; device call 1 of device_moe_fp8.sh, tests/data/probes). Each scale
+ * has its own 256-byte aligned slot, as PyTorch's separate scale tensors. Before the first fp8 GEMM
+ * a small one (64 x 80 x 256, scales 0.5 and 4) is compared with a host reference computed from the
+ * same e4m3 inputs (ref.c pp_ref_linear); it also picks the C operand cuBLASLt takes (A standing in
+ * for C, else NULL). A cuBLASLt refusal of an fp8 GEMM is a note, not the end of the probe.
  *
  * Timing follows the protocol of the PyTorch anchors (../shared/anchors): torch.randn-like inputs,
  * the cuBLASLt heuristic's first algorithm (what PyTorch and Megatron run), three warm-ups, then
@@ -81,7 +86,7 @@ static bool type_wanted(const pp_probe_opts *o, int t)
 }
 
 /* cuBLASLt's FP8 kernels want every dimension a multiple of 16 (16-byte rows of e4m3) */
-static bool fp8_shape_ok(const gemm_job *j) { return j->m % 16 == 0 && j->n % 16 == 0 && j->k % 16 == 0; }
+static bool fp8_shape_ok(const gemm_job *j) { return pp_gemm_fp8_dims_ok(j->m, j->n, j->k); }
 
 /* The transformer-shape GEMMs of one layer shard in every asked type that has them: bf16 (the
  * anchors' rows) and fp8 (the same shapes, for the ratio); fp8 shapes cuBLASLt cannot run are
@@ -178,7 +183,30 @@ fail:
     return -1;
 }
 
-/* The GEMM of nn.Linear in type t on X [m, k], W [n, k] into D [m, n], per-tensor scales for fp8. */
+/* The fp8 per-tensor scales live in one device buffer, each in its own 256-byte slot (cudaMalloc's
+ * alignment), as PyTorch's separate one-element scale tensors: slot 0 the weight's, 1 the
+ * activation's. */
+#define SCALE_SLOT_FLOATS 64
+
+/* What the fp8 check found cuBLASLt takes as C when there is none (gemm_rules.h pp_c_arg). */
+static pp_c_arg fp8_c_arg = PP_C_ARG_OTHER;
+
+/* Device scales {w, x} into their slots. */
+static int scales_upload(pp_probe_ctx *c, float *dev, float w, float x)
+{
+    float host[2 * SCALE_SLOT_FLOATS];
+    memset(host, 0, sizeof host);
+    host[0] = w;
+    host[SCALE_SLOT_FLOATS] = x;
+    PP_CU(cudaMemcpyAsync(dev, host, sizeof host, cudaMemcpyHostToDevice, c->stream));
+    PP_CU(cudaStreamSynchronize(c->stream));
+    return 0;
+fail:
+    return -1;
+}
+
+/* The GEMM of nn.Linear in type t on X [m, k], W [n, k] into D [m, n], per-tensor scales for fp8
+ * (the two slots of `scales`). */
 static pp_gemm_desc linear_desc(const gemm_type *t, int64_t m, int64_t n, int64_t k, const void *X, const void *W,
                                 void *D, const float *scales)
 {
@@ -188,8 +216,8 @@ static pp_gemm_desc linear_desc(const gemm_type *t, int64_t m, int64_t n, int64_
     d.tf32 = t->tf32;
     d.fast_accum = t->fast_accum;
     if (t->in == PP_E4M3) {
-        d.scale_a = scales;     /* A is W (the weight's scale) */
-        d.scale_b = scales + 1; /* B is X (the activation's) */
+        d.scale_a = scales;                     /* A is W (the weight's scale) */
+        d.scale_b = scales + SCALE_SLOT_FLOATS; /* B is X (the activation's) */
     }
     return d;
 }
@@ -198,36 +226,62 @@ static pp_gemm_desc linear_desc(const gemm_type *t, int64_t m, int64_t n, int64_
  * the reference in double from the very e4m3 values the GPU read (they convert to double exactly).
  * Tolerance 1e-2 relative L2: the output is rounded to bf16 (2^-9 relative at most, ~1.1e-3 rms),
  * the fp32 (fast) accumulation of 256 products of O(1) values adds ~1e-5; a wrong layout, a scale
- * left out (a factor 0.5, 2 or 4) or unwritten output is O(1). 0 with *err set, 1 when cuBLASLt has
- * no plan (why in pp_gemm_plan_why), -1 on a failure. */
-static int fp8_check_small(pp_probe_ctx *c, double *err)
+ * left out (a factor 0.5, 2 or 4) or unwritten output is O(1). The C operand: A standing in for it
+ * (PyTorch's choice), else NULL (XLA's); the one cuBLASLt runs is kept in fp8_c_arg for the timed
+ * GEMMs. 0 with *err set, 1 when cuBLASLt has no plan or refuses both (why in `why`), -1 on a
+ * failure (an OOM among them). */
+static int fp8_check_small(pp_probe_ctx *c, double *err, char *why, size_t why_n)
 {
     const int64_t m = 64, n = 80, k = 256;
     const gemm_type *t = &types[T_FP8];
-    const float host_scales[2] = {0.5f, 4.0f};
+    const double scale_w = 0.5, scale_x = 4.0;
+    static const pp_c_arg tries[2] = {PP_C_ARG_OTHER, PP_C_ARG_NULL};
+    static const char *const try_names[2] = {"C = A (not D)", "C = NULL"};
     void *X = NULL, *W = NULL, *D = NULL;
     float *scales = NULL;
     double *hx = NULL, *hw = NULL, *hd = NULL, *ref = NULL;
     pp_gemm_plan plan;
     pp_gemm_desc d;
-    int rc = -1, st = 0;
+    cublasStatus_t lt = CUBLAS_STATUS_SUCCESS;
+    int rc = -1, st = 0, ok = -1;
     memset(&plan, 0, sizeof plan);
     *err = INFINITY;
+    why[0] = 0;
     PP_TRY(pp_alloc(&X, (size_t)(m * k)));
     PP_TRY(pp_alloc(&W, (size_t)(n * k)));
     PP_TRY(pp_alloc(&D, (size_t)(m * n) * 2));
-    PP_TRY(pp_alloc((void **)&scales, 2 * sizeof(float)));
-    PP_CU(cudaMemcpyAsync(scales, host_scales, sizeof host_scales, cudaMemcpyHostToDevice, c->stream));
+    PP_TRY(pp_alloc((void **)&scales, 2 * SCALE_SLOT_FLOATS * sizeof(float)));
+    PP_TRY(scales_upload(c, scales, (float)scale_w, (float)scale_x));
     PP_TRY(pp_fill_normal(c, X, (size_t)(m * k), PP_E4M3, 1.0f, 101));
     PP_TRY(pp_fill_normal(c, W, (size_t)(n * k), PP_E4M3, 1.0f, 103));
     d = linear_desc(t, m, n, k, X, W, D, scales);
     st = pp_gemm_plan_make(c, &d, 1, &plan);
     if (st) {
+        snprintf(why, why_n, "no cuBLASLt plan: %s", pp_gemm_plan_why());
         rc = st;
         goto fail;
     }
-    PP_TRY(pp_poison(c, D, (size_t)(m * n) * 2));
-    PP_TRY(pp_gemm_plan_run(c, &plan));
+    for (int i = 0; i < 2 && ok < 0; i++) {
+        PP_TRY(pp_poison(c, D, (size_t)(m * n) * 2));
+        plan.c_arg = tries[i];
+        lt = pp_gemm_plan_try(c, &plan);
+        if (lt == CUBLAS_STATUS_SUCCESS) {
+            ok = i;
+        } else if (lt == CUBLAS_STATUS_ALLOC_FAILED) {
+            pp_cublas_fail(__FILE__, __LINE__, "cublasLtMatmul (fp8 check)", lt);
+            goto fail;
+        } else {
+            size_t used = strlen(why);
+            snprintf(why + used, why_n - used, "%scublasLtMatmul with %s: %s", used ? "; " : "", try_names[i],
+                     cublasLtGetStatusString(lt));
+        }
+    }
+    if (ok < 0) {
+        rc = 1;
+        goto fail;
+    }
+    fp8_c_arg = tries[ok];
+    if (ok > 0) pp_report_note(c->rep, "gemm fp8: %s; runs with %s", why, try_names[ok]);
     hx = (double *)malloc((size_t)(m * k) * sizeof(double));
     hw = (double *)malloc((size_t)(n * k) * sizeof(double));
     hd = (double *)malloc((size_t)(m * n) * sizeof(double));
@@ -239,7 +293,7 @@ static int fp8_check_small(pp_probe_ctx *c, double *err)
     PP_TRY(pp_to_host(c, X, (size_t)(m * k), PP_E4M3, hx));
     PP_TRY(pp_to_host(c, W, (size_t)(n * k), PP_E4M3, hw));
     PP_TRY(pp_to_host(c, D, (size_t)(m * n), PP_BF16, hd));
-    pp_ref_linear(hx, hw, m, n, k, (double)host_scales[0] * (double)host_scales[1], ref);
+    pp_ref_linear(hx, hw, m, n, k, scale_w * scale_x, ref);
     *err = pp_rel_l2(hd, ref, (size_t)(m * n));
     rc = 0;
 fail:
@@ -257,7 +311,7 @@ fail:
 
 /* Plan, check and time one GEMM: 0 (a row, a wrong result or a note), -1 on a failure (an OOM
  * among them: the caller reports the size and goes on). scales: the fp8 per-tensor scales
- * (device, 1.0 each). */
+ * (device, 1.0 each, in their slots); an fp8 GEMM cuBLASLt refuses to run is a note. */
 static int gemm_one(pp_probe_ctx *c, const gemm_job *j, gemm_bufs *b, bool autotune, const float *scales)
 {
     const gemm_type *t = &types[j->type];
@@ -287,6 +341,22 @@ static int gemm_one(pp_probe_ctx *c, const gemm_job *j, gemm_bufs *b, bool autot
                        (long long)j->n, (long long)j->k, pp_gemm_plan_why());
         rc = 0;
         goto fail;
+    }
+    if (t->in == PP_E4M3) {
+        /* the C operand the check found, and one trial run: a refusal is a note */
+        cublasStatus_t lt;
+        plan.c_arg = fp8_c_arg;
+        lt = pp_gemm_plan_try(c, &plan);
+        if (lt == CUBLAS_STATUS_ALLOC_FAILED) {
+            pp_cublas_fail(__FILE__, __LINE__, "cublasLtMatmul", lt);
+            goto fail;
+        }
+        if (lt != CUBLAS_STATUS_SUCCESS) {
+            pp_report_note(c->rep, "gemm fp8 %s %lldx%lldx%lld: cublasLtMatmul: %s (not measured)", j->op,
+                           (long long)j->m, (long long)j->n, (long long)j->k, cublasLtGetStatusString(lt));
+            rc = 0;
+            goto fail;
+        }
     }
     /* PARPLAN_PROBE_GEMM_AUTOTUNE=1: the fastest of the heuristics' first eight (5 repeats each) */
     for (int a = 0; autotune && a < plan.n_algos; a++) {
@@ -341,7 +411,7 @@ int pp_probe_gemm(pp_probe_ctx *c)
     bool fp8_ok = false, fp8_checked = false;
     bool autotune = getenv("PARPLAN_PROBE_GEMM_AUTOTUNE") != NULL;
     float *scales = NULL;
-    const float unit_scales[2] = {1.0f, 1.0f};
+    char why[384];
     memset(&b, 0, sizeof b);
     b.filled = -1;
     if (!jobs) {
@@ -355,9 +425,8 @@ int pp_probe_gemm(pp_probe_ctx *c)
         pp_report_note(c->rep, "gemm: %d fp8 shapes left out: cuBLASLt's FP8 kernels need every dimension a multiple "
                                "of 16", fp8_skipped);
     /* the fp8 per-tensor scales (weight, activation): 1.0 on the device, read by every fp8 GEMM */
-    PP_TRY(pp_alloc((void **)&scales, sizeof unit_scales));
-    PP_CU(cudaMemcpyAsync(scales, unit_scales, sizeof unit_scales, cudaMemcpyHostToDevice, c->stream));
-    PP_CU(cudaStreamSynchronize(c->stream));
+    PP_TRY(pp_alloc((void **)&scales, 2 * SCALE_SLOT_FLOATS * sizeof(float)));
+    PP_TRY(scales_upload(c, scales, 1.0f, 1.0f));
     if (autotune)
         pp_report_note(c->rep, "gemm: the fastest of cuBLASLt's first 8 heuristic algorithms per shape "
                                "(PARPLAN_PROBE_GEMM_AUTOTUNE); the default is the first, as PyTorch runs");
@@ -369,12 +438,10 @@ int pp_probe_gemm(pp_probe_ctx *c)
         const gemm_job *j = &jobs[i];
         if (j->type == T_FP8 && !fp8_checked) {
             double err = 0;
-            int st = fp8_check_small(c, &err);
+            int st = fp8_check_small(c, &err, why, sizeof why);
             fp8_checked = true;
             if (st < 0) goto fail;
-            if (st > 0)
-                pp_report_note(c->rep, "gemm fp8: no cuBLASLt plan for the check (%s): fp8 not measured",
-                               pp_gemm_plan_why());
+            if (st > 0) pp_report_note(c->rep, "gemm fp8: the check GEMM does not run (%s): fp8 not measured", why);
             else if (!(err <= 1e-2))
                 pp_report_fail(c->rep, "gemm fp8 64x80x256 (scales 0.5, 4): relative error %.3g > 0.01 against the "
                                        "host reference: fp8 not measured", err);

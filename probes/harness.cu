@@ -588,10 +588,9 @@ const char *pp_gemm_plan_why(void) { return gemm_why; }
         }                                                                                         \
     } while (0)
 
-static int layout(cublasLtMatrixLayout_t *l, pp_elt t, int64_t rows, int64_t cols, int64_t ld, int batch,
-                  int64_t stride)
+static int layout(cublasLtMatrixLayout_t *l, const pp_lt_layout *s, int batch, int64_t stride)
 {
-    PP_LT_SOFT(cublasLtMatrixLayoutCreate(l, lt_type(t), (uint64_t)rows, (uint64_t)cols, ld));
+    PP_LT_SOFT(cublasLtMatrixLayoutCreate(l, lt_type(s->type), (uint64_t)s->rows, (uint64_t)s->cols, s->ld));
     if (batch > 1) {
         int32_t b = batch;
         PP_LT_SOFT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
@@ -603,6 +602,23 @@ fail:
     return 1;
 }
 
+/* The plain-C image of a description, for gemm_rules.c. */
+static pp_gemm_spec gemm_spec(const pp_gemm_desc *d)
+{
+    pp_gemm_spec s;
+    memset(&s, 0, sizeof s);
+    s.ta = d->ta != CUBLAS_OP_N, s.tb = d->tb != CUBLAS_OP_N;
+    s.m = d->m, s.n = d->n, s.k = d->k;
+    s.lda = d->lda, s.ldb = d->ldb, s.ldc = d->ldc, s.ldd = d->ldd;
+    s.a_t = d->a_t, s.b_t = d->b_t, s.c_t = d->c_t;
+    s.tf32 = d->tf32, s.fast_accum = d->fast_accum;
+    s.scale_a = d->scale_a != NULL, s.scale_b = d->scale_b != NULL;
+    s.epilogue = d->epilogue && d->epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    s.has_c = d->C != NULL;
+    s.beta = d->beta;
+    return s;
+}
+
 int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_gemm_plan *p)
 {
     cublasLtMatmulPreference_t pref = NULL;
@@ -610,12 +626,17 @@ int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_
     int32_t ta = d->ta, tb = d->tb;
     uint32_t epi = d->epilogue ? (uint32_t)d->epilogue : (uint32_t)CUBLASLT_EPILOGUE_DEFAULT;
     uint64_t ws = c->lt_ws_bytes;
+    const pp_gemm_spec spec = gemm_spec(d);
+    pp_lt_layout lay[4];
     int got = 0;
     memset(p, 0, sizeof *p);
     gemm_why[0] = 0;
     p->d = *d;
     if (max_algos > PP_GEMM_MAX_ALGOS) max_algos = PP_GEMM_MAX_ALGOS;
     if (max_algos < 1) max_algos = 1;
+    /* the layouts, the C operand, and the rules cuBLASLt would otherwise answer with a bare
+     * NOT_SUPPORTED (fp8: TN, 16-byte leading dimensions, no TF32, ...; gemm_rules.h) */
+    if (pp_gemm_lt_layouts(&spec, lay, &p->c_arg, gemm_why, sizeof gemm_why)) goto fail;
     PP_LT_SOFT(cublasLtMatmulDescCreate(&p->op, ct, CUDA_R_32F));
     PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
@@ -630,6 +651,15 @@ int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_
     if (d->scale_b)
         PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d->scale_b,
                                                   sizeof d->scale_b));
+#if CUBLAS_VERSION >= 120800
+    /* one fp32 scalar per tensor (CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, the default, said
+     * explicitly as PyTorch's scaled_gemm does for tensor-wise scaling) */
+    if (pp_gemm_spec_fp8(&spec)) {
+        int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+        PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
+        PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
+    }
+#endif
     if (epi != CUBLASLT_EPILOGUE_DEFAULT) {
         PP_LT_SOFT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         if (d->bias) {
@@ -645,15 +675,9 @@ int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_
                                                       sizeof d->ld_aux));
         }
     }
-    {
-        int64_t ar = d->ta == CUBLAS_OP_N ? d->m : d->k, ac = d->ta == CUBLAS_OP_N ? d->k : d->m;
-        int64_t br = d->tb == CUBLAS_OP_N ? d->k : d->n, bc = d->tb == CUBLAS_OP_N ? d->n : d->k;
-        if (layout(&p->la, d->a_t, ar, ac, d->lda, d->batch, d->stride_a) ||
-            layout(&p->lb, d->b_t, br, bc, d->ldb, d->batch, d->stride_b) ||
-            layout(&p->lc, d->c_t, d->m, d->n, d->ldc, d->batch, d->stride_c) ||
-            layout(&p->ld, d->c_t, d->m, d->n, d->ldd, d->batch, d->stride_c))
-            goto fail;
-    }
+    if (layout(&p->la, &lay[0], d->batch, d->stride_a) || layout(&p->lb, &lay[1], d->batch, d->stride_b) ||
+        layout(&p->lc, &lay[2], d->batch, d->stride_c) || layout(&p->ld, &lay[3], d->batch, d->stride_c))
+        goto fail;
     PP_LT_SOFT(cublasLtMatmulPreferenceCreate(&pref));
     PP_LT_SOFT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     if (d->min_align_bytes > 0) {
@@ -681,14 +705,37 @@ fail:
     return 1;
 }
 
-int pp_gemm_plan_run_on(pp_probe_ctx *c, const pp_gemm_plan *p, const void *A, const void *B, const void *C, void *D)
+/* The C operand of one run: the caller's, else what the plan says (gemm_rules.h pp_c_arg). With
+ * OTHER, A stands in: beta is 0, so C is never read (PyTorch's scaled_gemm passes its mat1 so). */
+static const void *c_operand(const pp_gemm_plan *p, const void *A, const void *C, const void *D)
+{
+    if (C) return C;
+    switch (p->c_arg) {
+    case PP_C_ARG_OTHER: return A;
+    case PP_C_ARG_NULL: return NULL;
+    default: return D;
+    }
+}
+
+static cublasStatus_t plan_matmul(pp_probe_ctx *c, const pp_gemm_plan *p, const void *A, const void *B, const void *C,
+                                  void *D)
 {
     const pp_gemm_desc *d = &p->d;
-    PP_LT(cublasLtMatmul(c->lt, p->op, &d->alpha, A, p->la, B, p->lb, &d->beta, C ? C : D, p->lc, D, p->ld,
-                         &p->algos[p->pick].algo, c->lt_ws, c->lt_ws_bytes, c->stream));
-    return 0;
-fail:
+    return cublasLtMatmul(c->lt, p->op, &d->alpha, A, p->la, B, p->lb, &d->beta, c_operand(p, A, C, D), p->lc, D,
+                          p->ld, &p->algos[p->pick].algo, c->lt_ws, c->lt_ws_bytes, c->stream);
+}
+
+int pp_gemm_plan_run_on(pp_probe_ctx *c, const pp_gemm_plan *p, const void *A, const void *B, const void *C, void *D)
+{
+    cublasStatus_t st = plan_matmul(c, p, A, B, C, D);
+    if (st == CUBLAS_STATUS_SUCCESS) return 0;
+    pp_cublas_fail(__FILE__, __LINE__, "cublasLtMatmul", st);
     return -1;
+}
+
+cublasStatus_t pp_gemm_plan_try(pp_probe_ctx *c, const pp_gemm_plan *p)
+{
+    return plan_matmul(c, p, p->d.A, p->d.B, p->d.C, p->d.D);
 }
 
 int pp_gemm_plan_run(pp_probe_ctx *c, const pp_gemm_plan *p)

@@ -10,6 +10,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include "gemm_rules.h"
 #include "probe.h"
 #include "probe_config.h"
 
@@ -65,10 +66,6 @@ __device__ __forceinline__ uint4 pp_pack8(const float *f)
     for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
     return u;
 }
-
-/* Element types of probe buffers. */
-typedef enum { PP_F32 = 0, PP_BF16, PP_F16, PP_E4M3 } pp_elt;
-static inline size_t pp_elt_bytes(pp_elt t) { return t == PP_F32 ? 4 : t == PP_E4M3 ? 1 : 2; }
 
 struct pp_probe_ctx {
     const pp_probe_opts *opt;
@@ -162,18 +159,24 @@ typedef struct {
     cublasLtMatrixLayout_t la, lb, lc, ld;
     cublasLtMatmulHeuristicResult_t algos[PP_GEMM_MAX_ALGOS];
     int n_algos, pick;
+    /* what cublasLtMatmul gets as C when the run passes none (gemm_rules.h; pp_gemm_lt_layouts sets
+     * it, a caller may set another fp8 choice: OTHER passes A, NULL passes NULL) */
+    pp_c_arg c_arg;
     pp_gemm_desc d;
 } pp_gemm_plan;
 
 /* Ask the heuristics (workspace c->lt_ws_bytes) for up to max_algos algorithms. Returns 0 when at
- * least one was found, 1 when the library has none for this problem or refuses its description
- * (e.g. an epilogue it does not support here: callers fall back; the reason is in
- * pp_gemm_plan_why()). */
+ * least one was found, 1 when the library has none for this problem or refuses its description,
+ * or the description breaks a rule of gemm_rules.h (e.g. an epilogue it does not support here, an
+ * fp8 GEMM that is not TN: callers fall back; the reason is in pp_gemm_plan_why()). */
 int pp_gemm_plan_make(pp_probe_ctx *c, const pp_gemm_desc *d, int max_algos, pp_gemm_plan *p);
 const char *pp_gemm_plan_why(void);
 int pp_gemm_plan_run(pp_probe_ctx *c, const pp_gemm_plan *p);
-/* The same plan on other buffers of the same shapes and alignment (per-batch offsets). */
+/* The same plan on other buffers of the same shapes and alignment (per-batch offsets). C NULL: the
+ * plan's c_arg says what goes. */
 int pp_gemm_plan_run_on(pp_probe_ctx *c, const pp_gemm_plan *p, const void *A, const void *B, const void *C, void *D);
+/* pp_gemm_plan_run that records nothing: cuBLASLt's status (the fp8 check tries its C choices). */
+cublasStatus_t pp_gemm_plan_try(pp_probe_ctx *c, const pp_gemm_plan *p);
 void pp_gemm_plan_free(pp_gemm_plan *p); /* accepts zeroed plans */
 
 /* A bf16 GEMM, D = op(A) op(B), column-major, no epilogue, alpha 1 (the base of the ones below and of

@@ -25,7 +25,9 @@
  * weights used are the normalised scores at the assigned experts. With --ep N the rank holds E/N
  * experts: global expert g runs on local weights g mod (E/N) (what the rank computes for the token
  * copies balanced routing sends it: T*K rows), so the layer's arithmetic is that of pp_ref_moe with
- * L = E/N and the check covers the chunk sort too.
+ * L = E/N and the check covers the chunk sort too. The sweep puts a token's copies on distinct
+ * local experts where it can (route.c): copies on one local expert make the output independent of
+ * the router, whose gradient is then zero (the ep > 1 check's failure on the H200, NOTES.md).
  *
  * Every configuration (impl, ep, imbalance, router, shared) is first run at a small size and checked
  * against the double-precision CPU reference (ref.c pp_ref_moe, itself checked against finite

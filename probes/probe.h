@@ -156,11 +156,14 @@ typedef struct {
 /* The moe probe's fixed routing and the row maps of its data movement (route.c, pure C: tested
  * without a GPU). Token t's K copies go to distinct global experts expert[t*K + j] by a cyclic
  * sweep: expert g takes count_g consecutive visits of the sweep "visit v = copy v / T of token
- * v mod T", count_g <= T, so no token twice. Balanced: count_g = T*K/E (the remainder one more to
- * the first); imbalance X > 1: the hot experts g mod L == 0 (local expert 0 of every EP rank) get
- * round(X*T*K/E) and the rest share what is left. The rank holds L = E/ep local experts; global
- * expert g runs on local expert g mod L (the simulation of expert parallelism: the rank computes,
- * for the T*K copies balanced routing sends it, what the owning ranks would).
+ * v mod T", count_g <= T, so no token twice; the experts take their runs in the order local expert
+ * by local expert, each over the source ranks (run i: global expert (i mod ep) L + i / ep), so that
+ * at balance a token's copies land on distinct local experts when L >= K. Balanced: count_g =
+ * T*K/E (the remainder one more to the first); imbalance X > 1: the hot experts g mod L == 0
+ * (local expert 0 of every EP rank) get round(X*T*K/E) and the rest share what is left. The rank
+ * holds L = E/ep local experts; global expert g runs on local expert g mod L (the simulation of
+ * expert parallelism: the rank computes, for the T*K copies balanced routing sends it, what the
+ * owning ranks would).
  * Rows: R = T*K copies in send order (by global expert, tokens ascending: the permutation's output,
  * moe_utils.py permute) and in the expert layout (local expert e's count[e] rows from off[e],
  * [e][source rank] order: token_dispatcher.py sort_chunks_by_idxs); padded: every local expert gets

@@ -65,11 +65,19 @@ int pp_moe_route_make(int64_t T, int64_t K, int64_t E, int64_t ep, double imbala
         !r->row_of)
         goto done;
     if (route_counts(T, K, E, r->L, imbalance, cg)) goto done;
-    /* the cyclic sweep: visit v is copy v / T of token v mod T */
-    for (int64_t g = 0; g < E; g++) {
-        for (int64_t i = 0; i < cg[g]; i++, v++) r->expert[(v % T) * K + v / T] = (int32_t)g;
-        send_off[g + 1] = send_off[g] + cg[g];
+    /* the cyclic sweep: visit v is copy v / T of token v mod T; the experts take their runs of
+     * visits in sweep order: run i is global expert (i mod ep) L + i / ep, i.e. local expert by
+     * local expert, each over the source ranks (ep 1: expert i). A token's copies are T visits
+     * apart, about L/K local experts at balance: with L >= K they meet K distinct local weight
+     * sets. Run i = g instead (the first version) put all of a token's copies on one local expert
+     * whenever L divides E/K (the moe check's 8 experts top-2 at ep 2, DeepSeek-V3's 256 top-8 at
+     * ep 32): the normalised probabilities then sum to 1 on one expert's output, the router has no
+     * gradient, and the check compared the GPU's fp32 rounding with a zero dWrouter. */
+    for (int64_t i = 0; i < E; i++) {
+        const int64_t g = (i % ep) * r->L + i / ep;
+        for (int64_t c = 0; c < cg[g]; c++, v++) r->expert[(v % T) * K + v / T] = (int32_t)g;
     }
+    for (int64_t g = 0; g < E; g++) send_off[g + 1] = send_off[g] + cg[g];
     /* send order: by global expert, tokens ascending (scanning the tokens in order fills it so) */
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < K; j++) {

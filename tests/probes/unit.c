@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gemm_rules.h"
 #include "pp_profile.h"
 #include "probe.h"
 #include "ref.h"
@@ -450,11 +451,14 @@ static void check_route_one(int64_t T, int64_t K, int64_t E, int64_t ep, double 
              (long long)ep, X, padded ? " padded" : "");
     if (!tap_ok(pp_moe_route_make(T, K, E, ep, X, padded, &r) == 0, "%s: built", lbl)) return;
     const int64_t L = E / ep, TK = T * K;
-    bool distinct = true, maps = true, layout = true;
+    bool distinct = true, maps = true, layout = true, local_distinct = true;
     int64_t total = 0, mx = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < K; j++)
-            for (int64_t i = 0; i < j; i++) distinct = distinct && r.expert[t * K + i] != r.expert[t * K + j];
+            for (int64_t i = 0; i < j; i++) {
+                distinct = distinct && r.expert[t * K + i] != r.expert[t * K + j];
+                local_distinct = local_distinct && r.expert[t * K + i] % L != r.expert[t * K + j] % L;
+            }
     for (int64_t e = 0; e < L; e++) {
         total += r.count[e];
         mx = r.count[e] > mx ? r.count[e] : mx;
@@ -472,6 +476,12 @@ static void check_route_one(int64_t T, int64_t K, int64_t E, int64_t ep, double 
     int64_t pads = 0;
     for (int64_t i = 0; i < r.rows; i++) pads += r.exp_src[i] < 0;
     tap_ok(distinct, "%s: a token's %lld experts are distinct", lbl, (long long)K);
+    /* the EP simulation runs global expert g on local weights g mod L: balanced, with L >= K, a
+     * token's copies must meet distinct local weights, or the router has no gradient (the moe
+     * check at ep 2 failed so on the H200, tests/data/probes/device_moe_fp8_call1) */
+    if (X <= 1 && L >= K)
+        tap_ok(local_distinct, "%s: a token's %lld copies run on %lld distinct local experts", lbl, (long long)K,
+               (long long)K);
     tap_ok(total == TK && pads == r.rows - TK, "%s: %lld copies in the local experts, %lld padding rows", lbl,
            (long long)total, (long long)pads);
     tap_ok(maps && layout, "%s: every copy's rows hold its token in its expert's segment", lbl);
@@ -495,6 +505,231 @@ static void check_route(void)
     tap_ok(pp_moe_route_make(64, 2, 8, 3, 1, false, &r) == -1, "route: ep 3 not dividing 8 experts is refused");
     tap_ok(pp_moe_route_make(64, 2, 8, 1, 5, false, &r) == -1, "route: an expert over every token is refused");
     pp_moe_route_free(NULL);
+}
+
+/* One SwiGLU expert on one token, o = W2 (silu(W1g x) * W1u x): the expert outputs the emulation
+ * below feeds the router's backward. */
+static void swiglu_expert(const float *w1, const float *w2, const float *x, int64_t h, int64_t F, double *o)
+{
+    double *act = malloc((size_t)F * sizeof *act);
+    for (int64_t c = 0; c < F; c++) {
+        double g = 0, u = 0;
+        for (int64_t i = 0; i < h; i++) {
+            g += (double)w1[c * h + i] * x[i];
+            u += (double)w1[(F + c) * h + i] * x[i];
+        }
+        act[c] = g / (1 + exp(-g)) * u;
+    }
+    for (int64_t r = 0; r < h; r++) {
+        double acc = 0;
+        for (int64_t c = 0; c < F; c++) acc += (double)w2[r * F + c] * act[c];
+        o[r] = acc;
+    }
+    free(act);
+}
+
+/* The moe probe's own check, without the GPU: its shape (moe.cu moe_check: T 128, h 64, 8 experts
+ * top-2, moe_ffn 32, shared 48, ep 2 when the timed ep > 1, imbalance 2 when the timed one is
+ * imbalanced: then padded, as the strided-batched experts route it) routed by route.c, the reference
+ * (pp_ref_moe) against an fp32 emulation of the GPU's router path (moe.cu: scores and normalised
+ * probabilities in fp32, dp[t, j] = <dy_t, expert output of copy j> in fp32, the router backward
+ * kernel's formulas in fp32, dWr = dlogits^T x). The H200 run of 2026-11-24 failed this check at
+ * ep > 1 with "dWrouter off the CPU reference by 4.05e+08": route.c then put both copies of every
+ * token on one local expert, the probabilities summed to 1 on one output, the true dWr was 0 and
+ * fp32 rounding was compared with it. */
+static void check_moe_ep_router(bool sigmoid, double imbalance)
+{
+    const int64_t T = 128, h = 64, E = 8, K = 2, F = 32, S = 48, ep = 2, L = E / ep;
+    pp_moe_route r;
+    char lbl[80];
+    snprintf(lbl, sizeof lbl, "moe check shape, ep 2, %s router, imbalance %g", sigmoid ? "sigmoid" : "softmax",
+             imbalance);
+    if (!tap_ok(pp_moe_route_make(T, K, E, ep, imbalance, imbalance > 1, &r) == 0, "%s: routed", lbl)) return;
+    float *x = frand((size_t)(T * h), 1.0, 0), *dy = frand((size_t)(T * h), 1.0, 0);
+    float *wr = frand((size_t)(E * h), sqrt(3.0 / (double)h), 0);
+    float *w1 = frand((size_t)(L * 2 * F * h), sqrt(3.0 / (double)h), 0);
+    float *w2 = frand((size_t)(L * h * F), sqrt(3.0 / (double)F), 0);
+    float *ws1 = frand((size_t)(2 * S * h), sqrt(3.0 / (double)h), 0);
+    float *ws2 = frand((size_t)(h * S), sqrt(3.0 / (double)S), 0);
+    double *y = calloc((size_t)(T * h), sizeof *y), *dx = calloc((size_t)(T * h), sizeof *dx);
+    double *dwr = calloc((size_t)(E * h), sizeof *dwr), *dw1 = calloc((size_t)(L * 2 * F * h), sizeof *dw1);
+    double *dw2 = calloc((size_t)(L * h * F), sizeof *dw2), *gpu = calloc((size_t)(E * h), sizeof *gpu);
+    double *o = malloc((size_t)h * sizeof *o);
+    pp_ref_moe_shape sh = {T, h, E, K, F, S, L, sigmoid};
+    pp_ref_moe_weights w = {wr, w1, w2, ws1, ws2};
+    pp_ref_moe_grads g = {dx, dwr, dw1, dw2, NULL, NULL};
+    tap_ok(pp_ref_moe(&sh, &w, r.expert, x, dy, y, &g) == 0, "%s: reference runs", lbl);
+    for (int64_t t = 0; t < T; t++) {
+        const float *xt = x + t * h;
+        float sc[8], sa[2], p[2], dp[2], ssel = 0, pdp = 0, dot = 0, mx = -INFINITY, sum = 0, dl[8];
+        for (int64_t e = 0; e < E; e++) {
+            double acc = 0;
+            for (int64_t i = 0; i < h; i++) acc += (double)wr[e * h + i] * xt[i];
+            sc[e] = (float)acc;
+            mx = fmaxf(mx, sc[e]);
+        }
+        for (int64_t e = 0; e < E; e++) {
+            sc[e] = sigmoid ? 1.0f / (1.0f + expf(-sc[e])) : expf(sc[e] - mx);
+            sum += sc[e];
+        }
+        if (!sigmoid)
+            for (int64_t e = 0; e < E; e++) sc[e] /= sum;
+        for (int64_t j = 0; j < K; j++) ssel += (sa[j] = sc[r.expert[t * K + j]]);
+        for (int64_t j = 0; j < K; j++) {
+            const int64_t le = r.expert[t * K + j] % L;
+            float d = 0;
+            p[j] = sa[j] / ssel;
+            swiglu_expert(w1 + le * 2 * F * h, w2 + le * h * F, xt, h, F, o);
+            for (int64_t i = 0; i < h; i++) d += dy[t * h + i] * (float)o[i];
+            dp[j] = d;
+            pdp += p[j] * dp[j];
+        }
+        /* pp_moe_router_bwd_kernel */
+        for (int64_t j = 0; j < K; j++) dot += sigmoid ? 0.0f : (dp[j] - pdp) / ssel * sa[j];
+        for (int64_t e = 0; e < E; e++) dl[e] = sigmoid ? 0.0f : -sc[e] * dot;
+        for (int64_t j = 0; j < K; j++) {
+            const float ds = (dp[j] - pdp) / ssel;
+            dl[r.expert[t * K + j]] = sigmoid ? ds * sa[j] * (1.0f - sa[j]) : sa[j] * (ds - dot);
+        }
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t i = 0; i < h; i++) gpu[e * h + i] += (double)dl[e] * xt[i];
+    }
+    double nr = 0, n1 = 0;
+    for (int64_t i = 0; i < E * h; i++) nr += dwr[i] * dwr[i];
+    for (int64_t i = 0; i < L * 2 * F * h; i++) n1 += dw1[i] * dw1[i];
+    tap_ok(sqrt(nr) > 1e-2 * sqrt(n1), "%s: the router has a gradient (|dWr| %.3g, |dW1| %.3g)", lbl, sqrt(nr),
+           sqrt(n1));
+    double err = pp_rel_l2(gpu, dwr, (size_t)(E * h));
+    tap_ok(err < 1e-4, "%s: the fp32 router path matches the reference dWr (relative L2 %.3g; the probe allows 5e-2)",
+           lbl, err);
+    pp_moe_route_free(&r);
+    free(x); free(dy); free(wr); free(w1); free(w2); free(ws1); free(ws2);
+    free(y); free(dx); free(dwr); free(dw1); free(dw2); free(gpu); free(o);
+}
+
+/* cuBLASLt's rules for a GEMM description (gemm_rules.c): the layouts of the nn.Linear GEMMs the
+ * probes run, the fp8 requirements (cuBLAS docs, cublasLtMatmul(), "To use FP8 kernels") and the C
+ * operand (fp8 never gets D as C: cuBLASLt 13 refused that on the H200). */
+static pp_gemm_spec linear_spec(pp_elt in, pp_elt out, int64_t tokens, int64_t n_out, int64_t k)
+{
+    /* gemm.cu linear_desc / harness pp_desc_fwd: Y = X W^T is TN with m = n_out, n = tokens */
+    pp_gemm_spec s;
+    memset(&s, 0, sizeof s);
+    s.ta = true, s.tb = false;
+    s.m = n_out, s.n = tokens, s.k = k;
+    s.lda = k, s.ldb = k, s.ldc = s.ldd = n_out;
+    s.a_t = s.b_t = in, s.c_t = out;
+    if (in == PP_E4M3) s.scale_a = s.scale_b = s.fast_accum = true;
+    return s;
+}
+
+static bool refused(pp_gemm_spec s, const char *want, char *why, size_t n)
+{
+    pp_lt_layout l[4];
+    pp_c_arg ca;
+    return pp_gemm_lt_layouts(&s, l, &ca, why, n) == 1 && strstr(why, want) != NULL;
+}
+
+/* Descriptions gemm_rules.c must refuse, and the word its reason must carry: the fp8 4096^3 GEMM
+ * (cases 0-9) or its bf16 twin (10-13) with one thing changed (refusal_spec). */
+static const struct {
+    const char *label, *want;
+} refusals[] = {
+    {"fp8 NN (a dgrad's layout)", "TN"},
+    {"fp8 TT", "TN"},
+    {"fp8 k 4104", "multiples of 16"},
+    {"fp8 lda 4104 (not 16 bytes)", "lda 4104"},
+    {"fp8 bf16 ldd 4100 (8200 bytes)", "ldc 4100"},
+    {"fp8 with TF32 compute", "COMPUTE_32F"},
+    {"fp8 with a bias/GELU epilogue", "epilogue"},
+    {"fp8 D", "e4m3 D"},
+    {"e4m3 x bf16", "both be e4m3"},
+    {"fp8 with beta 1 and no C", "beta"},
+    {"bf16 with an A scale pointer", "scale"},
+    {"bf16 with fast accumulation", "fast accumulation"},
+    {"lda under the rows", "lda 2048"},
+    {"C is D with ldc != ldd", "in place"},
+};
+enum { N_REFUSALS = sizeof refusals / sizeof refusals[0] };
+
+static pp_gemm_spec refusal_spec(int i)
+{
+    pp_gemm_spec s = linear_spec(i < 10 ? PP_E4M3 : PP_BF16, i == 7 ? PP_E4M3 : PP_BF16, 4096, 4096,
+                                 i == 2 ? 4104 : 4096);
+    switch (i) {
+    case 0: s.ta = false; break;
+    case 1: s.tb = true; break;
+    case 2: s.lda = s.ldb = 4104; break;
+    case 3: s.lda = 4104; break;
+    case 4: s.ldc = s.ldd = 4100; break;
+    case 5: s.tf32 = true; break;
+    case 6: s.epilogue = true; break;
+    case 8: s.b_t = PP_BF16; break;
+    case 9: s.beta = 1; break;
+    case 10: s.scale_a = true; break;
+    case 11: s.fast_accum = true; break;
+    case 12: s.lda = 2048; break;
+    case 13: s.ldc = 8192; break;
+    default: break;
+    }
+    return s;
+}
+
+static void check_gemm_rules(void)
+{
+    pp_lt_layout l[4];
+    pp_c_arg ca = PP_C_ARG_C;
+    char why[200] = "";
+    pp_gemm_spec s = linear_spec(PP_E4M3, PP_BF16, 4096, 24576, 8192);
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0, "fp8 qkv 4096x24576x8192: accepted%s%s",
+           why[0] ? ": " : "", why);
+    tap_ok(l[0].rows == 8192 && l[0].cols == 24576 && l[0].ld == 8192 && l[0].type == PP_E4M3 && l[1].rows == 8192 &&
+               l[1].cols == 4096 && l[1].ld == 8192 && l[1].type == PP_E4M3,
+           "fp8: A is the weight stored k x n_out (transposed), B the activation k x tokens, both e4m3, ld k");
+    tap_ok(l[2].rows == 24576 && l[2].cols == 4096 && l[2].ld == 24576 && l[2].type == PP_BF16 &&
+               l[3].rows == l[2].rows && l[3].cols == l[2].cols && l[3].ld == l[2].ld && l[3].type == PP_BF16,
+           "fp8: C and D bf16 with one layout");
+    tap_ok(ca == PP_C_ARG_OTHER, "fp8 without C: cublasLtMatmul gets a C that is not D");
+    s = linear_spec(PP_BF16, PP_BF16, 4096, 24576, 8192);
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_D,
+           "bf16 without C: C is D (in place), as before");
+    s.has_c = true, s.beta = 1;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_C, "bf16 with C and beta 1: C");
+    s.has_c = false;
+    tap_ok(refused(s, "beta", why, sizeof why), "beta 1 without C: refused (%s)", why);
+    /* every fp8 shape of the H200 run (device_moe_fp8.sh) and the check's 64 x 80 x 256 */
+    {
+        static const int64_t shapes[][3] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                            {4096, 12288, 4096}, {4096, 16384, 4096}, {4096, 4096, 16384},
+                                            {4096, 6144, 4096},  {4096, 4096, 2048},  {4096, 8192, 4096},
+                                            {4096, 24576, 8192}, {4096, 32768, 8192}, {4096, 8192, 32768},
+                                            {64, 80, 256}};
+        bool all = true;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            pp_gemm_spec f = linear_spec(PP_E4M3, PP_BF16, shapes[i][0], shapes[i][1], shapes[i][2]);
+            all = all && pp_gemm_lt_layouts(&f, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_OTHER &&
+                  pp_gemm_fp8_dims_ok(shapes[i][0], shapes[i][1], shapes[i][2]);
+        }
+        tap_ok(all, "fp8: the 13 shapes of the H200 run are TN with 16-byte leading dimensions");
+    }
+    /* what cuBLASLt's FP8 kernels refuse, what belongs to fp8 only, and the column-major ld rule */
+    for (int i = 0; i < N_REFUSALS; i++) {
+        pp_gemm_spec r = refusal_spec(i);
+        tap_ok(refused(r, refusals[i].want, why, sizeof why), "%s: refused (%s)", refusals[i].label, why);
+    }
+    s = linear_spec(PP_E4M3, PP_BF16, 4096, 4096, 4096);
+    s.has_c = true;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && ca == PP_C_ARG_C, "fp8 with its own C: C");
+    /* the dgrad and wgrad layouts (pp_desc_dgrad NN: A = W [n, k] stored k x n; pp_desc_wgrad NT) */
+    s = linear_spec(PP_BF16, PP_BF16, 4096, 1024, 512);
+    s.ta = false, s.m = 512, s.n = 4096, s.k = 1024, s.lda = 512, s.ldb = 1024, s.ldc = s.ldd = 512;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && l[0].rows == 512 && l[0].cols == 1024 &&
+               l[1].rows == 1024 && l[1].cols == 4096,
+           "bf16 dgrad NN: A 512 x 1024, B 1024 x 4096");
+    s.tb = true, s.n = 1024, s.k = 4096, s.ldb = 1024, s.lda = 512;
+    tap_ok(pp_gemm_lt_layouts(&s, l, &ca, why, sizeof why) == 0 && l[1].rows == 1024 && l[1].cols == 4096,
+           "bf16 wgrad NT: B stored n x k (1024 x 4096)");
+    tap_ok(!pp_gemm_fp8_dims_ok(4096, 4096, 4104) && pp_gemm_fp8_dims_ok(16, 32, 48), "fp8 dims: multiples of 16");
 }
 
 static void check_linear_ref(void)
@@ -1058,6 +1293,10 @@ int main(void)
     check_moe_ref(false, 4, 4);
     check_moe_ref(true, 4, 4);
     check_moe_ref(false, 2, 0);
+    check_moe_ep_router(false, 1);
+    check_moe_ep_router(true, 1);
+    check_moe_ep_router(true, 2);
+    check_gemm_rules();
     check_mla_ref(8);
     check_mla_ref(0);
     check_rel_l2();
