@@ -54,11 +54,14 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
 {
     const pp_stack *s = &w->stack;
     const char *drop_src = s->dropout_given ? "given" : w->model.dropout_set ? "model" : "assumed";
-    int k = snprintf(buf, n, "stack: %s, %s, %s %s attention, dropout %.2g/%.2g (%s), overlap %s, "
+    double ad = 0, hd = 0;
+    pp_work_dropout(w, &ad, &hd); /* valid on a stack pp_stack_resolve has not filled */
+    bool meg = w->framework == PP_FW_MEGATRON;
+    int k = snprintf(buf, n, "stack: %s, %s, %s%s%s attention, dropout %.2g/%.2g (%s), overlap %s, "
                      "tp-comm-overlap %s",
                      pp_precision_names[s->precision], pp_framework_names[w->framework],
-                     w->framework == PP_FW_MEGATRON ? pp_impl_names[s->impl] : "",
-                     pp_attention_names[w->attention], s->attention_dropout, s->hidden_dropout,
+                     meg ? pp_impl_names[pp_work_impl(w)] : "", meg ? " " : "",
+                     pp_attention_names[w->attention], ad, hd,
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
         snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
