@@ -400,6 +400,7 @@ typedef struct {
     /* the best Megatron command so far */
     sh_words args;
     int args_score, args_line;
+    char program[64];
     int64_t nproc, nnodes; /* the launcher's, 0 unknown */
 } sh_ctx;
 
@@ -1282,6 +1283,7 @@ static pp_status sh_command(sh_ctx *c, sh_words *w, int line)
         c->args_line = line;
     }
     c->args_score = score;
+    snprintf(c->program, sizeof c->program, "%s", py >= 0 ? base_name(w->w[py].s) : "");
     for (int i = first; i < w->n; i++)
         if (!words_push(&c->args, w->w[i].s, strlen(w->w[i].s), w->w[i].unresolved, w->w[i].line, w->w[i].col))
             return SH_NOMEM();
@@ -1513,6 +1515,7 @@ static pp_status script_parse(pp_margs *a, const char *text, size_t len, int lin
         if (st == PP_OK && a->source == PP_MARGS_NONE) {
             a->source = PP_MARGS_SCRIPT;
             a->line = c.args_line;
+            snprintf(a->program, sizeof a->program, "%s", c.program);
         }
     }
     sh_ctx_free(&c);
@@ -1974,6 +1977,11 @@ static pp_status rd_missing(rd *r, const char *key, const char *why)
 {
     char f[100];
     key_flag(key, f, sizeof f);
+    if (!strcmp(key, "num_layers") && r->a->source == PP_MARGS_SCRIPT && r->a->program[0] &&
+        strncmp(r->a->program, "pretrain", 8))
+        return pp_error_set(r->err, PP_ERR_INPUT, r->a->path, r->a->line, 0,
+                            "no Megatron-LM training command: the only Python command with flags runs %s, without "
+                            "--num-layers", r->a->program);
     return pp_error_set(r->err, PP_ERR_INPUT, r->a->path, r->a->line, 0, "the Megatron arguments have no %s (%s)%s%s", f,
                         key, why ? ": " : "", why ? why : "");
 }

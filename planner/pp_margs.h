@@ -44,6 +44,7 @@ typedef struct {
     int n, cap;
     int line;          /* the dump's first line, or the line of the command that ran Megatron */
     int dump_last;     /* the dump's last line ("end of arguments"), 0 without a dump */
+    char program[64];  /* a script: the *.py its arguments go to ("" for a bare flag list) */
     /* The tokenizer's vocabulary as a log reports it after the dump (" > padded vocab (size: V)
      * with K dummy tokens (new size: P)"): V, or 0. The dump prints padded_vocab_size None. */
     int64_t log_vocab;
