@@ -600,7 +600,10 @@ static pp_status sh_lex_word(sh_ctx *c, sh_tok *t)
                 if (is_op_char(sh_peek(c, 0)))
                     return SH_BAD(c->line, c->col, "unexpected '%c' inside the array %s=( ... )", sh_peek(c, 0), t->name);
                 pp_status st = sh_lex_word(c, &e);
-                if (st) return st;
+                if (st) {
+                    tok_free(&e);
+                    return st;
+                }
                 sh_tok *el = realloc(t->el, (size_t)(t->nel + 1) * sizeof *el);
                 if (!el) {
                     tok_free(&e);
@@ -654,7 +657,10 @@ static pp_status sh_lex(sh_ctx *c, sh_tok *t)
             sh_tok target;
             memset(&target, 0, sizeof target);
             pp_status st = sh_lex_word(c, &target);
-            if (st) return st;
+            if (st) {
+                tok_free(&target);
+                return st;
+            }
             if (here && c->n_heredoc < 8) {
                 size_t k = 0;
                 for (const char *q = target.s; *q && k + 1 < sizeof c->heredoc[0]; q++)
@@ -1347,7 +1353,10 @@ static pp_status sh_read(sh_ctx *c)
     for (;;) {
         sh_tok t;
         st = sh_lex(c, &t);
-        if (st) break;
+        if (st) {
+            tok_free(&t); /* what the lexer had built of it */
+            break;
+        }
         if (t.type == T_WORD || t.type == T_ARRAY) {
             if (n == cap) {
                 int nc = cap ? 2 * cap : 32;
@@ -1622,9 +1631,12 @@ pp_status pp_margs_parse_log(pp_margs *a, const char *text, size_t len, pp_error
             /* " > padded vocab (size: 32000) with 0 dummy tokens (new size: 32000)" (vocab_utils.py) */
             const char *p = s;
             while (p + 20 <= s + n && memcmp(p, "padded vocab (size: ", 20)) p++;
-            char *end = NULL;
-            long long v = strtoll(p + 20, &end, 10);
-            if (end != p + 20 && v > 0 && v < 100000000) a->log_vocab = v;
+            char num[16];
+            size_t k = 0;
+            for (const char *q = p + 20; q < s + n && k + 1 < sizeof num && isdigit((unsigned char)*q); q++) num[k++] = *q;
+            num[k] = 0;
+            long long v = k && k < 10 ? strtoll(num, NULL, 10) : 0; /* the line is not NUL-terminated */
+            if (v > 0 && v < 100000000) a->log_vocab = v;
         }
         i = j + 1;
     }
