@@ -541,6 +541,12 @@ static void margs_stack(pp_cli *c)
     if (cli_given & G_GROUPED) s->grouped_gemm = true;
     if (cli_given & G_CAPACITY) s->moe_capacity_factor = cs.moe_capacity_factor;
     if (cli_given & G_IMBALANCE) s->moe_imbalance = cs.moe_imbalance;
+    /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
+     * userbuffers do not carry over (a conversion, not a contradiction) */
+    if ((cli_given & G_FRAMEWORK) && c->work.framework != PP_FW_MEGATRON) {
+        if (!(cli_given & G_IMPL)) s->impl_given = false, s->impl = PP_IMPL_TE;
+        if (!(cli_given & G_TP_COMM)) s->tp_comm_overlap = false;
+    }
 }
 
 pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
