@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_margs.h"
 #include "pp_memory.h"
 #include "pp_yaml.h"
 
@@ -47,89 +48,19 @@ static pp_status grow(void **arr, int *cap, int need, size_t elem)
     return PP_OK;
 }
 
-static bool strict_double(const char *s, double *out)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || !isfinite(v)) return false;
-    while (*end && isspace((unsigned char)*end)) end++;
-    if (*end) return false;
-    *out = v;
-    return true;
-}
-
-static bool strict_int(const char *s, int64_t *out)
-{
-    double v;
-    if (!strict_double(s, &v) || v != floor(v) || fabs(v) > 9e15) return false;
-    *out = (int64_t)v;
-    return true;
-}
-
 void pp_mlog_free(pp_mlog *log)
 {
     if (!log) return;
-    free(log->args);
+    pp_margs_free(&log->args);
     free(log->iter);
     free(log->iter_ms);
     free(log->mem);
     memset(log, 0, sizeof *log);
 }
 
-static pp_mlog_kv *arg_find(const pp_mlog *log, const char *key)
-{
-    for (int i = 0; i < log->n_args; i++)
-        if (!strcmp(log->args[i].key, key)) return &log->args[i];
-    return NULL;
-}
-
-/* Add key = value unless the key is there (the printed block, read first, wins). */
-static pp_status arg_add(pp_mlog *log, const char *key, size_t klen, const char *value, size_t vlen)
-{
-    char k[sizeof log->args[0].key];
-    if (klen >= sizeof k) klen = sizeof k - 1;
-    memcpy(k, key, klen);
-    k[klen] = 0;
-    if (arg_find(log, k)) return PP_OK;
-    if (grow((void **)&log->args, &log->cap_args, log->n_args + 1, sizeof *log->args)) return PP_ERR_NOMEM;
-    pp_mlog_kv *a = &log->args[log->n_args++];
-    snprintf(a->key, sizeof a->key, "%s", k);
-    if (vlen >= sizeof a->value) vlen = sizeof a->value - 1;
-    memcpy(a->value, value, vlen);
-    a->value[vlen] = 0;
-    return PP_OK;
-}
-
-const char *pp_mlog_arg(const pp_mlog *log, const char *key)
-{
-    const pp_mlog_kv *a = arg_find(log, key);
-    if (!a || !a->value[0] || !strcmp(a->value, "None")) return NULL;
-    return a->value;
-}
+const char *pp_mlog_arg(const pp_mlog *log, const char *key) { return pp_margs_get(&log->args, key); }
 
 /* ------------------------------------------------------------------ the log */
-
-/* "  name ........ value" (long names have no dots: "name  value"). */
-static pp_status parse_arg_line(pp_mlog *log, const char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n && isspace((unsigned char)s[i])) i++;
-    size_t k0 = i;
-    while (i < n && !isspace((unsigned char)s[i])) i++;
-    size_t k1 = i;
-    if (k1 == k0) return PP_OK;
-    while (i < n && isspace((unsigned char)s[i])) i++;
-    size_t d = i;
-    while (i < n && s[i] == '.') i++;
-    if (i > d && (i == n || isspace((unsigned char)s[i]))) {
-        while (i < n && isspace((unsigned char)s[i])) i++;
-    } else {
-        i = d; /* no dots: the value starts here */
-    }
-    size_t v1 = n;
-    while (v1 > i && isspace((unsigned char)s[v1 - 1])) v1--;
-    return arg_add(log, s + k0, k1 - k0, s + i, v1 - i);
-}
 
 /* The number after `label` in line [s, s+n), or error at its column. */
 static pp_status number_after(const char *s, size_t n, const char *label, double *out, bool *found,
@@ -223,29 +154,22 @@ pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *
 {
     memset(log, 0, sizeof *log);
     snprintf(log->path, sizeof log->path, "%s", path ? path : "");
-    bool in_args = false, had_args = false;
+    /* The arguments: the one reader of Megatron arguments (megatron_args.c) finds the printed
+     * block, or the command line the log records. */
+    pp_margs_init(&log->args, log->path);
+    pp_status st = pp_margs_parse_log(&log->args, text, len, err);
+    if (st) goto fail;
+    log->args_block = log->args.source == PP_MARGS_DUMP;
+    /* the iteration and memory lines (outside the printed block) */
     int line = 0;
-    pp_status st = PP_OK;
     for (size_t i = 0; i < len;) {
         size_t j = i;
         while (j < len && text[j] != '\n') j++;
         const char *s = text + i;
         size_t n = j - i;
         line++;
-        /* short views of the line for the markers */
-        char head[256];
-        size_t hn = n < sizeof head - 1 ? n : sizeof head - 1;
-        memcpy(head, s, hn);
-        head[hn] = 0;
-        if (!had_args && !in_args && strstr(head, "-- arguments --")) {
-            in_args = true;
-        } else if (in_args && strstr(head, "end of arguments")) {
-            in_args = false;
-            had_args = true;
-            log->args_block = true;
-        } else if (in_args) {
-            if ((st = parse_arg_line(log, s, n))) goto nomem;
-        } else if (memchr(s, 'e', n) && n > 30) {
+        bool in_args = log->args_block && line >= log->args.line && line <= log->args.dump_last;
+        if (!in_args && memchr(s, 'e', n) && n > 30) {
             char *probe = malloc(n + 1);
             if (!probe) goto nomem;
             memcpy(probe, s, n);
@@ -258,10 +182,6 @@ pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *
         }
         i = j + 1;
     }
-    if (in_args) {
-        st = pp_error_set(err, PP_ERR_INPUT, path, line, 1, "the arguments block has no end (truncated log?)");
-        goto fail;
-    }
     return PP_OK;
 nomem:
     st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
@@ -272,165 +192,15 @@ fail:
 
 /* ------------------------------------------------------------------ command-line flags */
 
-typedef struct { char name[64]; char value[64]; } shvar;
-
-/* A shell word: quotes removed; "${X:-d}" / "$X" resolved from vars (unknown: left as is). */
-static void resolve_word(const char *w, const shvar *vars, int nv, char *out, size_t n)
-{
-    const char *p = w;
-    if (p[0] == '$') {
-        char name[64];
-        const char *def = NULL;
-        size_t k = 0;
-        p++;
-        bool brace = *p == '{';
-        if (brace) p++;
-        while (*p && (isalnum((unsigned char)*p) || *p == '_') && k < sizeof name - 1) name[k++] = *p++;
-        name[k] = 0;
-        if (brace && p[0] == ':' && p[1] == '-') def = p + 2;
-        for (int i = 0; i < nv; i++)
-            if (!strcmp(vars[i].name, name)) {
-                snprintf(out, n, "%s", vars[i].value);
-                return;
-            }
-        if (def) {
-            const char *e = strchr(def, '}');
-            size_t dl = e ? (size_t)(e - def) : strlen(def);
-            if (dl >= n) dl = n - 1;
-            memcpy(out, def, dl);
-            out[dl] = 0;
-            return;
-        }
-    }
-    snprintf(out, n, "%s", w);
-}
-
 pp_status pp_mlog_add_flags(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err)
 {
-    (void)path;
-    shvar vars[32];
-    int nv = 0;
-    char prev_flag[80] = "";  /* a flag waiting for its value on the same line */
-    for (size_t i = 0; i < len;) {
-        size_t j = i;
-        while (j < len && text[j] != '\n') j++;
-        /* words of the line */
-        size_t p = i;
-        bool first = true;
-        prev_flag[0] = 0;
-        while (p < j) {
-            while (p < j && isspace((unsigned char)text[p])) p++;
-            if (p >= j) break;
-            if (text[p] == '#') break; /* comment */
-            char word[256];
-            size_t k = 0;
-            char q = 0;
-            while (p < j && (q || !isspace((unsigned char)text[p]))) {
-                char ch = text[p++];
-                if (!q && (ch == '"' || ch == '\'')) {
-                    q = ch;
-                    continue;
-                }
-                if (q && ch == q) {
-                    q = 0;
-                    continue;
-                }
-                if (k < sizeof word - 1) word[k++] = ch;
-            }
-            word[k] = 0;
-            bool at_start = first;
-            first = false;
-            /* NAME=VALUE at the start of a line (or after `export`) */
-            char *eq = strchr(word, '=');
-            if (eq && word[0] != '-' && (at_start || nv >= 0) && isupper((unsigned char)word[0])) {
-                *eq = 0;
-                bool ok = true;
-                for (char *c = word; *c; c++) ok &= isalnum((unsigned char)*c) || *c == '_';
-                if (ok && nv < 32) {
-                    snprintf(vars[nv].name, sizeof vars[nv].name, "%.63s", word);
-                    resolve_word(eq + 1, vars, nv, vars[nv].value, sizeof vars[nv].value);
-                    nv++;
-                }
-                continue;
-            }
-            if (!strcmp(word, "export")) {
-                first = true;
-                continue;
-            }
-            if (word[0] == '-' && word[1] == '-' && word[2] && word[2] != '-') {
-                if (prev_flag[0]) {
-                    /* the previous flag had no value: a switch */
-                    if (arg_add(log, prev_flag, strlen(prev_flag), "True", 4)) goto nomem;
-                }
-                /* --name-with-dashes -> name_with_dashes */
-                size_t m = 0;
-                for (const char *c = word + 2; *c && *c != '=' && m < sizeof prev_flag - 1; c++)
-                    prev_flag[m++] = *c == '-' ? '_' : *c;
-                prev_flag[m] = 0;
-                const char *inl = strchr(word, '=');
-                if (inl) {
-                    char v[200];
-                    resolve_word(inl + 1, vars, nv, v, sizeof v);
-                    if (arg_add(log, prev_flag, m, v, strlen(v))) goto nomem;
-                    prev_flag[0] = 0;
-                }
-                continue;
-            }
-            if (prev_flag[0] && strcmp(word, "\\") && strcmp(word, ")") && strcmp(word, "(")) {
-                char v[200];
-                resolve_word(word, vars, nv, v, sizeof v);
-                if (arg_add(log, prev_flag, strlen(prev_flag), v, strlen(v))) goto nomem;
-                prev_flag[0] = 0;
-                continue;
-            }
-        }
-        if (prev_flag[0] && arg_add(log, prev_flag, strlen(prev_flag), "True", 4)) goto nomem;
-        prev_flag[0] = 0;
-        i = j + 1;
-    }
-    /* switches that set another argument (Megatron's dest names) */
-    {
-        pp_mlog_kv *a;
-        int n0 = log->n_args;
-        for (int i = 0; i < n0; i++) {
-            a = &log->args[i];
-            if (!strncmp(a->key, "no_", 3) && !strcmp(a->value, "True")) {
-                char k[80];
-                snprintf(k, sizeof k, "%s", a->key + 3);
-                if (arg_add(log, k, strlen(k), "False", 5)) goto nomem;
-            }
-        }
-        if ((a = arg_find(log, "disable_bias_linear")) && !strcmp(a->value, "True") &&
-            arg_add(log, "add_bias_linear", 15, "False", 5))
-            goto nomem;
-        if ((a = arg_find(log, "recompute_activations")) && !strcmp(a->value, "True") &&
-            arg_add(log, "recompute_granularity", 21, "selective", 9))
-            goto nomem;
-    }
-    /* the GPU count from torchrun's flags or the script's variables */
-    {
-        const char *gpn = NULL, *nodes = NULL;
-        const pp_mlog_kv *a;
-        if ((a = arg_find(log, "nproc_per_node"))) gpn = a->value;
-        if ((a = arg_find(log, "nnodes"))) nodes = a->value;
-        for (int i = 0; i < nv; i++) {
-            if (!gpn && (!strcmp(vars[i].name, "GPUS_PER_NODE") || !strcmp(vars[i].name, "NPROC_PER_NODE")))
-                gpn = vars[i].value;
-            if (!nodes && (!strcmp(vars[i].name, "NNODES") || !strcmp(vars[i].name, "NUM_NODES")))
-                nodes = vars[i].value;
-        }
-        int64_t g = 0, nn = 1;
-        if (gpn && strict_int(gpn, &g) && g > 0 && (!nodes || (strict_int(nodes, &nn) && nn > 0))) {
-            char v[32];
-            int vl = snprintf(v, sizeof v, "%lld", (long long)(g * nn));
-            if (arg_add(log, "world_size", 10, v, (size_t)vl)) goto nomem;
-            vl = snprintf(v, sizeof v, "%lld", (long long)g);
-            if (arg_add(log, "gpus_per_node", 13, v, (size_t)vl)) goto nomem;
-        }
-    }
-    return PP_OK;
-nomem:
-    return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    /* the script's messages name the script; its keys add to the printed block's */
+    char keep[sizeof log->args.path];
+    snprintf(keep, sizeof keep, "%s", log->args.path);
+    snprintf(log->args.path, sizeof log->args.path, "%s", path ? path : "");
+    pp_status st = pp_margs_parse_script(&log->args, text, len, err);
+    snprintf(log->args.path, sizeof log->args.path, "%s", keep);
+    return st;
 }
 
 pp_status pp_mlog_load(pp_mlog *log, const char *log_path, const char *args_path, pp_error *err)
@@ -441,42 +211,15 @@ pp_status pp_mlog_load(pp_mlog *log, const char *log_path, const char *args_path
     pp_status st = pp_yaml_read_file(log_path, &text, &len, err);
     if (st) return st;
     st = pp_mlog_parse(log, text, len, log_path, err);
-    if (st) goto done;
-    if (!log->args_block && !args_path) {
-        /* The command line the log records: "# cmd ..." (tests/megatron/run_configs.py) or a
-         * line that runs pretrain_*.py. */
-        for (size_t i = 0; i < len;) {
-            size_t j = i;
-            while (j < len && text[j] != '\n') j++;
-            size_t n = j - i;
-            const char *s = text + i;
-            bool cmd = (n > 6 && !strncmp(s, "# cmd ", 6));
-            char *tmp = malloc(n + 1);
-            if (!tmp) {
-                st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-                goto done;
-            }
-            memcpy(tmp, s, n);
-            tmp[n] = 0;
-            cmd = cmd || (strstr(tmp, "pretrain_") && strstr(tmp, ".py") && strstr(tmp, "--num-layers"));
-            if (cmd) st = pp_mlog_add_flags(log, tmp[0] == '#' ? tmp + 6 : tmp, strlen(tmp[0] == '#' ? tmp + 6 : tmp),
-                                            log_path, err);
-            free(tmp);
-            if (st) goto done;
-            if (cmd) break;
-            i = j + 1;
-        }
-    }
+    free(text);
+    if (st) return st;
     if (args_path) {
         char *at = NULL;
         size_t al = 0;
         st = pp_yaml_read_file(args_path, &at, &al, err);
-        if (st) goto done;
-        st = pp_mlog_add_flags(log, at, al, args_path, err);
+        if (st == PP_OK) st = pp_mlog_add_flags(log, at, al, args_path, err);
         free(at);
     }
-done:
-    free(text);
     if (st) pp_mlog_free(log);
     return st;
 }
@@ -519,81 +262,6 @@ double pp_mlog_max_alloc_mib(const pp_mlog *log, int64_t rank)
 
 /* ------------------------------------------------------------------ runs */
 
-static bool arg_true(const pp_mlog *log, const char *key, bool def)
-{
-    const char *v = pp_mlog_arg(log, key);
-    if (!v) return def;
-    return !strcmp(v, "True") || !strcmp(v, "true") || !strcmp(v, "1");
-}
-
-/* An integer argument; def < 0: required. */
-static pp_status arg_int(const pp_mlog *log, const char *key, int64_t def, int64_t lo, int64_t hi, int64_t *out,
-                         pp_error *err)
-{
-    const char *v = pp_mlog_arg(log, key);
-    if (!v) {
-        if (def < 0)
-            return pp_error_set(err, PP_ERR_INPUT, log->path, 0, 0,
-                                "the log has no '%s' (neither a printed arguments block nor its command line)", key);
-        *out = def;
-        return PP_OK;
-    }
-    int64_t x;
-    if (!strict_int(v, &x) || x < lo || x > hi)
-        return pp_error_set(err, PP_ERR_INPUT, log->path, 0, 0, "argument %s = '%s' is not an integer in %lld..%lld",
-                            key, v, (long long)lo, (long long)hi);
-    *out = x;
-    return PP_OK;
-}
-
-static pp_status arg_num(const pp_mlog *log, const char *key, double def, double *out, pp_error *err)
-{
-    const char *v = pp_mlog_arg(log, key);
-    if (!v) {
-        *out = def;
-        return PP_OK;
-    }
-    if (!strict_double(v, out) || *out < 0)
-        return pp_error_set(err, PP_ERR_INPUT, log->path, 0, 0, "argument %s = '%s' is not a number >= 0", key, v);
-    return PP_OK;
-}
-
-/* "Et*12|t*10L": transformer layers ('t', optionally *N) per pipeline stage. */
-static pp_status parse_pp_layout(const char *s, int64_t pp, int *layers, const char *path, pp_error *err)
-{
-    int64_t stage = 0;
-    int count = 0;
-    for (const char *p = s;; p++) {
-        if (*p == '|' || *p == 0) {
-            if (stage >= pp) break;
-            layers[stage++] = count;
-            count = 0;
-            if (!*p) break;
-        } else if (*p == 't') {
-            int mult = 1;
-            if (p[1] == '*') {
-                char *end = NULL;
-                long v = strtol(p + 2, &end, 10);
-                if (end == p + 2 || v < 0 || v > 1000000)
-                    return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "pipeline layout '%s': bad count after 't*'", s);
-                mult = (int)v;
-                p = end - 1;
-            }
-            count += mult;
-        } else if (*p == 'E' || *p == 'L' || *p == ' ' || *p == 'm') {
-            /* embedding, loss, spaces, MTP: no transformer layer */
-        } else {
-            return pp_error_set(err, PP_ERR_INPUT, path, 0, 0,
-                                "pipeline layout '%s': '%c' is not understood (t, E, L, |)", s, *p);
-        }
-    }
-    if (stage != pp)
-        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0,
-                            "pipeline layout '%s' has %lld stages, the run %lld (virtual stages are not read)", s,
-                            (long long)stage, (long long)pp);
-    return PP_OK;
-}
-
 pp_layout pp_calib_run_layout(const pp_calib_run *run)
 {
     pp_layout l = run->layout;
@@ -606,7 +274,7 @@ pp_layout pp_calib_run_layout(const pp_calib_run *run)
     return l;
 }
 
-pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu *gpu, pp_error *err)
+pp_status pp_calib_run_init(pp_calib_run *run, pp_mlog *log, const pp_gpu *gpu, pp_error *err)
 {
     memset(run, 0, sizeof *run);
     const char *path = log->path;
@@ -617,132 +285,62 @@ pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu 
     char *dot = strrchr(run->name, '.');
     if (dot && !strcmp(dot, ".log")) *dot = 0;
 
-    pp_status st;
-    int64_t v;
-    pp_work *w = &run->work;
-    pp_model *m = &w->model;
-    pp_model_init(m);
-    snprintf(m->name, sizeof m->name, "%.63s", run->name);
-    snprintf(m->family, sizeof m->family, "megatron-log");
-    snprintf(m->source, sizeof m->source, "%.255s", path);
-#define NEED(key, def, lo, hi, dst)                                               \
-    do {                                                                          \
-        if ((st = arg_int(log, key, def, lo, hi, &v, err))) return st;            \
-        dst = v;                                                                  \
-    } while (0)
-    NEED("num_layers", -1, 1, 1000000, m->layers);
-    NEED("hidden_size", -1, 1, 100000000, m->hidden);
-    NEED("num_attention_heads", -1, 1, 1000000, m->heads);
-    m->kv_heads = m->heads;
-    if (arg_true(log, "group_query_attention", false)) NEED("num_query_groups", -1, 1, 1000000, m->kv_heads);
-    NEED("kv_channels", m->hidden / m->heads, 1, 1000000, m->head_dim);
-    m->act = arg_true(log, "swiglu", false) ? PP_ACT_SWIGLU : PP_ACT_GELU;
-    /* Megatron's default MLP: 4h, or 2/3 of it rounded down to 64 for SwiGLU (arguments.py) */
-    int64_t ffn_def = m->act == PP_ACT_SWIGLU ? (4 * m->hidden * 2 / 3) / 64 * 64 : 4 * m->hidden;
-    NEED("ffn_hidden_size", ffn_def, 1, 100000000, m->ffn);
-    if (pp_mlog_arg(log, "vocab_size")) NEED("vocab_size", -1, 1, 100000000, m->vocab);
-    else NEED("padded_vocab_size", -1, 1, 100000000, m->vocab);
-    NEED("seq_length", -1, 1, 100000000, m->seq);
-    const char *norm = pp_mlog_arg(log, "normalization");
-    m->norm = norm && !strcmp(norm, "RMSNorm") ? PP_NORM_RMSNORM : PP_NORM_LAYERNORM;
-    const char *pos = pp_mlog_arg(log, "position_embedding_type");
-    m->pos = PP_POS_LEARNED;
-    if ((pos && !strcmp(pos, "rope")) || arg_true(log, "use_rotary_position_embeddings", false)) m->pos = PP_POS_ROPE;
-    else if (pos && !strcmp(pos, "none")) m->pos = PP_POS_NONE;
-    m->bias = arg_true(log, "add_bias_linear", true);
-    m->tied = !arg_true(log, "untie_embeddings_and_output_weights", false);
-    NEED("num_experts", 0, 0, 1000000, m->experts);
-    NEED("moe_router_topk", 2, 1, 1000000, m->topk);
-    if (m->experts <= 1) m->topk = 0;
-    if ((st = pp_model_validate(m, err))) {
-        snprintf(err->file, sizeof err->file, "%s", path);
-        err->line = err->col = 0;
+    /* The model, layout and stack as the one reader of Megatron arguments has them
+     * (megatron_args.c); the run's own name and the time model's options are calibrate's. */
+    if (log->args.source == PP_MARGS_NONE)
+        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "the log has no 'num_layers' (neither a printed arguments "
+                                                           "block nor its command line)");
+    pp_margs_config *cfg = malloc(sizeof *cfg);
+    if (!cfg) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    pp_status st = pp_margs_read(&log->args, cfg, err);
+    if (st == PP_OK && cfg->need_vocab)
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "the log has no 'vocab_size' (neither its arguments nor its "
+                                                         "tokenizer's 'padded vocab' line)");
+    if (st == PP_OK && !(cfg->has & PP_MARGS_HAS_WORLD))
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "the log has no 'world_size' (neither a printed arguments "
+                                                         "block nor its command line)");
+    if (st) {
+        free(cfg);
         return st;
     }
-
-    /* precision: the time model is for 16-bit training */
-    if (!arg_true(log, "bf16", false) && !arg_true(log, "fp16", false))
-        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "the run is neither --bf16 nor --fp16 (fp32 training is "
-                                                           "not modelled)");
+    pp_work *w = &run->work;
+    pp_model *m = &w->model;
+    *m = cfg->model;
+    snprintf(m->name, sizeof m->name, "%.63s", run->name);
+    snprintf(m->family, sizeof m->family, "megatron-log");
 
     /* cluster and batch */
-    int64_t world;
-    NEED("world_size", -1, 1, 10000000, world);
+    int64_t world = cfg->world_size;
     w->gpu = *gpu;
     w->gpus = world;
     int64_t gpn_def = gpu->gpus_per_node > 0 ? gpu->gpus_per_node : 8;
     if (gpn_def > world) gpn_def = world;
-    NEED("gpus_per_node", gpn_def, 1, 1024, w->gpus_per_node);
+    w->gpus_per_node = cfg->has & PP_MARGS_HAS_GPN ? cfg->gpus_per_node : gpn_def;
     if (w->gpus_per_node > world) w->gpus_per_node = world;
     w->framework = PP_FW_MEGATRON;
-    const char *impl = pp_mlog_arg(log, "transformer_impl");
-    const char *backend = pp_mlog_arg(log, "attention_backend");
-    bool local = impl && !strcmp(impl, "local");
-    w->attention = local || (backend && strstr(backend, "unfused")) ? PP_ATTN_UNFUSED : PP_ATTN_FLASH;
+    w->attention = cfg->attention;
+    w->stack = cfg->stack;
 
     /* layout */
     pp_layout *l = &run->layout;
-    pp_layout_init(l);
-    NEED("tensor_model_parallel_size", 1, 1, 1000000, l->tp);
-    NEED("pipeline_model_parallel_size", 1, 1, 1000000, l->pp);
-    NEED("context_parallel_size", 1, 1, 1000000, l->cp);
-    NEED("expert_model_parallel_size", 1, 1, 1000000, l->ep);
-    NEED("micro_batch_size", -1, 1, 1000000, l->mbs);
-    if (world % (l->tp * l->pp * l->cp))
+    *l = cfg->layout;
+    l->stage_layers = l->stage_recompute = NULL;
+    if (world % (l->tp * l->pp * l->cp)) {
+        free(cfg);
         return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "world size %lld is not a multiple of tp x pp x cp = %lld",
                             (long long)world, (long long)(l->tp * l->pp * l->cp));
+    }
     l->dp = world / (l->tp * l->pp * l->cp);
-    NEED("global_batch_size", l->mbs * l->dp, 1, (int64_t)1 << 40, w->gbs);
-    int64_t vpp = 1;
-    NEED("num_virtual_stages_per_pipeline_rank", 1, 1, 1000000, vpp);
-    if (vpp == 1) NEED("virtual_pipeline_model_parallel_size", 1, 1, 1000000, vpp);
-    if (vpp == 1 && pp_mlog_arg(log, "num_layers_per_virtual_pipeline_stage")) {
-        int64_t per;
-        NEED("num_layers_per_virtual_pipeline_stage", -1, 1, 1000000, per);
-        if (m->layers % (per * l->pp) == 0) vpp = m->layers / (per * l->pp);
-    }
-    l->vpp = vpp;
-    l->dist_opt = arg_true(log, "use_distributed_optimizer", false);
-    l->sp = arg_true(log, "sequence_parallel", false);
-    const char *gran = pp_mlog_arg(log, "recompute_granularity");
-    const char *method = pp_mlog_arg(log, "recompute_method");
-    int64_t rc_layers = 0;
-    if (gran && !strcmp(gran, "full")) {
-        l->recompute = PP_RC_FULL;
-        if (method && !strcmp(method, "block")) NEED("recompute_num_layers", -1, 0, 1000000, rc_layers);
-        /* uniform: every layer is recomputed (in groups of recompute_num_layers) */
-        l->recompute_layers = rc_layers;
-    } else if (gran && !strcmp(gran, "selective")) {
-        l->recompute = PP_RC_SELECTIVE;
-    }
-    /* uneven stages: --pipeline-model-parallel-layout or first/last stage sizes */
-    const char *ppl = pp_mlog_arg(log, "pipeline_model_parallel_layout");
-    int64_t first = 0, last = 0;
-    NEED("decoder_first_pipeline_num_layers", 0, 0, 1000000, first);
-    NEED("decoder_last_pipeline_num_layers", 0, 0, 1000000, last);
-    if (l->pp > PP_MAX_STAGES)
-        return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "more than %d pipeline stages", PP_MAX_STAGES);
-    if (ppl && l->pp > 1 && l->vpp == 1) {
-        if ((st = parse_pp_layout(ppl, l->pp, run->stage_layers, path, err))) return st;
-        run->uneven = true;
-    } else if ((first || last) && l->pp > 1) {
-        int64_t rest = m->layers - first - last, mid = l->pp - (first ? 1 : 0) - (last ? 1 : 0);
-        if (rest < 0 || (mid > 0 && rest % mid) || (mid == 0 && rest))
-            return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "decoder_first/last_pipeline_num_layers do not split "
-                                                               "%lld layers over %lld stages", (long long)m->layers,
-                                (long long)l->pp);
-        for (int64_t i = 0; i < l->pp; i++)
-            run->stage_layers[i] = (int)(i == 0 && first ? first : i == l->pp - 1 && last ? last : rest / (mid ? mid : 1));
-        run->uneven = true;
-    }
+    w->gbs = cfg->gbs > 0 ? cfg->gbs : l->mbs * l->dp;
+    run->uneven = cfg->uneven;
     if (run->uneven)
         for (int64_t i = 0; i < l->pp; i++) {
-            int n = run->stage_layers[i];
-            run->stage_recompute[i] = l->recompute != PP_RC_FULL ? 0
-                                      : rc_layers > 0 && rc_layers < n ? (int)rc_layers : n;
+            run->stage_layers[i] = cfg->stage_layers[i];
+            run->stage_recompute[i] = cfg->stage_recompute[i];
         }
     pp_layout lv = pp_calib_run_layout(run);
     if ((st = pp_layout_validate(w, &lv, err))) {
+        free(cfg);
         snprintf(err->file, sizeof err->file, "%s", path);
         err->line = err->col = 0;
         return st;
@@ -752,23 +350,18 @@ pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu 
     /* what the software overlaps and fuses (the time model's options) */
     pp_time_opts *o = &run->opts;
     pp_time_opts_default(w, o);
-    o->overlap_grad_reduce = arg_true(log, "overlap_grad_reduce", false);
-    o->overlap_param_gather = arg_true(log, "overlap_param_gather", false);
-    o->tp_comm_overlap = arg_true(log, "tp_comm_overlap", false);
-    o->overlap_p2p = arg_true(log, "overlap_p2p_comm", true) && l->vpp > 1;
-    double hd, ad;
-    if ((st = arg_num(log, "hidden_dropout", 0.1, &hd, err)) || (st = arg_num(log, "attention_dropout", 0.1, &ad, err)))
-        return st;
-    o->dropout = hd > 0 || ad > 0;
+    o->overlap_grad_reduce = cfg->overlap_grad_reduce;
+    o->overlap_param_gather = cfg->overlap_param_gather;
+    o->tp_comm_overlap = cfg->stack.tp_comm_overlap;
+    o->overlap_p2p = cfg->overlap_p2p_comm && l->vpp > 1;
+    o->dropout = cfg->stack.hidden_dropout > 0 || cfg->stack.attention_dropout > 0;
     /* Without the fused wgrad-accumulate kernel the wgrad GEMM writes a 16-bit grad that the DDP
      * hook adds into the fp32 main_grad: 2 + 2 + 4 + 4 bytes per weight and micro-batch. */
-    o->grad_accum_bytes = arg_true(log, "gradient_accumulation_fusion", true) ? 8.0 : 12.0;
-    bool fp32_reduce = pp_mlog_arg(log, "accumulate_allreduce_grads_in_fp32")
-                           ? arg_true(log, "accumulate_allreduce_grads_in_fp32", true)
-                           : arg_true(log, "bf16", false) && !arg_true(log, "grad_reduce_in_bf16", false);
-    o->grad_reduce_bytes = fp32_reduce ? 4.0 : 2.0;
-    snprintf(run->stack, sizeof run->stack, "megatron %s, %s attention", impl ? impl : "transformer_engine",
+    o->grad_accum_bytes = cfg->grad_accum_fusion ? 8.0 : 12.0;
+    o->grad_reduce_bytes = cfg->grad_reduce_fp32 ? 4.0 : 2.0;
+    snprintf(run->stack, sizeof run->stack, "megatron %s, %s attention", cfg->impl_name,
              pp_attention_names[w->attention]);
+    free(cfg);
 
     /* measured */
     double ms = pp_mlog_step_ms(log, PP_CALIB_WARMUP_ITERS, &run->iters_used);
@@ -787,7 +380,6 @@ pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu 
         double mx = pp_mlog_max_alloc_mib(log, r);
         if (mx > run->stage_max_alloc_mib[s]) run->stage_max_alloc_mib[s] = mx;
     }
-#undef NEED
     return PP_OK;
 }
 

@@ -62,16 +62,64 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
 {
     const pp_stack *s = &w->stack;
     const char *drop_src = s->dropout_given ? "given" : w->model.dropout_set ? "model" : "assumed";
-    int k = snprintf(buf, n, "stack: %s, %s, %s %s attention, dropout %.2g/%.2g (%s), overlap %s, "
+    double ad = 0, hd = 0;
+    pp_work_dropout(w, &ad, &hd); /* valid on a stack pp_stack_resolve has not filled */
+    bool meg = w->framework == PP_FW_MEGATRON;
+    int k = snprintf(buf, n, "stack: %s, %s, %s%s%s attention, dropout %.2g/%.2g (%s), overlap %s, "
                      "tp-comm-overlap %s",
                      pp_precision_names[s->precision], pp_framework_names[w->framework],
-                     w->framework == PP_FW_MEGATRON ? pp_impl_names[s->impl] : "",
-                     pp_attention_names[w->attention], s->attention_dropout, s->hidden_dropout,
+                     meg ? pp_impl_names[pp_work_impl(w)] : "", meg ? " " : "",
+                     pp_attention_names[w->attention], ad, hd,
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
         snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
                  s->grouped_gemm ? "grouped" : "looped",
                  s->moe_capacity_factor > 0 ? ", capacity factor" : ", dropless");
+}
+
+#define STACK_BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
+
+pp_status pp_stack_check(const pp_work *w, pp_error *err)
+{
+    const pp_stack *s = &w->stack;
+    const pp_model *m = &w->model;
+    double ad = 0, hd = 0;
+    pp_work_dropout(w, &ad, &hd);
+    if (!(ad >= 0 && ad < 1) || !(hd >= 0 && hd < 1))
+        return STACK_BAD("--attention-dropout and --hidden-dropout must be in [0, 1), got %g and %g", ad, hd);
+    if ((unsigned)s->precision >= PP_PREC_COUNT || (unsigned)s->impl >= PP_IMPL_COUNT ||
+        (unsigned)s->dispatcher >= PP_DISPATCH_COUNT)
+        return STACK_BAD("the training stack has an unknown precision, implementation or dispatcher");
+    if (!(s->moe_capacity_factor >= 0 && s->moe_capacity_factor <= 1000))
+        return STACK_BAD("--capacity-factor must be between 0 (dropless) and 1000, got %g", s->moe_capacity_factor);
+    if (!(s->moe_imbalance >= 1 && s->moe_imbalance <= 100000))
+        return STACK_BAD("--moe-imbalance must be at least 1 (the busiest expert over the mean), got %g",
+                         s->moe_imbalance);
+    /* The busiest expert gets at most every token once: E / topk times its fair share. */
+    if (pp_model_is_moe(m) && m->topk > 0 && s->moe_imbalance > (double)m->experts / (double)m->topk)
+        return STACK_BAD("--moe-imbalance %g is more than experts / topk = %lld / %lld (every token on the busiest expert)",
+                         s->moe_imbalance, (long long)m->experts, (long long)m->topk);
+    if (s->impl_given && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--impl is Megatron-LM's transformer implementation: not with --framework %s",
+                         pp_framework_names[w->framework]);
+    if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers): not with --framework %s",
+                         pp_framework_names[w->framework]);
+    if (w->framework != PP_FW_MEGATRON) return PP_OK;
+    pp_impl impl = pp_work_impl(w);
+    if (impl != PP_IMPL_LOCAL) return PP_OK;
+    const char *why = s->impl_given ? "--impl local" : "--attention unfused (Megatron's local implementation; add --impl te for TransformerEngine's unfused attention)";
+    if (s->precision == PP_PREC_FP8)
+        return STACK_BAD("--precision fp8 needs TransformerEngine: not with %s", why);
+    if (s->impl_given && w->attention == PP_ATTN_FLASH)
+        return STACK_BAD("--attention flash: Megatron's local implementation has no flash attention "
+                         "(megatron/core/transformer/dot_product_attention.py is unfused); use --impl te or --attention unfused");
+    if (s->tp_comm_overlap)
+        return STACK_BAD("--tp-comm-overlap needs TransformerEngine (userbuffers): not with %s", why);
+    if (s->grouped_gemm)
+        return STACK_BAD("--moe-grouped-gemm needs TransformerEngine: Megatron's local implementation runs the experts "
+                         "one by one (SequentialMLP, megatron/core/models/backends.py); not with %s", why);
+    return PP_OK;
 }
 
 pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int line, int col,
@@ -107,8 +155,10 @@ pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int li
 void pp_error_format(const pp_error *err, char *buf, size_t n)
 {
     if (!err || !n) return;
-    if (err->file[0] && err->line > 0)
+    if (err->file[0] && err->line > 0 && err->col > 0)
         snprintf(buf, n, "%s:%d:%d: %s", err->file, err->line, err->col, err->msg);
+    else if (err->file[0] && err->line > 0)
+        snprintf(buf, n, "%s:%d: %s", err->file, err->line, err->msg);
     else if (err->file[0])
         snprintf(buf, n, "%s: %s", err->file, err->msg);
     else
@@ -236,8 +286,10 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
         /* Megatron-Core raises at the first forward of an MoE layer with TP > 1 and no sequence
          * parallelism (seen on the lent H200s with 2026-08 Megatron-LM). */
         if (w->framework == PP_FW_MEGATRON && l->tp > 1 && !l->sp)
-            return LAYOUT_BAD("--tp %lld with experts needs --sp (Megatron-Core's MoE layers "
-                              "require sequence parallelism with tensor parallelism)", (long long)l->tp);
+            return LAYOUT_BAD("MoE with --tp %lld needs --sp: Megatron refuses to train MoE layers under "
+                              "tensor parallelism without sequence parallelism "
+                              "(megatron/core/transformer/moe/moe_layer.py, MoELayer.forward)",
+                              (long long)l->tp);
     }
     if (l->sp && l->tp < 2) return LAYOUT_BAD("--sp needs --tp of at least 2");
     if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");

@@ -122,6 +122,14 @@ static void sb_free(sbuf *b)
 
 static bool known(double v) { return isfinite(v) && v >= 0; }
 
+/* A probability as Megatron's dump prints it: "0.0", "0.1". */
+static const char *prob(double v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.6g", v);
+    if (!strpbrk(buf, ".e")) strncat(buf, ".0", n - strlen(buf) - 1);
+    return buf;
+}
+
 /* Copy s into out keeping only characters safe in a comment / job name. */
 static void sanitize(const char *s, char *out, size_t n, bool name_only)
 {
@@ -202,12 +210,19 @@ static void write_header(sbuf *b, const char *cc, pp_launch_format fmt, const pp
               pp_act_names[m->act], pp_norm_names[m->norm], pp_pos_names[m->pos],
               m->tied ? "tied embeddings" : "untied embeddings", m->bias ? "bias" : "no bias");
     if (m->experts > 1) sb_printf(b, ", %lld experts top-%lld", (long long)m->experts, (long long)m->topk);
+    if (pp_model_is_mla(m)) sb_printf(b, ", multi-latent attention (kv rank %lld)", (long long)m->kv_lora_rank);
+    if (m->window > 0) sb_printf(b, ", window %lld", (long long)m->window);
+    if (m->mtp_layers > 0) sb_printf(b, ", %lld MTP layers", (long long)m->mtp_layers);
     sb_printf(b, "\n");
     sb_printf(b, "%s cluster: %lld x %s (%lld node%s of %lld), global batch %lld sequences, "
                  "framework %s, attention %s\n",
               cc, (long long)w->gpus, gpu, (long long)layout_nodes(w), layout_nodes(w) > 1 ? "s" : "",
               (long long)layout_gpn(w), (long long)w->gbs, pp_framework_names[w->framework],
               pp_attention_names[w->attention]);
+    char stack[400], stack_s[400];
+    pp_stack_describe(w, stack, sizeof stack);
+    sanitize(stack, stack_s, sizeof stack_s, false);
+    sb_printf(b, "%s %s\n", cc, stack_s);
     sb_printf(b, "%s layout: tp %lld, pp %lld, dp %lld, vpp %lld, cp %lld, ep %lld, micro-batch %lld, "
                  "%lld micro-batches per step, ",
               cc, (long long)l->tp, (long long)l->pp, (long long)l->dp, (long long)l->vpp,
@@ -359,6 +374,54 @@ static pp_status layout_string(const pp_work *w, const pp_layout *l, char *out, 
     return PP_OK;
 }
 
+/* A 0/1 layer pattern as the Python list expression Megatron's --moe-layer-freq and
+ * --window-attn-skip-freq evaluate (arguments.py moe_freq_type): a leading run and a repeated
+ * period when the pattern has one ("[0]*3+[1]*58", "[1,1,1,0]*12"), else its runs
+ * ("[0]*2+[1]*5+[0]*1+..."). The list is as long as the layers. */
+static void pattern_expr(const bool *p, int64_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+#define PUT(...) (k += (size_t)snprintf(out + k, k < cap ? cap - k : 0, __VA_ARGS__))
+    int64_t lead = 1;
+    while (lead < n && p[lead] == p[0]) lead++;
+    for (int64_t f = 0; f <= lead && f < n; f += lead ? lead : 1) {
+        int64_t rest = n - f;
+        for (int64_t per = 1; per <= 16 && per <= rest; per++) {
+            bool ok = true;
+            for (int64_t i = f; i < n && ok; i++) ok = p[i] == p[f + (i - f) % per];
+            if (!ok || rest / per < 2) continue;
+            if (f) PUT("[%d]*%lld+", p[0] ? 1 : 0, (long long)f);
+            PUT("[");
+            for (int64_t i = 0; i < per; i++) PUT("%s%d", i ? "," : "", p[f + i] ? 1 : 0);
+            PUT("]*%lld", (long long)(rest / per));
+            if (rest % per) {
+                PUT("+[");
+                for (int64_t i = 0; i < rest % per; i++) PUT("%s%d", i ? "," : "", p[f + i] ? 1 : 0);
+                PUT("]");
+            }
+            return;
+        }
+        if (!lead) break;
+    }
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i;
+        while (j < n && p[j] == p[i]) j++;
+        PUT("%s[%d]*%lld", i ? "+" : "", p[i] ? 1 : 0, (long long)(j - i));
+        i = j;
+    }
+#undef PUT
+}
+
+/* The model's MoE layers (1) and windowed layers (1), for the two patterns above. */
+static bool *layer_pattern(const pp_model *m, bool window)
+{
+    bool *p = malloc((size_t)(m->layers > 0 ? m->layers : 1) * sizeof *p);
+    if (!p) return NULL;
+    for (int64_t i = 0; i < m->layers; i++)
+        p[i] = window ? pp_model_layer_is_window(m, i) : pp_model_layer_is_moe(m, i);
+    return p;
+}
+
 /* Can Megatron-LM's command line express the work and layout? Shared by the Megatron-based
  * formats (megatron, torchrun, slurm). */
 static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
@@ -380,7 +443,28 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
                    "with --format deepspeed");
     if (l->offload == PP_OFF_OPTIMIZER && !l->dist_opt)
         return BAD("Megatron's --optimizer-cpu-offload works on the distributed optimizer: add --dist-opt");
+    const pp_stack *s = &w->stack;
+    /* MoE with TP needs SP: pp_layout_validate says so for every command. */
+    if (pp_model_is_moe(m) && m->bias && pp_layout_etp(l) > 1)
+        return BAD("MoE with linear biases needs --etp 1: Megatron supports expert biases only without expert "
+                   "tensor parallelism (transformer_config.py)");
+    if (s->tp_comm_overlap && !l->sp)
+        return BAD("--tp-comm-overlap needs --sp (arguments.py validate_args)");
+    if (s->no_overlap && l->vpp > 1 && l->pp < 3)
+        return BAD("--no-overlap with --vpp %lld needs --pp of at least 3: Megatron's interleaved schedule without "
+                   "p2p overlap refuses 2 stages (arguments.py validate_args)", (long long)l->vpp);
     if (p->target == PP_TARGET_DEVICE_LOCAL) {
+        if (pp_model_is_mla(m))
+            return BAD("multi-latent attention needs Transformer Engine (Megatron's local DotProductAttention fails "
+                       "with it), which --launch-target device-local lacks");
+        if (s->precision == PP_PREC_FP8)
+            return BAD("--precision fp8 needs Transformer Engine, which --launch-target device-local lacks");
+        if (s->tp_comm_overlap)
+            return BAD("--tp-comm-overlap needs Transformer Engine, which --launch-target device-local lacks");
+        if (s->grouped_gemm)
+            return BAD("--moe-grouped-gemm needs Transformer Engine, which --launch-target device-local lacks");
+        if (s->impl_given && s->impl == PP_IMPL_TE)
+            return BAD("--impl te: --launch-target device-local runs Megatron's local implementation");
         if (l->sp)
             return BAD("--sp: sequence parallelism fails with the torch LayerNorm of "
                        "--launch-target device-local (needs Transformer Engine or apex)");
@@ -413,7 +497,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         ARG(G_MODEL, "--group-query-attention");
         ARGV(G_MODEL, "--num-query-groups", "%lld", (long long)m->kv_heads);
     }
-    if (m->head_dim > 0 && m->heads > 0 && m->head_dim * m->heads != m->hidden)
+    if (!pp_model_is_mla(m) && m->head_dim > 0 && m->heads > 0 && m->head_dim * m->heads != m->hidden)
         ARGV(G_MODEL, "--kv-channels", "%lld", (long long)m->head_dim);
     ARGV(G_MODEL, "--ffn-hidden-size", "%lld", (long long)m->ffn);
     if (m->act == PP_ACT_SWIGLU) ARG(G_MODEL, "--swiglu");
@@ -421,20 +505,81 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     ARGV(G_MODEL, "--position-embedding-type", "%s",
          m->pos == PP_POS_ROPE ? "rope" : m->pos == PP_POS_NONE ? "none" : "learned_absolute");
     if (!m->tied) ARG(G_MODEL, "--untie-embeddings-and-output-weights");
-    if (!m->bias) {
-        ARG(G_MODEL, "--disable-bias-linear");
-        /* bias-free models (Llama family) train without dropout, and the memory model counts no
-         * dropout masks for them (memory.c); Megatron's default is 0.1 */
-        ARGV(G_MODEL, "--attention-dropout", "%s", "0.0");
-        ARGV(G_MODEL, "--hidden-dropout", "%s", "0.0");
-    }
+    if (!m->bias) ARG(G_MODEL, "--disable-bias-linear");
+    if (!m->bias && m->qkv_bias) ARG(G_MODEL, "--add-qkv-bias");
+    if (!m->bias && (m->out_bias || m->mlp_bias))
+        mg_note(g, "the model has biases on the attention output or the MLPs only: Megatron's command line has "
+                   "them on every linear layer or none (--disable-bias-linear written)");
+    if (m->qk_norm != PP_QKNORM_NONE) ARG(G_MODEL, "--qk-layernorm");
+    if (m->qk_norm == PP_QKNORM_FULL)
+        mg_note(g, "the model normalises q and k over their whole width (OLMo 2); Megatron's --qk-layernorm "
+                   "normalises per head");
+    if (m->attn_sinks) ARGV(G_MODEL, "--softmax-type", "%s", "learnable");
+    if (m->norms_per_layer > 2)
+        mg_note(g, "the model's extra post-norms (Gemma) have no Megatron GPT flag: not written");
+    /* dropout: the stack's, else the model's own (pp_work_dropout); written always, since
+     * Megatron's default is 0.1 */
+    double attn_drop = 0, hidden_drop = 0;
+    pp_work_dropout(w, &attn_drop, &hidden_drop);
+    char pa[32], ph[32];
+    ARGV(G_MODEL, "--attention-dropout", "%s", prob(attn_drop, pa, sizeof pa));
+    ARGV(G_MODEL, "--hidden-dropout", "%s", prob(hidden_drop, ph, sizeof ph));
     ARGV(G_MODEL, "--seq-length", "%lld", (long long)m->seq);
     ARGV(G_MODEL, "--max-position-embeddings", "%lld", (long long)m->seq);
-    if (m->experts > 1) {
+    if (pp_model_is_mla(m)) {
+        /* DeepSeek-V2 MLA (Megatron's MLATransformerConfig): qk_head_dim is the no-RoPE part */
+        ARG(G_MODEL, "--multi-latent-attention");
+        if (m->q_lora_rank > 0) ARGV(G_MODEL, "--q-lora-rank", "%lld", (long long)m->q_lora_rank);
+        ARGV(G_MODEL, "--kv-lora-rank", "%lld", (long long)m->kv_lora_rank);
+        ARGV(G_MODEL, "--qk-head-dim", "%lld", (long long)m->qk_nope_dim);
+        ARGV(G_MODEL, "--qk-pos-emb-head-dim", "%lld", (long long)m->qk_rope_dim);
+        ARGV(G_MODEL, "--v-head-dim", "%lld", (long long)m->v_head_dim);
+    }
+    if (m->mtp_layers > 0) ARGV(G_MODEL, "--mtp-num-layers", "%lld", (long long)m->mtp_layers);
+    char pat[4096];
+    if (m->window > 0) {
+        /* Transformer Engine's (left, right) window: causal, `window` tokens back */
+        ARGV(G_MODEL, "--window-size", "%lld,0", (long long)m->window);
+        if (m->window_full_every > 0) {
+            /* utils.py is_layer_window_attention: an integer N makes 1-based layer n full when
+             * n % N == 0, i.e. 0-based phase N - 1; any other phase as the list (1 = windowed) */
+            if (m->window_full_phase == m->window_full_every - 1) {
+                ARGV(G_MODEL, "--window-attn-skip-freq", "%lld", (long long)m->window_full_every);
+            } else {
+                bool *pt = layer_pattern(m, true);
+                if (!pt) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+                pattern_expr(pt, m->layers, pat, sizeof pat);
+                free(pt);
+                ARGV(G_MODEL, "--window-attn-skip-freq", "%s", pat);
+            }
+        }
+    }
+    if (pp_model_is_moe(m)) {
+        const pp_stack *s = &w->stack;
         ARGV(G_MODEL, "--num-experts", "%lld", (long long)m->experts);
         ARGV(G_MODEL, "--moe-router-topk", "%lld", (long long)(m->topk > 0 ? m->topk : 1));
-        /* all-to-all dispatch scales with EP; allgather is Megatron's default for ep = 1 */
-        ARGV(G_MODEL, "--moe-token-dispatcher-type", "%s", l->ep > 1 ? "alltoall" : "allgather");
+        ARGV(G_MODEL, "--moe-ffn-hidden-size", "%lld", (long long)pp_model_expert_ffn(m));
+        if (m->shared_ffn > 0)
+            ARGV(G_MODEL, "--moe-shared-expert-intermediate-size", "%lld", (long long)m->shared_ffn);
+        if (m->shared_gate) ARG(G_MODEL, "--moe-shared-expert-gate");
+        if (m->router_bias) {
+            /* DeepSeek-V3's aux-loss-free expert bias; Megatron allows it with sigmoid scores only */
+            ARG(G_MODEL, "--moe-router-enable-expert-bias");
+            ARGV(G_MODEL, "--moe-router-score-function", "%s", "sigmoid");
+        }
+        bool *pt = layer_pattern(m, false);
+        if (!pt) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        bool all = true;
+        for (int64_t i = 0; i < m->layers; i++) all &= pt[i];
+        if (!all) {
+            pattern_expr(pt, m->layers, pat, sizeof pat);
+            ARGV(G_MODEL, "--moe-layer-freq", "%s", pat);
+        }
+        free(pt);
+        ARGV(G_MODEL, "--moe-token-dispatcher-type", "%s", pp_dispatch_names[s->dispatcher]);
+        if (s->grouped_gemm) ARG(G_MODEL, "--moe-grouped-gemm");
+        if (s->moe_capacity_factor > 0)
+            ARGV(G_MODEL, "--moe-expert-capacity-factor", "%.6g", s->moe_capacity_factor);
     }
 
     /* -- parallel layout */
@@ -453,7 +598,10 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
              (long long)(m->layers / (l->pp * l->vpp)));
     }
     ARGV(G_PARALLEL, "--context-parallel-size", "%lld", (long long)l->cp);
-    if (m->experts > 1) ARGV(G_PARALLEL, "--expert-model-parallel-size", "%lld", (long long)l->ep);
+    if (m->experts > 1) {
+        ARGV(G_PARALLEL, "--expert-model-parallel-size", "%lld", (long long)l->ep);
+        ARGV(G_PARALLEL, "--expert-tensor-parallel-size", "%lld", (long long)pp_layout_etp(l));
+    }
     if (l->sp) ARG(G_PARALLEL, "--sequence-parallel");
 
     /* -- batch */
@@ -505,10 +653,28 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     }
 
     /* -- precision, overlap */
-    ARG(G_PRECISION, "--bf16");
-    if (l->dp * l->cp > 1) ARG(G_PRECISION, "--overlap-grad-reduce");
-    if (l->dist_opt && l->dp > 1) ARG(G_PRECISION, "--overlap-param-gather");
-    if (!local && w->attention == PP_ATTN_UNFUSED) ARGV(G_PRECISION, "--attention-backend", "%s", "unfused");
+    const pp_stack *s = &w->stack;
+    ARG(G_PRECISION, s->precision == PP_PREC_FP16 ? "--fp16" : "--bf16");
+    if (s->precision == PP_PREC_FP8) {
+        /* Transformer Engine FP8: E4M3 forward, E5M2 gradients ("hybrid"); delayed scaling is
+         * Megatron's default recipe (Blackwell GPUs can use --fp8-recipe mxfp8) */
+        ARGV(G_PRECISION, "--fp8-format", "%s", "hybrid");
+        ARGV(G_PRECISION, "--fp8-recipe", "%s", "delayed");
+    }
+    /* Megatron overlaps nothing unless asked (arguments.py): --no-overlap writes no overlap flag,
+     * and turns the interleaved schedule's send/recv overlap (on by default) off */
+    if (!s->no_overlap) {
+        if (l->dp * l->cp > 1) ARG(G_PRECISION, "--overlap-grad-reduce");
+        if (l->dist_opt && l->dp > 1) ARG(G_PRECISION, "--overlap-param-gather");
+    } else if (l->vpp > 1) {
+        ARG(G_PRECISION, "--no-overlap-p2p-communication");
+    }
+    if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
+    /* The implementation the prediction assumed (pp_work_impl: --impl, else local for unfused
+     * attention), so that the script read back predicts the same. */
+    bool local_impl = pp_work_impl(w) == PP_IMPL_LOCAL;
+    if (!local && local_impl) ARGV(G_PRECISION, "--transformer-impl", "%s", "local");
+    else if (!local && w->attention == PP_ATTN_UNFUSED) ARGV(G_PRECISION, "--attention-backend", "%s", "unfused");
 
     /* -- data */
     if (local) {
@@ -773,6 +939,9 @@ static pp_status deepspeed_stage(const pp_launch_params *p, int *stage, pp_error
     if (l->cp > 1)
         return BAD("--cp %lld: DeepSpeed's config has no context parallelism (use --format megatron)",
                    (long long)l->cp);
+    if (p->work->stack.precision == PP_PREC_FP8)
+        return BAD("--precision fp8: DeepSpeed's config has no FP8 setting (Transformer Engine FP8 is the training "
+                   "script's; use --format megatron or nemo)");
     *stage = z;
     return check_cluster(p->work, err);
 }
@@ -799,10 +968,15 @@ static void write_ds_json(sbuf *b, const pp_launch_params *p, int stage)
     sb_printf(b, "  \"gradient_clipping\": 1.0,\n");
     sb_printf(b, "  \"steps_per_print\": 10,\n");
     sb_printf(b, "  \"wall_clock_breakdown\": false,\n");
-    sb_printf(b, "  \"bf16\": {\n    \"enabled\": true\n  },\n");
+    if (w->stack.precision == PP_PREC_FP16)
+        /* dynamic loss scaling (loss_scale 0), DeepSpeed's default window and start */
+        sb_printf(b, "  \"fp16\": {\n    \"enabled\": true,\n    \"loss_scale\": 0,\n    \"loss_scale_window\": 1000,\n"
+                     "    \"initial_scale_power\": 16\n  },\n");
+    else
+        sb_printf(b, "  \"bf16\": {\n    \"enabled\": true\n  },\n");
     sb_printf(b, "  \"zero_optimization\": {\n");
     sb_printf(b, "    \"stage\": %d,\n", stage);
-    sb_printf(b, "    \"overlap_comm\": true,\n");
+    sb_printf(b, "    \"overlap_comm\": %s,\n", w->stack.no_overlap ? "false" : "true");
     sb_printf(b, "    \"contiguous_gradients\": true,\n");
     sb_printf(b, "    \"reduce_scatter\": true,\n");
     sb_printf(b, "    \"reduce_bucket_size\": %.0f,\n", h * h);
@@ -852,6 +1026,16 @@ static void write_ds_launcher(sbuf *b, const pp_launch_params *p, bool embed_jso
                  "# data-parallel size from the model-parallel unit (mpu) given to deepspeed.initialize.\n");
     if (l->recompute == PP_RC_SELECTIVE)
         sb_printf(b, "# Selective recompute (attention core only) is the training script's to enable.\n");
+    double attn_drop = 0, hidden_drop = 0;
+    pp_work_dropout(w, &attn_drop, &hidden_drop);
+    char pa[32], ph[32];
+    sb_printf(b, "# The model (the training script's): attention dropout %s, hidden dropout %s",
+              prob(attn_drop, pa, sizeof pa), prob(hidden_drop, ph, sizeof ph));
+    if (pp_model_is_moe(&w->model))
+        sb_printf(b, "; MoE (deepspeed.moe.layer.MoE): %lld experts, top-%lld, ep_size %lld, capacity factor %s",
+                  (long long)w->model.experts, (long long)w->model.topk, (long long)l->ep,
+                  w->stack.moe_capacity_factor > 0 ? "as planned" : "none (drop_tokens=False)");
+    sb_printf(b, ".\n");
     sb_printf(b, "set -euo pipefail\n\n");
     if (embed_json) {
         sb_printf(b, "DS_CONFIG=${DS_CONFIG:-ds_config.json}\n");
@@ -885,6 +1069,8 @@ static pp_status write_nemo(const pp_launch_params *p, sbuf *b, pp_error *err)
     if (l->offload != PP_OFF_NONE)
         return BAD("--offload %s: NeMo's Megatron GPT config has no offload setting",
                    pp_offload_names[l->offload]);
+    const pp_stack *stk = &w->stack;
+    if (stk->tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
     if (l->pp > 1 && !stages_even(w, l))
         return BAD("NeMo's config splits layers evenly over the %lld pipeline stages: uneven stages "
                    "(%s) cannot be written (use --format megatron)",
@@ -899,7 +1085,7 @@ static pp_status write_nemo(const pp_launch_params *p, sbuf *b, pp_error *err)
     sb_printf(b, "trainer:\n");
     sb_printf(b, "  devices: %lld\n", (long long)gpn);
     sb_printf(b, "  num_nodes: %lld\n", (long long)nodes);
-    sb_printf(b, "  precision: bf16-mixed\n");
+    sb_printf(b, "  precision: %s\n", stk->precision == PP_PREC_FP16 ? "16-mixed" : "bf16-mixed");
     sb_printf(b, "  accumulate_grad_batches: 1  # NeMo accumulates global_batch_size / (micro x dp) = %lld itself\n",
               (long long)pp_layout_microbatches(w, l));
     sb_printf(b, "model:\n");
@@ -911,7 +1097,10 @@ static pp_status write_nemo(const pp_launch_params *p, sbuf *b, pp_error *err)
     if (l->vpp > 1) sb_printf(b, "  virtual_pipeline_model_parallel_size: %lld\n", (long long)l->vpp);
     else sb_printf(b, "  virtual_pipeline_model_parallel_size: null\n");
     sb_printf(b, "  context_parallel_size: %lld\n", (long long)l->cp);
-    if (m->experts > 1) sb_printf(b, "  expert_model_parallel_size: %lld\n", (long long)l->ep);
+    if (m->experts > 1) {
+        sb_printf(b, "  expert_model_parallel_size: %lld\n", (long long)l->ep);
+        sb_printf(b, "  expert_tensor_parallel_size: %lld\n", (long long)pp_layout_etp(l));
+    }
     sb_printf(b, "  sequence_parallel: %s\n", l->sp ? "true" : "false");
     sb_printf(b, "  encoder_seq_length: %lld\n", (long long)m->seq);
     sb_printf(b, "  max_position_embeddings: %lld\n", (long long)m->seq);
@@ -922,13 +1111,41 @@ static pp_status write_nemo(const pp_launch_params *p, sbuf *b, pp_error *err)
     if (m->kv_heads > 0 && m->kv_heads != m->heads)
         sb_printf(b, "  num_query_groups: %lld\n", (long long)m->kv_heads);
     else sb_printf(b, "  num_query_groups: null\n");
-    if (m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
+    if (!pp_model_is_mla(m) && m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
         sb_printf(b, "  kv_channels: %lld\n", (long long)m->head_dim);
     sb_printf(b, "  normalization: %s\n", m->norm == PP_NORM_RMSNORM ? "rmsnorm" : "layernorm");
     sb_printf(b, "  activation: %s\n",
               m->act == PP_ACT_SWIGLU ? "fast-swiglu" : m->act == PP_ACT_RELU ? "relu" : "gelu");
     sb_printf(b, "  bias: %s\n", m->bias ? "true" : "false");
-    if (!m->bias) sb_printf(b, "  hidden_dropout: 0.0\n  attention_dropout: 0.0\n");
+    if (!m->bias && m->qkv_bias) sb_printf(b, "  add_qkv_bias: true\n");
+    if (m->qk_norm != PP_QKNORM_NONE) sb_printf(b, "  qk_layernorm: true\n");
+    double attn_drop = 0, hidden_drop = 0;
+    pp_work_dropout(w, &attn_drop, &hidden_drop);
+    char pa[32], ph[32];
+    sb_printf(b, "  hidden_dropout: %s\n  attention_dropout: %s\n", prob(hidden_drop, ph, sizeof ph),
+              prob(attn_drop, pa, sizeof pa));
+    /* TransformerEngine, FP8 and TP communication overlap (NeMo 1.x model keys) */
+    sb_printf(b, "  transformer_engine: %s\n", pp_work_impl(w) == PP_IMPL_TE ? "true" : "false");
+    if (stk->precision == PP_PREC_FP8) sb_printf(b, "  fp8: true\n  fp8_hybrid: true\n");
+    if (stk->tp_comm_overlap) sb_printf(b, "  ub_tp_comm_overlap: true\n");
+    if (pp_model_is_mla(m)) {
+        sb_printf(b, "  multi_latent_attention: true\n");
+        if (m->q_lora_rank > 0) sb_printf(b, "  q_lora_rank: %lld\n", (long long)m->q_lora_rank);
+        sb_printf(b, "  kv_lora_rank: %lld\n  qk_head_dim: %lld\n  qk_pos_emb_head_dim: %lld\n  v_head_dim: %lld\n",
+                  (long long)m->kv_lora_rank, (long long)m->qk_nope_dim, (long long)m->qk_rope_dim,
+                  (long long)m->v_head_dim);
+    }
+    if (m->mtp_layers > 0) sb_printf(b, "  mtp_num_layers: %lld\n", (long long)m->mtp_layers);
+    if (m->window > 0) {
+        sb_printf(b, "  window_size: [%lld, 0]\n", (long long)m->window);
+        if (m->window_full_every > 0) {
+            /* TransformerConfig.window_attn_skip_freq: the list marks windowed layers with 1 */
+            sb_printf(b, "  window_attn_skip_freq: [");
+            for (int64_t i = 0; i < m->layers; i++)
+                sb_printf(b, "%s%d", i ? ", " : "", pp_model_layer_is_window(m, i) ? 1 : 0);
+            sb_printf(b, "]\n");
+        }
+    }
     sb_printf(b, "  position_embedding_type: %s\n",
               m->pos == PP_POS_ROPE ? "rope" : m->pos == PP_POS_ALIBI ? "alibi"
               : m->pos == PP_POS_NONE ? "none" : "learned_absolute");
@@ -936,6 +1153,24 @@ static pp_status write_nemo(const pp_launch_params *p, sbuf *b, pp_error *err)
     if (m->experts > 1) {
         sb_printf(b, "  num_moe_experts: %lld\n", (long long)m->experts);
         sb_printf(b, "  moe_router_topk: %lld\n", (long long)(m->topk > 0 ? m->topk : 1));
+        sb_printf(b, "  moe_ffn_hidden_size: %lld\n", (long long)pp_model_expert_ffn(m));
+        if (m->shared_ffn > 0)
+            sb_printf(b, "  moe_shared_expert_intermediate_size: %lld\n", (long long)m->shared_ffn);
+        if (m->shared_gate) sb_printf(b, "  moe_shared_expert_gate: true\n");
+        if (m->router_bias) sb_printf(b, "  moe_router_enable_expert_bias: true\n  moe_router_score_function: sigmoid\n");
+        /* TransformerConfig.moe_layer_freq: an integer, or the list of MoE (1) and dense (0) layers */
+        bool all = true;
+        for (int64_t i = 0; i < m->layers; i++) all &= pp_model_layer_is_moe(m, i);
+        if (all) {
+            sb_printf(b, "  moe_layer_freq: 1\n");
+        } else {
+            sb_printf(b, "  moe_layer_freq: [");
+            for (int64_t i = 0; i < m->layers; i++) sb_printf(b, "%s%d", i ? ", " : "", pp_model_layer_is_moe(m, i) ? 1 : 0);
+            sb_printf(b, "]\n");
+        }
+        sb_printf(b, "  moe_token_dispatcher_type: %s\n", pp_dispatch_names[stk->dispatcher]);
+        sb_printf(b, "  moe_grouped_gemm: %s\n", stk->grouped_gemm ? "true" : "false");
+        if (stk->moe_capacity_factor > 0) sb_printf(b, "  moe_expert_capacity_factor: %.6g\n", stk->moe_capacity_factor);
     }
     if (l->recompute == PP_RC_SELECTIVE) {
         sb_printf(b, "  activations_checkpoint_granularity: selective\n");
@@ -966,8 +1201,9 @@ static pp_status write_nemo(const pp_launch_params *p, sbuf *b, pp_error *err)
     sb_printf(b, "  optim:\n");
     sb_printf(b, "    name: %s\n", l->dist_opt ? "distributed_fused_adam" : "fused_adam");
     if (l->dist_opt) {
-        sb_printf(b, "    overlap_grad_sync: %s\n", l->dp > 1 ? "true" : "false");
-        sb_printf(b, "    overlap_param_sync: %s\n", l->dp > 1 ? "true" : "false");
+        bool ov = l->dp > 1 && !stk->no_overlap;
+        sb_printf(b, "    overlap_grad_sync: %s\n", ov ? "true" : "false");
+        sb_printf(b, "    overlap_param_sync: %s\n", ov ? "true" : "false");
     }
     return PP_OK;
 }

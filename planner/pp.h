@@ -33,7 +33,8 @@ typedef struct {
 /* Fill err (if not NULL) and return status. file may be NULL. printf-style. */
 pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int line, int col,
                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* "file:line:col: msg" or just "msg"; writes at most n bytes. */
+/* "file:line:col: msg" ("file:line: msg" when the column is unknown) or just "msg"; writes at
+ * most n bytes. */
 void pp_error_format(const pp_error *err, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ model */
@@ -276,6 +277,11 @@ pp_impl pp_work_impl(const pp_work *w);
 void pp_stack_resolve(pp_work *w);
 /* One line: "stack: bf16, te, flash attention, dropout 0.1/0.1 (model), overlap on, ...". */
 void pp_stack_describe(const pp_work *w, char *buf, size_t n);
+/* Ranges and contradictions of the stack with the work (the error names the CLI flags): FP8
+ * needs TransformerEngine; Megatron's local implementation has no flash attention, no TP
+ * communication overlap and no grouped expert GEMM; --impl is Megatron's; dropout in [0, 1);
+ * capacity factor >= 0; imbalance >= 1 and at most experts / topk. */
+pp_status pp_stack_check(const pp_work *w, pp_error *err);
 
 #define PP_MAX_STAGES 512
 

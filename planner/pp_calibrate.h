@@ -1,11 +1,12 @@
 /* Calibration of the time model on real training logs (issue 8): `parplan calibrate LOG...`.
  *
- * 1. Megatron-LM logs are parsed (pp_mlog): the printed arguments block (or, for a log that lacks
- *    it, the Megatron flags of its command line or launch script), the "elapsed time per
- *    iteration (ms)" lines and the per-rank "memory (MB)" reports.
- * 2. Each run is rebuilt as a work and a layout (pp_calib_run): model shape, cluster, batch,
- *    parallel sizes, recompute, and the software behaviour the time model needs (overlap flags,
- *    fusions, dropout, attention implementation).
+ * 1. Megatron-LM logs are parsed (pp_mlog): the "elapsed time per iteration (ms)" lines and the
+ *    per-rank "memory (MB)" reports here; the arguments (the printed block or, for a log that
+ *    lacks it, the command line it records or a launch script) by the one reader of Megatron
+ *    arguments, pp_margs (megatron_args.c).
+ * 2. Each run is rebuilt as a work and a layout (pp_calib_run) from pp_margs_read's model, layout
+ *    and stack, plus the software behaviour the time model needs (overlap flags, fusions,
+ *    dropout, attention implementation).
  * 3. A few efficiency factors of one software stack on one cluster (pp_calibration, stored in the
  *    hardware profile) are fitted by bounded least squares on log(predicted / measured), and the
  *    time model applies them whenever the work's profile carries them (time.c calls
@@ -14,12 +15,12 @@
 #define PP_CALIBRATE_H
 
 #include "pp.h"
+#include "pp_margs.h"
 #include "pp_profile.h"
 #include "pp_time.h"
 
 /* ------------------------------------------------------------------ logs */
 
-typedef struct { char key[80]; char value[200]; } pp_mlog_kv;
 typedef struct {
     int64_t rank, after;     /* "[Rank N] (after K iterations)" */
     double allocated_mib, max_allocated_mib, reserved_mib, max_reserved_mib;
@@ -28,8 +29,7 @@ typedef struct {
 typedef struct {
     char path[512];
     bool args_block;         /* arguments from the printed block (else from command-line flags) */
-    pp_mlog_kv *args;
-    int n_args, cap_args;
+    pp_margs args;           /* the arguments (megatron_args.c) */
     int64_t *iter;           /* iteration numbers, in log order (first report of each) */
     double *iter_ms;
     int n_iter, cap_iter;
@@ -39,14 +39,15 @@ typedef struct {
 
 /* Parse a Megatron-LM log (text of len bytes; path names it in messages). A text without any
  * arguments block, iteration line or memory report is not an error here (see pp_calib_run_init);
- * malformed numbers in a recognised line are (PP_ERR_INPUT with line:col). */
+ * malformed numbers in a recognised line are (PP_ERR_INPUT with line:col), and so is a printed
+ * arguments block without its end (a cut log). */
 pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err);
-/* Add the Megatron flags of a command line or launch script ("--num-layers 22", bash arrays and
- * comments allowed; GPUS_PER_NODE=/NNODES= and torchrun's --nproc-per-node/--nnodes give the GPU
- * count). Keys already present (from the printed block) win. */
+/* Add the Megatron flags of a command line or launch script (pp_margs_parse_script: bash
+ * variables, arrays, comments; torchrun's --nproc-per-node x --nnodes give the GPU count). Keys
+ * already present (from the printed block) win. */
 pp_status pp_mlog_add_flags(pp_mlog *log, const char *text, size_t len, const char *path, pp_error *err);
-/* Read log_path, and args_path's flags when not NULL; without args_path, a log with no printed
- * arguments block falls back to the flags of its "# cmd" / torchrun line. */
+/* Read log_path, and args_path's flags when not NULL; a log with no printed arguments block falls
+ * back to the flags of its "# cmd" / pretrain_*.py line. */
 pp_status pp_mlog_load(pp_mlog *log, const char *log_path, const char *args_path, pp_error *err);
 void pp_mlog_free(pp_mlog *log); /* accepts NULL */
 /* Value of an argument, NULL when absent or printed as None. */
@@ -83,7 +84,7 @@ typedef struct {
 /* Rebuild the run from a parsed log: gpu is the cluster's GPU (the logs do not name it).
  * PP_ERR_INPUT when an argument the model needs is missing or malformed, or the log has no
  * iteration after the warm-up (the error says which). */
-pp_status pp_calib_run_init(pp_calib_run *run, const pp_mlog *log, const pp_gpu *gpu, pp_error *err);
+pp_status pp_calib_run_init(pp_calib_run *run, pp_mlog *log, const pp_gpu *gpu, pp_error *err);
 /* The run's layout with its stage arrays attached (copy it; do not keep it past the run). */
 pp_layout pp_calib_run_layout(const pp_calib_run *run);
 

@@ -136,10 +136,18 @@
 void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->overlap_grad_reduce = true;
-    o->overlap_param_gather = true;
-    o->overlap_p2p = true;
-    o->tp_comm_overlap = false; /* needs Transformer Engine userbuffers: opt-in */
+    const pp_stack *s = &w->stack;
+    /* The training stack (pp_work.stack, filled by the CLI's --no-overlap, --tp-comm-overlap,
+     * --precision, --dropout..., or by --megatron-args): current Megatron-Core and DeepSpeed
+     * overlap the DP gradient reduction and the parameter gather with compute, and the
+     * interleaved schedule's extra send/recv; --no-overlap is the stack that does none of it
+     * (Megatron-LM of 2021's local DDP, DeepSpeed's pipeline engine, or a Megatron command line
+     * without --overlap-grad-reduce / --overlap-param-gather, which are off unless given:
+     * megatron/training/arguments.py). */
+    o->overlap_grad_reduce = !s->no_overlap;
+    o->overlap_param_gather = !s->no_overlap;
+    o->overlap_p2p = !s->no_overlap;
+    o->tp_comm_overlap = s->tp_comm_overlap; /* needs Transformer Engine userbuffers: opt-in */
     /* Fused attention of current stacks: FlashAttention-2 on A100 (Dao 2023: 50-73% of peak
      * forward, i.e. ~0.7 of cuBLAS) and cuDNN / FlashAttention-3 on H100 (Shah et al. 2024:
      * ~600 TFLOP/s forward, ~0.75 of cuBLAS); the backward at about 0.5. */
@@ -148,17 +156,30 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
     /* Megatron splits the PP send/recv across the TP ranks (scatter-gather); DeepSpeed's
      * pipeline engine sends the whole tensor from every TP rank. */
     o->p2p_scatter_gather = w->framework == PP_FW_MEGATRON;
-    /* Megatron's GPT defaults: --hidden-dropout 0.1 --attention-dropout 0.1. */
-    o->dropout = true;
-    /* Megatron with bf16 accumulates and reduces gradients in fp32
-     * (arguments.py: accumulate_allreduce_grads_in_fp32 for bf16); DeepSpeed and FSDP reduce
-     * in the 16-bit training dtype by default. */
-    o->grad_reduce_bytes = w->framework == PP_FW_MEGATRON ? 4.0 : 2.0;
+    /* The dropout kernels run when either dropout is above zero: the stack's --dropout flags,
+     * else the model's own (pp_work_dropout; Megatron's default 0.1 for the GPT lineage). */
+    double attn_drop = 0, hidden_drop = 0;
+    pp_work_dropout(w, &attn_drop, &hidden_drop);
+    o->dropout = attn_drop > 0 || hidden_drop > 0;
+    /* Gradient bytes by precision and framework.
+     * Megatron: with --bf16 (and FP8, whose parameters are bf16) gradients are accumulated and
+     * reduced in fp32 main_grads (arguments.py validate_args sets accumulate_allreduce_grads_in_fp32
+     * for bf16; training.py passes it as DDP's grad_reduce_in_fp32). With --fp16 that switch stays
+     * off and the gradient buffer has the parameters' dtype (megatron/core/distributed/
+     * param_and_grad_buffer.py group_params_for_buffers: grad_dtype = param.dtype unless
+     * grad_reduce_in_fp32): fp16 gradients are reduced as they are, which is also what the
+     * Megatron-LM of 2021 (SC'21, Korthikanti et al.) did with its fp16 main_grad buffer.
+     * DeepSpeed and FSDP reduce in the 16-bit training dtype by default. */
+    bool fp16 = s->precision == PP_PREC_FP16;
+    o->grad_reduce_bytes = w->framework == PP_FW_MEGATRON && !fp16 ? 4.0 : 2.0;
     /* Gradient accumulation per weight element and micro-batch: Megatron's fused wgrad GEMM
-     * reads and writes the fp32 main_grad (8); DeepSpeed's BF16 optimizer writes the bf16 grad,
-     * reads it back and adds it into an fp32 buffer (2 + 2 + 8); FSDP reduce-scatters every
-     * micro-batch's 16-bit grads (write + read, 4). */
-    o->grad_accum_bytes = w->framework == PP_FW_MEGATRON ? 8.0 : w->framework == PP_FW_DEEPSPEED ? 12.0 : 4.0;
+     * reads and writes the main_grad (fp32: 8; fp16: 4); DeepSpeed's BF16 optimizer writes the
+     * bf16 grad, reads it back and adds it into an fp32 buffer (2 + 2 + 8), its fp16 optimizer
+     * accumulates into the fp16 grads (read + write, 4); FSDP reduce-scatters every micro-batch's
+     * 16-bit grads (write + read, 4). */
+    if (w->framework == PP_FW_MEGATRON) o->grad_accum_bytes = fp16 ? 4.0 : 8.0;
+    else if (w->framework == PP_FW_DEEPSPEED) o->grad_accum_bytes = fp16 ? 4.0 : 12.0;
+    else o->grad_accum_bytes = 4.0;
 }
 
 /* ------------------------------------------------------------------ context */

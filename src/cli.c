@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "pp_config.h"
+#include "pp_json.h"
+#include "pp_margs.h"
 
 typedef enum {
     OPT_FLAG,   /* no value */
@@ -36,6 +38,8 @@ typedef enum {
     K_VPP, K_CP, K_EP, K_ETP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
     K_OFFLOAD, K_RECOMPUTE_MODULES, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
+    K_PRECISION, K_DROPOUT, K_ATTN_DROPOUT, K_HIDDEN_DROPOUT, K_NO_OVERLAP, K_TP_COMM_OVERLAP, K_IMPL,
+    K_MOE_DISPATCHER, K_MOE_GROUPED_GEMM, K_CAPACITY_FACTOR, K_MOE_IMBALANCE, K_MEGATRON_ARGS,
 } opt_key;
 
 typedef struct {
@@ -75,6 +79,18 @@ static const opt_def opt_table[] = {
     {"--no-bias", 0, K_NO_BIAS, OPT_FLAG, C_WORK, "no linear-layer biases"},
     {"--experts", 0, K_EXPERTS, OPT_INT, C_WORK, "N: MoE experts per layer"},
     {"--topk", 0, K_TOPK, OPT_INT, C_WORK, "N: experts per token"},
+    {"--megatron-args", 0, K_MEGATRON_ARGS, OPT_STR, C_WORK, "FILE: model, layout and stack from a Megatron-LM command line, launch script or training log ('-': stdin); the flags given beside it override it"},
+    {"--precision", 0, K_PRECISION, OPT_STR, C_WORK, "bf16|fp16|fp8: training precision (default bf16)"},
+    {"--dropout", 0, K_DROPOUT, OPT_NUM, C_WORK, "P: attention and hidden dropout (default: the model's)"},
+    {"--attention-dropout", 0, K_ATTN_DROPOUT, OPT_NUM, C_WORK, "P: attention dropout (overrides --dropout)"},
+    {"--hidden-dropout", 0, K_HIDDEN_DROPOUT, OPT_NUM, C_WORK, "P: hidden dropout (overrides --dropout)"},
+    {"--no-overlap", 0, K_NO_OVERLAP, OPT_FLAG, C_WORK, "no DP gradient-reduce, parameter-gather or pipeline overlap (2021 Megatron, DeepSpeed's pipeline engine)"},
+    {"--tp-comm-overlap", 0, K_TP_COMM_OVERLAP, OPT_FLAG, C_WORK, "TP collectives hidden behind the GEMMs (TransformerEngine userbuffers, with --sp)"},
+    {"--impl", 0, K_IMPL, OPT_STR, C_WORK, "te|local: Megatron-LM transformer implementation (default te; local with --attention unfused)"},
+    {"--moe-dispatcher", 0, K_MOE_DISPATCHER, OPT_STR, C_WORK, "alltoall|allgather: MoE token dispatch (default alltoall)"},
+    {"--moe-grouped-gemm", 0, K_MOE_GROUPED_GEMM, OPT_FLAG, C_WORK, "MoE experts as one grouped GEMM (TransformerEngine)"},
+    {"--capacity-factor", 0, K_CAPACITY_FACTOR, OPT_NUM, C_WORK, "X: MoE expert capacity factor (0: dropless, the default)"},
+    {"--moe-imbalance", 0, K_MOE_IMBALANCE, OPT_NUM, C_WORK, "X: tokens of the busiest expert over the mean (>= 1, default 1)"},
     {"--tp", 0, K_TP, OPT_INT, C_LAYOUT | C_PROBE, "N: tensor parallel"},
     {"--pp", 0, K_PP, OPT_INT, C_LAYOUT, "N: pipeline parallel"},
     {"--dp", 0, K_DP, OPT_INT, C_LAYOUT, "N: data parallel (default gpus/(tp*pp*cp))"},
@@ -131,6 +147,16 @@ typedef struct {
 /* The parser keeps the overrides beside pp_cli without widening the public struct. */
 static model_overrides cli_over;
 static int64_t cli_gpus_per_node; /* 0: the GPU's default */
+
+/* Work and stack options given on the command line (with --megatron-args they override the file's). */
+enum {
+    G_FRAMEWORK = 1 << 0, G_ATTENTION = 1 << 1, G_PRECISION = 1 << 2, G_DROPOUT = 1 << 3,
+    G_ATTN_DROPOUT = 1 << 4, G_HIDDEN_DROPOUT = 1 << 5, G_NO_OVERLAP = 1 << 6, G_TP_COMM = 1 << 7,
+    G_IMPL = 1 << 8, G_DISPATCH = 1 << 9, G_GROUPED = 1 << 10, G_CAPACITY = 1 << 11, G_IMBALANCE = 1 << 12,
+    G_RECOMPUTE_LAYERS = 1 << 13,
+};
+static unsigned cli_given;
+static double cli_dropout, cli_attn_dropout, cli_hidden_dropout;
 
 static pp_status parse_int(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out,
                            pp_error *err)
@@ -211,10 +237,45 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_FRAMEWORK:
         st = parse_enum(o->name, v, pp_framework_names, PP_FW_COUNT, &e, err);
         c->work.framework = (pp_framework)e;
+        cli_given |= G_FRAMEWORK;
         break;
     case K_ATTENTION:
         st = parse_enum(o->name, v, pp_attention_names, PP_ATTN_COUNT, &e, err);
         c->work.attention = (pp_attention)e;
+        cli_given |= G_ATTENTION;
+        break;
+    case K_MEGATRON_ARGS: c->megatron_args = v; break;
+    case K_PRECISION:
+        st = parse_enum(o->name, v, pp_precision_names, PP_PREC_COUNT, &e, err);
+        c->work.stack.precision = (pp_precision)e;
+        cli_given |= G_PRECISION;
+        break;
+    /* dropout is a probability: [0, 1) as in torch.nn.Dropout (p = 1 zeroes everything) */
+    case K_DROPOUT: st = parse_num(o->name, v, 0, 0.999, &cli_dropout, err); cli_given |= G_DROPOUT; break;
+    case K_ATTN_DROPOUT: st = parse_num(o->name, v, 0, 0.999, &cli_attn_dropout, err); cli_given |= G_ATTN_DROPOUT; break;
+    case K_HIDDEN_DROPOUT: st = parse_num(o->name, v, 0, 0.999, &cli_hidden_dropout, err); cli_given |= G_HIDDEN_DROPOUT; break;
+    case K_NO_OVERLAP: c->work.stack.no_overlap = true; cli_given |= G_NO_OVERLAP; break;
+    case K_TP_COMM_OVERLAP: c->work.stack.tp_comm_overlap = true; cli_given |= G_TP_COMM; break;
+    case K_IMPL:
+        st = parse_enum(o->name, v, pp_impl_names, PP_IMPL_COUNT, &e, err);
+        c->work.stack.impl = (pp_impl)e;
+        c->work.stack.impl_given = true;
+        cli_given |= G_IMPL;
+        break;
+    case K_MOE_DISPATCHER:
+        st = parse_enum(o->name, v, pp_dispatch_names, PP_DISPATCH_COUNT, &e, err);
+        c->work.stack.dispatcher = (pp_dispatch)e;
+        cli_given |= G_DISPATCH;
+        break;
+    case K_MOE_GROUPED_GEMM: c->work.stack.grouped_gemm = true; cli_given |= G_GROUPED; break;
+    case K_CAPACITY_FACTOR:
+        /* 0 is dropless; a factor caps each expert at factor x its fair share of the tokens */
+        st = parse_num(o->name, v, 0, 1000, &c->work.stack.moe_capacity_factor, err);
+        cli_given |= G_CAPACITY;
+        break;
+    case K_MOE_IMBALANCE:
+        st = parse_num(o->name, v, 1, 100000, &c->work.stack.moe_imbalance, err);
+        cli_given |= G_IMBALANCE;
         break;
     case K_LAYERS: st = parse_int(o->name, v, 1, 1000000, &mo->layers, err); break;
     case K_HIDDEN: st = parse_int(o->name, v, 1, MAX_DIM, &mo->hidden, err); break;
@@ -253,6 +314,7 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
         break;
     case K_RECOMPUTE_LAYERS:
         st = parse_int(o->name, v, 0, 1000000, &l->recompute_layers, err);
+        cli_given |= G_RECOMPUTE_LAYERS;
         break;
     case K_RECOMPUTE_MODULES: {
         /* A comma-separated list of Megatron's --recompute-modules names. */
@@ -307,11 +369,14 @@ pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_err
     memset(&cli_over, 0, sizeof cli_over);
     cli_over.act = cli_over.norm = cli_over.tied = cli_over.bias = -1;
     cli_gpus_per_node = 0;
+    cli_given = 0;
+    cli_dropout = cli_attn_dropout = cli_hidden_dropout = 0;
     c->argv0 = argv0;
     c->cmd = cmd;
     c->top = 5;
     c->work.framework = PP_FW_MEGATRON;
     c->work.attention = PP_ATTN_FLASH;
+    pp_stack_init(&c->work.stack);
     pp_layout_init(&c->layout);
     unsigned bit = cmd_bit(cmd);
     c->pos = calloc((size_t)argc + 1, sizeof *c->pos);
@@ -435,14 +500,91 @@ static bool any_override(void)
            o->experts || o->topk || o->act >= 0 || o->norm >= 0 || o->tied >= 0 || o->bias >= 0;
 }
 
+/* --megatron-args: read the file once into c->margs. */
+static pp_status margs_load(pp_cli *c, pp_error *err)
+{
+    pp_margs a;
+    pp_status st = pp_margs_load(&a, c->megatron_args, err);
+    if (st) return st;
+    c->margs = calloc(1, sizeof *c->margs);
+    if (!c->margs) {
+        pp_margs_free(&a);
+        return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    st = pp_margs_read(&a, c->margs, err);
+    pp_margs_free(&a);
+    return st;
+}
+
+/* The file's layout with the layout flags given beside it on top. */
+static void margs_layout(pp_cli *c)
+{
+    pp_margs_config *mc = c->margs;
+    pp_layout cl = c->layout;
+    pp_layout *l = &c->layout;
+    *l = pp_margs_config_layout(mc);
+    unsigned f = c->fixed;
+    if (f & PP_FIX_TP) l->tp = cl.tp;
+    if (f & PP_FIX_PP) l->pp = cl.pp;
+    if (f & PP_FIX_DP) l->dp = cl.dp;
+    if (f & PP_FIX_VPP) l->vpp = cl.vpp;
+    if (f & PP_FIX_CP) l->cp = cl.cp;
+    if (f & PP_FIX_EP) l->ep = cl.ep;
+    if (f & PP_FIX_ETP) l->etp = cl.etp;
+    if (f & PP_FIX_MBS) l->mbs = cl.mbs;
+    if (f & PP_FIX_ZERO) l->zero = cl.zero;
+    if (f & PP_FIX_DIST_OPT) l->dist_opt = cl.dist_opt;
+    if (f & PP_FIX_SP) l->sp = cl.sp;
+    if (f & PP_FIX_RECOMPUTE) l->recompute = cl.recompute;
+    if (f & PP_FIX_OFFLOAD) l->offload = cl.offload;
+    if (cli_given & G_RECOMPUTE_LAYERS) l->recompute_layers = cl.recompute_layers;
+    if (l->recompute != PP_RC_FULL) l->recompute_layers = 0;
+    /* the file's uneven stages hold while its pipeline and recompute do */
+    if (l->stage_layers && (f & (PP_FIX_PP | PP_FIX_VPP | PP_FIX_RECOMPUTE) || (cli_given & G_RECOMPUTE_LAYERS)))
+        l->stage_layers = l->stage_recompute = NULL;
+}
+
+/* The file's stack with the stack flags given beside it on top. */
+static void margs_stack(pp_cli *c)
+{
+    pp_stack cs = c->work.stack;
+    pp_stack *s = &c->work.stack;
+    *s = c->margs->stack;
+    if (cli_given & G_PRECISION) s->precision = cs.precision;
+    if (cli_given & G_NO_OVERLAP) s->no_overlap = true;
+    if (cli_given & G_TP_COMM) s->tp_comm_overlap = true;
+    if (cli_given & G_IMPL) s->impl = cs.impl, s->impl_given = true;
+    if (cli_given & G_DISPATCH) s->dispatcher = cs.dispatcher;
+    if (cli_given & G_GROUPED) s->grouped_gemm = true;
+    if (cli_given & G_CAPACITY) s->moe_capacity_factor = cs.moe_capacity_factor;
+    if (cli_given & G_IMBALANCE) s->moe_imbalance = cs.moe_imbalance;
+    /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
+     * userbuffers do not carry over (a conversion, not a contradiction) */
+    if ((cli_given & G_FRAMEWORK) && c->work.framework != PP_FW_MEGATRON) {
+        if (!(cli_given & G_IMPL)) s->impl_given = false, s->impl = PP_IMPL_TE;
+        if (!(cli_given & G_TP_COMM)) s->tp_comm_overlap = false;
+    }
+}
+
 pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
 {
     pp_status st = pp_cli_catalog(c, err);
     if (st != PP_OK) return st;
     pp_work *w = &c->work;
+    if (c->megatron_args && !c->margs) {
+        st = margs_load(c, err);
+        if (st != PP_OK) return st;
+    }
+    pp_margs_config *mc = c->margs;
     if (c->model_arg) {
         st = pp_model_resolve(&w->model, &c->cat, c->model_arg, err);
         if (st != PP_OK) return st;
+    } else if (mc) {
+        w->model = mc->model;
+        if (mc->need_vocab && !cli_over.vocab)
+            return pp_error_set(err, PP_ERR_INPUT, c->megatron_args, 0, 0,
+                                "the Megatron arguments do not give the vocabulary (the script's tokenizer does): "
+                                "give --vocab N");
     } else if (cli_over.layers && cli_over.hidden && cli_over.heads && cli_over.vocab && cli_over.seq) {
         /* An inline model: all shape flags given, GPT defaults for the rest. */
         pp_model_init(&w->model);
@@ -450,8 +592,8 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
         w->model.bias = true;
         w->model.tied = true;
     } else {
-        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--model is required (or all of --layers --hidden --heads --vocab --seq)");
+        return pp_error_set(err, PP_ERR_INPUT, 0, 0, 0,
+                            "--model is required (or all of --layers --hidden --heads --vocab --seq, or --megatron-args)");
     }
     if (any_override()) {
         apply_overrides(&w->model);
@@ -462,18 +604,60 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
             return st;
         }
     }
+    if (!pp_model_is_moe(&w->model) && (cli_given & (G_DISPATCH | G_GROUPED | G_CAPACITY | G_IMBALANCE)))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a model with experts (model %s has none)",
+                            cli_given & G_DISPATCH ? "--moe-dispatcher" : cli_given & G_GROUPED ? "--moe-grouped-gemm"
+                            : cli_given & G_CAPACITY ? "--capacity-factor" : "--moe-imbalance", w->model.name);
     if (!c->gpu_arg) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu is required (see parplan models)");
     st = pp_gpu_resolve(&w->gpu, &c->cat, c->gpu_arg, err);
     if (st != PP_OK) return st;
-    if (!w->gpus) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpus is required");
-    w->gpus_per_node = cli_gpus_per_node ? cli_gpus_per_node : w->gpu.gpus_per_node;
+    if (mc) margs_layout(c);
+    pp_layout *l = &c->layout;
+    if (!w->gpus && mc) {
+        /* the log's world size, the launcher's GPU count, or the log's data-parallel size */
+        if (mc->has & PP_MARGS_HAS_WORLD) w->gpus = mc->world_size;
+        else if (mc->has & PP_MARGS_HAS_DP) w->gpus = l->tp * l->pp * l->cp * mc->dp;
+    }
+    if (!w->gpus)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, mc ? "--gpus is required: the Megatron arguments do not say "
+                                                                "how many GPUs (no world size, no torchrun --nproc-per-node)"
+                                                              : "--gpus is required");
+    w->gpus_per_node = cli_gpus_per_node ? cli_gpus_per_node
+                       : mc && (mc->has & PP_MARGS_HAS_GPN) ? mc->gpus_per_node : w->gpu.gpus_per_node;
     if (w->gpus_per_node < 1) w->gpus_per_node = 8;
     if (w->gpus > w->gpus_per_node && w->gpus % w->gpus_per_node)
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
                             "--gpus %lld is not a whole number of nodes of %lld (--gpus-per-node)",
                             (long long)w->gpus, (long long)w->gpus_per_node);
     if (w->gpus < w->gpus_per_node) w->gpus_per_node = w->gpus;
+    int64_t mp = l->tp * l->pp * l->cp;
+    int64_t dp = l->dp > 0 ? l->dp : mp > 0 && w->gpus % mp == 0 ? w->gpus / mp : 0;
+    if (!w->gbs && mc) w->gbs = mc->gbs > 0 ? mc->gbs : l->mbs * (dp > 0 ? dp : 1); /* Megatron's default */
     if (!w->gbs) w->gbs = w->model.gbs ? w->model.gbs : 1024;
+    if (mc) {
+        if (!(cli_given & G_FRAMEWORK)) w->framework = mc->framework;
+        if (!(cli_given & G_ATTENTION)) w->attention = mc->attention;
+        margs_stack(c);
+        if (!(cli_given & G_NO_OVERLAP)) {
+            pp_layout t = *l;
+            t.dp = dp;
+            pp_margs_config_overlap(mc, &t);
+            w->stack.no_overlap = mc->stack.no_overlap;
+        }
+    }
+    /* dropout: the specific flags over --dropout over the file's (or the model's) */
+    if (cli_given & (G_DROPOUT | G_ATTN_DROPOUT | G_HIDDEN_DROPOUT)) {
+        double a = 0, h = 0;
+        pp_work_dropout(w, &a, &h);
+        if (cli_given & G_DROPOUT) a = h = cli_dropout;
+        if (cli_given & G_ATTN_DROPOUT) a = cli_attn_dropout;
+        if (cli_given & G_HIDDEN_DROPOUT) h = cli_hidden_dropout;
+        w->stack.attention_dropout = a;
+        w->stack.hidden_dropout = h;
+        w->stack.dropout_given = true;
+    }
+    st = pp_stack_check(w, err);
+    if (st != PP_OK) return st;
     pp_stack_resolve(w);
     if (c->profile_arg) {
         st = pp_profile_load_file(&c->profile, c->profile_arg, err);
@@ -485,7 +669,57 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
         st = pp_layout_validate(w, &c->layout, err);
         if (st != PP_OK) return st;
     }
+    /* what the file sets that parplan does not model: one line, never dropped */
+    if (mc && !c->quiet && (mc->unmodelled[0] || mc->overlap_note[0]))
+        fprintf(stderr, "parplan: warning: %s: not modelled (they change memory or time): %s%s%s\n", c->megatron_args,
+                mc->unmodelled, mc->unmodelled[0] && mc->overlap_note[0] ? "; " : "", mc->overlap_note);
     return PP_OK;
+}
+
+void pp_cli_stack_line(FILE *f, const pp_cli *c)
+{
+    char buf[512];
+    pp_stack_describe(&c->work, buf, sizeof buf);
+    fprintf(f, "%s", buf);
+    if (c->margs) fprintf(f, " (from %s%s)", c->megatron_args, c->margs->unmodelled[0] ? ", with unmodelled arguments" : "");
+    fprintf(f, "\n");
+}
+
+void pp_cli_stack_json(pp_json *j, const pp_cli *c)
+{
+    const pp_work *w = &c->work;
+    const pp_stack *s = &w->stack;
+    char buf[512];
+    pp_json_key(j, "stack");
+    pp_json_obj_begin(j);
+    pp_json_kstr(j, "precision", pp_precision_names[s->precision]);
+    pp_json_kstr(j, "framework", pp_framework_names[w->framework]);
+    pp_json_key(j, "impl");
+    if (w->framework == PP_FW_MEGATRON) pp_json_str(j, pp_impl_names[s->impl]);
+    else pp_json_null(j);
+    pp_json_kstr(j, "attention", pp_attention_names[w->attention]);
+    pp_json_knum(j, "attention_dropout", s->attention_dropout);
+    pp_json_knum(j, "hidden_dropout", s->hidden_dropout);
+    pp_json_kstr(j, "dropout_source", s->dropout_given ? "given" : w->model.dropout_set ? "model" : "assumed");
+    pp_json_kbool(j, "overlap", !s->no_overlap);
+    pp_json_kbool(j, "tp_comm_overlap", s->tp_comm_overlap);
+    if (pp_model_is_moe(&w->model)) {
+        pp_json_kstr(j, "moe_dispatcher", pp_dispatch_names[s->dispatcher]);
+        pp_json_kbool(j, "moe_grouped_gemm", s->grouped_gemm);
+        pp_json_knum(j, "capacity_factor", s->moe_capacity_factor);
+        pp_json_knum(j, "moe_imbalance", s->moe_imbalance);
+    }
+    pp_stack_describe(w, buf, sizeof buf);
+    pp_json_kstr(j, "describe", buf);
+    pp_json_obj_end(j);
+    if (c->margs) {
+        pp_json_key(j, "megatron_args");
+        pp_json_obj_begin(j);
+        pp_json_kstr(j, "file", c->megatron_args);
+        pp_json_kstr(j, "unmodelled", c->margs->unmodelled);
+        pp_json_kstr(j, "overlap_note", c->margs->overlap_note);
+        pp_json_obj_end(j);
+    }
 }
 
 void pp_cli_free(pp_cli *c)
@@ -493,6 +727,8 @@ void pp_cli_free(pp_cli *c)
     if (!c) return;
     pp_catalog_free(&c->cat);
     if (c->have_profile) pp_profile_free(&c->profile);
+    free(c->margs);
+    c->margs = NULL;
     free(c->pos);
     c->pos = NULL;
 }

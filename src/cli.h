@@ -6,7 +6,9 @@
 #include <stdio.h>
 
 #include "pp.h"
+#include "pp_json.h"
 #include "pp_load.h"
+#include "pp_margs.h"
 #include "pp_profile.h"
 
 /* Layout flags the user gave explicitly (plan keeps them fixed while searching the rest). */
@@ -17,6 +19,8 @@ enum {
     PP_FIX_OFFLOAD = 1 << 11, PP_FIX_ETP = 1 << 12,
 };
 
+
+
 typedef struct {
     const char *argv0;
     const char *cmd;          /* subcommand */
@@ -25,6 +29,8 @@ typedef struct {
     bool quiet;               /* -q */
     /* WORK */
     const char *model_arg, *gpu_arg, *profile_arg;
+    const char *megatron_args;         /* --megatron-args FILE|- */
+    pp_margs_config *margs;       /* what it says (pp_cli_work reads it; stage arrays live here) */
     pp_catalog cat;
     pp_work work;
     pp_profile profile;
@@ -81,6 +87,11 @@ bool pp_probe_find(const char *argv0, char *out, size_t n, char *tried, size_t t
  * --train-iters, -o DIR and --json from c; stdout when no -o. For launch and plan --emit.
  * Returns the exit status (errors printed). Defined in cmd_launch.c. */
 int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *format);
+
+/* The training stack check and plan assumed: one line (pp_stack_describe, and the
+ * --megatron-args file), and the "stack" (and "megatron_args") objects of their JSON. */
+void pp_cli_stack_line(FILE *f, const pp_cli *c);
+void pp_cli_stack_json(pp_json *j, const pp_cli *c);
 
 /* The option lines that apply to cmd, for --help. */
 void pp_cli_usage_options(FILE *f, const char *cmd);

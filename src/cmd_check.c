@@ -17,7 +17,7 @@
 /* Byte counts are whole numbers in the JSON (the model's doubles carry fractions). */
 static void kbytes(pp_json *j, const char *k, double v) { pp_json_knum(j, k, round(v)); }
 
-static void check_json(const pp_work *w, const pp_layout *l, const pp_mem_result *r,
+static void check_json(const pp_cli *c, const pp_work *w, const pp_layout *l, const pp_mem_result *r,
                        const pp_time_result *t)
 {
     pp_json j;
@@ -45,8 +45,9 @@ static void check_json(const pp_work *w, const pp_layout *l, const pp_mem_result
     pp_json_kstr(&j, "offload", pp_offload_names[l->offload]);
     pp_json_kstr(&j, "framework", pp_framework_names[w->framework]);
     pp_json_kstr(&j, "attention", pp_attention_names[w->attention]);
-    pp_json_kstr(&j, "stage_split", l->stage_layers ? "ilp" : "uniform");
+    pp_json_kstr(&j, "stage_split", !l->stage_layers ? "uniform" : c->margs && c->margs->uneven && !c->stages ? "megatron-args" : "ilp");
     pp_json_obj_end(&j);
+    pp_cli_stack_json(&j, c);
     pp_json_kbool(&j, "fits", r->fits);
     kbytes(&j, "capacity_bytes", r->capacity_bytes);
     kbytes(&j, "peak_bytes", r->peak_bytes);
@@ -86,7 +87,7 @@ static void check_json(const pp_work *w, const pp_layout *l, const pp_mem_result
     pp_json_end(&j);
 }
 
-static void check_table(const pp_work *w, const pp_layout *l, const pp_mem_result *r,
+static void check_table(const pp_cli *c, const pp_work *w, const pp_layout *l, const pp_mem_result *r,
                         const pp_time_result *t)
 {
     char b[12][24];
@@ -103,7 +104,9 @@ static void check_table(const pp_work *w, const pp_layout *l, const pp_mem_resul
     if (l->recompute == PP_RC_FULL && l->recompute_layers)
         printf(" (%lld layers per stage)", (long long)l->recompute_layers);
     if (l->offload) printf(", offload %s", pp_offload_names[l->offload]);
-    printf("\n\n");
+    printf("\n");
+    pp_cli_stack_line(stdout, c);
+    printf("\n");
     printf("%5s %6s %4s %5s %10s %10s %10s %11s %10s %10s %10s %10s  %s\n", "stage", "layers",
            "rc", "in-fl", "weights", "grads", "optimizer", "activations", "transient", "peak",
            "reserved", "total", "fits");
@@ -144,15 +147,18 @@ int pp_cmd_check(pp_cli *c)
     }
     pp_status st = pp_cli_work(c, true, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
-    /* --stages ilp|auto: the stage MILP's split (issue 5); uniform by default. */
+    /* --stages ilp|auto: the stage MILP's split (issue 5); uniform by default, or the uneven
+     * stages a --megatron-args file gives (its --pipeline-model-parallel-layout). */
     static int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    bool file_stages = c->layout.stage_layers && !c->stages;
     pp_stages_result *sres = calloc(1, sizeof *sres);
     if (!sres) {
         pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         return pp_cli_fail(&err);
     }
-    st = pp_stages_apply(&c->work, &c->layout, c->stages, c->dump_ilp, stage_layers, stage_recompute,
-                         sres, &err);
+    if (!file_stages)
+        st = pp_stages_apply(&c->work, &c->layout, c->stages, c->dump_ilp, stage_layers, stage_recompute,
+                             sres, &err);
     if (st == PP_OK && sres->warning[0] && !c->quiet)
         fprintf(stderr, "parplan: warning: %s\n", sres->warning);
     free(sres);
@@ -183,8 +189,8 @@ int pp_cmd_check(pp_cli *c)
             goto done;
         }
     }
-    if (c->json) check_json(w, l, r, &t);
-    else check_table(w, l, r, &t);
+    if (c->json) check_json(c, w, l, r, &t);
+    else check_table(c, w, l, r, &t);
 done:
     free(r);
     return rc;

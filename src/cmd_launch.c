@@ -39,10 +39,15 @@ static pp_status target_lookup(const char *name, pp_launch_target *t, pp_error *
 }
 
 /* Predictions for the comment: the memory and time models. A model that fails at run time
- * leaves the figure "not predicted" with a warning; bad input is an error. */
+ * leaves the figure "not predicted" with a warning; bad input is an error. The warnings are
+ * collected in warn (printed once the config is written: a layout the format refuses is one
+ * error line, not a warning and an error). */
 static pp_status predict(const pp_work *w, const pp_layout *l, pp_launch_params *p, bool quiet,
-                         pp_error *err)
+                         char *warn, size_t warn_n, pp_error *err)
 {
+    FILE *ws = fmemopen(warn, warn_n, "w");
+    if (ws) setvbuf(ws, NULL, _IONBF, 0);
+    FILE *out = ws ? ws : stderr;
     pp_mem_result *mem = calloc(1, sizeof *mem);
     if (!mem) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     pp_error e = {0};
@@ -53,14 +58,15 @@ static pp_status predict(const pp_work *w, const pp_layout *l, pp_launch_params 
         if (mem->largest_stage >= 0 && mem->largest_stage < mem->n_stages)
             p->reserved_bytes = mem->stages[mem->largest_stage].reserved_bytes;
         if (!mem->fits && !quiet)
-            fprintf(stderr, "parplan: warning: the layout is predicted not to fit (%s); writing the "
-                            "config anyway\n", mem->why[0] ? mem->why : "out of memory");
+            fprintf(out, "parplan: warning: the layout is predicted not to fit (%s); writing the "
+                         "config anyway\n", mem->why[0] ? mem->why : "out of memory");
     } else if (st == PP_ERR_INPUT) {
         free(mem);
         *err = e;
+        if (ws) fclose(ws);
         return st;
     } else if (!quiet) {
-        fprintf(stderr, "parplan: warning: no memory prediction (%s)\n", e.msg);
+        fprintf(out, "parplan: warning: no memory prediction (%s)\n", e.msg);
     }
     free(mem);
     pp_time_result t;
@@ -72,10 +78,12 @@ static pp_status predict(const pp_work *w, const pp_layout *l, pp_launch_params 
         p->samples_per_s = t.samples_per_s;
     } else if (st == PP_ERR_INPUT) {
         *err = e;
+        if (ws) fclose(ws);
         return st;
     } else if (!quiet) {
-        fprintf(stderr, "parplan: warning: no step-time prediction (%s)\n", e.msg);
+        fprintf(out, "parplan: warning: no step-time prediction (%s)\n", e.msg);
     }
+    if (ws) fclose(ws);
     return PP_OK;
 }
 
@@ -94,9 +102,11 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
     p.work = w;
     p.layout = l;
     p.train_iters = c->train_iters;
-    st = predict(w, l, &p, c->quiet, &err);
+    char warn[2048] = "";
+    st = predict(w, l, &p, c->quiet, warn, sizeof warn, &err);
     if (st == PP_OK) st = pp_launch_write(fmt, &p, c->output ? NULL : stdout, c->output, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
+    fputs(warn, stderr);
     if (c->json) {
         pp_json j;
         pp_json_init(&j, stdout, true);

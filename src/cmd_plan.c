@@ -243,6 +243,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
             w->model.name, (long long)w->gpus, w->gpu.name, (long long)nodes, nodes > 1 ? "s" : "",
             (long long)w->gpus_per_node, (long long)w->gbs, (long long)w->model.seq,
             pp_framework_names[w->framework], pp_attention_names[w->attention]);
+    pp_cli_stack_line(f, c);
     fprintf(f, "searched %lld layouts in %.1f ms: %lld fit in memory", (long long)r->evaluated,
             r->search_time_s * 1e3, (long long)r->fitting);
     if (r->none_fit)
@@ -290,7 +291,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
 static const pp_plan_probe_info *plan_probe_info;
 static int64_t plan_probe_n;
 
-static void print_json(const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w)
+static void print_json(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w)
 {
     pp_json j;
     pp_json_init(&j, stdout, true);
@@ -304,6 +305,7 @@ static void print_json(const pp_search_candidate *cand, const pp_search_result *
     pp_json_kint(&j, "leaves", r->leaves);
     pp_json_knum(&j, "search_time_s", r->search_time_s);
     pp_json_knum(&j, "capacity_bytes", w->gpu.memory_bytes);
+    pp_cli_stack_json(&j, c);
     pp_json_key(&j, "candidates");
     pp_json_arr_begin(&j);
     for (int64_t i = 0; i < r->n; i++) {
@@ -555,7 +557,7 @@ int pp_cmd_plan(pp_cli *c)
     }
     /* With --emit and no -o the launch config owns stdout: the table goes to stderr. */
     bool emit_stdout = c->emit && !c->output;
-    if (c->json && !emit_stdout) print_json(cand, &r, &c->work);
+    if (c->json && !emit_stdout) print_json(c, cand, &r, &c->work);
     else if (!c->quiet || !c->emit) print_table(emit_stdout ? stderr : stdout, c, cand, &r, shapes);
     if (probe_info && !(c->json && !emit_stdout) && (!c->quiet || !c->emit))
         pp_plan_probe_print(emit_stdout ? stderr : stdout, cand, plan_probe_n < r.n ? plan_probe_n : r.n, probe_info);

@@ -42,7 +42,10 @@ static void usage(FILE *f)
     for (size_t i = 0; i < N_SUB; i++)
         fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(f, "\nWORK:   --model NAME|FILE --gpu NAME|FILE --gpus N [--gpus-per-node N] [--gbs N]\n"
-               "LAYOUT: --tp --pp --dp --vpp --cp --ep --mbs [--zero S|--dist-opt] [--sp]\n"
+               "        or --megatron-args FILE|- (a Megatron-LM command line, script or log) --gpu NAME\n"
+               "STACK:  [--precision bf16|fp16|fp8] [--dropout P] [--no-overlap] [--tp-comm-overlap]\n"
+               "        [--impl te|local] [--moe-dispatcher D] [--moe-grouped-gemm] [--capacity-factor X]\n"
+               "LAYOUT: --tp --pp --dp --vpp --cp --ep --etp --mbs [--zero S|--dist-opt] [--sp]\n"
                "        [--recompute none|selective|full] [--offload none|optimizer|params]\n"
                "\n`parplan <command> --help` lists a command's options. Example:\n"
                "  parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8\n");

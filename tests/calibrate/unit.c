@@ -152,7 +152,7 @@ static void test_flags_and_errors(void)
                       "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --no-gradient-accumulation-fusion "
                       "--overlap-grad-reduce --recompute-granularity=full --recompute-method uniform";
     pp_status st = pp_mlog_parse(&log, "", 0, "cmd", &err);
-    tap_ok(st == PP_OK && log.n_iter == 0 && log.n_args == 0, "an empty text is an empty log");
+    tap_ok(st == PP_OK && log.n_iter == 0 && log.args.n == 0, "an empty text is an empty log");
     st = pp_mlog_add_flags(&log, cmd, strlen(cmd), "cmd", &err);
     const char *ws = pp_mlog_arg(&log, "world_size");
     tap_ok(st == PP_OK && ws && !strcmp(ws, "8"), "torchrun 4 per node x 2 nodes = world 8 (got %s)", ws ? ws : "none");

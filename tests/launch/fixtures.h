@@ -11,7 +11,11 @@
 #include "pp_launch.h"
 
 /* Published shapes: GPT-3 (Brown et al. 2020, table 2.1), Llama 2 (Touvron et al. 2023, HF
- * config.json), Llama 3 8B (HF config.json), Mixtral 8x7B, TinyLlama 1.1B, BLOOM (HF config.json files). */
+ * config.json), Llama 3 8B (HF config.json), Mixtral 8x7B, TinyLlama 1.1B, BLOOM (HF config.json
+ * files); DeepSeek-V2-Lite (MLA, 64 routed + 2 shared experts, first layer dense: its HF
+ * config.json), Qwen3-30B-A3B (128 experts top-8, QK-norm, head_dim 128: HF config.json), and a
+ * sliding-window shape (Mistral-7B's window 4096, every 4th layer full as in Gemma 3's 5:1 idea,
+ * here 3:1 so that the phase differs from Megatron's integer form). */
 static inline pp_model fx_model(const char *name)
 {
     pp_model m;
@@ -37,6 +41,17 @@ static inline pp_model fx_model(const char *name)
         else if (!strcmp(name, "mixtral-8x7b"))
             m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336,
             m.experts = 8, m.topk = 2;
+        else if (!strcmp(name, "deepseek-v2-lite"))
+            m.layers = 27, m.hidden = 2048, m.heads = 16, m.ffn = 10944, m.vocab = 102400, m.seq = 4096,
+            m.kv_lora_rank = 512, m.qk_nope_dim = 128, m.qk_rope_dim = 64, m.v_head_dim = 128,
+            m.experts = 64, m.topk = 6, m.moe_ffn = 1408, m.shared_experts = 2, m.shared_ffn = 2816,
+            m.moe_first_dense = 1;
+        else if (!strcmp(name, "qwen3-30b-a3b"))
+            m.layers = 48, m.hidden = 2048, m.heads = 32, m.kv_heads = 4, m.head_dim = 128, m.ffn = 6144,
+            m.vocab = 151936, m.experts = 128, m.topk = 8, m.moe_ffn = 768, m.qk_norm = PP_QKNORM_HEAD;
+        else if (!strcmp(name, "window-7b"))
+            m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336, m.window = 4096,
+            m.window_full_every = 4, m.window_full_phase = 0;
         else if (!strcmp(name, "bloom-176b")) {
             m.layers = 70, m.hidden = 14336, m.heads = 112, m.vocab = 250880, m.seq = 2048;
             m.act = PP_ACT_GELU, m.norm = PP_NORM_LAYERNORM, m.pos = PP_POS_ALIBI;
@@ -48,7 +63,8 @@ static inline pp_model fx_model(const char *name)
     }
     if (!m.kv_heads) m.kv_heads = m.heads;
     if (!m.ffn) m.ffn = 4 * m.hidden;
-    m.head_dim = m.hidden / m.heads;
+    if (m.kv_lora_rank) m.head_dim = m.qk_nope_dim + m.qk_rope_dim;
+    else if (!m.head_dim) m.head_dim = m.hidden / m.heads;
     return m;
 }
 

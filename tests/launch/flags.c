@@ -12,6 +12,7 @@
 
 #include "../tap.h"
 #include "fixtures.h"
+#include "pp_margs.h"
 
 typedef struct {
     const char *model;
@@ -26,6 +27,11 @@ typedef struct {
     pp_launch_format fmt;
     int stages[8];   /* ILP stage layers (0: uniform) */
     int stage_rc[8]; /* ILP per-stage recompute */
+    /* the training stack (zero: bf16, TE, overlap, dropless alltoall) */
+    pp_precision prec;
+    bool no_overlap, tp_comm_overlap, grouped_gemm;
+    double capacity;
+    int64_t etp;
 } fx_case;
 
 #define STD PP_TARGET_STANDARD
@@ -38,31 +44,42 @@ typedef struct {
 
 static const fx_case cases[] = {
     /* model            gpus gpn  gbs  tp pp vpp cp ep mbs dopt  sp    recompute    k  offload */
-    {"gpt3-1.3b",         2,  2,   16,  1, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
-    {"gpt3-1.3b",         2,  2,   16,  2, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
-    {"gpt3-1.3b",         2,  2,   16,  1, 2, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
-    {"tinyllama-1.1b",    2,  2,   16,  2, 1, 1, 1, 1, 2, true,  false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
-    {"tinyllama-1.1b",    2,  2,   16,  1, 2, 1, 1, 1, 2, true,  false, PP_RC_FULL, 0, PP_OFF_NONE, UN, LOC, MEG, {12, 10}, {2, 0}},
-    {"llama2-7b",         8,  8,   64,  2, 2, 1, 1, 1, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
-    {"llama2-70b",       64,  8,  128,  8, 4, 5, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
-    {"llama2-70b",       64,  8,  128,  8, 4, 1, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, TRN, {22, 20, 20, 18}, {4, 2, 0, 0}},
-    {"llama3-8b",        16,  8,   64,  2, 1, 1, 2, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
-    {"mixtral-8x7b",     16,  8,   64,  2, 2, 1, 1, 4, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
-    {"gpt3-175b",      1024,  8, 1536,  8, 16, 2, 1, 1, 1, true, true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
-    {"gpt3-13b",         16,  8,  256,  4, 2, 1, 1, 1, 2, false, true,  PP_RC_FULL, 5, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
-    {"gpt3-13b",         12,  4,   32,  4, 3, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}},
-    {"llama2-7b",         8,  8,   64,  1, 1, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_OPTIMIZER, FL, STD, MEG, {0}, {0}},
-    {"gpt3-1.3b",         8,  8,  256,  1, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, STD, TRN, {0}, {0}},
-    {"llama3-8b",         2,  2,    8,  2, 1, 1, 1, 1, 1, true,  false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, UN, LOC, TRN, {0}, {0}},
-    {"gpt3-1.3b",         2,  2,    8,  1, 2, 2, 1, 1, 1, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, SLM, {0}, {0}},
-    {"llama2-70b",       16,  8,   64,  8, 2, 2, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, MEG, {42, 38}, {6, 2}},
-    {"gpt-tiny",          1,  1,    4,  1, 1, 1, 1, 1, 1, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, LOC, MEG, {0}, {0}},
-    {"mixtral-8x7b",      8,  8,   64,  1, 1, 1, 1, 8, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}},
-    {"llama2-7b",         8,  8,   64,  2, 2, 2, 1, 1, 1, true,  true,  PP_RC_FULL, 8, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
-    {"gpt3-175b",       384,  8, 1536,  8, 12, 1, 1, 1, 2, true, true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}},
-    {"llama3-8b",         4,  4,   64,  1, 1, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}},
-    {"gpt3-13b",         16,  8,  512,  2, 4, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}},
-    {"tinyllama-1.1b",   32,  8,  256,  1, 2, 1, 4, 1, 1, true,  false, PP_RC_FULL, 3, PP_OFF_NONE, FL, STD, SLM, {0}, {0}},
+    {"gpt3-1.3b",         2,  2,   16,  1, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-1.3b",         2,  2,   16,  2, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-1.3b",         2,  2,   16,  1, 2, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"tinyllama-1.1b",    2,  2,   16,  2, 1, 1, 1, 1, 2, true,  false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"tinyllama-1.1b",    2,  2,   16,  1, 2, 1, 1, 1, 2, true,  false, PP_RC_FULL, 0, PP_OFF_NONE, UN, LOC, MEG, {12, 10}, {2, 0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama2-7b",         8,  8,   64,  2, 2, 1, 1, 1, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama2-70b",       64,  8,  128,  8, 4, 5, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama2-70b",       64,  8,  128,  8, 4, 1, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, TRN, {22, 20, 20, 18}, {4, 2, 0, 0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama3-8b",        16,  8,   64,  2, 1, 1, 2, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"mixtral-8x7b",     16,  8,   64,  2, 2, 1, 1, 4, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-175b",      1024,  8, 1536,  8, 16, 2, 1, 1, 1, true, true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-13b",         16,  8,  256,  4, 2, 1, 1, 1, 2, false, true,  PP_RC_FULL, 5, PP_OFF_NONE, FL, STD, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-13b",         12,  4,   32,  4, 3, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama2-7b",         8,  8,   64,  1, 1, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_OPTIMIZER, FL, STD, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-1.3b",         8,  8,  256,  1, 1, 1, 1, 1, 4, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, STD, TRN, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama3-8b",         2,  2,    8,  2, 1, 1, 1, 1, 1, true,  false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, UN, LOC, TRN, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-1.3b",         2,  2,    8,  1, 2, 2, 1, 1, 1, false, false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama2-70b",       16,  8,   64,  8, 2, 2, 1, 1, 1, true,  true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, MEG, {42, 38}, {6, 2}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt-tiny",          1,  1,    4,  1, 1, 1, 1, 1, 1, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"mixtral-8x7b",      8,  8,   64,  1, 1, 1, 1, 8, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama2-7b",         8,  8,   64,  2, 2, 2, 1, 1, 1, true,  true,  PP_RC_FULL, 8, PP_OFF_NONE, FL, STD, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-175b",       384,  8, 1536,  8, 12, 1, 1, 1, 2, true, true,  PP_RC_FULL, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"llama3-8b",         4,  4,   64,  1, 1, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"gpt3-13b",         16,  8,  512,  2, 4, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    {"tinyllama-1.1b",   32,  8,  256,  1, 2, 1, 4, 1, 1, true,  false, PP_RC_FULL, 3, PP_OFF_NONE, FL, STD, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
+    /* MoE, MLA, QK-norm, windows, FP8, fp16 and the overlap switches (issue: the training stack as input) */
+    {"deepseek-v2-lite", 32,  8,  256,  2, 1, 1, 1, 8, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
+     PP_PREC_FP8, false, true, true, 1.25, 1},
+    {"qwen3-30b-a3b",    64,  8,  512,  2, 4, 3, 1, 8, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0},
+     PP_PREC_BF16, true, false, false, 0, 1},
+    {"mixtral-8x7b",     16,  8,   64,  1, 2, 1, 1, 8, 1, true,  false, PP_RC_FULL, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0},
+     PP_PREC_BF16, false, false, false, 0, 0},
+    {"window-7b",         8,  8,   64,  2, 1, 1, 1, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0},
+     PP_PREC_FP16, false, false, false, 0, 0},
+    {"gpt3-13b",         16,  8,  256,  4, 4, 2, 1, 1, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
+     PP_PREC_BF16, true, true, false, 0, 0},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -207,7 +224,11 @@ int main(void)
         l.tp = c->tp, l.pp = c->pp, l.vpp = c->vpp, l.cp = c->cp, l.ep = c->ep, l.mbs = c->mbs;
         l.dist_opt = c->dist_opt, l.sp = c->sp, l.recompute = c->rc, l.recompute_layers = c->rc_layers;
         l.offload = c->offload;
+        l.etp = c->etp;
         if (c->stages[0]) l.stage_layers = c->stages, l.stage_recompute = c->stage_rc;
+        pp_stack_init(&w.stack);
+        w.stack.precision = c->prec, w.stack.no_overlap = c->no_overlap, w.stack.tp_comm_overlap = c->tp_comm_overlap;
+        w.stack.grouped_gemm = c->grouped_gemm, w.stack.moe_capacity_factor = c->capacity;
         pp_error err = {0};
         char name[160];
         snprintf(name, sizeof name, "#%zu %s %lldx tp%lld pp%lld vpp%lld cp%lld ep%lld %s %s", ci + 1,
@@ -266,12 +287,55 @@ int main(void)
                     (fx_value(&a, "--swiglu") != NULL) == (w.model.act == PP_ACT_SWIGLU) &&
                     (fx_value(&a, "--untie-embeddings-and-output-weights") != NULL) == !w.model.tied &&
                     (fx_value(&a, "--disable-bias-linear") != NULL) == !w.model.bias &&
-                    (fx_value(&a, "--hidden-dropout") != NULL) == !w.model.bias &&
+                    fx_value(&a, "--hidden-dropout") != NULL && fx_value(&a, "--attention-dropout") != NULL &&
                     (fx_int(&a, "--num-query-groups") == (w.model.kv_heads != w.model.heads ? w.model.kv_heads : -1));
         if (w.model.experts > 1)
             vals = vals && fx_int(&a, "--expert-model-parallel-size") == l.ep &&
-                   fx_int(&a, "--num-experts") == w.model.experts;
+                   fx_int(&a, "--num-experts") == w.model.experts &&
+                   fx_int(&a, "--moe-router-topk") == w.model.topk &&
+                   fx_int(&a, "--moe-ffn-hidden-size") == pp_model_expert_ffn(&w.model) &&
+                   fx_int(&a, "--expert-tensor-parallel-size") == pp_layout_etp(&l) &&
+                   fx_int(&a, "--moe-shared-expert-intermediate-size") == (w.model.shared_ffn ? w.model.shared_ffn : -1) &&
+                   (fx_value(&a, "--moe-grouped-gemm") != NULL) == c->grouped_gemm &&
+                   (fx_value(&a, "--moe-expert-capacity-factor") != NULL) == (c->capacity > 0);
         tap_ok(vals, "%s: shape, parallel sizes and batch carry the layout's values", name);
+        /* the stack: precision, overlap, MLA, QK-norm, windows, and the MoE layer pattern as
+         * Megatron's list expression (evaluated here by parplan's reader of that language) */
+        bool stack_ok = (fx_value(&a, "--fp16") != NULL) == (c->prec == PP_PREC_FP16) &&
+                        (fx_value(&a, "--bf16") != NULL) == (c->prec != PP_PREC_FP16) &&
+                        (fx_value(&a, "--fp8-format") != NULL) == (c->prec == PP_PREC_FP8) &&
+                        (fx_value(&a, "--tp-comm-overlap") != NULL) == c->tp_comm_overlap &&
+                        (fx_value(&a, "--overlap-grad-reduce") != NULL) == (!c->no_overlap && l.dp * l.cp > 1) &&
+                        (fx_value(&a, "--no-overlap-p2p-communication") != NULL) == (c->no_overlap && l.vpp > 1) &&
+                        (fx_value(&a, "--multi-latent-attention") != NULL) == pp_model_is_mla(&w.model) &&
+                        (fx_value(&a, "--qk-layernorm") != NULL) == (w.model.qk_norm != PP_QKNORM_NONE) &&
+                        (fx_value(&a, "--window-size") != NULL) == (w.model.window > 0);
+        if (pp_model_is_mla(&w.model))
+            stack_ok = stack_ok && fx_int(&a, "--kv-lora-rank") == w.model.kv_lora_rank &&
+                       fx_int(&a, "--qk-head-dim") == w.model.qk_nope_dim &&
+                       fx_int(&a, "--qk-pos-emb-head-dim") == w.model.qk_rope_dim &&
+                       fx_int(&a, "--v-head-dim") == w.model.v_head_dim && !fx_value(&a, "--kv-channels");
+        const char *pats[2] = {fx_value(&a, "--moe-layer-freq"), fx_value(&a, "--window-attn-skip-freq")};
+        for (int k = 0; k < 2; k++) {
+            if (!pats[k]) continue;
+            char expr[4096];
+            snprintf(expr, sizeof expr, "%s", pats[k][0] == '\'' ? pats[k] + 1 : pats[k]);
+            size_t el = strlen(expr);
+            if (el && expr[el - 1] == '\'') expr[el - 1] = 0;
+            int64_t v[1024], iv = 0;
+            int nv = 0, col = 0;
+            char msg[128];
+            bool ok = pp_margs_list_expr(expr, v, 1024, &nv, &iv, &col, msg, sizeof msg) == PP_OK;
+            for (int64_t i = 0; ok && i < w.model.layers; i++) {
+                bool want = k == 0 ? pp_model_layer_is_moe(&w.model, i) : pp_model_layer_is_window(&w.model, i);
+                bool got = nv ? i < nv && v[i] != 0 : k == 0 ? i % iv == 0 : (i + 1) % iv != 0;
+                ok = want == got;
+            }
+            stack_ok = stack_ok && ok && (nv == 0 || nv == w.model.layers);
+            if (!ok) tap_diag("%s: %s '%s' does not give the model's layers", name, k ? "--window-attn-skip-freq" : "--moe-layer-freq", expr);
+        }
+        tap_ok(stack_ok, "%s: the stack (%s%s%s) and the MoE/MLA/window fields as flags", name,
+               pp_precision_names[c->prec], c->no_overlap ? ", no overlap" : "", c->tp_comm_overlap ? ", tp-comm-overlap" : "");
         const char *lay = fx_value(&a, "--pipeline-model-parallel-layout");
         bool even = true;
         for (int64_t i = 1; i < l.pp; i++)
@@ -308,7 +372,9 @@ int main(void)
                    num, (long long)kmax);
         }
         bool local = c->target == LOC;
-        tap_ok((fx_value(&a, "--transformer-impl") != NULL) == local &&
+        /* --transformer-impl local on the device-local target, and on the standard one where the
+         * prediction assumed Megatron's local modules (unfused attention without --impl te). */
+        tap_ok((fx_value(&a, "--transformer-impl") != NULL) == (local || pp_work_impl(&w) == PP_IMPL_LOCAL) &&
                    (fx_value(&a, "--mock-data") != NULL) == local &&
                    (fx_value(&a, "--data-path") != NULL) == !local,
                "%s: %s target flags", name, pp_launch_target_names[c->target]);

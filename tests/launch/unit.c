@@ -189,7 +189,7 @@ static void test_megatron_values(void)
                arg_value("--untie-embeddings-and-output-weights") && arg_value("--disable-bias-linear"),
            "GQA, RMSNorm, RoPE, SwiGLU, untied, no bias");
     tap_ok(!strcmp(arg_value("--attention-dropout"), "0.0") && !strcmp(arg_value("--hidden-dropout"), "0.0"),
-           "bias-free model: no dropout (what the memory model assumes)");
+           "bias-free model: no dropout (pp_work_dropout: the Llama lineage trains without)");
     tap_ok(arg_value("--overlap-grad-reduce") && arg_value("--overlap-param-gather"),
            "dist-opt with dp > 1: grad-reduce and param-gather overlap");
     tap_ok(strstr(text, "128 x tp = 256 (128256)") != NULL, "the vocabulary padding is noted");
@@ -203,12 +203,18 @@ static void test_megatron_values(void)
     W.attention = PP_ATTN_UNFUSED;
     validate();
     render(PP_LAUNCH_MEGATRON, &e);
+    tap_ok(arg_value("--transformer-impl") && !strcmp(arg_value("--transformer-impl"), "local"),
+           "unfused attention without --impl: Megatron's local modules, as the prediction assumed");
+    W.stack.impl = PP_IMPL_TE, W.stack.impl_given = true; /* --impl te --attention unfused */
+    render(PP_LAUNCH_MEGATRON, &e);
     tap_ok(arg_value("--attention-backend") && !strcmp(arg_value("--attention-backend"), "unfused") &&
                !strcmp(arg_value("--position-embedding-type"), "learned_absolute") && !arg_value("--swiglu") &&
                !arg_value("--overlap-param-gather") && arg_value("--overlap-grad-reduce"),
            "GPT-3: learned positions, GELU, unfused attention backend, grad overlap only");
-    tap_ok(!arg_value("--hidden-dropout"), "GPT-3 keeps Megatron's default dropout");
+    tap_ok(!strcmp(arg_value("--attention-dropout"), "0.1") && !strcmp(arg_value("--hidden-dropout"), "0.1"),
+           "GPT-3: dropout 0.1 written (pp_work_dropout; a script read back must not fall to another default)");
     P.target = PP_TARGET_DEVICE_LOCAL;
+    W.stack.impl_given = false; /* device-local refuses --impl te */
     render(PP_LAUNCH_MEGATRON, &e);
     tap_ok(!arg_value("--attention-backend") && !arg_value("--no-rope-fusion") &&
                !strcmp(arg_value("--transformer-impl"), "local") && !strcmp(arg_value("--vocab-size"), "50257") &&
@@ -299,6 +305,155 @@ static void test_errors(void)
     Lay.dp = 12;
     tap_ok(render(PP_LAUNCH_SLURM, &e) == PP_ERR_INPUT && strstr(e.msg, "whole number of nodes"),
            "12 GPUs on nodes of 8 refused: %s", e.msg);
+}
+
+/* The training stack and the newer model fields: what Megatron's parser and validate_args accept,
+ * what each target can run, and the NeMo / DeepSpeed equivalents. */
+static void test_stack(void)
+{
+    pp_error e;
+    setup("mixtral-8x7b", 16, 8, 64);
+    Lay.tp = 2, Lay.ep = 4;
+    /* The layout rule (pp_layout_validate) refuses it for every command, launch and NeMo too. */
+    tap_ok(pp_layout_validate(&W, &Lay, &e) == PP_ERR_INPUT && strstr(e.msg, "--sp") &&
+               strstr(e.msg, "moe_layer.py"),
+           "MoE with tp 2 without --sp refused (MoELayer.forward raises): %s", e.msg);
+    Lay.sp = true;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--expert-tensor-parallel-size"), "2") &&
+               !strcmp(arg_value("--moe-token-dispatcher-type"), "alltoall") && !arg_value("--moe-layer-freq"),
+           "MoE with --sp: etp 2 (= tp), the stack's dispatcher, no --moe-layer-freq when every layer is MoE");
+    W.stack.dispatcher = PP_DISPATCH_ALLGATHER;
+    W.stack.moe_capacity_factor = 1.5;
+    render(PP_LAUNCH_MEGATRON, &e);
+    tap_ok(!strcmp(arg_value("--moe-token-dispatcher-type"), "allgather") &&
+               !strcmp(arg_value("--moe-expert-capacity-factor"), "1.5"),
+           "--moe-dispatcher allgather, --capacity-factor 1.5");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "num_moe_experts: 8") &&
+               strstr(text, "moe_token_dispatcher_type: allgather") && strstr(text, "expert_tensor_parallel_size: 2") &&
+               strstr(text, "moe_expert_capacity_factor: 1.5") && strstr(text, "moe_layer_freq: 1") &&
+               yaml_parses(text, strlen(text)),
+           "NeMo: the MoE keys");
+    tap_ok(render(PP_LAUNCH_DEEPSPEED, &e) == PP_OK && strstr(text, "8 experts, top-2, ep_size 4"),
+           "DeepSpeed: the MoE layer's settings in the launcher's comment");
+    /* a dense first layer, as Megatron's list expression */
+    W.model.moe_first_dense = 1;
+    render(PP_LAUNCH_MEGATRON, &e);
+    tap_ok(arg_value("--moe-layer-freq") && !strcmp(arg_value("--moe-layer-freq"), "'[0]*1+[1]*31'"),
+           "one dense layer first: --moe-layer-freq '[0]*1+[1]*31' (got %s)", arg_value("--moe-layer-freq"));
+    W.model.moe_first_dense = 0, W.model.moe_every = 2, W.model.moe_phase = 1;
+    render(PP_LAUNCH_MEGATRON, &e);
+    tap_ok(arg_value("--moe-layer-freq") && !strcmp(arg_value("--moe-layer-freq"), "'[0,1]*16'"),
+           "every other layer MoE: '[0,1]*16' (got %s)", arg_value("--moe-layer-freq"));
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "moe_layer_freq: [0, 1, 0, 1,"), "NeMo: the list");
+    W.model.moe_every = 0, W.model.moe_phase = 0;
+    W.model.bias = true;
+    Lay.etp = 2;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "--etp 1"),
+           "MoE with biases needs etp 1 (transformer_config.py): %s", e.msg);
+    W.model.bias = false, Lay.etp = 0;
+    P.target = PP_TARGET_DEVICE_LOCAL;
+    Lay.tp = 1, Lay.sp = false, Lay.dp = 0, Lay.ep = 8;
+    validate();
+    W.stack.grouped_gemm = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "grouped"),
+           "device-local refuses --moe-grouped-gemm: %s", e.msg);
+    W.stack.grouped_gemm = false;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--transformer-impl"), "local"),
+           "device-local MoE runs (SequentialMLP)");
+
+    /* MLA: Transformer Engine only */
+    setup("deepseek-v2-lite", 8, 8, 64);
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--multi-latent-attention") &&
+               !strcmp(arg_value("--kv-lora-rank"), "512") && !arg_value("--q-lora-rank") &&
+               !strcmp(arg_value("--moe-shared-expert-intermediate-size"), "2816") && !arg_value("--kv-channels") &&
+               !arg_value("--group-query-attention"),
+           "MLA: --multi-latent-attention --kv-lora-rank 512, no --q-lora-rank (V2-Lite), shared experts 2816");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "multi_latent_attention: true") &&
+               strstr(text, "kv_lora_rank: 512") && strstr(text, "moe_shared_expert_intermediate_size: 2816"),
+           "NeMo: MLA keys");
+    P.target = PP_TARGET_DEVICE_LOCAL;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "multi-latent") &&
+               strstr(e.msg, "Transformer Engine"),
+           "device-local refuses MLA: %s", e.msg);
+
+    /* precision */
+    setup("llama2-7b", 8, 8, 64);
+    validate();
+    W.stack.precision = PP_PREC_FP8;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--bf16") &&
+               !strcmp(arg_value("--fp8-format"), "hybrid") && arg_value("--fp8-recipe"),
+           "fp8: --bf16 --fp8-format hybrid --fp8-recipe");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "fp8: true") && strstr(text, "precision: bf16-mixed"),
+           "NeMo fp8");
+    tap_ok(render(PP_LAUNCH_DEEPSPEED, &e) == PP_ERR_INPUT && strstr(e.msg, "FP8"), "DeepSpeed refuses fp8: %s", e.msg);
+    P.target = PP_TARGET_DEVICE_LOCAL;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "fp8"), "device-local refuses fp8: %s", e.msg);
+    P.target = PP_TARGET_STANDARD;
+    W.stack.precision = PP_PREC_FP16;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--fp16") && !arg_value("--bf16"), "fp16: --fp16");
+    tap_ok(render(PP_LAUNCH_DEEPSPEED, &e) == PP_OK && strstr(text, "\"fp16\": {") && !strstr(text, "\"bf16\""),
+           "DeepSpeed fp16 with dynamic loss scaling");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "precision: 16-mixed"), "NeMo fp16");
+
+    /* overlap, TP communication overlap, implementation */
+    setup("gpt3-13b", 16, 8, 256);
+    Lay.tp = 4, Lay.pp = 2, Lay.vpp = 2, Lay.dist_opt = true;
+    validate();
+    W.stack.tp_comm_overlap = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "--sp"), "--tp-comm-overlap needs --sp: %s", e.msg);
+    Lay.sp = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--tp-comm-overlap") && arg_value("--overlap-grad-reduce") &&
+               arg_value("--overlap-param-gather") && !arg_value("--no-overlap-p2p-communication"),
+           "--tp-comm-overlap with --sp; overlap on");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "ub_tp_comm_overlap: true") &&
+               strstr(text, "overlap_grad_sync: true"), "NeMo: ub_tp_comm_overlap");
+    W.stack.tp_comm_overlap = false;
+    W.stack.no_overlap = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "--pp of at least 3"),
+           "--no-overlap with vpp on 2 stages refused (validate_args): %s", e.msg);
+    Lay.pp = 4, Lay.dp = 0;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !arg_value("--overlap-grad-reduce") &&
+               !arg_value("--overlap-param-gather") && arg_value("--no-overlap-p2p-communication"),
+           "--no-overlap: no overlap flag, p2p overlap off");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "overlap_grad_sync: false"), "NeMo: no overlap");
+    tap_ok(render(PP_LAUNCH_DEEPSPEED, &e) == PP_ERR_INPUT || strstr(text, "\"overlap_comm\": false"),
+           "DeepSpeed: overlap_comm false (or the layout refused)");
+    W.stack.no_overlap = false;
+    W.stack.impl = PP_IMPL_LOCAL, W.stack.impl_given = true;
+    W.attention = PP_ATTN_UNFUSED;
+    Lay.sp = false;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--transformer-impl"), "local") &&
+               !arg_value("--attention-backend"),
+           "--impl local on the standard target: --transformer-impl local");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "transformer_engine: false"), "NeMo: transformer_engine false");
+    W.stack.impl = PP_IMPL_TE;
+    P.target = PP_TARGET_DEVICE_LOCAL;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "--impl te"), "device-local refuses --impl te: %s",
+           e.msg);
+
+    /* QK-norm, head_dim, windows, dropout */
+    setup("qwen3-30b-a3b", 8, 8, 64);
+    Lay.ep = 8;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--qk-layernorm") && !strcmp(arg_value("--kv-channels"), "128"),
+           "Qwen3: --qk-layernorm, --kv-channels 128");
+    setup("window-7b", 8, 8, 64);
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--window-size"), "4096,0") &&
+               !strcmp(arg_value("--window-attn-skip-freq"), "'[0,1,1,1]*8'"),
+           "window 4096, full attention on layers 0, 4, ...: '[0,1,1,1]*8' (got %s)", arg_value("--window-attn-skip-freq"));
+    W.model.window_full_phase = 3;
+    render(PP_LAUNCH_MEGATRON, &e);
+    tap_ok(!strcmp(arg_value("--window-attn-skip-freq"), "4"), "full on layers 3, 7, ...: Megatron's integer form 4");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "window_size: [4096, 0]") &&
+               strstr(text, "window_attn_skip_freq: [1, 1, 1, 0,"), "NeMo: window keys");
+    W.stack.dropout_given = true, W.stack.attention_dropout = 0.05, W.stack.hidden_dropout = 0.1;
+    render(PP_LAUNCH_MEGATRON, &e);
+    tap_ok(!strcmp(arg_value("--attention-dropout"), "0.05") && !strcmp(arg_value("--hidden-dropout"), "0.1"),
+           "the stack's dropout (0.05 / 0.1) over the model's");
 }
 
 static void test_predictions_missing(void)
@@ -475,6 +630,7 @@ int main(void)
     test_recompute();
     test_megatron_values();
     test_errors();
+    test_stack();
     test_predictions_missing();
     test_deepspeed_nemo();
     test_atomic();

@@ -82,7 +82,7 @@ for c in $cmds; do
     want=$("$parplan" "$c" --help | sed -n 's/^ *\(-[a-zA-Z]\), \(--[a-z0-9-]*\).*/\1 \2/p; s/^ *\(--[a-z0-9-]*\).*/\1/p' | tr '\n' ' ')
     expect "$(echo $want | tr ' ' '\n' | grep -- '^--')" "$c" --
 done
-expect "--model" plan --mo
+expect "--model" plan --mod
 expect "none selective full" check --recompute ''
 expect "megatron deepspeed nemo torchrun slurm" launch --format ''
 expect "megatron deepspeed nemo torchrun slurm" plan --emit ''

@@ -1,0 +1,2 @@
+torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 512 \
+    --micro-batch-size 1 --bf16 --tokenizer-type HuggingFaceTokenizer --tokenizer-model /data/tok

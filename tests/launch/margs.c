@@ -1,0 +1,370 @@
+/* Unit tests of the reader of Megatron-LM arguments (planner/megatron_args.c): Megatron's list
+ * expressions, the reading of bash (variables, arrays, continuations, quotes, arithmetic,
+ * here-documents, which command is Megatron's), dest names, the argument dumps of real logs
+ * (tests/data/megatron/args.tar.xz, extracted into argv[1]), the model, layout and stack read
+ * from them, the unmodelled-argument line, and every kind of bad input with its line:col. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tap.h"
+#include "pp_margs.h"
+
+static const char *logdir = ".";
+
+/* ------------------------------------------------------------------ list expressions */
+
+static bool list_is(const char *expr, const char *want)
+{
+    int64_t v[256], iv = 0;
+    int n = 0, col = 0;
+    char msg[160], got[1024] = "";
+    if (pp_margs_list_expr(expr, v, 256, &n, &iv, &col, msg, sizeof msg) != PP_OK) {
+        tap_diag("'%s': %s at %d", expr, msg, col);
+        return false;
+    }
+    size_t k = 0;
+    if (!n) snprintf(got, sizeof got, "%lld", (long long)iv);
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", i ? "," : "", (long long)v[i]);
+    if (strcmp(got, want)) tap_diag("'%s' gave %s, want %s", expr, got, want);
+    return !strcmp(got, want);
+}
+
+static bool list_bad(const char *expr, int want_col)
+{
+    int64_t v[64], iv = 0;
+    int n = 0, col = 0;
+    char msg[160];
+    bool bad = pp_margs_list_expr(expr, v, 64, &n, &iv, &col, msg, sizeof msg) == PP_ERR_INPUT;
+    if (bad && want_col && col != want_col) tap_diag("'%s': column %d, want %d (%s)", expr, col, want_col, msg);
+    return bad && (!want_col || col == want_col);
+}
+
+static void test_list_expr(void)
+{
+    tap_ok(list_is("([0]*1+[1]*7)", "0,1,1,1,1,1,1,1"), "([0]*1+[1]*7): one dense layer, seven MoE");
+    tap_ok(list_is("([1]*3+[0]*2)*2", "1,1,1,0,0,1,1,1,0,0"), "([1]*3+[0]*2)*2 (arguments.py's own example)");
+    tap_ok(list_is("[1,1,1,0]*3", "1,1,1,0,1,1,1,0,1,1,1,0"), "[1,1,1,0]*3");
+    tap_ok(list_is("[0, 1, 1, 1]", "0,1,1,1"), "the dump's printed list [0, 1, 1, 1]");
+    tap_ok(list_is("2*[1,0]+[1]", "1,0,1,0,1"), "int * list, then +");
+    tap_ok(list_is("4", "4") && list_is(" 3*2+1 ", "7"), "integers: 4, 3*2+1 = 7");
+    tap_ok(list_is("[0,1,]", "0,1"), "Python's trailing comma");
+    tap_ok(list_bad("[0,1", 5), "[0,1 without ']': column 5");
+    tap_ok(list_bad("__import__('os')", 1), "a name is not the language (no eval): column 1");
+    tap_ok(list_bad("[[1]]", 0) && list_bad("[1]*[2]", 0) && list_bad("[1]+2", 0), "nested lists, list*list, list+int refused");
+    tap_ok(list_bad("[1]*1000000", 0), "a million entries refused");
+    tap_ok(list_bad("[1]*99999999999999999999", 0), "a count that overflows refused");
+    tap_ok(list_bad("", 0) && list_bad("()", 0), "empty input refused");
+}
+
+/* ------------------------------------------------------------------ scripts */
+
+static pp_status script(pp_margs *a, const char *text, pp_error *err)
+{
+    pp_margs_init(a, "s.sh");
+    memset(err, 0, sizeof *err);
+    return pp_margs_parse_script(a, text, strlen(text), err);
+}
+
+static bool val_is(const pp_margs *a, const char *key, const char *want)
+{
+    const char *v = pp_margs_get(a, key);
+    if (!v || strcmp(v, want)) tap_diag("%s = %s, want %s", key, v ? v : "(absent)", want ? want : "(absent)");
+    return v && !strcmp(v, want);
+}
+
+static const pp_margs_kv *kv(const pp_margs *a, const char *key)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!strcmp(a->kv[i].key, key)) return &a->kv[i];
+    return NULL;
+}
+
+static void test_script(void)
+{
+    pp_margs a;
+    pp_error e;
+    const char *s =
+        "#!/bin/bash\n"
+        "# a hand-written launcher\n"
+        "set -euo pipefail\n"
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1 NODES=2\n"
+        "GPUS_PER_NODE=${GPUS_PER_NODE:-8}\n"
+        "TP=2 PP=4; LAYERS=32\n"
+        "MBS=1\n"
+        "GBS=$(( MBS * 8 * (NODES + 62) ))\n"
+        "SHAPE=\"--num-layers ${LAYERS} --hidden-size 4096 \\\n"
+        "   --num-attention-heads 32\"\n"
+        "ARGS=(\n"
+        "    --tensor-model-parallel-size $TP   # tensor parallel\n"
+        "    --pipeline-model-parallel-size \"$PP\"\n"
+        "    --micro-batch-size $MBS --global-batch-size \"$GBS\"\n"
+        ")\n"
+        "ARGS+=(--bf16 --seq-length=4096)\n"
+        "cat > cfg.json <<'EOF'\n"
+        "{\"x\": \"it's --num-layers 99 \\\"\n"
+        "EOF\n"
+        "python tools/preprocess_data.py --input x --output-prefix y --workers 8\n"
+        "torchrun --nproc_per_node \"$GPUS_PER_NODE\" --nnodes=$NODES --node_rank ${NODE_RANK:-0} \\\n"
+        "    pretrain_gpt.py $SHAPE \"${ARGS[@]}\" \\\n"
+        "    --vocab-size 32000 --data-path 0.5 a 0.5 b --save \"$CKPT\" --lr 1e-4 \\\n"
+        "    --no-gradient-accumulation-fusion --disable-bias-linear --num-layers 24 \"$@\" 2>&1 | tee log\n";
+    pp_status st = script(&a, s, &e);
+    tap_ok(st == PP_OK && a.source == PP_MARGS_SCRIPT, "a hand-written script reads (%s)", e.msg);
+    tap_ok(val_is(&a, "hidden_size", "4096") && val_is(&a, "num_attention_heads", "32"),
+           "an unquoted $VAR splits into words; a line continuation inside quotes joins");
+    tap_ok(val_is(&a, "num_layers", "24"), "the last --num-layers wins, as in argparse");
+    tap_ok(val_is(&a, "tensor_model_parallel_size", "2") && val_is(&a, "pipeline_model_parallel_size", "4"),
+           "array elements, comments inside the array, quoted expansions");
+    tap_ok(val_is(&a, "global_batch_size", "512"), "$(( MBS * 8 * (NODES + 62) )) = 512");
+    tap_ok(val_is(&a, "bf16", "True") && val_is(&a, "seq_length", "4096"), "ARGS+=( ... ), a switch, --flag=value");
+    tap_ok(val_is(&a, "data_path", "0.5 a 0.5 b"), "a flag's several values (nargs='+')");
+    tap_ok(val_is(&a, "gradient_accumulation_fusion", "False") && val_is(&a, "add_bias_linear", "False"),
+           "--no-X sets X False; --disable-bias-linear is add_bias_linear False");
+    tap_ok(val_is(&a, "world_size", "16") && val_is(&a, "gpus_per_node", "8"),
+           "torchrun --nproc_per_node ${GPUS_PER_NODE:-8} x --nnodes=$NODES = 16 GPUs");
+    tap_ok(!pp_margs_get(&a, "input") && !pp_margs_get(&a, "workers"), "the preprocessing command is not Megatron's");
+    const pp_margs_kv *k = kv(&a, "save");
+    tap_ok(k && k->unresolved, "\"$CKPT\" (not set in the script) is marked unresolved");
+    k = kv(&a, "tensor_model_parallel_size");
+    tap_ok(k && k->line == 12 && k->col == 5, "an array element keeps its line and column (12:5, got %d:%d)",
+           k ? k->line : 0, k ? k->col : 0);
+    pp_margs_free(&a);
+
+    /* a bare flag list, one per line, and the launch scripts parplan wrote for real runs */
+    st = script(&a, "--num-layers 2\n--hidden-size 64 --num-attention-heads 4\n# x\n--seq-length 16 --micro-batch-size 1\n", &e);
+    tap_ok(st == PP_OK && val_is(&a, "num_layers", "2") && val_is(&a, "micro_batch_size", "1"), "a bare flag list");
+    pp_margs_free(&a);
+    st = script(&a, "echo hello\nls -la\n", &e);
+    tap_ok(st == PP_OK && a.source == PP_MARGS_NONE && a.n == 0, "a script without Megatron flags reads nothing");
+    pp_margs_free(&a);
+    st = script(&a, "X='unterminated\n--num-layers 2\n", &e);
+    tap_ok(st == PP_ERR_INPUT && e.line == 1 && e.col == 3 && strstr(e.msg, "unterminated"),
+           "an unterminated quote: 1:3 (%d:%d %s)", e.line, e.col, e.msg);
+    pp_margs_free(&a);
+    st = script(&a, "A=(\n --num-layers 2\n", &e);
+    tap_ok(st == PP_ERR_INPUT && e.line == 1 && strstr(e.msg, "never closed"), "an array never closed: %s", e.msg);
+    pp_margs_free(&a);
+
+    char path[1200];
+    pp_margs b;
+    snprintf(path, sizeof path, "%s/tests/data/launch/scripts/r4-tinyllama-pp2-uneven-rc.sh",
+             getenv("PARPLAN_SOURCE_DIR") ? getenv("PARPLAN_SOURCE_DIR") : ".");
+    st = pp_margs_load(&b, path, &e);
+    tap_ok(st == PP_OK && val_is(&b, "pipeline_model_parallel_layout", "Et*12|t*10L") && val_is(&b, "world_size", "2") &&
+               val_is(&b, "lr", "3.0e-4"),
+           "the r4 launch script: the layout string, world 2, \"${LR:-3.0e-4}\" (%s)", e.msg);
+    pp_margs_config c;
+    if (st == PP_OK) {
+        st = pp_margs_read(&b, &c, &e);
+        tap_ok(st == PP_OK && c.uneven && c.stage_layers[0] == 12 && c.stage_layers[1] == 10 && c.layout.recompute == PP_RC_FULL &&
+                   c.stage_recompute[0] == 2 && c.stage_recompute[1] == 2 && c.stack.impl == PP_IMPL_LOCAL &&
+                   c.attention == PP_ATTN_UNFUSED && c.stack.attention_dropout == 0.1 && !c.unmodelled[0],
+               "r4: stages 12/10, block recompute 2, local, dropout 0.1 (Megatron's default: the script says none), "
+               "nothing unmodelled ('%s')", c.unmodelled);
+        pp_margs_free(&b);
+    }
+}
+
+/* ------------------------------------------------------------------ dumps of real logs */
+
+static bool load_log(const char *name, pp_margs *a, pp_margs_config *c)
+{
+    char path[1200];
+    pp_error e = {0};
+    snprintf(path, sizeof path, "%s/%s.log", logdir, name);
+    if (pp_margs_load(a, path, &e) != PP_OK) {
+        tap_ok(0, "%s loads (%s)", name, e.msg);
+        return false;
+    }
+    if (pp_margs_read(a, c, &e) != PP_OK) {
+        tap_ok(0, "%s reads (%s:%d: %s)", name, e.file, e.line, e.msg);
+        pp_margs_free(a);
+        return false;
+    }
+    return true;
+}
+
+static void test_dumps(void)
+{
+    pp_margs a;
+    static pp_margs_config c;
+    if (load_log("m8_b4", &a, &c)) {
+        const pp_model *m = &c.model;
+        tap_ok(a.source == PP_MARGS_DUMP && a.line == 31 && a.n > 800, "m8_b4: the dump at line 31, %d arguments", a.n);
+        tap_ok(m->layers == 12 && m->hidden == 2048 && m->heads == 16 && m->kv_heads == 4 && m->ffn == 5632 &&
+                   m->experts == 8 && m->topk == 2 && m->moe_ffn == 5632 && m->vocab == 32000 && m->seq == 4096 &&
+                   !m->bias && !m->tied && m->act == PP_ACT_SWIGLU && m->norm == PP_NORM_RMSNORM && m->pos == PP_POS_ROPE,
+               "m8_b4: 12 layers, GQA 4, 8 experts top-2 of 5632, untied, no bias");
+        tap_ok(c.layout.mbs == 4 && c.gbs == 8 && c.world_size == 1 && c.dp == 1 && c.stack.dispatcher == PP_DISPATCH_ALLTOALL &&
+                   c.stack.impl == PP_IMPL_LOCAL && c.stack.attention_dropout == 0 && c.stack.hidden_dropout == 0 &&
+                   c.stack.precision == PP_PREC_BF16 && c.grad_reduce_fp32 && !c.grad_accum_fusion,
+               "m8_b4: mbs 4, gbs 8, one GPU, alltoall, local, no dropout, bf16 with fp32 reduction, no fused wgrad");
+        tap_ok(!c.unmodelled[0], "m8_b4: none of the 846 printed arguments is reported ('%s')", c.unmodelled);
+        pp_margs_free(&a);
+    }
+    if (load_log("fg_b1", &a, &c)) {
+        const pp_model *m = &c.model;
+        tap_ok(m->experts == 64 && m->topk == 6 && m->moe_ffn == 1408 && m->shared_ffn == 2816 && m->moe_first_dense == 1 &&
+                   m->moe_every == 1 && m->n_dense_layers == 0 && m->vocab == 102400 && m->ffn == 10944,
+               "fg_b1: 64 experts top-6 of 1408, shared 2816, moe_layer_freq [0, 1, ...] = first layer dense");
+        tap_ok(pp_model_layer_is_moe(m, 1) && !pp_model_layer_is_moe(m, 0), "fg_b1: layer 0 dense, layer 1 MoE");
+        pp_margs_free(&a);
+    }
+    if (load_log("q_b1", &a, &c)) {
+        const pp_model *m = &c.model;
+        tap_ok(m->heads == 32 && m->head_dim == 128 && m->hidden == 2048 && m->qk_norm == PP_QKNORM_HEAD && m->experts == 128 &&
+                   m->topk == 8 && m->moe_ffn == 768 && m->vocab == 151936,
+               "q_b1: head_dim 128 apart from hidden/heads (--kv-channels), QK-norm, 128 experts top-8");
+        pp_margs_free(&a);
+    }
+    if (load_log("d_s2k_b1", &a, &c)) {
+        tap_ok(c.stack.attention_dropout == 0.1 && c.stack.hidden_dropout == 0.1 && c.stack.dropout_given &&
+                   c.model.experts == 0 && c.model.kv_heads == 8,
+               "d_s2k_b1: a dense GQA model with dropout 0.1/0.1");
+        pp_margs_free(&a);
+    }
+}
+
+/* ------------------------------------------------------------------ reading: model, layout, stack */
+
+static pp_status read_text(const char *text, pp_margs *a, pp_margs_config *c, pp_error *e)
+{
+    pp_status st = script(a, text, e);
+    if (st == PP_OK) st = pp_margs_read(a, c, e);
+    pp_margs_free(a);
+    return st;
+}
+
+#define BASE "--num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 --micro-batch-size 1 --vocab-size 1000 "
+
+static void test_read(void)
+{
+    pp_margs a;
+    pp_error e;
+    static pp_margs_config c;
+    pp_status st = read_text("torchrun --nproc-per-node 8 --nnodes 2 pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && c.layout.tp == 1 && c.model.ffn == 2048 && c.stack.attention_dropout == 0.1 &&
+               c.stack.impl == PP_IMPL_TE && c.attention == PP_ATTN_FLASH && c.world_size == 16 &&
+               c.stack.dispatcher == PP_DISPATCH_ALLGATHER && c.stack.no_overlap,
+           "Megatron's defaults: ffn 4h, dropout 0.1, TE flash, allgather, no overlap (dp 16 without "
+           "--overlap-grad-reduce) (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --swiglu --tensor-model-parallel-size 2 --sequence-parallel "
+                   "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather", &a, &c, &e);
+    tap_ok(st == PP_OK && c.model.ffn == 1344 && c.layout.sp && c.layout.dist_opt && !c.stack.no_overlap &&
+               !c.overlap_note[0],
+           "SwiGLU's default ffn (2/3 of 4h, down to 64: 1344); both overlaps given: overlap on");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --use-distributed-optimizer --overlap-grad-reduce", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.no_overlap && strstr(c.overlap_note, "parameter gather (off)"),
+           "grad reduce overlapped, param gather not: no overlap, said (%s)", c.overlap_note);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --sequence-parallel --pipeline-model-parallel-size 2 "
+                   "--num-layers-per-virtual-pipeline-stage 2 --recompute-granularity full --recompute-method block "
+                   "--recompute-num-layers 1 --fp8-format hybrid --tp-comm-overlap", &a, &c, &e);
+    tap_ok(st == PP_OK && !c.layout.sp && c.layout.vpp == 2 && c.layout.recompute == PP_RC_FULL &&
+               c.layout.recompute_layers == 2 && c.stack.precision == PP_PREC_FP8 && c.stack.tp_comm_overlap,
+           "--sequence-parallel off at tp 1 (validate_args); 2 layers per virtual stage = vpp 2; block 1 per chunk = "
+           "2 per stage; fp8; tp-comm-overlap");
+    st = read_text("python pretrain_gpt.py " BASE "--fp16 --transformer-impl local --moe-grouped-gemm --num-experts 4 "
+                   "--moe-layer-freq 2 --multi-latent-attention --kv-lora-rank 64 --q-lora-rank 96 --qk-head-dim 32 "
+                   "--qk-pos-emb-head-dim 16 --v-head-dim 32 --mtp-num-layers 1", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.precision == PP_PREC_FP16 && !c.stack.grouped_gemm && strstr(c.unmodelled, "grouped") &&
+               c.model.moe_every == 2 && c.model.kv_lora_rank == 64 && c.model.q_lora_rank == 96 &&
+               c.model.qk_nope_dim == 32 && c.model.qk_rope_dim == 16 && c.model.head_dim == 48 && c.model.mtp_layers == 1 &&
+               c.attention == PP_ATTN_UNFUSED,
+           "fp16; local runs experts one by one (grouped GEMM off, said); every 2nd layer MoE; MLA; MTP (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --window-size 256,0 --window-attn-skip-freq 4", &a, &c, &e);
+    tap_ok(st == PP_OK && c.model.window == 256 && c.model.window_full_every == 4 && c.model.window_full_phase == 3,
+           "--window-size 256,0 --window-attn-skip-freq 4: full on 1-based layers 4, 8 (0-based phase 3)");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --window-size '(256, 0)' --window-attn-skip-freq '[0,1,1,1]*2'",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && c.model.window_full_every == 4 && c.model.window_full_phase == 0, "a window list: full on 0, 4");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --num-experts 4 --moe-layer-freq '[1,0,1,1,1,1,0,1]'", &a, &c, &e);
+    tap_ok(st == PP_OK && c.model.moe_every == 1 && c.model.n_dense_layers == 2 && c.model.dense_layers[0] == 1 &&
+               c.model.dense_layers[1] == 6,
+           "an irregular MoE pattern: every layer but 1 and 6 (the model's exception list)");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --lr 3e-4 --data-path x --save y --log-interval 1 --seed 7 "
+                   "--tokenizer-type NullTokenizer --eval-iters 0 --wandb-project p --fp8-param-gather "
+                   "--moe-layer-recompute --cpu-offloading-num-layers 2 --frobnicate 3 --optimizer sgd", &a, &c, &e);
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "--fp8-param-gather") && strstr(c.unmodelled, "--moe-layer-recompute") &&
+               strstr(c.unmodelled, "--cpu-offloading-num-layers 2") && strstr(c.unmodelled, "--frobnicate 3") &&
+               strstr(c.unmodelled, "--optimizer sgd") && !strstr(c.unmodelled, "--lr") && !strstr(c.unmodelled, "data") &&
+               !strstr(c.unmodelled, "seed") && !strstr(c.unmodelled, "wandb"),
+           "unmodelled and unknown flags named, logging/data/schedule skipped: %s", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --no-gradient-accumulation-fusion --no-bias-dropout-fusion", &a, &c,
+                   &e);
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "gradient-accumulation-fusion") && strstr(c.unmodelled, "bias-dropout"),
+           "TE with fusions off: named (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --transformer-impl local --no-gradient-accumulation-fusion", &a, &c,
+                   &e);
+    tap_ok(st == PP_OK && !c.unmodelled[0], "the local implementation without fusions: nothing to say");
+    st = read_text("python pretrain_gpt.py --num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+                   "--micro-batch-size 1 --bf16 --tokenizer-type HuggingFaceTokenizer", &a, &c, &e);
+    tap_ok(st == PP_OK && c.need_vocab, "a real tokenizer: the vocabulary is the caller's to give");
+}
+
+/* ------------------------------------------------------------------ bad input */
+
+static void test_errors(void)
+{
+    pp_margs a;
+    pp_error e;
+    static pp_margs_config c;
+    pp_status st = read_text("python pretrain_gpt.py " BASE "--fp16\n", &a, &c, &e);
+    tap_ok(st == PP_OK, "--fp16 alone reads");
+    st = read_text("python pretrain_gpt.py " BASE "\\\n  --fp16 --bf16\n", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && e.line == 2 && e.col == 10 && strstr(e.msg, "--fp16 and --bf16"),
+           "--fp16 --bf16: at the second, 2:10 (%d:%d %s)", e.line, e.col, e.msg);
+    st = read_text("A=(\n --normalization Foo\n)\npython pretrain_gpt.py " BASE "--bf16 \"${A[@]}\"\n", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && e.line == 2 && e.col == 2 && strstr(e.msg, "--normalization") && strstr(e.msg, "Foo"),
+           "--normalization Foo inside an array: its own line 2:2 (%d:%d %s)", e.line, e.col, e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --tensor-model-parallel-size 2x", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--tensor-model-parallel-size") && strstr(e.msg, "'2x'") && e.col > 1,
+           "a malformed number: %s", e.msg);
+    st = read_text("python pretrain_gpt.py --num-layers $NL --hidden-size 512 --num-attention-heads 8 --seq-length 8 "
+                   "--micro-batch-size 1 --bf16 --vocab-size 10", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "$NL") && strstr(e.msg, "does not define"), "an undefined variable used: %s",
+           e.msg);
+    st = read_text("python pretrain_gpt.py --hidden-size 512 --num-attention-heads 8 --seq-length 8 --micro-batch-size 1 "
+                   "--bf16 --vocab-size 10", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--num-layers"), "no --num-layers: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE, &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "fp32"), "neither --bf16 nor --fp16: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --group-query-attention --multi-latent-attention", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "exclude"), "GQA with MLA: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --num-experts 4 --moe-layer-freq '[0]*3'", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "3 entries"), "a pattern of the wrong length: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --num-experts 4 --moe-layer-freq '[0]*8'", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "no MoE layer"), "a pattern without MoE layers: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --attention-dropout 1.5", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--attention-dropout"), "dropout 1.5: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
+                   "--pipeline-model-parallel-layout 'Et*3|t*4L'", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "7 decoder layers"), "a layout of 7 layers for 8: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
+                   "--pipeline-model-parallel-layout 'Et*3|(t*2)*2,tL'", &a, &c, &e);
+    tap_ok(st == PP_OK && c.uneven && c.layout.vpp == 1 && c.stage_layers[0] == 3 && c.stage_layers[1] == 5,
+           "a layout with a repeated group and a comma: 'Et*3|(t*2)*2,tL' = 3 / 5 layers (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
+                   "--pipeline-model-parallel-layout 'Et|t|t*3|t*3L'", &a, &c, &e);
+    tap_ok(st == PP_OK && c.uneven && c.layout.vpp == 2 && c.stage_layers[0] == 4 && c.stage_layers[1] == 4,
+           "four segments on pp 2: vpp 2, rank 0 holds segments 0 and 2 (1 + 3 layers)");
+    /* a cut dump */
+    pp_margs_init(&a, "cut.log");
+    const char *cut = "log line\n------------------------ arguments ------------------------\n  num_layers ..... 2\n";
+    st = pp_margs_parse_log(&a, cut, strlen(cut), &e);
+    tap_ok(st == PP_ERR_INPUT && e.line == 3 && strstr(e.msg, "no end") && strstr(e.msg, "line 2"),
+           "a dump cut in the middle: %s:%d %s", e.file, e.line, e.msg);
+    pp_margs_free(&a);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) logdir = argv[1];
+    test_list_expr();
+    test_script();
+    test_dumps();
+    test_read();
+    test_errors();
+    return tap_done();
+}

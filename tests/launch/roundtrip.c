@@ -1,0 +1,237 @@
+/* A launch script read back gives the prediction it was written from: for each layout below,
+ *   parplan check FLAGS --json                                       (the prediction)
+ *   parplan launch FLAGS --format megatron -o DIR                    (the script)
+ *   parplan check --megatron-args DIR/pretrain_gpt.sh --gpu G --json (the script read back)
+ * and the two checks must agree on peak_bytes and step_time_s (and the layout and stack they
+ * print). Scripts for the standard target name a tokenizer, not a vocabulary: those read-backs add
+ * --vocab (the one thing such a script does not say). Also: standard input, flags beside
+ * --megatron-args overriding it, plan and estimate on a script, and no warning for what parplan
+ * itself writes. $PARPLAN is the binary. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../cli/pp_jscan.h"
+#include "../tap.h"
+
+static char tmpdir[256];
+static char out[1 << 20], err[1 << 14];
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+}
+
+/* Run "parplan ARGS" (ARGS: shell words), capture stdout and stderr; the exit status. */
+static int run(const char *args)
+{
+    char cmd[4096], op[300], ep[300];
+    snprintf(op, sizeof op, "%s/out", tmpdir);
+    snprintf(ep, sizeof ep, "%s/err", tmpdir);
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", getenv("PARPLAN"), args, op, ep);
+    int rc = system(cmd);
+    slurp(op, out, sizeof out);
+    slurp(ep, err, sizeof err);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static js_val *run_json(const char *args)
+{
+    if (run(args) != 0) {
+        tap_diag("parplan %s: %s", args, err);
+        return NULL;
+    }
+    char e[256];
+    js_val *v = js_parse(out, e, sizeof e);
+    if (!v) tap_diag("parplan %s: bad JSON: %s", args, e);
+    return v;
+}
+
+static bool near(double a, double b) { return isfinite(a) && isfinite(b) && fabs(a - b) <= 1e-9 * fmax(fabs(a), 1e-12); }
+
+static const char *jstr(const js_val *v, const char *k1, const char *k2)
+{
+    const js_val *x = js_get(js_get(v, k1), k2);
+    return x && x->type == JS_STR ? x->str : "";
+}
+
+static double jnum(const js_val *v, const char *k1, const char *k2) { return js_num(js_get(v, k1), k2); }
+
+typedef struct {
+    const char *name;
+    const char *flags;   /* WORK LAYOUT STACK flags of the original */
+    const char *gpu;     /* --gpu for the read-back */
+    const char *extra;   /* read-back flags the script cannot carry ("" or --vocab N) */
+} rt_case;
+
+static const rt_case cases[] = {
+    {"dense GPT-3 1.3B: tp2 pp2 dist-opt sp selective",
+     "--model gpt3-1.3b --gpu a100-80gb --gpus 16 --tp 2 --pp 2 --mbs 2 --dist-opt --sp --recompute selective",
+     "a100-80gb", "--vocab 50257"},
+    {"Llama-3 8B (GQA): tp2 pp2 vpp4 dist-opt sp",
+     "--model llama3-8b --gpu h100-sxm --gpus 16 --tp 2 --pp 2 --vpp 4 --mbs 1 --gbs 64 --dist-opt --sp",
+     "h100-sxm", "--vocab 128256"},
+    {"Mixtral 8x7B (MoE): tp2 sp ep8 pp2, full recompute, seq 4096",
+     "--model mixtral-8x7b --gpu h100-sxm --gpus 32 --tp 2 --sp --ep 8 --pp 2 --mbs 1 --gbs 64 --seq 4096 "
+     "--recompute full --dist-opt",
+     "h100-sxm", "--vocab 32000"},
+    {"DeepSeek-V2-Lite (MLA, MoE, dense first layer): fp8, grouped GEMM, capacity 1.25, etp 1",
+     "--model @SRC@/tests/launch/data/deepseek-v2-lite.yaml --gpu h100-sxm --gpus 16 --tp 2 --sp --ep 8 --etp 1 "
+     "--mbs 1 --gbs 64 --precision fp8 --moe-grouped-gemm --capacity-factor 1.25 --moe-dispatcher allgather",
+     "h100-sxm", "--vocab 102400"},
+    {"Qwen3-like MoE with windows and QK-norm: ep8, every other layer MoE",
+     "--model @SRC@/tests/launch/data/qwen3-moe-window.yaml --gpu h200 --gpus 8 --ep 8 --mbs 1 --gbs 32 --dropout 0.1",
+     "h200", "--vocab 151936"},
+    {"uneven stages: a TinyLlama shape, 22 layers on pp 4 (6/6/5/5), device-local",
+     "--model llama2-7b --layers 22 --hidden 2048 --heads 32 --kv-heads 4 --ffn 5632 --seq 2048 --gpu h200 --gpus 4 "
+     "--pp 4 --mbs 2 --gbs 16 --attention unfused --launch-target device-local",
+     "h200", ""},
+    {"uneven stages from the ILP: Llama-2 7B pp 3, device-local",
+     "--model llama2-7b --gpu h200 --gpus 3 --pp 3 --mbs 1 --gbs 12 --attention unfused --stages ilp --launch-target device-local",
+     "h200", ""},
+    {"GPT-3 13B as in 2021: fp16, no overlap, unfused attention, tp4 pp4 vpp2, full recompute",
+     "--model gpt3-13b --gpu a100-80gb --gpus 32 --tp 4 --pp 4 --vpp 2 --mbs 1 --gbs 256 --precision fp16 --no-overlap "
+     "--attention unfused --recompute full",
+     "a100-80gb", "--vocab 50257"},
+    {"GPT-3 13B with --tp-comm-overlap and dropout 0.05/0.1",
+     "--model gpt3-13b --gpu h100-sxm --gpus 16 --tp 8 --sp --mbs 1 --gbs 128 --dist-opt --tp-comm-overlap "
+     "--attention-dropout 0.05 --hidden-dropout 0.1",
+     "h100-sxm", "--vocab 50257"},
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* "@SRC@" -> the source tree */
+static void expand(const char *in, char *outb, size_t n)
+{
+    const char *src = getenv("PARPLAN_SOURCE_DIR");
+    size_t k = 0;
+    for (const char *p = in; *p && k + 1 < n;) {
+        if (!strncmp(p, "@SRC@", 5)) {
+            k += (size_t)snprintf(outb + k, n - k, "%s", src ? src : ".");
+            p += 5;
+        } else {
+            outb[k++] = *p++;
+        }
+    }
+    outb[k < n ? k : n - 1] = 0;
+}
+
+/* The --launch-target/--stages flags belong to launch (and --stages to check too) */
+static void strip_launch_only(const char *in, char *outb, size_t n)
+{
+    snprintf(outb, n, "%s", in);
+    char *p = strstr(outb, " --launch-target ");
+    if (p) {
+        char *e = strchr(p + 17, ' ');
+        if (e) memmove(p, e, strlen(e) + 1);
+        else *p = 0;
+    }
+}
+
+static void test_case(const rt_case *c, int idx)
+{
+    char flags[2048], chk[2048], cmd[4096], dir[400], script[500];
+    expand(c->flags, flags, sizeof flags);
+    strip_launch_only(flags, chk, sizeof chk);
+    snprintf(dir, sizeof dir, "%s/case%d", tmpdir, idx);
+    snprintf(script, sizeof script, "%s/pretrain_gpt.sh", dir);
+
+    snprintf(cmd, sizeof cmd, "check %s --json", chk);
+    js_val *a = run_json(cmd);
+    snprintf(cmd, sizeof cmd, "launch %s --format megatron -o '%s' -q", flags, dir);
+    int rc = run(cmd);
+    tap_ok(rc == 0, "%s: launch writes the script (%s)", c->name, rc ? err : "ok");
+    /* the read-back: the script, the GPU, and what a script cannot say; --stages only when the
+     * original was checked with the ILP (its split is in the script's layout string) */
+    snprintf(cmd, sizeof cmd, "check --megatron-args '%s' --gpu %s %s --json", script, c->gpu, c->extra);
+    js_val *b = run_json(cmd);
+    bool warned = strstr(err, "warning") != NULL;
+    if (!tap_ok(a && b, "%s: both checks run", c->name)) {
+        js_free(a);
+        js_free(b);
+        return;
+    }
+    double pa = js_num(a, "peak_bytes"), pb = js_num(b, "peak_bytes");
+    double ta = js_num(a, "step_time_s"), tb = js_num(b, "step_time_s");
+    tap_ok(near(pa, pb), "%s: peak_bytes %.0f = %.0f read back", c->name, pa, pb);
+    tap_ok(near(ta, tb), "%s: step_time_s %.9g = %.9g read back", c->name, ta, tb);
+    static const char *const lay[] = {"tp", "pp", "dp", "vpp", "cp", "ep", "mbs", "gbs"};
+    bool same = true;
+    for (size_t k = 0; k < sizeof lay / sizeof lay[0]; k++) same &= jnum(a, "layout", lay[k]) == jnum(b, "layout", lay[k]);
+    same &= !strcmp(jstr(a, "layout", "recompute"), jstr(b, "layout", "recompute")) &&
+            !strcmp(jstr(a, "layout", "attention"), jstr(b, "layout", "attention"));
+    tap_ok(same && js_num(a, "gpus") == js_num(b, "gpus"), "%s: the same layout, batch and GPU count", c->name);
+    static const char *const stk[] = {"precision", "attention", "moe_dispatcher"};
+    bool sstack = true;
+    for (size_t k = 0; k < sizeof stk / sizeof stk[0]; k++) sstack &= !strcmp(jstr(a, "stack", stk[k]), jstr(b, "stack", stk[k]));
+    static const char *const nums[] = {"attention_dropout", "hidden_dropout", "capacity_factor"};
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+        double x = jnum(a, "stack", nums[k]), y = jnum(b, "stack", nums[k]);
+        sstack &= (isnan(x) && isnan(y)) || x == y;
+    }
+    const js_val *oa = js_get(js_get(a, "stack"), "overlap"), *ob = js_get(js_get(b, "stack"), "overlap");
+    const js_val *ca = js_get(js_get(a, "stack"), "tp_comm_overlap"), *cb = js_get(js_get(b, "stack"), "tp_comm_overlap");
+    sstack &= oa && ob && oa->b == ob->b && ca && cb && ca->b == cb->b;
+    tap_ok(sstack, "%s: the same stack (%s)", c->name, jstr(b, "stack", "describe"));
+    tap_ok(!warned && !strcmp(jstr(b, "megatron_args", "unmodelled"), ""),
+           "%s: nothing parplan writes is reported as unmodelled (%s)", c->name, jstr(b, "megatron_args", "unmodelled"));
+    js_free(a);
+    js_free(b);
+}
+
+int main(void)
+{
+    if (!getenv("PARPLAN")) {
+        tap_ok(0, "PARPLAN is set");
+        return tap_done();
+    }
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/parplan-roundtrip-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        tap_ok(0, "temporary directory");
+        return tap_done();
+    }
+    for (size_t i = 0; i < N_CASES; i++) test_case(&cases[i], (int)i);
+
+    /* standard input, and flags beside the file override it */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "check --megatron-args - --gpu h100-sxm --vocab 128256 --json < '%s/case1/pretrain_gpt.sh'",
+             tmpdir);
+    js_val *v = run_json(cmd);
+    tap_ok(v && jnum(v, "layout", "vpp") == 4 && jnum(v, "layout", "tp") == 2, "--megatron-args - reads standard input");
+    js_free(v);
+    snprintf(cmd, sizeof cmd, "check --megatron-args '%s/case1/pretrain_gpt.sh' --gpu h100-sxm --vocab 128256 --tp 4 --vpp 2 "
+                              "--gpus 32 --precision fp16 --no-overlap --json", tmpdir);
+    v = run_json(cmd);
+    tap_ok(v && jnum(v, "layout", "tp") == 4 && jnum(v, "layout", "vpp") == 2 && js_num(v, "gpus") == 32 &&
+               jnum(v, "layout", "dp") == 4 && !strcmp(jstr(v, "stack", "precision"), "fp16"),
+           "flags beside --megatron-args override it (--tp 4 --vpp 2 --gpus 32 --precision fp16)");
+    js_free(v);
+    snprintf(cmd, sizeof cmd, "plan --megatron-args '%s/case0/pretrain_gpt.sh' --gpu a100-80gb --vocab 50257 --top 3 --json",
+             tmpdir);
+    v = run_json(cmd);
+    const js_val *cand = js_get(v, "candidates");
+    tap_ok(v && cand && cand->type == JS_ARR && cand->n >= 1 && js_get(v, "stack") &&
+               !strcmp(jstr(v, "megatron_args", "file") + strlen(jstr(v, "megatron_args", "file")) - 15, "pretrain_gpt.sh"),
+           "plan searches the layouts of the script's model, batch, cluster and stack");
+    js_free(v);
+    snprintf(cmd, sizeof cmd, "estimate --megatron-args '%s/case5/pretrain_gpt.sh' --gpu h200 --tokens 1e9 --json", tmpdir);
+    v = run_json(cmd);
+    tap_ok(v && js_num(v, "gpus") == 4 && js_num(v, "step_time_s") > 0, "estimate on a device-local script (4 GPUs)");
+    js_free(v);
+    /* a standard script without --vocab: the one thing it cannot say, asked for */
+    snprintf(cmd, sizeof cmd, "check --megatron-args '%s/case0/pretrain_gpt.sh' --gpu a100-80gb", tmpdir);
+    int rc = run(cmd);
+    tap_ok(rc == 2 && strstr(err, "--vocab") && !strchr(err, '\n')[1], "a standard script without --vocab: exit 2 asking for it (%s)",
+           err);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) tap_diag("could not remove %s", tmpdir);
+    return tap_done();
+}
