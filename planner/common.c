@@ -303,6 +303,16 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     if (l->zero >= 2 && l->pp > 1 && w->framework == PP_FW_DEEPSPEED)
         return LAYOUT_BAD("DeepSpeed does not combine ZeRO stage %d with pipeline parallelism", l->zero);
     if (l->recompute_layers < 0) return LAYOUT_BAD("--recompute-layers must not be negative");
+    if (w->stack.ep_overlap && w->framework == PP_FW_MEGATRON) {
+        /* Megatron-Core's EP all-to-all overlap (transformer_config.py __post_init__). */
+        if (l->ep < 2) return LAYOUT_BAD("--ep-overlap needs --ep of at least 2");
+        if (w->stack.dispatcher != PP_DISPATCH_ALLTOALL)
+            return LAYOUT_BAD("--ep-overlap needs the alltoall dispatcher");
+        if (l->recompute == PP_RC_FULL) return LAYOUT_BAD("--ep-overlap does not combine with --recompute full");
+        if (l->pp > 1 && l->vpp < 2)
+            return LAYOUT_BAD("--ep-overlap with --pp %lld needs --vpp (Megatron interleaves the micro-batches "
+                              "whose all-to-alls it overlaps)", (long long)l->pp);
+    }
     if (l->recompute_modules && l->recompute != PP_RC_SELECTIVE)
         return LAYOUT_BAD("--recompute-modules needs --recompute selective");
     if (l->recompute_modules >> PP_RCM_COUNT) return LAYOUT_BAD("--recompute-modules: unknown module");

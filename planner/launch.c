@@ -578,6 +578,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         free(pt);
         ARGV(G_MODEL, "--moe-token-dispatcher-type", "%s", pp_dispatch_names[s->dispatcher]);
         if (s->grouped_gemm) ARG(G_MODEL, "--moe-grouped-gemm");
+        if (s->ep_overlap) ARG(G_MODEL, "--overlap-moe-expert-parallel-comm");
         if (s->moe_capacity_factor > 0)
             ARGV(G_MODEL, "--moe-expert-capacity-factor", "%.6g", s->moe_capacity_factor);
     }
@@ -612,6 +613,15 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     if (l->dist_opt) ARG(G_MEMORY, "--use-distributed-optimizer");
     if (l->recompute == PP_RC_SELECTIVE) {
         ARGV(G_MEMORY, "--recompute-granularity", "%s", "selective");
+        if (l->recompute_modules && l->recompute_modules != 1u << PP_RCM_CORE_ATTN) {
+            /* argparse nargs='*': the module names as separate words (plain identifiers) */
+            char mods[160] = "";
+            for (int i = 0; i < PP_RCM_COUNT; i++)
+                if (l->recompute_modules & (1u << i))
+                    snprintf(mods + strlen(mods), sizeof mods - strlen(mods), "%s%s", mods[0] ? " " : "",
+                             pp_rc_module_names[i]);
+            ARGRAW(G_MEMORY, "--recompute-modules", "%s", mods);
+        }
     } else if (l->recompute == PP_RC_FULL) {
         int64_t kmax = 0;
         bool all = true, same = true;

@@ -1757,7 +1757,7 @@ static const key_def key_table[] = {
     {"distribute_saved_activations", K_UNMODELLED, "False"}, {"cpu_offloading_num_layers", K_UNMODELLED, "0"},
     {"fine_grained_activation_offloading", K_UNMODELLED, "False"}, {"offload_modules", K_UNMODELLED, "None"},
     {"moe_layer_recompute", K_UNMODELLED, "False"}, {"moe_shared_expert_overlap", K_UNMODELLED, "False"},
-    {"overlap_moe_expert_parallel_comm", K_UNMODELLED, "False"}, {"delay_wgrad_compute", K_UNMODELLED, "False"},
+    {"overlap_moe_expert_parallel_comm", K_READ, NULL}, {"delay_wgrad_compute", K_UNMODELLED, "False"},
     {"moe_enable_deepep", K_UNMODELLED, "False"}, {"moe_pad_expert_input_to_capacity", K_UNMODELLED, "False"},
     {"moe_router_num_groups", K_UNMODELLED, "None"}, {"moe_router_group_topk", K_UNMODELLED, "None"},
     {"moe_latent_size", K_UNMODELLED, "None"}, {"moe_expert_rank_capacity_factor", K_UNMODELLED, "None"},
@@ -2570,8 +2570,21 @@ static pp_status read_layout(rd *r)
         const char *mods = NULL;
         pp_margs_kv *kmo;
         if ((st = rd_str(r, "recompute_modules", &mods, &kmo))) return st;
-        if (mods && strcmp(mods, "core_attn") && strcmp(mods, "['core_attn']") && strcmp(mods, "[core_attn]"))
-            note(r, "%s %s (parplan's selective recompute is the attention core's)", kv_name(kmo), mods);
+        /* "core_attn mla_up_proj" on a command line, "['core_attn', 'mla_up_proj']" in a dump:
+         * Megatron's module names (arguments.py --recompute-modules), one bit each. */
+        if (mods) {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", mods);
+            for (char *q = buf; *q; q++)
+                if (strchr("[]',\"", *q)) *q = ' ';
+            unsigned bits = 0;
+            for (char *save = NULL, *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+                int i = pp_name_lookup(pp_rc_module_names, PP_RCM_COUNT, tok);
+                if (i < 0) note(r, "%s: module '%s' (not modelled: the other modules are)", kv_name(kmo), tok);
+                else bits |= 1u << i;
+            }
+            l->recompute_modules = bits;
+        }
     } else if (gran) {
         return rd_bad(r, kg, "unknown value '%s' (full or selective)", gran);
     }
@@ -2663,6 +2676,7 @@ static pp_status read_stack(rd *r)
     } else
         return rd_bad(r, kd, "unknown value '%s' (allgather, alltoall or flex)", disp);
     if ((st = rd_bool(r, "moe_grouped_gemm", false, &s->grouped_gemm))) return st;
+    if ((st = rd_bool(r, "overlap_moe_expert_parallel_comm", false, &s->ep_overlap))) return st;
     if (s->grouped_gemm && s->impl == PP_IMPL_LOCAL) {
         /* LocalSpecProvider.grouped_mlp_modules (megatron/core/models/backends.py): SequentialMLP */
         s->grouped_gemm = false;

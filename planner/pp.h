@@ -249,6 +249,9 @@ typedef struct {
     bool impl_given;
     pp_dispatch dispatcher;    /* --moe-dispatcher */
     bool grouped_gemm;         /* --moe-grouped-gemm (TE grouped GEMM; local runs SequentialMLP) */
+    bool ep_overlap;           /* --ep-overlap: the EP all-to-alls hidden behind another
+                                  micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm,
+                                  DeepSeek-V3's DualPipe does the same) */
     double moe_capacity_factor; /* 0: dropless (Megatron's default); else tokens per expert cap */
     double moe_imbalance;      /* busiest expert's tokens over the mean (>= 1; default 1.0 for
                                   the time model; memory adds its own margin, memory.c) */

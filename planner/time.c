@@ -611,6 +611,13 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         }
         o->fwd_ep_s = 2 * a2a + g;
         o->bwd_ep_s = 2 * a2a + g;
+        if (w->stack.ep_overlap) {
+            /* Megatron's --overlap-moe-expert-parallel-comm (and DeepSeek-V3's DualPipe) run one
+             * micro-batch's forward beside another's backward, so each all-to-all hides behind the
+             * other one's compute of the same layer. */
+            o->fwd_ep_s = behind(o->fwd_ep_s, o->bwd_compute_s);
+            o->bwd_ep_s = behind(o->bwd_ep_s, o->fwd_compute_s);
+        }
     }
 }
 
