@@ -309,9 +309,8 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
         if (w->stack.dispatcher != PP_DISPATCH_ALLTOALL)
             return LAYOUT_BAD("--ep-overlap needs the alltoall dispatcher");
         if (l->recompute == PP_RC_FULL) return LAYOUT_BAD("--ep-overlap does not combine with --recompute full");
-        if (l->pp > 1 && l->vpp < 2)
-            return LAYOUT_BAD("--ep-overlap with --pp %lld needs --vpp (Megatron interleaves the micro-batches "
-                              "whose all-to-alls it overlaps)", (long long)l->pp);
+        /* (Megatron also wants --vpp with pp > 1; DeepSeek's DualPipe overlaps without it: the
+         * Megatron launch writer refuses that case, the models price both.) */
     }
     if (l->recompute_modules && l->recompute != PP_RC_SELECTIVE)
         return LAYOUT_BAD("--recompute-modules needs --recompute selective");

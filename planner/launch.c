@@ -450,6 +450,9 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
                    "tensor parallelism (transformer_config.py)");
     if (s->tp_comm_overlap && !l->sp)
         return BAD("--tp-comm-overlap needs --sp (arguments.py validate_args)");
+    if (s->ep_overlap && l->pp > 1 && l->vpp < 2)
+        return BAD("--ep-overlap with --pp %lld needs --vpp: Megatron overlaps the all-to-alls of interleaved "
+                   "micro-batches (transformer_config.py, overlap_moe_expert_parallel_comm)", (long long)l->pp);
     if (s->no_overlap && l->vpp > 1 && l->pp < 3)
         return BAD("--no-overlap with --vpp %lld needs --pp of at least 3: Megatron's interleaved schedule without "
                    "p2p overlap refuses 2 stages (arguments.py validate_args)", (long long)l->vpp);

@@ -378,6 +378,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     pp_layout_init(&l);
     l.offload = (fix & PP_SEARCH_FIX_OFFLOAD) ? fx->offload : PP_OFF_NONE;
     l.recompute_layers = fx->recompute_layers;
+    l.recompute_modules = fx->recompute_modules; /* read only under selective recompute */
     pp_search_candidate cand;
     memset(&cand, 0, sizeof cand);
 
