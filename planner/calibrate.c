@@ -610,6 +610,33 @@ static bool solve(double *A, double *b, int n, double *x)
 }
 
 /* Projected Levenberg-Marquardt in normalised coordinates u = (x - lo) / (hi - lo) in [0, 1]. */
+/* The MoE factors enter the model through max(GPU, host) (an MoE layer runs at the slower of
+ * the two): below the GPU's time a factor has no gradient, so Levenberg-Marquardt started there
+ * would not move. Start it from the best point of a coarse log grid over the MoE factors being
+ * fitted (the others as they are). */
+static void moe_grid_start(const fit_ctx *f, double *x, double *r)
+{
+    bool fl = f->mask & (1u << PP_CAL_MOE_LAYER), fe = f->mask & (1u << PP_CAL_EXPERT);
+    if (!fl && !fe) return;
+    double best = residuals(f, x, r), xb[2] = {x[PP_CAL_MOE_LAYER], x[PP_CAL_EXPERT]};
+    for (int a = 0; a < (fl ? 9 : 1); a++)
+        for (int b = 0; b < (fe ? 9 : 1); b++) {
+            double xs[PP_CAL_COUNT];
+            memcpy(xs, x, sizeof xs);
+            /* 10 us .. 10 ms per layer, 2 us .. 2 ms per expert, log-spaced */
+            if (fl) xs[PP_CAL_MOE_LAYER] = 1e-5 * pow(10.0, 3.0 * a / 8.0);
+            if (fe) xs[PP_CAL_EXPERT] = 2e-6 * pow(10.0, 3.0 * b / 8.0);
+            double c = residuals(f, xs, r);
+            if (isfinite(c) && c < best) {
+                best = c;
+                xb[0] = xs[PP_CAL_MOE_LAYER];
+                xb[1] = xs[PP_CAL_EXPERT];
+            }
+        }
+    x[PP_CAL_MOE_LAYER] = xb[0];
+    x[PP_CAL_EXPERT] = xb[1];
+}
+
 static pp_status lm_fit(const fit_ctx *f, double *x, int max_iters, pp_error *err)
 {
     int free_idx[PP_CAL_COUNT], nf = 0;
@@ -624,6 +651,7 @@ static pp_status lm_fit(const fit_ctx *f, double *x, int max_iters, pp_error *er
         st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         goto done;
     }
+    moe_grid_start(f, x, r);
     double cost = residuals(f, x, r);
     if (!isfinite(cost)) {
         st = pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "the time model failed on a run at the start of the fit");
@@ -738,21 +766,24 @@ pp_status pp_calib_fit(const pp_calib_run *runs, int n, const pp_profile *base, 
             goto fail;
         }
     }
-    /* The base profile's own calibration (if any) is replaced, not compounded; with nothing to
-     * fit (mask 0) it is evaluated as it is: how well a calibration predicts logs it was not
-     * fitted on. */
-    double x[PP_CAL_COUNT];
-    memcpy(x, cal_neutral, sizeof x);
-    if (!p->fit_mask && base && base->calibration.present) {
+    /* The base profile's own calibration (if any) is replaced, not compounded: the factors
+     * being fitted start from its values, the others keep them (fitting the MoE factors on MoE
+     * logs keeps the dense factors fitted on dense logs); with nothing to fit (mask 0) it is
+     * evaluated as it is: how well a calibration predicts logs it was not fitted on. */
+    double x0[PP_CAL_COUNT];
+    memcpy(x0, cal_neutral, sizeof x0);
+    if (base && base->calibration.present) {
         const pp_calibration *bc = &base->calibration;
-        x[PP_CAL_GEMM] = bc->gemm_scale;
-        x[PP_CAL_ELEMENTWISE] = bc->elementwise_scale;
-        x[PP_CAL_SCORE] = bc->score_bytes;
-        x[PP_CAL_LAYER] = bc->layer_overhead_s;
-        x[PP_CAL_OPTIMIZER] = bc->optimizer_scale;
-        x[PP_CAL_MOE_LAYER] = bc->moe_layer_overhead_s;
-        x[PP_CAL_EXPERT] = bc->expert_overhead_s;
+        x0[PP_CAL_GEMM] = bc->gemm_scale;
+        x0[PP_CAL_ELEMENTWISE] = bc->elementwise_scale;
+        x0[PP_CAL_SCORE] = bc->score_bytes;
+        x0[PP_CAL_LAYER] = bc->layer_overhead_s;
+        x0[PP_CAL_OPTIMIZER] = bc->optimizer_scale;
+        x0[PP_CAL_MOE_LAYER] = bc->moe_layer_overhead_s;
+        x0[PP_CAL_EXPERT] = bc->expert_overhead_s;
     }
+    double x[PP_CAL_COUNT];
+    memcpy(x, x0, sizeof x);
     fit_ctx f = {runs, n, -1, base, p->fit_mask};
     if ((st = lm_fit(&f, x, p->max_iters, err))) goto fail;
     pp_calibration_init(&res->cal);
@@ -765,7 +796,7 @@ pp_status pp_calib_fit(const pp_calib_run *runs, int n, const pp_profile *base, 
     if (res->loo_s && p->fit_mask) {
         for (int k = 0; k < n; k++) {
             double xk[PP_CAL_COUNT];
-            memcpy(xk, cal_neutral, sizeof xk);
+            memcpy(xk, x0, sizeof xk);
             fit_ctx fk = {runs, n, k, base, p->fit_mask};
             if ((st = lm_fit(&fk, xk, p->max_iters, err))) goto fail;
             pp_calibration ck;
