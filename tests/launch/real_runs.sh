@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Device side of issue 6's proof (lent 2 x H200, from the repository root, .megatron/ carried):
-#  1. every generated Megatron command line (tests/data/launch/scripts/*.sh and the validation
+#  1. every generated Megatron command line (tests/data/launch/scripts*/*.sh and the validation
 #     layouts dumped to $PARPLAN_CHECK_SCRIPTS) goes through Megatron-LM's own parse_args and
 #     validate_args (tests/launch/megatron_parse_check.py);
 #  2. the generated scripts in tests/data/launch/scripts run for real, one after the other,
 #     each under its own timeout, as long as the deadline allows.
 # Writes $OUT/launch_logs.tgz. Parse it with tests/launch/parse_real_runs.py.
-#   bash tests/launch/real_runs.sh [deadline_s]
+#   [SCRIPTS=tests/data/launch/scripts_moe] bash tests/launch/real_runs.sh [deadline_s]
 set -u
 out=${OUT:-/tmp/launch_out}
 logs=$out/logs
 mkdir -p "$logs" "$out/args"
 deadline=${1:-280}
+scripts=${SCRIPTS:-tests/data/launch/scripts}
 t0=$SECONDS
 export CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
@@ -20,7 +21,7 @@ python3 -c "import torch; print('torch', torch.__version__, torch.cuda.device_co
 make -C .megatron/megatron/core/datasets > "$logs/make.log" 2>&1
 echo "setup done after $((SECONDS - t0)) s"
 
-for s in tests/data/launch/scripts/*.sh "${PARPLAN_CHECK_SCRIPTS:-build-launch/launch_scripts}"/*.sh; do
+for s in "$scripts"/*.sh "${PARPLAN_CHECK_SCRIPTS:-build-launch/launch_scripts}"/*.sh; do
     [ -f "$s" ] || continue
     bash tests/launch/capture_args.sh "$s" "$out/args/$(basename "$s" .sh).args" 2>> "$logs/capture.log"
 done
@@ -30,7 +31,7 @@ echo "parse check exit $? after $((SECONDS - t0)) s"
 grep -E "^runtime parser|^parsed" "$logs/parse_check.log"
 
 port=29600
-for s in tests/data/launch/scripts/*.sh; do
+for s in "$scripts"/*.sh; do
     n=$(basename "$s" .sh)
     left=$((deadline - (SECONDS - t0)))
     if [ "$left" -lt 50 ]; then
