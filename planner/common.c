@@ -16,6 +16,7 @@ const char *const pp_offload_names[PP_OFF_COUNT] = {"none", "optimizer", "params
 const char *const pp_precision_names[PP_PREC_COUNT] = {"bf16", "fp16", "fp8"};
 const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather"};
+const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 
 void pp_stack_init(pp_stack *s)
 {
@@ -237,6 +238,18 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                           pp_framework_names[w->framework]);
     if (l->zero >= 2 && l->pp > 1 && w->framework == PP_FW_DEEPSPEED)
         return LAYOUT_BAD("DeepSpeed does not combine ZeRO stage %d with pipeline parallelism", l->zero);
+    if (l->replicate < 0) return LAYOUT_BAD("--replicate must be at least 1");
+    if (l->replicate > 1) {
+        /* HSDP (FSDP2 on a 2-D mesh, torchtitan data_parallel_replicate_degree): parameters are
+         * sharded within each replica group and replicated across them. */
+        if (w->framework != PP_FW_FSDP)
+            return LAYOUT_BAD("--replicate %lld is HSDP: only with --framework fsdp", (long long)l->replicate);
+        if (l->zero < 2)
+            return LAYOUT_BAD("--replicate %lld shards within each replica: needs --zero 2 or 3", (long long)l->replicate);
+        if (l->dp % l->replicate)
+            return LAYOUT_BAD("--replicate %lld does not divide the %lld data-parallel ranks (--dp)",
+                              (long long)l->replicate, (long long)l->dp);
+    }
     if (l->recompute_layers < 0) return LAYOUT_BAD("--recompute-layers must not be negative");
     if (l->recompute_layers > 0 && l->recompute != PP_RC_FULL)
         return LAYOUT_BAD("--recompute-layers needs --recompute full");

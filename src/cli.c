@@ -36,6 +36,7 @@ typedef enum {
     K_VPP, K_CP, K_EP, K_ETP, K_MBS, K_ZERO, K_DIST_OPT, K_SP, K_RECOMPUTE, K_RECOMPUTE_LAYERS,
     K_OFFLOAD, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
+    K_OPTIMIZER_IMPL, K_REPLICATE,
 } opt_key;
 
 typedef struct {
@@ -86,7 +87,7 @@ static const opt_def opt_table[] = {
     {"--zero", 0, K_ZERO, OPT_STR, C_LAYOUT, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"},
     {"--dist-opt", 0, K_DIST_OPT, OPT_FLAG, C_LAYOUT, "Megatron's distributed optimizer"},
     {"--sp", 0, K_SP, OPT_FLAG, C_LAYOUT, "sequence parallel"},
-    {"--recompute", 0, K_RECOMPUTE, OPT_STR, C_LAYOUT, "none|selective|full"},
+    {"--recompute", 0, K_RECOMPUTE, OPT_STR, C_LAYOUT, "none|selective|full (fsdp: selective is torchtitan's op-level SAC)"},
     {"--recompute-layers", 0, K_RECOMPUTE_LAYERS, OPT_INT, C_LAYOUT, "K: layers per stage fully recomputed"},
     {"--offload", 0, K_OFFLOAD, OPT_STR, C_LAYOUT, "none|optimizer|params"},
     {"--top", 0, K_TOP, OPT_INT, C_PLAN, "K: candidates to show (default 5)"},
@@ -105,6 +106,8 @@ static const opt_def opt_table[] = {
     {"--tokens", 0, K_TOKENS, OPT_NUM, C_ESTIMATE, "T: training tokens (e.g. 300e9)"},
     {"--price-per-gpu-hour", 0, K_PRICE, OPT_NUM, C_ESTIMATE, "P: price of one GPU-hour"},
     {"--allow-cross-node-tp", 0, K_CROSS_NODE_TP, OPT_FLAG, C_PLAN, "let the search place TP across nodes"},
+    {"--optimizer-impl", 0, K_OPTIMIZER_IMPL, OPT_STR, C_WORK, "fused|foreach: torch AdamW under --framework fsdp (default fused, torchtitan's)"},
+    {"--replicate", 0, K_REPLICATE, OPT_INT, C_CHECK | C_LAUNCH | C_ESTIMATE, "N: HSDP replicas (--framework fsdp): shard over dp/N ranks, replicate N ways"},
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -129,6 +132,7 @@ typedef struct {
 /* The parser keeps the overrides beside pp_cli without widening the public struct. */
 static model_overrides cli_over;
 static int64_t cli_gpus_per_node; /* 0: the GPU's default */
+static bool optimizer_impl_given;  /* --optimizer-impl: only --framework fsdp reads it */
 
 static pp_status parse_int(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out,
                            pp_error *err)
@@ -277,6 +281,12 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_TRAIN_ITERS: st = parse_int(o->name, v, 1, 1000000000, &c->train_iters, err); break;
     case K_FIT: c->fit = v; break;
     case K_PROBE_CACHE: c->probe_cache = v; break;
+    case K_OPTIMIZER_IMPL:
+        st = parse_enum(o->name, v, pp_adam_impl_names, PP_ADAM_COUNT, &e, err);
+        c->work.stack.optimizer_impl = (pp_adam_impl)e;
+        optimizer_impl_given = true;
+        break;
+    case K_REPLICATE: st = parse_int(o->name, v, 1, MAX_GPUS, &l->replicate, err); break;
     }
     if (st == PP_OK && o->kind == OPT_STR && (!v || !*v))
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a non-empty value", o->name);
@@ -290,6 +300,7 @@ pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_err
     memset(&cli_over, 0, sizeof cli_over);
     cli_over.act = cli_over.norm = cli_over.tied = cli_over.bias = -1;
     cli_gpus_per_node = 0;
+    optimizer_impl_given = false;
     c->argv0 = argv0;
     c->cmd = cmd;
     c->top = 5;
@@ -457,6 +468,10 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
                             (long long)w->gpus, (long long)w->gpus_per_node);
     if (w->gpus < w->gpus_per_node) w->gpus_per_node = w->gpus;
     if (!w->gbs) w->gbs = w->model.gbs ? w->model.gbs : 1024;
+    if (optimizer_impl_given && w->framework != PP_FW_FSDP)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--optimizer-impl is torch AdamW's implementation under --framework fsdp, not %s",
+                            pp_framework_names[w->framework]);
     pp_stack_resolve(w);
     if (c->profile_arg) {
         st = pp_profile_load_file(&c->profile, c->profile_arg, err);
