@@ -93,7 +93,7 @@ static const opt_def opt_table[] = {
     {"--top", 0, K_TOP, OPT_INT, C_PLAN, "K: candidates to show (default 5)"},
     {"--probe", 0, K_PROBE, OPT_INT, C_PLAN, "K: measure the best K on the local GPUs"},
     {"--probe-budget", 0, K_PROBE_BUDGET, OPT_NUM, C_PLAN, "SECONDS: GPU time for --probe"},
-    {"--format", 0, K_FORMAT, OPT_STR, C_LAUNCH, "megatron|deepspeed|nemo|torchrun|slurm"},
+    {"--format", 0, K_FORMAT, OPT_STR, C_LAUNCH, "megatron|deepspeed|nemo|torchrun|slurm|torchtitan"},
     {"--emit", 0, K_EMIT, OPT_STR, C_PLAN, "FORMAT: launch config of the best layout"},
     {"--launch-target", 0, K_LAUNCH_TARGET, OPT_STR, C_LAUNCH | C_PLAN, "standard|device-local: Megatron with TE, or without TE/apex (mock data)"},
     {"--train-iters", 0, K_TRAIN_ITERS, OPT_INT, C_LAUNCH | C_PLAN, "N: Megatron --train-iters (default: device-local 5, else $TRAIN_ITERS)"},
