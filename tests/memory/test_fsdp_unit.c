@@ -145,6 +145,16 @@ int main(void)
     lh.replicate = 2;
     timeline(&w8r, &lh, &c, &td, &od);
     tap_ok(c.shard == 4 && td.at[PP_FSDP_AT_OPTIMIZER].optimizer == 8 * P3 / 4, "HSDP 2 x 4: sharded over 4");
+    /* float8 (torchao, float8 all-gather when sharded): the blocks' unsharded copies in 1 byte. */
+    pp_layout lz = layout_of(&w8r, 1, PP_RC_NONE, 2);
+    pp_fsdp_timeline tz;
+    timeline(&w8r, &lz, &c, &tz, &od);
+    double bf16_held = tz.at[PP_FSDP_AT_LOSS_BACKWARD].weights;
+    w8r.stack.precision = PP_PREC_FP8;
+    timeline(&w8r, &lz, &c, &tz, &od);
+    tap_near(bf16_held - tz.at[PP_FSDP_AT_LOSS_BACKWARD].weights, 28 * blk_params, 1e-12,
+             "fp8, zero 2, dp 8: the held block copies take 1 B/param less");
+    w8r.stack.precision = PP_PREC_BF16;
     /* Gradient accumulation (4 micro-batches): the sharded gradients live through the forwards. */
     pp_work wa = work_of(false, 8192, 1, 4);
     pp_layout la = layout_of(&wa, 1, PP_RC_NONE, 3);
