@@ -383,6 +383,202 @@ pp_status pp_calib_run_init(pp_calib_run *run, pp_mlog *log, const pp_gpu *gpu, 
     return PP_OK;
 }
 
+/* ------------------------------------------------------------------ FSDP2 runs (CSV) */
+
+#define FSDP_CSV_MAXCOL 64
+
+/* Split one CSV line in place (double-quoted fields may hold commas and "" quotes); returns the
+ * number of fields. */
+static int csv_split(char *line, char **col, int max)
+{
+    int n = 0;
+    char *p = line;
+    while (n < max) {
+        char *out = p;
+        col[n++] = p;
+        if (*p == '"') {
+            char *r = p + 1;
+            while (*r) {
+                if (*r == '"' && r[1] == '"') { *out++ = '"'; r += 2; }
+                else if (*r == '"') { r++; break; }
+                else *out++ = *r++;
+            }
+            p = r;
+        }
+        while (*p && *p != ',' && *p != '\r' && *p != '\n') *out++ = *p++;
+        bool more = *p == ',';
+        *out = 0;
+        if (!more) break;
+        p++;
+    }
+    return n;
+}
+
+static pp_status csv_int(const char *path, int line, const char *name, const char *v, int64_t lo, int64_t hi,
+                         int64_t *out, pp_error *err)
+{
+    char *end = NULL;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi)
+        return pp_error_set(err, PP_ERR_INPUT, path, line, 0, "column %s: expected an integer in [%lld, %lld], got '%s'",
+                            name, (long long)lo, (long long)hi, v);
+    *out = x;
+    return PP_OK;
+}
+
+pp_status pp_calib_fsdp_csv_load(const char *path, const pp_gpu *gpu, pp_calib_run **runs_out, int *n_out,
+                                 pp_error *err)
+{
+    enum { C_NAME, C_STATUS, C_GPUS, C_REPL, C_DIM, C_LAYERS, C_HEADS, C_KV, C_FFN, C_VOCAB, C_MBS, C_SEQ, C_AC,
+           C_RESHARD, C_OPT, C_STEP, C_ALLOC, C_RETRY, C_COUNT };
+    static const char *const need[C_COUNT] = {"name", "status", "gpus", "replicate", "dim", "layers", "heads",
+                                              "kv_heads", "ffn", "vocab", "mbs", "seq", "ac",
+                                              "reshard_after_forward", "optimizer", "step_ms_median",
+                                              "max_alloc_mib", "alloc_retries"};
+    char *text = NULL;
+    size_t len = 0;
+    pp_calib_run *runs = NULL;
+    int n = 0, cap = 0, ix[C_COUNT], lineno = 0;
+    bool header = false;
+    *runs_out = NULL;
+    *n_out = 0;
+    pp_status st = pp_yaml_read_file(path, &text, &len, err);
+    if (st) return st;
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        lineno++;
+        if (line[0] == '#' || line[0] == 0 || line[0] == '\r') continue;
+        char *col[FSDP_CSV_MAXCOL];
+        int nc = csv_split(line, col, FSDP_CSV_MAXCOL);
+        if (!header) {
+            for (int k = 0; k < C_COUNT; k++) {
+                ix[k] = -1;
+                for (int i = 0; i < nc; i++)
+                    if (!strcmp(col[i], need[k])) ix[k] = i;
+                if (ix[k] < 0) {
+                    st = pp_error_set(err, PP_ERR_INPUT, path, lineno, 0,
+                                      "not an FSDP runs table (tests/fsdp/parse_runs.py): no column '%s'", need[k]);
+                    goto fail;
+                }
+            }
+            header = true;
+            continue;
+        }
+        int maxix = 0;
+        for (int k = 0; k < C_COUNT; k++) maxix = ix[k] > maxix ? ix[k] : maxix;
+        if (nc <= maxix) {
+            st = pp_error_set(err, PP_ERR_INPUT, path, lineno, 0, "%d columns, the header has more", nc);
+            goto fail;
+        }
+        bool ok = !strcmp(col[ix[C_STATUS]], "ok"), oom = !strcmp(col[ix[C_STATUS]], "oom");
+        if (!ok && !oom) continue; /* skipped, timeout, error: no verdict */
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            pp_calib_run *nr = realloc(runs, (size_t)cap * sizeof *runs);
+            if (!nr) {
+                st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+                goto fail;
+            }
+            runs = nr;
+        }
+        pp_calib_run *r = &runs[n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->path, sizeof r->path, "%s", path);
+        snprintf(r->name, sizeof r->name, "%.127s", col[ix[C_NAME]]);
+        pp_work *w = &r->work;
+        pp_model *m = &w->model;
+        pp_model_init(m);
+        snprintf(m->name, sizeof m->name, "%.63s", r->name);
+        snprintf(m->family, sizeof m->family, "llama");
+        snprintf(m->source, sizeof m->source, "%.200s (torchtitan Llama-3 shape)", path);
+        int64_t v[C_COUNT];
+        static const int ints[] = {C_GPUS, C_REPL, C_DIM, C_LAYERS, C_HEADS, C_KV, C_FFN, C_VOCAB, C_MBS, C_SEQ};
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+            if ((st = csv_int(path, lineno, need[ints[k]], col[ix[ints[k]]], 1, 100000000, &v[ints[k]], err)))
+                goto fail;
+        m->layers = v[C_LAYERS];
+        m->hidden = v[C_DIM];
+        m->heads = v[C_HEADS];
+        m->kv_heads = v[C_KV];
+        m->ffn = v[C_FFN];
+        m->vocab = v[C_VOCAB];
+        m->seq = v[C_SEQ];
+        m->act = PP_ACT_SWIGLU;
+        m->norm = PP_NORM_RMSNORM;
+        m->pos = PP_POS_ROPE;
+        m->bias = false;
+        m->tied = false;
+        m->dropout_set = true;
+        if ((st = pp_model_validate(m, err))) {
+            snprintf(err->file, sizeof err->file, "%s", path);
+            err->line = lineno;
+            goto fail;
+        }
+        w->gpu = *gpu;
+        w->gpus = v[C_GPUS];
+        w->gpus_per_node = w->gpus < gpu->gpus_per_node || gpu->gpus_per_node < 1 ? w->gpus : gpu->gpus_per_node;
+        w->framework = PP_FW_FSDP;
+        w->attention = PP_ATTN_FLASH;
+        pp_stack_init(&w->stack);
+        int opt = pp_name_lookup(pp_adam_impl_names, PP_ADAM_COUNT, col[ix[C_OPT]]);
+        int ac = pp_name_lookup(pp_recompute_names, PP_RC_COUNT, col[ix[C_AC]]);
+        const char *rs = col[ix[C_RESHARD]];
+        if (opt < 0 || ac < 0 || (strcmp(rs, "true") && strcmp(rs, "false"))) {
+            st = pp_error_set(err, PP_ERR_INPUT, path, lineno, 0,
+                              "optimizer must be fused|foreach, ac none|selective|full, reshard_after_forward "
+                              "true|false; got '%s', '%s', '%s'", col[ix[C_OPT]], col[ix[C_AC]], rs);
+            goto fail;
+        }
+        w->stack.optimizer_impl = (pp_adam_impl)opt;
+        pp_stack_resolve(w);
+        pp_layout *l = &r->layout;
+        pp_layout_init(l);
+        l->mbs = v[C_MBS];
+        l->dp = w->gpus;
+        w->gbs = v[C_MBS] * w->gpus; /* one micro-batch per rank and step */
+        l->zero = strcmp(rs, "true") ? 2 : 3;
+        l->recompute = (pp_recompute)ac;
+        l->replicate = v[C_REPL] > 1 ? v[C_REPL] : 0;
+        if ((st = pp_layout_validate(w, l, err))) {
+            snprintf(err->file, sizeof err->file, "%s", path);
+            err->line = lineno;
+            goto fail;
+        }
+        pp_time_opts_default(w, &r->opts);
+        snprintf(r->stack, sizeof r->stack, "fsdp2 torchtitan-style (eager, SDPA flash)");
+        r->n_stages = 1;
+        r->oom = oom;
+        const char *a = col[ix[C_ALLOC]];
+        r->stage_max_alloc_mib[0] = *a ? strtod(a, NULL) : 0;
+        r->alloc_retries = *col[ix[C_RETRY]] ? strtoll(col[ix[C_RETRY]], NULL, 10) : 0;
+        const char *sm = col[ix[C_STEP]];
+        if (ok) {
+            char *end = NULL;
+            double ms = strtod(sm, &end);
+            if (!*sm || *end || !(ms > 0)) {
+                st = pp_error_set(err, PP_ERR_INPUT, path, lineno, 0, "a run with status ok needs step_ms_median, got '%s'", sm);
+                goto fail;
+            }
+            r->measured_step_s = ms * 1e-3;
+            r->iters_used = 1;
+        }
+        n++;
+    }
+    if (!header) {
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "no header line: not an FSDP runs table");
+        goto fail;
+    }
+    free(text);
+    *runs_out = runs;
+    *n_out = n;
+    return PP_OK;
+fail:
+    free(text);
+    free(runs);
+    return st;
+}
+
 /* ------------------------------------------------------------------ applying a calibration */
 
 void pp_calibration_init(pp_calibration *cal)

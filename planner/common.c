@@ -24,6 +24,7 @@ unsigned pp_layout_rc_modules(const pp_layout *l)
 }
 const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather"};
+const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 
 void pp_stack_init(pp_stack *s)
 {
@@ -302,6 +303,18 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                           pp_framework_names[w->framework]);
     if (l->zero >= 2 && l->pp > 1 && w->framework == PP_FW_DEEPSPEED)
         return LAYOUT_BAD("DeepSpeed does not combine ZeRO stage %d with pipeline parallelism", l->zero);
+    if (l->replicate < 0) return LAYOUT_BAD("--replicate must be at least 1");
+    if (l->replicate > 1) {
+        /* HSDP (FSDP2 on a 2-D mesh, torchtitan data_parallel_replicate_degree): parameters are
+         * sharded within each replica group and replicated across them. */
+        if (w->framework != PP_FW_FSDP)
+            return LAYOUT_BAD("--replicate %lld is HSDP: only with --framework fsdp", (long long)l->replicate);
+        if (l->zero < 2)
+            return LAYOUT_BAD("--replicate %lld shards within each replica: needs --zero 2 or 3", (long long)l->replicate);
+        if (l->dp % l->replicate)
+            return LAYOUT_BAD("--replicate %lld does not divide the %lld data-parallel ranks (--dp)",
+                              (long long)l->replicate, (long long)l->dp);
+    }
     if (l->recompute_layers < 0) return LAYOUT_BAD("--recompute-layers must not be negative");
     if (w->stack.ep_overlap && w->framework == PP_FW_MEGATRON) {
         /* Megatron-Core's EP all-to-all overlap (transformer_config.py __post_init__). */

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 const char *const pp_launch_format_names[PP_LAUNCH_COUNT] = {"megatron", "torchrun", "slurm",
-                                                             "deepspeed", "nemo"};
+                                                             "deepspeed", "nemo", "torchtitan"};
 const char *const pp_launch_target_names[PP_TARGET_COUNT] = {"standard", "device-local"};
 
 static const char *const files_megatron[] = {"pretrain_gpt.sh", NULL};
@@ -46,6 +46,7 @@ static const char *const files_torchrun[] = {"launch_torchrun.sh", NULL};
 static const char *const files_slurm[] = {"launch.sbatch", NULL};
 static const char *const files_deepspeed[] = {"ds_config.json", "launch_deepspeed.sh", NULL};
 static const char *const files_nemo[] = {"nemo_overrides.yaml", NULL};
+static const char *const files_torchtitan[] = {"torchtitan.toml", "launch_torchtitan.sh", NULL};
 
 const char *const *pp_launch_files(pp_launch_format fmt)
 {
@@ -55,6 +56,7 @@ const char *const *pp_launch_files(pp_launch_format fmt)
     case PP_LAUNCH_SLURM: return files_slurm;
     case PP_LAUNCH_DEEPSPEED: return files_deepspeed;
     case PP_LAUNCH_NEMO: return files_nemo;
+    case PP_LAUNCH_TORCHTITAN: return files_torchtitan;
     default: return NULL;
     }
 }
@@ -1333,6 +1335,11 @@ pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE 
         break;
     case PP_LAUNCH_NEMO:
         st = write_nemo(p, &files[0], err);
+        break;
+    case PP_LAUNCH_TORCHTITAN: /* launch_torchtitan.c */
+        st = pp_launch_torchtitan(p, out != NULL, &files[0].s, &files[1].s, err);
+        for (int i = 0; i < 2; i++) files[i].len = files[i].s ? strlen(files[i].s) : 0;
+        nfiles = out ? 1 : 2;
         break;
     default:
         st = BAD("launch: unknown format");

@@ -27,6 +27,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memory_fsdp.h"
+
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
 
@@ -467,11 +469,19 @@ typedef struct {
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
     double reserve_fixed;
     int64_t m;          /* micro-batches per step per replica */
+    pp_fsdp_ctx fsdp;   /* --framework fsdp: FSDP2's own model (memory_fsdp.c) */
 } mem_ctx;
 
 static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
 {
     const pp_model *m = &w->model;
+    if (w->framework == PP_FW_FSDP) {
+        /* FSDP2 holds different things at different moments of the step: memory_fsdp.c. */
+        c->m = pp_layout_microbatches(w, l);
+        if (c->m < 1) c->m = 1;
+        pp_fsdp_ctx_init(w, l, &c->fsdp);
+        return;
+    }
     mem_params_get(w, l, &c->par);
     int64_t shard = l->dp * l->cp;
     pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload, shard, &c->st);
@@ -646,6 +656,13 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
     pp_model_layer_counts(m, first, layers, n_all);
     int64_t mtp = last ? m->mtp_layers : 0;
     int mtp_kind = pp_model_mtp_kind(m);
+    if (w->framework == PP_FW_FSDP) {
+        double fsdp_mbs;
+        double fsdp_chunks = mem_inflight_chunks(l, c->m, stage, &fsdp_mbs);
+        o->inflight = (int64_t)fsdp_mbs;
+        pp_fsdp_stage_eval(w, l, &c->fsdp, n_all, n_rc, first_stage, last, fsdp_chunks, o, NULL);
+        return;
+    }
 
     /* Model state. */
     double dense = (first_stage ? p->embedding : 0.0) + (last ? p->head : 0.0), expert = 0;

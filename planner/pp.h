@@ -237,6 +237,11 @@ typedef enum { PP_DISPATCH_ALLTOALL = 0, PP_DISPATCH_ALLGATHER, PP_DISPATCH_COUN
 extern const char *const pp_precision_names[PP_PREC_COUNT]; /* "bf16", "fp16", "fp8" */
 extern const char *const pp_impl_names[PP_IMPL_COUNT];      /* "te", "local" */
 extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "allgather" */
+/* torch.optim.AdamW under --framework fsdp: fused (one kernel per step, torchtitan's default) or
+ * foreach (horizontally fused ops; sqrt(v) for the whole group at once). The Megatron and
+ * DeepSpeed paths keep their own rules (memory.c). */
+typedef enum { PP_ADAM_FUSED = 0, PP_ADAM_FOREACH, PP_ADAM_COUNT } pp_adam_impl;
+extern const char *const pp_adam_impl_names[PP_ADAM_COUNT]; /* "fused", "foreach" */
 typedef struct {
     pp_precision precision;
     bool dropout_given;        /* --dropout / --attention-dropout / --hidden-dropout were given */
@@ -255,6 +260,8 @@ typedef struct {
     double moe_capacity_factor; /* 0: dropless (Megatron's default); else tokens per expert cap */
     double moe_imbalance;      /* busiest expert's tokens over the mean (>= 1; default 1.0 for
                                   the time model; memory adds its own margin, memory.c) */
+    pp_adam_impl optimizer_impl; /* --optimizer-impl: torch.optim.AdamW's implementation under
+                                  --framework fsdp (torchtitan's Optimizer.implementation) */
 } pp_stack;
 void pp_stack_init(pp_stack *s);
 
@@ -300,6 +307,9 @@ typedef struct {
     int64_t recompute_layers; /* full recompute: layers per stage recomputed; 0 = all */
     unsigned recompute_modules; /* selective: bit set of pp_rc_module; 0 = core_attn */
     pp_offload offload;
+    int64_t replicate;       /* --replicate: HSDP replicas under --framework fsdp (torchtitan
+                                data_parallel_replicate_degree); 0 or 1 = none. dp = replicate x
+                                the ranks each parameter is sharded over. */
     /* Optional uneven pipeline (ILP, issue 5): NULL = uniform split.
      * stage_layers[i] layers on stage i (pp entries); stage_recompute[i] of them fully recomputed. */
     const int *stage_layers;

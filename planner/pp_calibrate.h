@@ -79,7 +79,23 @@ typedef struct {
      * printed one), MiB; 0 when no rank of the stage printed */
     int64_t n_stages;
     double stage_max_alloc_mib[PP_MAX_STAGES];
+    bool oom;                /* FSDP CSV rows (pp_calib_fsdp_csv_load): the run ran out of memory */
+    int64_t alloc_retries;   /* FSDP CSV rows: times the allocator freed its cache and retried (a
+                                run at the edge of the memory: its time is the allocator's too) */
 } pp_calib_run;
+
+/* FSDP2 runs recorded as a CSV table (tests/data/fsdp/runs.csv, written by
+ * tests/fsdp/parse_runs.py): `#` comment lines, a header, one row per launch. The columns read
+ * (others are ignored, in any order): name, status (ok | oom | ...), gpus, replicate, dim, layers,
+ * heads, kv_heads, ffn, vocab (a torchtitan Llama-3 shape: SwiGLU, RMSNorm, RoPE, untied, no
+ * bias, no dropout), mbs, seq, ac (none | selective | full), reshard_after_forward (true: --zero
+ * 3, false: --zero 2), optimizer (fused | foreach), step_ms_median, max_alloc_mib, alloc_retries
+ * (empty: 0). Each row is
+ * one step of mbs sequences per rank on gpus ranks of `gpu` (--framework fsdp, flash attention).
+ * Rows whose status is neither ok nor oom are skipped. *runs is allocated (free() it); an OOM
+ * row has oom set and no measured step. */
+pp_status pp_calib_fsdp_csv_load(const char *path, const pp_gpu *gpu, pp_calib_run **runs, int *n,
+                                 pp_error *err);
 
 /* Rebuild the run from a parsed log: gpu is the cluster's GPU (the logs do not name it).
  * PP_ERR_INPUT when an argument the model needs is missing or malformed, or the log has no

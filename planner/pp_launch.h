@@ -8,6 +8,8 @@
  *   deepspeed  ds_config.json (ZeRO stage, micro-batch, accumulation, bf16, offload, buckets)
  *              plus the deepspeed launcher line
  *   nemo       NeMo (1.x, Megatron GPT) YAML overrides: trainer.*, model.*
+ *   torchtitan torchtitan.toml (torchtitan 0.2.x JobConfig) + a torchrun / Slurm script
+ *              (launch_torchtitan.c; --framework fsdp)
  *
  * Every output names the parplan version and the predicted memory and throughput in a
  * comment. Megatron flags are names that Megatron-LM's parser accepts; the list they are
@@ -25,9 +27,10 @@ typedef enum {
     PP_LAUNCH_SLURM,
     PP_LAUNCH_DEEPSPEED,
     PP_LAUNCH_NEMO,
+    PP_LAUNCH_TORCHTITAN,
     PP_LAUNCH_COUNT
 } pp_launch_format;
-/* "megatron", "torchrun", "slurm", "deepspeed", "nemo" */
+/* "megatron", "torchrun", "slurm", "deepspeed", "nemo", "torchtitan" */
 extern const char *const pp_launch_format_names[PP_LAUNCH_COUNT];
 
 /* Who runs the Megatron command line:
@@ -53,6 +56,7 @@ typedef struct {
     double samples_per_s;
     int64_t train_iters;           /* 0: 5 for device-local, a placeholder (TRAIN_ITERS) otherwise */
     const char *megatron_dir;      /* Megatron-LM checkout on the cluster; NULL: $MEGATRON_LM or . */
+    const char *hf_config_path;    /* the Hugging Face config.json the model was read from, or NULL */
 } pp_launch_params;
 
 void pp_launch_params_init(pp_launch_params *p); /* predictions unknown, standard target */
@@ -67,6 +71,11 @@ const char *const *pp_launch_files(pp_launch_format fmt);
  * PP_ERR_INPUT naming what is wrong; I/O failures PP_ERR_RUNTIME. */
 pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE *out,
                           const char *dir, pp_error *err);
+
+/* launch_torchtitan.c: the TOML job config and the script. joined: *first is one script that
+ * writes the TOML itself; else *first the TOML and *second the script. malloc'd texts. */
+pp_status pp_launch_torchtitan(const pp_launch_params *p, bool joined, char **first, char **second,
+                               pp_error *err);
 
 /* Lower-level pieces, exposed for tests: the Megatron argument list as one line of
  * "--flag value" tokens separated by spaces (what pretrain_gpt.py receives, bash quoting as in

@@ -18,6 +18,8 @@ typedef struct {
     double reserved_bytes;     /* beyond the allocator peak: context, NCCL/cuBLAS workspaces, slack */
     double peak_bytes;         /* allocator peak = weights+grads+optimizer+activations+transient */
     bool fits;                 /* peak + reserved <= capacity */
+    const char *peak_moment;   /* --framework fsdp: the moment of the step the peak is at
+                                  (memory_fsdp.c); NULL for the other frameworks */
 } pp_mem_stage;
 
 typedef struct {

@@ -123,6 +123,68 @@
 /* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
  * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
 #define OPT_BYTES_PER_PARAM 34.0
+
+/* --framework fsdp: PyTorch FSDP2 training as torchtitan runs it (eager modules, no fusions but
+ * the fused rms_norm, SDPA flash, fp32 master parameters). Bytes per token of one Llama block's
+ * elementwise kernels, counted op by op (torchtitan/models/llama3/model/model.py; reads +
+ * writes, 16-bit activations):
+ *   forward: rms_norm 4 (x2), residual add 6 (x2), per f element SiLU 4 + product 6, per q/k
+ *   element RoPE in fp32 on complex numbers 20 (.float() 2+4, complex multiply 4+4, back to
+ *   bf16 4+2), per repeated k/v element repeat_kv's copy 2 + 2 of the narrower input;
+ *   backward: the two residual-gradient accumulations 6 (x2), rms_norm backward 8 (x2, input
+ *   gradient and the weight-gradient partial sums), the input-gradient accumulations of the
+ *   linears that share an input (wq/wk/wv: two, w1/w3: one) 6 each on the gathered width, per f
+ *   element the product's two gradients 6 + 6 and SiLU's 6, RoPE's backward 20, repeat_kv's sum. */
+#define EW_FSDP_NORM_FWD 4.0
+#define EW_FSDP_NORM_BWD 8.0
+#define EW_FSDP_ADD 6.0
+#define EW_FSDP_SWIGLU_FWD 10.0
+#define EW_FSDP_SWIGLU_BWD 18.0
+#define EW_FSDP_GELU_FWD 4.0
+#define EW_FSDP_GELU_BWD 6.0
+#define EW_FSDP_ROPE 20.0
+#define EW_FSDP_REPEAT 2.0
+/* The loss on logits.float() (torch cross_entropy = log_softmax + nll_loss), per logit: forward
+ * the fp32 copy 6 and log_softmax's passes (max, sum of exp, write) 16; backward nll_loss's
+ * gradient fill 4, log_softmax backward (sum pass and write) 16, the cast to bf16 6. */
+#define EW_FSDP_CE_FWD 22.0
+#define EW_FSDP_CE_BWD 26.0
+/* FSDP2's parameter and gradient copies (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
+ * and _fsdp_param_group.py), bytes per parameter: an unshard casts the fp32 shard to bf16 (4/S
+ * read, 2/S written) into the all-gather input and copies the gathered output into the unsharded
+ * parameters (2 + 2; on one rank the cast is the whole unshard, 6); a reduction casts the bf16
+ * gradient into the fp32 reduce-scatter input (2 + 4) and, on one rank, copies it to the output
+ * (4 + 4), else adds a later micro-batch's shard into the gradient (4 + 4 + 4, / S). */
+#define FSDP_CAST_BYTES 6.0
+#define FSDP_COPY_OUT_BYTES 4.0
+#define FSDP_RS_COPY_BYTES 8.0
+#define FSDP_ACCUM_BYTES 12.0
+/* torch.optim.AdamW per parameter of the shard: fused (torch._fused_adamw_) reads parameter,
+ * gradient, m, v and writes parameter, m, v: 28; foreach (_multi_tensor_adam) runs one kernel
+ * per step of the update: weight decay 8, lerp of m 12, v *= beta2 8, addcmul into v 14 (the
+ * gradient read once for both factors), sqrt 8, / bias correction 8, + eps 8, addcdiv into the
+ * parameter 16: 82. Measured on one H200: foreach - fused = 48.0 ms for 3.607e9 parameters
+ * (tests/data/fsdp/runs.csv, l3b_s4k_b1_full*), 54 B at 4.06 TB/s, the copy bandwidth the
+ * anchors measured there (4.10-4.18 TB/s). No gradient clipping (torchtitan's max_norm adds a
+ * norm pass and a scale: not in the runs, not modelled). */
+#define OPT_FSDP_FUSED_BYTES 28.0
+#define OPT_FSDP_FOREACH_BYTES 82.0
+/* FlashAttention-2 (PyTorch SDPA's flash backend, what torchtitan-style code runs) is written for
+ * Ampere's mma.sync. On Hopper-class GPUs (catalog dense bf16 peak above this) it reaches 0.36 of
+ * the large-GEMM rate forward and 0.25 backward: PyTorch 2.11 on H200, flash backend, b 1, s
+ * 8192, 32 heads of 128, causal: 1.915 ms forward, 7.528 ms forward + backward
+ * (tests/data/profiles/h200.torch.jsonl). Elsewhere the default FA2 figures (0.72 / 0.50). */
+#define FSDP_FA2_HOPPER_PEAK 500e12
+#define FSDP_FA2_HOPPER_FWD_EFF 0.363
+#define FSDP_FA2_HOPPER_BWD_EFF 0.248
+/* FA2's cost per query block that does not scale with the keys it attends (loading Q, the
+ * diagonal block's mask, the final rescale and write): time ~ work x (1 + s0 / s). s0 from the
+ * same anchors' three flash rows (s 2048, 4096, 8192 at equal work per row): forward 967,
+ * backward 2392 tokens (the forward + backward rows then agree within 1.8%); the efficiencies
+ * above are those at s = 8192. */
+#define FSDP_FA2_S0_FWD 967.0
+#define FSDP_FA2_S0_BWD 2392.0
+#define FSDP_FA2_S_REF 8192.0
 /* Megatron's DDP bucket (megatron/core/distributed: bucket_size = max(40M, 1M x dp)): the last
  * bucket cannot overlap with anything. */
 #define DP_BUCKET_PARAMS 40e6
@@ -132,6 +194,8 @@
 #define CPU_ADAM_PARAMS_PER_S 1e9
 
 /* ------------------------------------------------------------------ options */
+
+static double gpu_peak(const pp_gpu *g);
 
 void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
 {
@@ -180,6 +244,20 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
     if (w->framework == PP_FW_MEGATRON) o->grad_accum_bytes = fp16 ? 4.0 : 8.0;
     else if (w->framework == PP_FW_DEEPSPEED) o->grad_accum_bytes = fp16 ? 4.0 : 12.0;
     else o->grad_accum_bytes = 4.0;
+    if (w->framework == PP_FW_FSDP) {
+        /* torchtitan: MixedPrecisionPolicy(reduce_dtype=fp32) reduce-scatters fp32; FSDP2's own
+         * copies are priced per parameter in the step (fsdp_step_terms), not here; dropout as
+         * the model says (torchtitan's models have none); SDPA's FlashAttention-2. */
+        o->grad_reduce_bytes = 4.0;
+        o->grad_accum_bytes = 0.0;
+        double ad = 0, hd = 0;
+        pp_work_dropout(w, &ad, &hd);
+        o->dropout = ad > 0 || hd > 0;
+        if (gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+            o->flash_fwd_eff = FSDP_FA2_HOPPER_FWD_EFF;
+            o->flash_bwd_eff = FSDP_FA2_HOPPER_BWD_EFF;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ context */
@@ -379,6 +457,9 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     const double M = T * h * 2.0;           /* one activation tensor, bytes */
     const bool loop = !w->stack.grouped_gemm;
+    /* --framework fsdp: torchtitan's eager Llama block (separate projections, eager RoPE,
+     * repeat_kv and SwiGLU); MLA layers keep the generic terms. */
+    const bool titan = w->framework == PP_FW_FSDP && !mla;
 
     /* --- attention GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the
      * curve is symmetric in m, n, k so their efficiency is the forward's) */
@@ -393,6 +474,10 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         g_qkv = (ql > 0 ? lin_s(c, T, ql, h, 1) : lin_s(c, T, a_r * (nope + rope), h, 1)) +
                 lin_s(c, T, kvl + rope, h, 1) + g_up;
         g_proj = lin_s(c, T, h, hv, 1);
+    } else if (titan) {
+        /* torchtitan's Attention: wq, wk and wv are three nn.Linear (three GEMMs). */
+        g_qkv = lin_s(c, T, hq, h, 1) + lin_s(c, T, hkv, h, 2);
+        g_proj = lin_s(c, T, h, hq, 1);
     } else {
         g_qkv = lin_s(c, T, hq + 2 * hkv, h, 1);
         g_proj = lin_s(c, T, h, hq, 1);
@@ -404,7 +489,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     double tokens_ep = 0, tokens_etp = 0; /* bytes each way: all-to-all over EP, gather over ETP */
     double Tr = 0, fe_r = 0;
     if (!moe) {
-        g_fc1 = lin_s(c, T, (glu ? 2 : 1) * f_r, h, 1);
+        g_fc1 = titan && glu ? lin_s(c, T, f_r, h, 2) : lin_s(c, T, (glu ? 2 : 1) * f_r, h, 1);
         g_fc2 = lin_s(c, T, h, f_r, 1);
         mlp_w = (glu ? 3.0 : 2.0) * h * f_r;
     } else {
@@ -475,6 +560,12 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         double fl = 2.0 * Bh * sq * keys * (dqk + vd);
         attn_f = fl / c->flash_fwd_rate;
         attn_b = 2.0 * fl / c->flash_bwd_rate;
+        if (w->framework == PP_FW_FSDP && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+            /* FA2's per-query-block cost (FSDP_FA2_S0_*), relative to the reference length */
+            double span = keys / FLASH_CAUSAL_WORK;
+            attn_f *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
+            attn_b *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
+        }
     }
 
     /* --- elementwise */
@@ -497,6 +588,32 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     if (m->qk_norm != PP_QKNORM_NONE) {
         ew_f += EW_NORM_FWD * T * (hq + hkv);
         ew_b += EW_NORM_BWD * T * (hq + hkv);
+    }
+    if (titan) {
+        /* torchtitan's eager block (EW_FSDP_*): the norms and residual adds on the residual
+         * stream (split t ways by torchtitan's sequence parallelism), the linears' shared-input
+         * gradient sums at the gathered width, RoPE on q and k, repeat_kv when grouped. */
+        double h_sp = l->tp > 1 ? h / t : h, repw = hkv < hq ? EW_FSDP_REPEAT * 2.0 * (hq + hkv) : 0.0;
+        double nshared = glu ? 3.0 : 2.0; /* input-gradient sums: wq/wk/wv 2, w1/w3 1 */
+        ew_f = (2 * EW_FSDP_NORM_FWD + 2 * EW_FSDP_ADD) * T * h_sp;
+        ew_b = (2 * EW_FSDP_NORM_BWD + 2 * EW_FSDP_ADD) * T * h_sp + EW_FSDP_ADD * nshared * T * h;
+        double aw = moe ? 0.0 : f_r;
+        ew_f += (glu ? EW_FSDP_SWIGLU_FWD : EW_FSDP_GELU_FWD) * T * aw;
+        ew_b += (glu ? EW_FSDP_SWIGLU_BWD : EW_FSDP_GELU_BWD) * T * aw;
+        if (moe) {
+            ew_f += (glu ? EW_FSDP_SWIGLU_FWD : EW_FSDP_GELU_FWD) * Tr * fe_r;
+            ew_b += (glu ? EW_FSDP_SWIGLU_BWD : EW_FSDP_GELU_BWD) * Tr * fe_r;
+        }
+        if (m->pos == PP_POS_ROPE) {
+            ew_f += EW_FSDP_ROPE * T * (hq + hkv);
+            ew_b += EW_FSDP_ROPE * T * (hq + hkv);
+        }
+        ew_f += T * repw;
+        ew_b += T * repw;
+        if (m->qk_norm != PP_QKNORM_NONE) {
+            ew_f += EW_FSDP_NORM_FWD * T * (hq + hkv);
+            ew_b += EW_FSDP_NORM_BWD * T * (hq + hkv);
+        }
     }
     ew_f += ew_moe_f;
     ew_b += ew_moe_b;
@@ -546,6 +663,23 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     if (moe && (mods & (1u << PP_RCM_MOE)))
         o->sel_recompute_s += g_fc1 + g_fc2 + g_router + g_shared + act_f + ew_moe_f / c->mem_rate;
     else if (moe && (mods & (1u << PP_RCM_SHARED_EXPERTS))) o->sel_recompute_s += g_shared;
+    if (titan && !moe) {
+        /* torchtitan's op-level selective AC keeps SDPA's output and every other aten.mm output
+         * (activation_checkpoint.py, _apply_op_sac): the backward recomputes the other mms (wk,
+         * wo, w3 in a Llama block; a biased linear runs addmm, which is never saved) and every
+         * elementwise op, not attention. The same order as memory_fsdp.c's table. */
+        const bool qb = m->qkv_bias || m->bias, ob = m->out_bias || m->bias, mb = m->mlp_bias || m->bias;
+        struct { double n, k; bool mm; } lin[7] = {
+            {hq, h, !qb}, {hkv, h, !qb}, {hkv, h, !qb}, {h, hq, !ob}, {f_r, h, !mb}, {f_r, h, !mb}, {h, f_r, !mb}};
+        int count = 0;
+        double redo = ew_f;
+        for (int i = 0; i < 7; i++) {
+            if (i == 5 && !glu) continue; /* no w3 */
+            bool saved = lin[i].mm && (++count % 2 == 1);
+            if (!saved) redo += gemm_s(c, T, lin[i].n, lin[i].k, 1);
+        }
+        o->sel_recompute_s = redo;
+    }
 
     /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
     if (l->tp > 1) {
@@ -686,6 +820,16 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     double g_logits = gemm_s(c, T, V / t, h, 1);
     o->output_fwd_s = g_logits + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
     o->output_bwd_s = 2 * g_logits / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
+    if (w->framework == PP_FW_FSDP) {
+        /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
+         * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
+        double h_sp = l->tp > 1 ? h / t : h;
+        o->output_fwd_s = g_logits + (EW_FSDP_NORM_FWD * T * h_sp + EW_FSDP_CE_FWD * T * V / t) / c->mem_rate;
+        o->output_bwd_s = 2 * g_logits / BWD_GEMM_EFF +
+                          (EW_FSDP_NORM_BWD * T * h_sp + EW_FSDP_CE_BWD * T * V / t) / c->mem_rate;
+        o->embed_fwd_s = EW_EMBED * T * h / c->mem_rate;
+        o->embed_bwd_s = (2.0 * V / t * h + 10.0 * T * h) / c->mem_rate;
+    }
     if (l->tp > 1) {
         int64_t tpn = group_per_node(l->tp, 1, gpn);
         if (l->sp) {
@@ -805,6 +949,85 @@ static stage_desc stage_desc_one(const pp_model *m, int k, double n, double r, b
     sd.first = is_first;
     sd.last = is_last;
     return sd;
+}
+
+/* --framework fsdp (PyTorch FSDP2 as torchtitan applies it): the time one step of stage st adds
+ * for its parameters and gradients, and the parameters the rank's optimizer updates (*opt_params).
+ * Groups: the embedding (first stage), each block, [norm, output] (last stage). Per micro-batch:
+ *   - unshard: the bf16 cast of the fp32 shard and, across ranks, the all-gather and its
+ *     copy-out; blocks and embedding again in the backward with reshard_after_forward (--zero 3);
+ *     [norm, output] once (never resharded after forward);
+ *   - reduction: the bf16 gradients cast into the fp32 reduce-scatter input, the reduce-scatter
+ *     (fp32, torchtitan's reduce_dtype) and under HSDP the all-reduce of the shard over the
+ *     replicas; on one rank a copy; later micro-batches add into the sharded gradient;
+ *   - PP with several micro-batches: gradients accumulate unsharded in fp32 and are reduced once,
+ *     parameters stay unsharded between backwards (torch.distributed.pipelining stage.py).
+ * The copies run on the compute stream, except the reduce-scatter stream's (the one-rank copy,
+ * the accumulation), which hide behind the backward's compute. Collectives overlap with compute
+ * (FSDP2 prefetches the next block's all-gather in the forward and backward, reduces on its own
+ * stream): exposed are the first group's gather, the last group's reduction, and whatever the
+ * others take beyond the compute they run beside (behind()). */
+static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const stage_time *st,
+                              double n_blocks, bool first, bool last, double m, double *opt_params)
+{
+    const pp_work *w = c->w;
+    const double t = (double)l->tp;
+    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
+    const double dpcp = (double)(l->dp * l->cp);
+    const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
+    const double SE = l->zero >= 2 ? max2(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+    const bool reshard = l->zero >= 3;
+    const bool nosync = l->pp > 1 && m > 1;
+    const double E = first ? c->embed_params / t : 0.0;
+    const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
+    const double P = st->params, PE = st->expert_params, Pall = P + PE;
+    const double B = max2(0.0, P - E - H) + PE;      /* the blocks' parameters */
+    const double blk = n_blocks > 0 ? B / n_blocks : 0.0;
+    *opt_params = P / S + PE / SE;
+
+    /* gathers per step of the blocks and embedding, and of [norm, output] */
+    double g_blocks = nosync ? (reshard ? m + 1.0 : 1.0) : m * (reshard ? 2.0 : 1.0);
+    double g_head = nosync ? 1.0 : m;
+    double unshard_b = S > 1 ? FSDP_CAST_BYTES / S + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
+    double serial = unshard_b * ((B + E) * g_blocks + H * g_head);
+    double reductions = nosync ? 1.0 : m;
+    /* copy-in every micro-batch; under PP's no-sync the bf16 gradient is added into the fp32
+     * accumulator instead (read 2 + 4, write 4) */
+    serial += Pall * (nosync ? (m - 1.0) * 10.0 + FSDP_CAST_BYTES : m * FSDP_CAST_BYTES);
+    double side = S > 1 ? Pall * (reductions - 1.0) * FSDP_ACCUM_BYTES / S : Pall * reductions * FSDP_RS_COPY_BYTES;
+    double compute = m * (st->fwd + st->bwd);
+    double total = serial / c->mem_rate + behind(side / c->mem_rate, m * st->bwd);
+
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    if (S > 1 || R > 1) {
+        /* torchtitan's mesh is [pp, dp_replicate, dp_shard, cp, tp], tp innermost: the shard
+         * group's ranks are tp apart, the replicas tp x shard apart. */
+        int64_t sn = group_per_node((int64_t)S, l->tp, gpn);
+        int64_t rn = group_per_node((int64_t)R, l->tp * (int64_t)S, gpn);
+        double ab = (w->stack.precision == PP_PREC_FP8 && S > 1) ? 1.0 : 2.0; /* fp8 all-gather */
+        double ag_b = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, blk * ab) : 0.0;
+        double rs_b = S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, blk * 4.0) : 0.0;
+        rs_b += R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, blk * 4.0 / S) : 0.0;
+        double g0 = first ? E : blk, g1 = first ? E : blk; /* first gathered, last reduced */
+        double ag_first = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, g0 * 2.0) : 0.0;
+        double rs_last = (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, g1 * 4.0) : 0.0) +
+                         (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, g1 * 4.0 / S) : 0.0);
+        /* all the rest, per step: the blocks' gathers and reductions and the other groups' */
+        double ag_all = n_blocks * ag_b * g_blocks + (S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, (E * g_blocks + H * g_head) * 2.0) : 0.0);
+        double rs_all = reductions * (n_blocks * rs_b + (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, (E + H) * 4.0) : 0.0) +
+                                      (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, (E + H) * 4.0 / S) : 0.0));
+        double exposed_once = m * ag_first + reductions * rs_last;
+        total += exposed_once + behind(max2(0.0, ag_all + rs_all - exposed_once), compute);
+    }
+    if (l->zero < 2 && dpcp > 1) {
+        /* no sharding (torchtitan's DDP): fp32 gradients all-reduced in buckets during the last
+         * backward (torch DDP bucket_cap_mb, torchtitan 100 MB); the last bucket is exposed. */
+        int64_t dn = group_per_node((int64_t)dpcp, l->tp, gpn);
+        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)dpcp, dn, Pall * 4.0);
+        double buckets = max2(1.0, Pall * 4.0 / 100e6);
+        total += ar / buckets + behind(ar - ar / buckets, st->bwd);
+    }
+    return total;
 }
 
 void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
@@ -1017,6 +1240,17 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         double pcie = w->gpu.pcie_gbs * 1e9;
         zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / pcie;
     }
+    if (w->framework == PP_FW_FSDP) {
+        /* FSDP2: every gather, reduction and copy happens per micro-batch (fsdp_stage_comm). */
+        zero_s = dp_exposed = opt_params = 0;
+        for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
+            double po = 0;
+            int64_t n = pp_layout_stage_layers(w, l, e ? p - 1 : 0);
+            double z = fsdp_stage_comm(c, l, ends[e], (double)n, e == 0, e == 1 || p == 1, m, &po);
+            if (z > zero_s) zero_s = z;
+            if (po > opt_params) opt_params = po;
+        }
+    }
     out->dp_comm_s = dp_exposed;
     out->zero_gather_s = zero_s;
 
@@ -1026,7 +1260,10 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     if (l->offload == PP_OFF_NONE) {
         double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
         if (meas > 0) out->optimizer_measured_s = meas;
-        out->optimizer_s = meas > 0 ? meas : OPT_BYTES_PER_PARAM * opt_params / c->mem_rate;
+        double opt_bytes = OPT_BYTES_PER_PARAM;
+        if (w->framework == PP_FW_FSDP)
+            opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
+        out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;
         if (w->profile && w->profile->calibration.present)
             out->optimizer_s *= w->profile->calibration.optimizer_scale; /* issue 8 */
     } else {

@@ -40,6 +40,7 @@ typedef enum {
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
     K_PRECISION, K_DROPOUT, K_ATTN_DROPOUT, K_HIDDEN_DROPOUT, K_NO_OVERLAP, K_TP_COMM_OVERLAP, K_IMPL,
     K_MOE_DISPATCHER, K_MOE_GROUPED_GEMM, K_CAPACITY_FACTOR, K_MOE_IMBALANCE, K_EP_OVERLAP, K_MEGATRON_ARGS,
+    K_OPTIMIZER_IMPL, K_REPLICATE,
 } opt_key;
 
 typedef struct {
@@ -103,7 +104,7 @@ static const opt_def opt_table[] = {
     {"--zero", 0, K_ZERO, OPT_STR, C_LAYOUT, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"},
     {"--dist-opt", 0, K_DIST_OPT, OPT_FLAG, C_LAYOUT, "Megatron's distributed optimizer"},
     {"--sp", 0, K_SP, OPT_FLAG, C_LAYOUT, "sequence parallel"},
-    {"--recompute", 0, K_RECOMPUTE, OPT_STR, C_LAYOUT, "none|selective|full"},
+    {"--recompute", 0, K_RECOMPUTE, OPT_STR, C_LAYOUT, "none|selective|full (fsdp: selective is torchtitan's op-level SAC)"},
     {"--recompute-layers", 0, K_RECOMPUTE_LAYERS, OPT_INT, C_LAYOUT, "K: layers per stage fully recomputed"},
     {"--recompute-modules", 0, K_RECOMPUTE_MODULES, OPT_STR, C_LAYOUT,
      "LIST: what selective recompute recomputes: core_attn,layernorm,mla_up_proj,moe_act,mlp,moe,shared_experts (default core_attn)"},
@@ -111,7 +112,7 @@ static const opt_def opt_table[] = {
     {"--top", 0, K_TOP, OPT_INT, C_PLAN, "K: candidates to show (default 5)"},
     {"--probe", 0, K_PROBE, OPT_INT, C_PLAN, "K: measure the best K on the local GPUs"},
     {"--probe-budget", 0, K_PROBE_BUDGET, OPT_NUM, C_PLAN, "SECONDS: GPU time for --probe"},
-    {"--format", 0, K_FORMAT, OPT_STR, C_LAUNCH, "megatron|deepspeed|nemo|torchrun|slurm"},
+    {"--format", 0, K_FORMAT, OPT_STR, C_LAUNCH, "megatron|deepspeed|nemo|torchrun|slurm|torchtitan"},
     {"--emit", 0, K_EMIT, OPT_STR, C_PLAN, "FORMAT: launch config of the best layout"},
     {"--launch-target", 0, K_LAUNCH_TARGET, OPT_STR, C_LAUNCH | C_PLAN, "standard|device-local: Megatron with TE, or without TE/apex (mock data)"},
     {"--train-iters", 0, K_TRAIN_ITERS, OPT_INT, C_LAUNCH | C_PLAN, "N: Megatron --train-iters (default: device-local 5, else $TRAIN_ITERS)"},
@@ -124,6 +125,8 @@ static const opt_def opt_table[] = {
     {"--tokens", 0, K_TOKENS, OPT_NUM, C_ESTIMATE, "T: training tokens (e.g. 300e9)"},
     {"--price-per-gpu-hour", 0, K_PRICE, OPT_NUM, C_ESTIMATE, "P: price of one GPU-hour"},
     {"--allow-cross-node-tp", 0, K_CROSS_NODE_TP, OPT_FLAG, C_PLAN, "let the search place TP across nodes"},
+    {"--optimizer-impl", 0, K_OPTIMIZER_IMPL, OPT_STR, C_WORK, "fused|foreach: torch AdamW under --framework fsdp (default fused, torchtitan's)"},
+    {"--replicate", 0, K_REPLICATE, OPT_INT, C_CHECK | C_LAUNCH | C_ESTIMATE, "N: HSDP replicas (--framework fsdp): shard over dp/N ranks, replicate N ways"},
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -148,6 +151,7 @@ typedef struct {
 /* The parser keeps the overrides beside pp_cli without widening the public struct. */
 static model_overrides cli_over;
 static int64_t cli_gpus_per_node; /* 0: the GPU's default */
+static bool optimizer_impl_given;  /* --optimizer-impl: only --framework fsdp reads it */
 
 /* Work and stack options given on the command line (with --megatron-args they override the file's). */
 enum {
@@ -358,6 +362,12 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
     case K_TRAIN_ITERS: st = parse_int(o->name, v, 1, 1000000000, &c->train_iters, err); break;
     case K_FIT: c->fit = v; break;
     case K_PROBE_CACHE: c->probe_cache = v; break;
+    case K_OPTIMIZER_IMPL:
+        st = parse_enum(o->name, v, pp_adam_impl_names, PP_ADAM_COUNT, &e, err);
+        c->work.stack.optimizer_impl = (pp_adam_impl)e;
+        optimizer_impl_given = true;
+        break;
+    case K_REPLICATE: st = parse_int(o->name, v, 1, MAX_GPUS, &l->replicate, err); break;
     }
     if (st == PP_OK && o->kind == OPT_STR && (!v || !*v))
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a non-empty value", o->name);
@@ -373,6 +383,7 @@ pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_err
     cli_gpus_per_node = 0;
     cli_given = 0;
     cli_dropout = cli_attn_dropout = cli_hidden_dropout = 0;
+    optimizer_impl_given = false;
     c->argv0 = argv0;
     c->cmd = cmd;
     c->top = 5;
@@ -662,6 +673,10 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
     }
     st = pp_stack_check(w, err);
     if (st != PP_OK) return st;
+    if (optimizer_impl_given && w->framework != PP_FW_FSDP)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--optimizer-impl is torch AdamW's implementation under --framework fsdp, not %s",
+                            pp_framework_names[w->framework]);
     pp_stack_resolve(w);
     if (c->profile_arg) {
         st = pp_profile_load_file(&c->profile, c->profile_arg, err);

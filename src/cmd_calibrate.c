@@ -6,7 +6,9 @@
  *
  * A log that lacks Megatron's printed arguments block takes its arguments from its "# cmd" line,
  * or from a launch script named after a colon: run.log:run.sh. A log with no timed iteration after
- * the warm-up (a run that ran out of memory) is skipped with a warning line. */
+ * the warm-up (a run that ran out of memory) is skipped with a warning line. A FILE.csv argument is
+ * a table of PyTorch FSDP2 runs (tests/data/fsdp/runs.csv, format in pp_calibrate.h,
+ * pp_calib_fsdp_csv_load): each timed row is one run of --framework fsdp. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -225,7 +227,46 @@ int pp_cmd_calibrate(pp_cli *c)
         pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         goto fail;
     }
+    int cap = c->npos;
     for (int i = 0; i < c->npos; i++) {
+        size_t plen = strlen(c->pos[i]);
+        if (plen > 4 && !strcmp(c->pos[i] + plen - 4, ".csv")) {
+            /* FSDP2 runs (tests/data/fsdp/runs.csv format, pp_calib_fsdp_csv_load): every timed row */
+            pp_calib_run *rows = NULL;
+            int nr = 0;
+            if (pp_calib_fsdp_csv_load(c->pos[i], &gpu, &rows, &nr, &err)) goto fail;
+            pp_calib_run *grown = realloc(runs, (size_t)(cap + nr) * sizeof *runs);
+            if (!grown) {
+                free(rows);
+                pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+                goto fail;
+            }
+            runs = grown;
+            cap += nr;
+            for (int k = 0; k < nr; k++) {
+                if (rows[k].oom) {
+                    fprintf(stderr, "parplan: warning: skipped %s: it ran out of memory (no step time)\n", rows[k].name);
+                    continue;
+                }
+                if (rows[k].alloc_retries > 0) {
+                    /* freeing the allocator's cache and retrying costs device synchronisations and
+                     * page remapping the time model does not have: not the stack's pace */
+                    fprintf(stderr, "parplan: warning: skipped %s: the allocator retried %lld times (at the edge of "
+                                    "the memory)\n", rows[k].name, (long long)rows[k].alloc_retries);
+                    continue;
+                }
+                if (n > 0 && strcmp(rows[k].stack, runs[0].stack)) {
+                    pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
+                                 "calibrate fits one software stack at a time: %s ran '%s', %s ran '%s'", runs[0].name,
+                                 runs[0].stack, rows[k].name, rows[k].stack);
+                    free(rows);
+                    goto fail;
+                }
+                runs[n++] = rows[k];
+            }
+            free(rows);
+            continue;
+        }
         /* LOG or LOG:ARGS (a name with a colon that exists as a file is a log) */
         char logp[1024];
         const char *argsp = NULL;

@@ -43,6 +43,7 @@ static void check_json(const pp_cli *c, const pp_work *w, const pp_layout *l, co
     pp_json_kstr(&j, "recompute", pp_recompute_names[l->recompute]);
     pp_json_kint(&j, "recompute_layers", l->recompute_layers);
     pp_json_kstr(&j, "offload", pp_offload_names[l->offload]);
+    pp_json_kint(&j, "replicate", l->replicate > 1 ? l->replicate : 1);
     pp_json_kstr(&j, "framework", pp_framework_names[w->framework]);
     pp_json_kstr(&j, "attention", pp_attention_names[w->attention]);
     pp_json_kstr(&j, "stage_split", !l->stage_layers ? "uniform" : c->margs && c->margs->uneven && !c->stages ? "megatron-args" : "ilp");
@@ -66,6 +67,7 @@ static void check_json(const pp_cli *c, const pp_work *w, const pp_layout *l, co
         pp_json_kint(&j, "inflight", s->inflight);
         kbytes(&j, "peak_bytes", s->peak_bytes);
         pp_json_kbool(&j, "fits", s->fits);
+        if (s->peak_moment) pp_json_kstr(&j, "peak_moment", s->peak_moment);
         pp_json_key(&j, "breakdown");
         pp_json_obj_begin(&j);
         kbytes(&j, "weights", s->weights_bytes);
@@ -104,6 +106,8 @@ static void check_table(const pp_cli *c, const pp_work *w, const pp_layout *l, c
     if (l->recompute == PP_RC_FULL && l->recompute_layers)
         printf(" (%lld layers per stage)", (long long)l->recompute_layers);
     if (l->offload) printf(", offload %s", pp_offload_names[l->offload]);
+    if (l->replicate > 1) printf(", HSDP %lld replicas of %lld shards", (long long)l->replicate,
+                                 (long long)(l->dp / l->replicate));
     printf("\n");
     pp_cli_stack_line(stdout, c);
     printf("\n");
@@ -131,6 +135,7 @@ static void check_table(const pp_cli *c, const pp_work *w, const pp_layout *l, c
            pp_fmt_bytes(big->peak_bytes, b[9], sizeof b[9]),
            pp_fmt_bytes(big->reserved_bytes, b[10], sizeof b[10]),
            pp_fmt_bytes(r->capacity_bytes, b[11], sizeof b[11]));
+    if (big->peak_moment) printf("peak at: %s (FSDP2's step timeline)\n", big->peak_moment);
     if (!r->fits) printf("why: %s\n", r->why);
     printf("step time %.3f s, %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
            t->step_time_s, t->samples_per_s, t->tokens_per_s, t->model_tflops_per_gpu,

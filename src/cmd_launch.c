@@ -15,11 +15,11 @@ static pp_status format_lookup(const char *name, pp_launch_format *fmt, pp_error
 {
     if (!name)
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--format is required: megatron|torchrun|slurm|deepspeed|nemo");
+                            "--format is required: megatron|torchrun|slurm|deepspeed|nemo|torchtitan");
     int i = pp_name_lookup(pp_launch_format_names, PP_LAUNCH_COUNT, name);
     if (i < 0)
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--format expects megatron|torchrun|slurm|deepspeed|nemo, got '%s'", name);
+                            "--format expects megatron|torchrun|slurm|deepspeed|nemo|torchtitan, got '%s'", name);
     *fmt = (pp_launch_format)i;
     return PP_OK;
 }
@@ -103,6 +103,7 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
     p.layout = l;
     p.train_iters = c->train_iters;
     char warn[2048] = "";
+    if (c->model_arg && !strncmp(w->model.source, "Hugging Face config.json", 24)) p.hf_config_path = c->model_arg;
     st = predict(w, l, &p, c->quiet, warn, sizeof warn, &err);
     if (st == PP_OK) st = pp_launch_write(fmt, &p, c->output ? NULL : stdout, c->output, &err);
     if (st != PP_OK) return pp_cli_fail(&err);

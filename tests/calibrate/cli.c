@@ -68,6 +68,41 @@ static void test_calibrate(const char *logdir)
     tap_ok(r.status == 2 && strstr(r.err, "at least"), "one log cannot determine 4 factors: exit 2 (%s)", r.err);
     pp_run_result_free(&r);
 
+    /* FSDP2 runs tables (pp_calib_fsdp_csv_load): a table without a needed column, a bad value */
+    char csv[] = "/tmp/pp-cal-fsdp-XXXXXX.csv";
+    int fd = mkstemps(csv, 4);
+    FILE *fc = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fc) {
+        fputs("# not all columns\nname,status,gpus\nx,ok,1\n", fc);
+        fclose(fc);
+    }
+    char *a5[] = {(char *)parplan, "calibrate", "--gpu", "h200", csv, NULL};
+    run(&r, a5);
+    tap_ok(r.status == 2 && one_line(r.err) == 1 && strstr(r.err, "not an FSDP runs table") && strstr(r.err, "replicate"),
+           "an FSDP runs table without a column: exit 2 naming it (%s)", r.err);
+    pp_run_result_free(&r);
+    char src_csv[1024];
+    const char *srcdir = getenv("PARPLAN_SOURCE_DIR");
+    snprintf(src_csv, sizeof src_csv, "%s/tests/data/fsdp/runs.csv", srcdir ? srcdir : ".");
+    FILE *in = fopen(src_csv, "r");
+    fc = fopen(csv, "w");
+    if (in && fc) {
+        char line[4096];
+        int k = 0;
+        while (fgets(line, sizeof line, in)) {
+            char *ac = strstr(line, ",none,true,");
+            if (ac && k++ == 0) memcpy(ac + 1, "nope", 4); /* the first run's ac column */
+            fputs(line, fc);
+        }
+    }
+    if (in) fclose(in);
+    if (fc) fclose(fc);
+    run(&r, a5);
+    tap_ok(r.status == 2 && one_line(r.err) == 1 && strstr(r.err, "'nope'") && strstr(r.err, ".csv:3:"),
+           "an FSDP runs table with a bad ac value: exit 2 naming the line (%s)", r.err);
+    pp_run_result_free(&r);
+    unlink(csv);
+
     /* the fit on 16 + 5 logs (a glob of the extracted directory with non-training files in it) */
     const char *src = getenv("PARPLAN_SOURCE_DIR");
     char *args[64];

@@ -1,5 +1,6 @@
 /* Golden outputs: each format for one layout (Llama-2-7B on 2 nodes of 8 H100, tp 2, pp 2,
- * dp 4, sequence parallel, distributed optimizer, selective recompute), plus the device-local
+ * dp 4, sequence parallel, distributed optimizer, selective recompute; torchtitan: FSDP2 ZeRO-3 in
+ * place of the distributed optimizer), plus the device-local
  * Megatron script of an ILP layout, compared byte for byte with tests/launch/golden/.
  * A change of output must be reviewed: PARPLAN_UPDATE_GOLDEN=1 rewrites the files. */
 #include <stdio.h>
@@ -74,7 +75,8 @@ int main(void)
     p.work = &w, p.layout = &l;
     p.peak_bytes = 30.5 * 1073741824.0, p.reserved_bytes = 3.25 * 1073741824.0;
     p.step_time_s = 6.125, p.samples_per_s = 128 / 6.125;
-    const char *names[PP_LAUNCH_COUNT] = {"megatron.sh", "torchrun.sh", "slurm.sbatch", "deepspeed.sh", "nemo.yaml"};
+    const char *names[PP_LAUNCH_COUNT] = {"megatron.sh", "torchrun.sh", "slurm.sbatch", "deepspeed.sh", "nemo.yaml",
+                                          "torchtitan.sh"};
     for (int fmt = 0; fmt < PP_LAUNCH_COUNT; fmt++) {
         pp_launch_params q = p;
         pp_layout lq = l;
@@ -83,6 +85,12 @@ int main(void)
             /* DeepSpeed semantics: ZeRO-1 instead of Megatron's distributed optimizer */
             wq.framework = PP_FW_DEEPSPEED;
             lq.dist_opt = false, lq.zero = 1, lq.pp = 1, lq.dp = 0;
+            pp_layout_validate(&wq, &lq, &err);
+        }
+        if (fmt == PP_LAUNCH_TORCHTITAN) {
+            /* FSDP2 semantics: ZeRO-3 (fully_shard with reshard after forward) over the dp ranks */
+            wq.framework = PP_FW_FSDP;
+            lq.dist_opt = false, lq.zero = 3;
             pp_layout_validate(&wq, &lq, &err);
         }
         q.work = &wq, q.layout = &lq;

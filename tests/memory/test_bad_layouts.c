@@ -39,6 +39,13 @@ static const bad_case cases[] = {
                                       "--gpus", "4", "--tp", "4"}},
     {"divisible by --pp", {W13, "--gpus", "16", "--pp", "4", "--vpp", "2", "--gbs", "12", "--dp", "4",
                            "--mbs", "1"}},
+    /* FSDP2 options (memory_fsdp.c): HSDP and the AdamW implementation are FSDP's */
+    {"only with --framework fsdp", {W13, "--gpus", "8", "--replicate", "2"}},
+    {"needs --zero 2 or 3", {W13, "--gpus", "8", "--framework", "fsdp", "--replicate", "2"}},
+    {"does not divide the 8 data-parallel", {W13, "--gpus", "8", "--framework", "fsdp", "--zero", "3",
+                                             "--replicate", "3"}},
+    {"--optimizer-impl is torch AdamW", {W13, "--gpus", "8", "--optimizer-impl", "foreach"}},
+    {"expects fused|foreach", {W13, "--gpus", "8", "--framework", "fsdp", "--optimizer-impl", "for-loop"}},
 };
 
 int main(void)

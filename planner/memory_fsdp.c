@@ -1,0 +1,430 @@
+/* Memory of PyTorch FSDP2 training as torchtitan runs it (--framework fsdp), per pipeline stage.
+ *
+ * What is trained (torchtitan/models/llama3/infra/parallelize.py, apply_fsdp; the measurement
+ * harness tests/fsdp/train.py does the same): fully_shard on the token embedding, on every
+ * decoder block and on [final norm, output] together, then on the root;
+ * MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32); AdamW (fused by default,
+ * torchtitan's Optimizer.implementation); SDPA (flash), eager RMSNorm / RoPE / SwiGLU; the loss
+ * on logits.float(). What a rank holds, and when:
+ *
+ *   - the sharded fp32 parameters, 4 B per parameter / shard, always;
+ *   - AdamW's m and v, 8 B / shard, created at the first optimizer step (torch/optim/adamw.py,
+ *     _init_group: zeros_like), so from step 2 on they are there for the whole step;
+ *   - the sharded fp32 gradients (reduce-scatter outputs, reduce_dtype fp32), 4 B / shard:
+ *     optimizer.zero_grad(set_to_none=True) frees them at the start of a step, so the forward
+ *     and the loss run without gradients, and the backward creates them block by block while it
+ *     releases the blocks' activations;
+ *   - unsharded bf16 parameters of the groups being computed: with reshard_after_forward (FSDP2's
+ *     default, --zero 3) a block is all-gathered for its forward and again for its backward,
+ *     where the next one is prefetched (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:
+ *     pre_backward -> _backward_prefetch); without it (--zero 2, torchtitan's "never") every
+ *     block's bf16 copy lives from its forward to its post-backward. [norm, output] is never
+ *     resharded after forward (torchtitan: backward needs it at once);
+ *   - per group in the backward (_fsdp_param_group.py post_backward, _fsdp_collectives.py
+ *     foreach_reduce): the bf16 unsharded gradients, the fp32 reduce-scatter input they are copied
+ *     into (then freed), the reduce-scatter output; the previous group's reduce-scatter input is
+ *     kept until the next group's reduction starts (comm_ctx.reduce_scatter_state);
+ *   - the activations each block saves (tables below), the loss (bf16 logits, their fp32 copy,
+ *     the fp32 log-softmax it saves; in its backward the fp32 gradients in and out), and the
+ *     working set of the block whose backward runs (with activation checkpointing its forward is
+ *     recomputed first);
+ *   - the optimizer step: fused AdamW has no temporaries; foreach AdamW allocates sqrt(v) for the
+ *     whole parameter group (torch/optim/adam.py _multi_tensor_adam: torch._foreach_sqrt), 4 B /
+ *     shard.
+ *
+ * The allocator peak is the largest of the moments in memory_fsdp.h, not a sum of the largest
+ * terms. Checked against 15 real FSDP2 runs on one H200 (tests/data/fsdp/runs.csv,
+ * tests/memory/test_fsdp_runs.c). Not measured: several ranks (sharding, HSDP, TP, CP, PP),
+ * float8, MoE and MLA under FSDP, CPU offload; their terms follow the same sources. */
+#include "memory_fsdp.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MIB (1024.0 * 1024.0)
+
+/* ------------------------------------------------------------------ calibration constants */
+
+/* Device memory outside the PyTorch allocator of a torchtitan-style process: CUDA context, kernel
+ * images, cuBLAS handles, NCCL's world-size-1 communicator. Measured on H200 (PyTorch 2.11,
+ * CUDA 13): device used (cudaMemGetInfo after each step) minus max_memory_reserved was 1308.8
+ * MiB in all 13 completed runs of tests/data/fsdp/runs.csv (Megatron-LM's process takes 2476,
+ * memory.c: it loads more kernels). */
+static const double FSDP_CONTEXT_BYTES = 1309.0 * MIB;
+/* What the driver keeps back from the total that capacity is taken from (memory.c, H200). */
+static const double FSDP_DRIVER_BYTES = 616.0 * MIB;
+/* NCCL buffers per communicator a rank uses (memory.c: measured 500 MiB per communicator on
+ * 2 x H200 with Megatron's groups); FSDP2 uses the shard group's, HSDP adds the replicate
+ * group's, TP, CP and PP their own. Not measured with FSDP2. */
+static const double FSDP_NCCL_COMM_BYTES = 500.0 * MIB;
+/* Allocator slack that counts towards a fit: the fraction of the short-lived part of the peak
+ * (peak minus parameters, optimizer state and workspaces) calibrated on Megatron-LM near the
+ * capacity (memory.c, MEM_SLACK_FRACTION). With expandable segments (torchtitan's
+ * PYTORCH_ALLOC_CONF=expandable_segments:True, as in the runs) the allocator keeps freed pages
+ * mapped while it can: max_memory_reserved - max_memory_allocated was 25 MiB (foreach AdamW, the
+ * peak at the end of the step) to 17.0 GiB in the runs, but under pressure it unmaps them and
+ * retries before it fails: l8b_s4k_b1_full_nors ran with 10 retries and 124.6 GiB allocated,
+ * l8b_s8k_b1_full with 124.6 GiB allocated and 138.0 GiB reserved of 139.8. The runs bound the
+ * slack only from above (17.2 GiB between the 8B runs' peak + context and the capacity). */
+static const double FSDP_SLACK_FRACTION = 0.04;
+/* cuBLAS / cuBLASLt workspaces, allocated through the caching allocator and kept. Measured: the
+ * allocation at the end of step 1 minus 16 B per parameter minus the RoPE table is 63.6-63.9 MiB
+ * in every run (both models, both sequence lengths): two 32 MiB workspaces on Hopper. */
+static const double FSDP_WORKSPACE_BYTES = 64.0 * MIB;
+
+const char *const pp_fsdp_moment_names[PP_FSDP_AT_COUNT] = {
+    "loss forward", "loss backward", "backward of the stage's last block",
+    "backward of the stage's first block", "last gradient reduce-scatter", "optimizer step",
+};
+
+/* ------------------------------------------------------------------ per (work, layout) */
+
+/* One linear layer of a block as torchtitan's selective AC sees it: an aten.mm (no bias; a
+ * biased nn.Linear runs addmm, which the policy neither counts nor saves), its output width per
+ * token, and whether that output is also among the tensors the block keeps without AC. */
+typedef struct {
+    double out;
+    bool mm;
+    bool in_none;
+} fsdp_linear;
+
+/* Stored activations of one dense (non-MLA) block per micro-batch on one rank, for each
+ * recompute mode, and what it holds while its backward runs. T tokens of this rank's sequence
+ * shard. */
+static void fsdp_dense_tables(const pp_work *w, const pp_layout *l, double T, pp_fsdp_ctx *c)
+{
+    const pp_model *m = &w->model;
+    const double t = (double)l->tp, b = (double)l->mbs, s = (double)m->seq / (double)l->cp;
+    const double h = (double)m->hidden, d = (double)m->head_dim, aq = (double)m->heads / t;
+    const double gk = m->kv_heads >= l->tp ? (double)m->kv_heads / t : 1.0;
+    const double hq = aq * d, hkv = gk * d, f = (double)m->ffn / t;
+    /* torchtitan's TP shards the norms' rows (SequenceParallel on attention_norm, ffn_norm and
+     * norm, apply_tp): the residual stream is split t ways between the blocks. */
+    const double rep = l->tp > 1 ? 1.0 / t : 1.0, hr = h * rep;
+    const bool glu = m->act == PP_ACT_SWIGLU, rope = m->pos == PP_POS_ROPE, repeat = gk < aq;
+    const bool unfused = w->attention == PP_ATTN_UNFUSED;
+    const double stats = m->norm == PP_NORM_LAYERNORM ? 8.0 : 4.0; /* fp32 rstd (+ mean) per row */
+    const bool qkv_bias = m->qkv_bias || m->bias, out_bias = m->out_bias || m->bias;
+    const bool mlp_bias = m->mlp_bias || m->bias;
+
+    /* No AC, per token: the block input (saved by the fused rms_norm with its rstd), the
+     * normalised input all-gathered for the column-parallel wq/wk/wv (one tensor, saved by all
+     * three), q and k after RoPE and k, v repeated to the query heads as SDPA saves them
+     * (torchtitan's repeat_kv materialises the copies), SDPA's output (also wo's input: the
+     * flash kernel writes it [b, s, heads, d], so .transpose(1, 2).contiguous() is a view) and
+     * its fp32 log-sum-exp, the residual sum and ffn_norm's output; SwiGLU keeps w1's output
+     * (SiLU's input), SiLU's output and w3's output (the product's inputs) and the product (w2's
+     * input); a plain MLP its input to the activation and the activation. Measured: 16h + 8f +
+     * 4a + 8 bytes per token for the Llama shapes, to 0.0006% (l3b_s8k_b1_none). */
+    double none = 2 * hr + stats * rep + 2 * h + 4 * 2 * hq + 4 * aq + 2 * hr + stats * rep + 2 * h +
+                  (glu ? 8 * f : 4 * f);
+    if (m->qk_norm != PP_QKNORM_NONE) none += 2 * (hq + hkv) + 4 * (aq + gk);
+    double scores = unfused ? 2.0 * b * aq * s * (double)m->seq : 0.0; /* math SDPA: softmax saved */
+
+    /* torchtitan's op-level selective AC (torchtitan/distributed/activation_checkpoint.py,
+     * _apply_op_sac with _op_sac_save_list): inside a block the outputs of SDPA and of every
+     * aten.mm are saved except every second mm (mm_count % 2 == 0), the rest is recomputed; with
+     * TP the reduce-scatter outputs are saved too (_c10d_functional.reduce_scatter_tensor is in
+     * the list). In a Llama block that keeps wq, wv, w1, w2 and the attention output. The
+     * checkpoint's input is kept by the non-reentrant checkpoint. */
+    fsdp_linear lin[8];
+    int n = 0;
+    lin[n++] = (fsdp_linear){hq, !qkv_bias, !rope};
+    lin[n++] = (fsdp_linear){hkv, !qkv_bias, !rope && !repeat};
+    lin[n++] = (fsdp_linear){hkv, !qkv_bias, !repeat};
+    lin[n++] = (fsdp_linear){h, !out_bias, false};  /* wo: the row-parallel partial sum */
+    lin[n++] = (fsdp_linear){f, !mlp_bias, true};   /* w1 (gate / fc1) */
+    if (glu) lin[n++] = (fsdp_linear){f, !mlp_bias, true}; /* w3 (up) */
+    lin[n++] = (fsdp_linear){h, !mlp_bias, false};  /* w2 */
+    double sel = 2 * hr + 2 * hq + 4 * aq, sel_extra = 0;
+    int mm = 0;
+    for (int i = 0; i < n; i++) {
+        if (!lin[i].mm) continue;
+        if (++mm % 2 == 0) continue;
+        sel += 2 * lin[i].out;
+        if (!lin[i].in_none) sel_extra += 2 * lin[i].out;
+    }
+    if (l->tp > 1) { /* wo's and w2's reduce-scatter outputs */
+        sel += 2 * 2 * hr;
+        sel_extra += 2 * 2 * hr;
+    }
+    c->act[0][PP_RC_NONE] = T * none + scores;
+    c->act[0][PP_RC_SELECTIVE] = T * sel;
+    c->act[0][PP_RC_FULL] = T * 2 * hr; /* the checkpointed block's input */
+    /* During a block's backward its forward tensors are there again (recomputed under AC; the
+     * selective cache adds the saved outputs that the plain forward does not keep). */
+    c->resident[0][PP_RC_NONE] = c->act[0][PP_RC_NONE];
+    c->resident[0][PP_RC_FULL] = c->act[0][PP_RC_NONE];
+    c->resident[0][PP_RC_SELECTIVE] = c->act[0][PP_RC_NONE] + T * sel_extra;
+    /* Backward working set on top: the MLP's (the incoming gradient all-gathered for w2, w2's
+     * input gradient, the gradients of the activation's inputs) or attention's (dO, dq, dk, dv
+     * at the query heads, flash's fp32 dq accumulator and softmax_d), whichever is larger; the
+     * math kernel also holds the scores' gradients. */
+    double mlp_w = 2 * h + (glu ? 6 * f : 4 * f);
+    double attn_w = 12 * hq + 4 * aq;
+    c->bwd_work[0] = T * fmax(mlp_w, attn_w) + 2.0 * scores;
+}
+
+void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    const pp_model *m = &w->model;
+    const double t = (double)l->tp;
+    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
+    /* --zero 3 / 2: fully_shard over the data-parallel ranks (torchtitan folds CP into the FSDP
+     * mesh, dp_shard_cp), HSDP shards within each of the --replicate groups. --zero 0 / 1: no
+     * sharding (torchtitan's DDP), priced as FSDP2 over one rank keeping its bf16 copies. */
+    double dpcp = (double)(l->dp * l->cp);
+    c->shard = l->zero >= 2 ? fmax(1.0, dpcp / R) : 1.0;
+    c->expert_shard = l->zero >= 2 ? fmax(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+    c->reshard = l->zero >= 3;
+    int64_t mb = pp_layout_microbatches(w, l);
+    /* torch.distributed.pipelining (stage.py, backward_maybe_with_nosync) turns FSDP's gradient
+     * sync and reshard-after-backward off for all but the last micro-batch: the stage keeps its
+     * unsharded bf16 parameters and fp32 unsharded gradient accumulators (FSDPParam
+     * to_accumulated_grad_if_needed: reduce dtype) until the last backward. torchtitan's gradient
+     * accumulation without PP reduce-scatters every micro-batch into the sharded gradients. */
+    c->nosync = l->pp > 1 && mb > 1;
+    c->accumulate = l->pp == 1 && mb > 1;
+    c->offload = l->offload != PP_OFF_NONE;
+    /* float8 (torchao through torchtitan's quantize.linear.float8 converter, tensorwise scaling
+     * with enable_fsdp_float8_all_gather when the parameters are sharded): a block's linear
+     * weights are all-gathered and held unsharded in fp8, 1 byte. Not measured. */
+    bool fp8 = w->stack.precision == PP_PREC_FP8;
+    bool fp8_gather = fp8 && c->shard > 1;
+    c->copy_bytes = fp8_gather ? 1.0 : 2.0;
+
+    pp_param_count pc;
+    pp_model_params(m, &pc);
+    const double h = (double)m->hidden;
+    const double nw = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0;
+    const double extra = m->norms_per_layer > 2 ? (double)(m->norms_per_layer - 2) / 2.0 : 0.0;
+    const double norm = nw * h * (1.0 + extra); /* one norm block, replicated over TP */
+    double attn = ((double)pc.attention - norm) / t + norm;
+    c->blk_params[0] = attn + ((double)pc.dense_mlp - norm) / t + norm;
+    c->blk_params[1] = c->blk_params[0];
+    if (m->experts > 1) {
+        c->blk_params[1] = attn + ((double)pc.moe_shared - norm) / t + norm;
+        c->blk_expert[1] = (double)pc.expert * (double)m->experts / (double)l->ep /
+                           (double)pp_layout_etp(l);
+    }
+    c->embed_params = (double)pc.embedding / t;
+    /* Untied output layer (vocab-parallel under TP); a tied one is the embedding's, counted on
+     * the last stage as well when the pipeline splits them. */
+    double out = (double)pc.output > 0 ? (double)pc.output : (l->pp > 1 ? (double)m->vocab * h : 0.0);
+    c->head_params = (double)pc.final_norm + out / t;
+
+    const double b = (double)l->mbs, s = (double)m->seq / (double)l->cp, T = b * s;
+    const double rep = l->tp > 1 ? 1.0 / t : 1.0;
+    const double V = (double)m->vocab;
+    if (m->kv_lora_rank > 0) {
+        /* MLA: Megatron's eager table (memory.c) stands in; not measured under FSDP. */
+        pp_act_table tb;
+        for (int rc = 0; rc < PP_RC_COUNT; rc++) {
+            pp_memory_layer_table_kind(w, l, 0, (pp_recompute)rc, &tb);
+            c->act[0][rc] = tb.bytes;
+        }
+        for (int rc = 0; rc < PP_RC_COUNT; rc++) c->resident[0][rc] = c->act[0][PP_RC_NONE];
+        c->bwd_work[0] = T * (2 * h + 6 * (double)m->ffn / t);
+    } else {
+        fsdp_dense_tables(w, l, T, c);
+    }
+    if (m->experts > 1) {
+        /* MoE layers: Megatron's eager table (router, permuted tokens, expert MLPs) stands in for
+         * torchtitan's MoE; not measured under FSDP. */
+        pp_act_table tb;
+        for (int rc = 0; rc < PP_RC_COUNT; rc++) {
+            pp_memory_layer_table_kind(w, l, PP_LAYER_MOE, (pp_recompute)rc, &tb);
+            c->act[1][rc] = tb.bytes;
+        }
+        for (int rc = 0; rc < PP_RC_COUNT; rc++) c->resident[1][rc] = c->act[1][PP_RC_NONE];
+        double fe = (double)pp_model_expert_ffn(m) / (double)pp_layout_etp(l);
+        double tokens = T * (double)(m->topk > 0 ? m->topk : 1);
+        c->bwd_work[1] = 2 * T * h + tokens * (6 * fe + 4 * h);
+    } else {
+        memcpy(c->act[1], c->act[0], sizeof c->act[0]);
+        memcpy(c->resident[1], c->resident[0], sizeof c->resident[0]);
+        c->bwd_work[1] = c->bwd_work[0];
+    }
+    /* fp8 GEMMs cast their operands: the weight and its transpose for the backward (unless
+     * all-gathered in fp8, where only the transpose is new) and the input and output gradient,
+     * one byte each, for the block's largest linear layer at a time. Not measured. */
+    if (fp8) {
+        double f = (double)m->ffn / t, widest = fmax(h, f);
+        double big = h * f; /* w1, w3 or w2 */
+        c->fp8_work[0] = c->fp8_work[1] = (fp8_gather ? 1.0 : 2.0) * big + 2.0 * T * widest;
+    }
+
+    /* Last stage: the final norm's input (the last block's output) and rstd, the output layer's
+     * input all-gathered over TP. First and last: the int64 token ids and labels. */
+    double stats = m->norm == PP_NORM_LAYERNORM ? 8.0 : 4.0;
+    c->head_act = T * (2 * h * rep + stats * rep + 2 * h);
+    c->data = 16.0 * T;
+    /* The loss (torchtitan cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1).float(), ...)),
+     * vocab-parallel under TP (loss_parallel). Forward, at the log-softmax: the bf16 logits, their
+     * fp32 copy and the fp32 log-softmax it saves, 10 bytes per logit. The bf16 logits are freed
+     * before the backward (torchtitan's train step: "need to free pred before bwd"); in the
+     * log-softmax backward its saved output, nll_loss's fp32 gradient and the fp32 input gradient:
+     * 12 bytes, the larger. Measured to the MiB on every loss-bound run. */
+    double logits = T * V / t;
+    c->loss_fwd = 10.0 * logits;
+    c->loss_bwd = 12.0 * logits;
+    /* The embedding backward (embedding_dense_backward) sums the token rows in fp32 partial
+     * segments before writing the bf16 weight gradient. */
+    c->embed_bwd_work = 4.0 * T * h;
+    /* RoPE: torchtitan's freqs_cis, complex64 [seq, head_dim / 2], a buffer of every rank. */
+    c->persistent = FSDP_WORKSPACE_BYTES +
+                    (m->pos == PP_POS_ROPE ? 4.0 * (double)m->seq * (double)m->head_dim : 0.0);
+    c->opt_temp_per_param = (w->stack.optimizer_impl == PP_ADAM_FOREACH && !c->offload) ? 4.0 : 0.0;
+
+    int comms = 0;
+    if (c->shard > 1) comms++;
+    if (R > 1) comms++;
+    if (l->tp > 1) comms++;
+    if (l->cp > 1) comms++;
+    if (l->pp > 1) comms++;
+    c->reserve_fixed = FSDP_CONTEXT_BYTES + FSDP_DRIVER_BYTES + comms * FSDP_NCCL_COMM_BYTES;
+}
+
+/* ------------------------------------------------------------------ one stage */
+
+static double parts_sum(const pp_fsdp_parts *p)
+{
+    return p->weights + p->grads + p->optimizer + p->activations + p->transient;
+}
+
+void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx *c,
+                        const int64_t n_all[PP_LAYER_KINDS], const int64_t n_rc[PP_LAYER_KINDS],
+                        bool first_stage, bool last_stage, double chunks, pp_mem_stage *o,
+                        pp_fsdp_timeline *tl)
+{
+    const pp_model *m = &w->model;
+    pp_recompute rc_mode = l->recompute == PP_RC_SELECTIVE ? PP_RC_SELECTIVE : PP_RC_NONE;
+    double P = 0, PE = 0, A = 0, blk = 0, blk_store = 0, top_extra = 0, bot_extra = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        double n = (double)n_all[k], r = (double)n_rc[k];
+        if (n <= 0) continue;
+        int moe = (k & PP_LAYER_MOE) && m->experts > 1 ? 1 : 0;
+        P += n * c->blk_params[moe];
+        PE += n * c->blk_expert[moe];
+        A += (n - r) * c->act[moe][rc_mode] + r * c->act[moe][PP_RC_FULL];
+        blk = fmax(blk, c->blk_params[moe] + c->blk_expert[moe]);
+        /* The stage's last block is one of the n - r not fully recomputed unless all are; its
+         * first block is fully recomputed when any is (the first r of a stage, memory.c). */
+        pp_recompute top = r >= n ? PP_RC_FULL : rc_mode, bot = r > 0 ? PP_RC_FULL : rc_mode;
+        double work = c->bwd_work[moe] + c->fp8_work[moe];
+        top_extra = fmax(top_extra, c->resident[moe][top] - c->act[moe][top] + work);
+        bot_extra = fmax(bot_extra, c->resident[moe][bot] - c->act[moe][bot] + work);
+        blk_store = fmax(blk_store, c->act[moe][bot]);
+    }
+    double P_blocks = P;
+    if (first_stage) {
+        P += c->embed_params;
+        A += c->data;
+    }
+    if (last_stage) {
+        P += c->head_params;
+        A += c->head_act + (first_stage ? 0.0 : c->data);
+    }
+    const double S = c->shard, SE = c->expert_shard;
+    const double Ps = P / S + PE / SE;                     /* parameters of the rank's shard */
+    const double master = c->offload ? 0.0 : 4.0 * Ps;
+    const double G = c->offload ? 0.0 : 4.0 * Ps;          /* every sharded gradient */
+    const double MV = c->offload ? 0.0 : 8.0 * Ps;
+    const double cb = c->copy_bytes;
+    const double Ub = cb * blk;                            /* one block unsharded */
+    const double Ublocks = cb * (P_blocks + PE);
+    const double Ue = first_stage ? 2.0 * c->embed_params : 0.0;
+    const double Uh = last_stage ? 2.0 * c->head_params : 0.0;
+    const double gbuf = S > 1 ? Ub : 0.0;                  /* an all-gather output being copied out */
+    const double others = chunks > 1 ? (chunks - 1.0) * A : 0.0; /* 1F1B: micro-batches in flight */
+    const double accum = c->accumulate ? G : 0.0;
+    /* PP without gradient sync: every group unsharded and its fp32 accumulator, after the
+     * first micro-batch's backward, for the rest of the step's forwards and backwards. */
+    const double ns_w = c->nosync ? Ublocks + Ue + Uh : 0.0;
+    const double ns_g = c->nosync ? 4.0 * (P + PE) : 0.0;
+    /* Unsharded copies held at the end of the forward: every block and the embedding without
+     * reshard_after_forward, [norm, output] always. */
+    const double held_fwd = (c->reshard ? 0.0 : Ublocks + Ue) + Uh;
+
+    pp_fsdp_timeline local;
+    pp_fsdp_timeline *t = tl ? tl : &local;
+    memset(t, 0, sizeof *t);
+    pp_fsdp_parts *p;
+
+    if (last_stage) {
+        p = &t->at[PP_FSDP_AT_LOSS_FORWARD];
+        p->weights = master + fmax(held_fwd, ns_w);
+        p->grads = accum + ns_g;
+        p->optimizer = MV;
+        p->activations = others + A;
+        p->transient = c->persistent + c->loss_fwd;
+        t->at[PP_FSDP_AT_LOSS_BACKWARD] = *p;
+        t->at[PP_FSDP_AT_LOSS_BACKWARD].transient = c->persistent + c->loss_bwd;
+    }
+    /* The first block to run its backward: [norm, output] has reduced its gradients (its
+     * reduce-scatter input is still held), the block is unsharded with the next prefetched
+     * (without reshard_after_forward every block still is), its activations are there again
+     * with its working set and its bf16 weight gradients. */
+    p = &t->at[PP_FSDP_AT_BACKWARD_TOP];
+    double held_bwd = c->reshard ? 2.0 * Ub + gbuf : Ublocks + Ue + gbuf;
+    p->weights = master + fmax(held_bwd, ns_w);
+    p->grads = (c->accumulate ? G : (last_stage ? 4.0 * c->head_params / S : 0.0)) + ns_g;
+    p->optimizer = MV;
+    p->activations = others + A - (last_stage ? c->head_act : 0.0) + top_extra;
+    p->transient = c->persistent + 2.0 * blk + (last_stage ? 4.0 * c->head_params : 0.0);
+    /* The stage's first block: the others have reduced their gradients and resharded (reshard
+     * after backward is on in both policies); the embedding is prefetched on the first stage;
+     * the reduce-scatter input of the block above is still held. */
+    p = &t->at[PP_FSDP_AT_BACKWARD_BOTTOM];
+    p->weights = master + fmax(Ub + Ue + gbuf, ns_w);
+    p->grads = (c->accumulate ? G : G - 4.0 * blk / S - (first_stage ? 4.0 * c->embed_params / S : 0.0)) + ns_g;
+    if (p->grads < 0) p->grads = 0;
+    p->optimizer = MV;
+    p->activations = others + (first_stage ? c->data : 0.0) + blk_store + bot_extra;
+    p->transient = c->persistent + 2.0 * blk + 4.0 * blk;
+    /* The last reduction: the embedding on the first stage, else the stage's first block. Its
+     * copy-in (bf16 gradients, or the fp32 accumulator under PP, into the fp32 reduce-scatter
+     * input) then the reduce-scatter (input and output, the output being the new sharded
+     * gradient); on the first stage before that, the embedding backward itself (its bf16
+     * gradient, the fp32 partial sums, block 0's reduce-scatter input still held). */
+    p = &t->at[PP_FSDP_AT_REDUCE_LAST];
+    double Pg = first_stage ? c->embed_params : blk;
+    double gin = c->nosync ? 4.0 : 2.0;
+    double red = fmax(4.0 * Pg, gin * Pg + 4.0 * Pg - 4.0 * Pg / S);
+    if (first_stage)
+        red = fmax(red, 2.0 * Pg + c->embed_bwd_work + 4.0 * blk - 4.0 * Pg / S);
+    p->weights = master;
+    p->grads = G;
+    p->optimizer = MV;
+    p->activations = 0;
+    p->transient = c->persistent + red;
+    /* optimizer.step(): fused AdamW works in place; foreach allocates sqrt(v). */
+    p = &t->at[PP_FSDP_AT_OPTIMIZER];
+    p->weights = master;
+    p->grads = G;
+    p->optimizer = MV;
+    p->activations = 0;
+    p->transient = c->persistent + c->opt_temp_per_param * Ps;
+
+    double peak = -1;
+    for (int i = 0; i < PP_FSDP_AT_COUNT; i++) {
+        if (!last_stage && (i == PP_FSDP_AT_LOSS_FORWARD || i == PP_FSDP_AT_LOSS_BACKWARD)) continue;
+        t->bytes[i] = parts_sum(&t->at[i]);
+        if (t->bytes[i] > peak) {
+            peak = t->bytes[i];
+            t->peak_at = (pp_fsdp_moment)i;
+        }
+    }
+    const pp_fsdp_parts *pk = &t->at[t->peak_at];
+    o->weights_bytes = pk->weights;
+    o->grads_bytes = pk->grads;
+    o->optimizer_bytes = pk->optimizer;
+    o->activations_bytes = pk->activations;
+    o->transient_bytes = pk->transient;
+    o->peak_bytes = peak;
+    o->peak_moment = pp_fsdp_moment_names[t->peak_at];
+    double shortlived = peak - master - MV - c->persistent;
+    o->reserved_bytes = c->reserve_fixed + FSDP_SLACK_FRACTION * (shortlived > 0 ? shortlived : 0.0);
+    o->fits = o->peak_bytes + o->reserved_bytes <= w->gpu.memory_bytes;
+}
