@@ -55,19 +55,18 @@ static inline int tt_gpt(pp_model *m, int64_t layers, int64_t hidden, int64_t he
 
 /* CSV with '#' comment lines and a header row. Values as strings; tt_csv_num by column name. */
 #define TT_CSV_MAX_ROWS 64
-#define TT_CSV_MAX_COLS 24
+#define TT_CSV_MAX_COLS 32
+#define TT_CSV_CELL 96
 typedef struct {
     int n_rows, n_cols;
     char head[TT_CSV_MAX_COLS][48];
-    char cell[TT_CSV_MAX_ROWS][TT_CSV_MAX_COLS][48];
+    char cell[TT_CSV_MAX_ROWS][TT_CSV_MAX_COLS][TT_CSV_CELL];
 } tt_csv;
 
-static inline int tt_csv_load(tt_csv *c, const char *name)
+/* A CSV by path. */
+static inline int tt_csv_load_path(tt_csv *c, const char *path)
 {
     memset(c, 0, sizeof *c);
-    const char *dir = getenv("PARPLAN_SHARED_DIR");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/validation/%s", dir ? dir : "../shared", name);
     FILE *f = fopen(path, "r");
     if (!f) {
         printf("# cannot open %s\n", path);
@@ -86,7 +85,7 @@ static inline int tt_csv_load(tt_csv *c, const char *name)
             if (col < TT_CSV_MAX_COLS) {
                 if (header) snprintf(c->head[col], sizeof c->head[col], "%.47s", p);
                 else if (c->n_rows < TT_CSV_MAX_ROWS)
-                    snprintf(c->cell[c->n_rows][col], sizeof c->cell[0][0], "%.47s", p);
+                    snprintf(c->cell[c->n_rows][col], sizeof c->cell[0][0], "%.95s", p);
             }
             col++;
             if (!comma) break;
@@ -101,6 +100,15 @@ static inline int tt_csv_load(tt_csv *c, const char *name)
     }
     fclose(f);
     return 0;
+}
+
+/* A published table of ../shared/validation (PARPLAN_SHARED_DIR). */
+static inline int tt_csv_load(tt_csv *c, const char *name)
+{
+    const char *dir = getenv("PARPLAN_SHARED_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/validation/%s", dir ? dir : "../shared", name);
+    return tt_csv_load_path(c, path);
 }
 
 static inline const char *tt_csv_str(const tt_csv *c, int row, const char *col)

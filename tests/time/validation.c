@@ -32,6 +32,7 @@
 #include "pp_time.h"
 #include "tap.h"
 #include "time_test.h"
+#include "validation_cli.h"
 
 typedef struct {
     const char *name;
@@ -58,72 +59,6 @@ static void breakdown(const pp_time_result *r)
 }
 
 static double acc_mape(const mape_acc *a) { return a->n ? a->sum_abs / a->n : NAN; }
-
-/* A work and layout as `parplan check ARGS` builds them (the CLI's option table and
- * pp_cli_work). "@SRC@/" in ARGS is the source tree (printed as a path relative to it). */
-typedef struct {
-    pp_cli c;
-    char buf[2048];
-    char *argv[128];
-    char shown[2048]; /* the command line as printed */
-} tt_cli;
-
-static bool cli_load(tt_cli *t, const char *args)
-{
-    const char *src = getenv("PARPLAN_SOURCE_DIR");
-    size_t k = 0, m = 0;
-    for (const char *p = args; *p && k + 512 < sizeof t->buf;) {
-        if (!strncmp(p, "@SRC@/", 6)) {
-            k += (size_t)snprintf(t->buf + k, sizeof t->buf - k, "%s/", src ? src : ".");
-            p += 6;
-        } else {
-            t->buf[k++] = *p;
-            if (m + 1 < sizeof t->shown) t->shown[m++] = *p;
-            p++;
-        }
-    }
-    t->buf[k] = 0;
-    t->shown[m] = 0;
-    int argc = 0;
-    for (char *p = strtok(t->buf, " "); p && argc < 127; p = strtok(NULL, " ")) t->argv[argc++] = p;
-    memset(&t->c, 0, sizeof t->c);
-    t->c.argv0 = "parplan";
-    pp_error err = {0};
-    if (pp_cli_parse(&t->c, "check", argc, t->argv, &err) != PP_OK || pp_cli_work(&t->c, true, &err) != PP_OK) {
-        tap_ok(0, "parplan check %s: %s", t->shown, err.msg);
-        pp_cli_free(&t->c);
-        return false;
-    }
-    return true;
-}
-
-/* The same command through the binary: its step_time_s (NAN when it cannot run). */
-static double binary_step_s(const tt_cli *t)
-{
-    const char *bin = getenv("PARPLAN"), *src = getenv("PARPLAN_SOURCE_DIR");
-    if (!bin) return NAN;
-    char cmd[3000];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check %s --json 2>/dev/null", src ? src : ".", bin, t->shown);
-    FILE *f = popen(cmd, "r");
-    if (!f) return NAN;
-    char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    pclose(f);
-    const char *p = strstr(buf, "\"step_time_s\": ");
-    if (!p) tap_diag("%s: no step_time_s in: %.200s", cmd, buf);
-    return p ? strtod(p + 15, NULL) : NAN;
-}
-
-/* Print the command of a row; for the first row of a table, run it through the binary too. */
-static void reproduce(const tt_cli *t, const char *table, bool first, double step_s)
-{
-    printf("#   parplan check %s\n", t->shown);
-    if (!first) return;
-    double b = binary_step_s(t);
-    tap_ok(isfinite(b) && fabs(b - step_s) <= 1e-5 * step_s, /* the JSON prints 6 significant digits */
-           "%s: the printed command reproduces the row through the binary (%.6g s vs %.6g s)", table, b, step_s);
-}
 
 static int estimate(const tt_cli *t, pp_time_result *r, const char *row)
 {
