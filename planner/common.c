@@ -72,6 +72,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
                      meg ? pp_impl_names[pp_work_impl(w)] : "", meg ? " " : "",
                      pp_attention_names[w->attention], ad, hd,
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
+    if (k > 0 && (size_t)k < n && s->grad_bf16)
+        k += snprintf(buf + k, n - (size_t)k, ", bf16 gradients");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
         snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
                  s->grouped_gemm ? "grouped" : "looped",
@@ -103,6 +105,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->impl_given && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--impl is Megatron-LM's transformer implementation: not with --framework %s",
                          pp_framework_names[w->framework]);
+    if (s->grad_bf16 && (w->framework != PP_FW_MEGATRON || s->precision == PP_PREC_FP16))
+        return STACK_BAD("--grad-reduce-bf16 is Megatron's bf16 gradient buffer: with --framework megatron "
+                         "and --precision bf16 or fp8 (fp16 gradients are 16-bit already)");
     if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers): not with --framework %s",
                          pp_framework_names[w->framework]);

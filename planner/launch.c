@@ -685,6 +685,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         ARG(G_PRECISION, "--no-overlap-p2p-communication");
     }
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
+    if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
     /* The implementation the prediction assumed (pp_work_impl: --impl, else local for unfused
      * attention), so that the script read back predicts the same. */
     bool local_impl = pp_work_impl(w) == PP_IMPL_LOCAL;

@@ -2698,7 +2698,7 @@ static pp_status read_stack(rd *r)
     if ((st = rd_bool(r, "accumulate_allreduce_grads_in_fp32", bf16 && !gbf16, &acc32))) return st;
     /* validate_args: bf16 accumulates and reduces in fp32 unless --grad-reduce-in-bf16 */
     c->grad_reduce_fp32 = ka ? acc32 : bf16 && !gbf16;
-    if (bf16 && !c->grad_reduce_fp32) note(r, "--grad-reduce-in-bf16 (parplan's bf16 stack reduces fp32 gradients)");
+    s->grad_bf16 = bf16 && !c->grad_reduce_fp32; /* --grad-reduce-bf16 */
     if (!bf16 && c->grad_reduce_fp32) note(r, "--accumulate-allreduce-grads-in-fp32 with --fp16 (modelled as fp16 gradients)");
     return PP_OK;
 }

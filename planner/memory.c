@@ -488,6 +488,12 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     int64_t eshard = pp_layout_edp(l);
     pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload,
                               eshard > 0 ? eshard : 1, &c->st_expert);
+    /* Megatron's gradient buffer has the parameters' dtype with --fp16 and with
+     * --grad-reduce-in-bf16 (param_and_grad_buffer.py: grad_dtype = param.dtype unless
+     * grad_reduce_in_fp32): 2 bytes, not the fp32 main_grad's 4. */
+    if (w->framework == PP_FW_MEGATRON &&
+        (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16))
+        c->st.grads = c->st_expert.grads = 2.0;
     pp_act_table tb;
     int nk = m->experts > 1 ? 2 : 1;
     for (int moe = 0; moe < nk; moe++)

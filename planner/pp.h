@@ -254,6 +254,9 @@ typedef struct {
     bool impl_given;
     pp_dispatch dispatcher;    /* --moe-dispatcher */
     bool grouped_gemm;         /* --moe-grouped-gemm (TE grouped GEMM; local runs SequentialMLP) */
+    bool grad_bf16;            /* --grad-reduce-bf16: Megatron's gradient buffer and reduction in
+                                  bf16 (--grad-reduce-in-bf16; Megatron-Bridge recipes'
+                                  grad_reduce_in_fp32 = False) instead of fp32 main_grads */
     bool ep_overlap;           /* --ep-overlap: the EP all-to-alls hidden behind another
                                   micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm,
                                   DeepSeek-V3's DualPipe does the same) */

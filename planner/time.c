@@ -234,7 +234,8 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
      * grad_reduce_in_fp32): fp16 gradients are reduced as they are, which is also what the
      * Megatron-LM of 2021 (SC'21, Korthikanti et al.) did with its fp16 main_grad buffer.
      * DeepSpeed and FSDP reduce in the 16-bit training dtype by default. */
-    bool fp16 = s->precision == PP_PREC_FP16;
+    /* --grad-reduce-bf16 (Megatron --grad-reduce-in-bf16): the buffer in bf16, as with fp16. */
+    bool fp16 = s->precision == PP_PREC_FP16 || (s->grad_bf16 && w->framework == PP_FW_MEGATRON);
     o->grad_reduce_bytes = w->framework == PP_FW_MEGATRON && !fp16 ? 4.0 : 2.0;
     /* Gradient accumulation per weight element and micro-batch: Megatron's fused wgrad GEMM
      * reads and writes the main_grad (fp32: 8; fp16: 4); DeepSpeed's BF16 optimizer writes the

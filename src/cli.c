@@ -39,7 +39,7 @@ typedef enum {
     K_OFFLOAD, K_RECOMPUTE_MODULES, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
     K_PRECISION, K_DROPOUT, K_ATTN_DROPOUT, K_HIDDEN_DROPOUT, K_NO_OVERLAP, K_TP_COMM_OVERLAP, K_IMPL,
-    K_MOE_DISPATCHER, K_MOE_GROUPED_GEMM, K_CAPACITY_FACTOR, K_MOE_IMBALANCE, K_EP_OVERLAP, K_MEGATRON_ARGS,
+    K_MOE_DISPATCHER, K_MOE_GROUPED_GEMM, K_CAPACITY_FACTOR, K_MOE_IMBALANCE, K_EP_OVERLAP, K_GRAD_BF16, K_MEGATRON_ARGS,
     K_OPTIMIZER_IMPL, K_REPLICATE,
 } opt_key;
 
@@ -92,6 +92,7 @@ static const opt_def opt_table[] = {
     {"--moe-grouped-gemm", 0, K_MOE_GROUPED_GEMM, OPT_FLAG, C_WORK, "MoE experts as one grouped GEMM (TransformerEngine)"},
     {"--capacity-factor", 0, K_CAPACITY_FACTOR, OPT_NUM, C_WORK, "X: MoE expert capacity factor (0: dropless, the default)"},
     {"--moe-imbalance", 0, K_MOE_IMBALANCE, OPT_NUM, C_WORK, "X: tokens of the busiest expert over the mean (>= 1, default 1)"},
+    {"--grad-reduce-bf16", 0, K_GRAD_BF16, OPT_FLAG, C_WORK, "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"},
     {"--ep-overlap", 0, K_EP_OVERLAP, OPT_FLAG, C_WORK, "EP all-to-alls overlapped with another micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm)"},
     {"--tp", 0, K_TP, OPT_INT, C_LAYOUT | C_PROBE, "N: tensor parallel"},
     {"--pp", 0, K_PP, OPT_INT, C_LAYOUT, "N: pipeline parallel"},
@@ -158,7 +159,7 @@ enum {
     G_FRAMEWORK = 1 << 0, G_ATTENTION = 1 << 1, G_PRECISION = 1 << 2, G_DROPOUT = 1 << 3,
     G_ATTN_DROPOUT = 1 << 4, G_HIDDEN_DROPOUT = 1 << 5, G_NO_OVERLAP = 1 << 6, G_TP_COMM = 1 << 7,
     G_IMPL = 1 << 8, G_DISPATCH = 1 << 9, G_GROUPED = 1 << 10, G_CAPACITY = 1 << 11, G_IMBALANCE = 1 << 12,
-    G_RECOMPUTE_LAYERS = 1 << 13, G_EP_OVERLAP = 1 << 14,
+    G_RECOMPUTE_LAYERS = 1 << 13, G_EP_OVERLAP = 1 << 14, G_GRAD_BF16 = 1 << 15,
 };
 static unsigned cli_given;
 static double cli_dropout, cli_attn_dropout, cli_hidden_dropout;
@@ -274,6 +275,7 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
         break;
     case K_MOE_GROUPED_GEMM: c->work.stack.grouped_gemm = true; cli_given |= G_GROUPED; break;
     case K_EP_OVERLAP: c->work.stack.ep_overlap = true; cli_given |= G_EP_OVERLAP; break;
+    case K_GRAD_BF16: c->work.stack.grad_bf16 = true; cli_given |= G_GRAD_BF16; break;
     case K_CAPACITY_FACTOR:
         /* 0 is dropless; a factor caps each expert at factor x its fair share of the tokens */
         st = parse_num(o->name, v, 0, 1000, &c->work.stack.moe_capacity_factor, err);
@@ -572,6 +574,7 @@ static void margs_stack(pp_cli *c)
     if (cli_given & G_CAPACITY) s->moe_capacity_factor = cs.moe_capacity_factor;
     if (cli_given & G_IMBALANCE) s->moe_imbalance = cs.moe_imbalance;
     if (cli_given & G_EP_OVERLAP) s->ep_overlap = true;
+    if (cli_given & G_GRAD_BF16) s->grad_bf16 = true;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
     if ((cli_given & G_FRAMEWORK) && c->work.framework != PP_FW_MEGATRON) {
@@ -722,6 +725,8 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kstr(j, "dropout_source", s->dropout_given ? "given" : w->model.dropout_set ? "model" : "assumed");
     pp_json_kbool(j, "overlap", !s->no_overlap);
     pp_json_kbool(j, "tp_comm_overlap", s->tp_comm_overlap);
+    pp_json_kbool(j, "grad_reduce_bf16", s->grad_bf16);
+    pp_json_kbool(j, "ep_overlap", s->ep_overlap);
     if (pp_model_is_moe(&w->model)) {
         pp_json_kstr(j, "moe_dispatcher", pp_dispatch_names[s->dispatcher]);
         pp_json_kbool(j, "moe_grouped_gemm", s->grouped_gemm);
