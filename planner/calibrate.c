@@ -634,8 +634,9 @@ void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c,
 
 /* ------------------------------------------------------------------ measured layers */
 
-void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
-                           double fwd_s, double fwdbwd_s, pp_time_result *out, pp_time_measured *info)
+void pp_time_step_measured_kinds(const pp_work *w, const pp_layout *l, const pp_time_opts *o,
+                                 const pp_calibration *cal, const double fwd_s[PP_LAYER_KINDS],
+                                 const double fwdbwd_s[PP_LAYER_KINDS], pp_time_result *out, pp_time_measured *info)
 {
     pp_profile prof;
     if (w->profile) prof = *w->profile; /* shallow: the record arrays are shared, never freed here */
@@ -650,22 +651,162 @@ void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_o
     ctx.measured_optimizer = true;
     pp_time_layer ly, stack;
     pp_time_layer_get(&ctx, l, &ly);
+    const int km = ly.kind_main;
+    unsigned measured = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++)
+        if (fwdbwd_s[k] > 0 && (k == km || (ly.kinds_present & (1u << k)))) measured |= 1u << k;
+    /* the stack's per-layer terms, for every measured kind */
     memset(&stack, 0, sizeof stack);
-    stack.kind_main = ly.kind_main;
-    stack.kinds_present = 1u << ly.kind_main;
+    stack.kind_main = km;
+    stack.kinds_present = measured | 1u << km;
     pp_calibration_apply_layer(c, &ctx, l, &stack);
-    /* The measured layer is the main kind; the model's other kinds (a dense first layer, say)
-     * move by the same measured/modelled ratio. */
+    pp_time_terms sm, keep[PP_LAYER_KINDS];
+    pp_time_layer_terms(&stack, km, &sm);
+    for (int k = 0; k < PP_LAYER_KINDS; k++) pp_time_layer_terms(&ly, k, &keep[k]);
+    /* The main kind's measured/modelled ratio moves the kinds that were not measured (a windowed
+     * layer, a dense first layer the probe could not run); measured kinds take their own figure. */
     double fwd_model = ly.fwd_compute_s, bwd_model = ly.bwd_compute_s;
-    ly.fwd_compute_s = fwd_s + stack.fwd_compute_s;
-    ly.bwd_compute_s = (fwdbwd_s > fwd_s ? fwdbwd_s - fwd_s : 0) + stack.bwd_compute_s;
-    pp_time_layer_rescale_kinds(&ly, fwd_model > 0 ? ly.fwd_compute_s / fwd_model : 1.0,
-                                bwd_model > 0 ? ly.bwd_compute_s / bwd_model : 1.0);
+    if (measured & (1u << km)) {
+        ly.fwd_compute_s = fwd_s[km] + sm.fwd_compute_s;
+        ly.bwd_compute_s = (fwdbwd_s[km] > fwd_s[km] ? fwdbwd_s[km] - fwd_s[km] : 0) + sm.bwd_compute_s;
+        pp_time_layer_rescale_kinds(&ly, fwd_model > 0 ? ly.fwd_compute_s / fwd_model : 1.0,
+                                    bwd_model > 0 ? ly.bwd_compute_s / bwd_model : 1.0);
+    }
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        if (k == km || !(measured & (1u << k))) continue;
+        pp_time_terms sk;
+        pp_time_layer_terms(&stack, k, &sk);
+        ly.kind[k].fwd_compute_s = fwd_s[k] + sk.fwd_compute_s;
+        ly.kind[k].bwd_compute_s = (fwdbwd_s[k] > fwd_s[k] ? fwdbwd_s[k] - fwd_s[k] : 0) + sk.bwd_compute_s;
+        ly.kind[k].sel_recompute_s = keep[k].sel_recompute_s; /* as the main kind's: the model's */
+    }
     pp_time_step(&ctx, l, &ly, out);
     memset(info, 0, sizeof *info);
-    info->stack_fwd_s = stack.fwd_compute_s;
-    info->stack_bwd_s = stack.bwd_compute_s;
+    info->stack_fwd_s = sm.fwd_compute_s;
+    info->stack_bwd_s = sm.bwd_compute_s;
     info->optimizer_meas_s = out->optimizer_measured_s;
+}
+
+void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
+                           double fwd_s, double fwdbwd_s, pp_time_result *out, pp_time_measured *info)
+{
+    /* the main kind: that of the last decoder layer (pp_time_layer.kind_main) */
+    const pp_model *m = &w->model;
+    const int km = m->layers > 0 ? pp_model_layer_kind(m, m->layers - 1) : 0;
+    double f[PP_LAYER_KINDS] = {0}, fb[PP_LAYER_KINDS] = {0};
+    f[km] = fwd_s;
+    fb[km] = fwdbwd_s;
+    pp_time_step_measured_kinds(w, l, o, cal, f, fb, out, info);
+}
+
+/* ------------------------------------------------------------------ measured parts (MoE, MLA) */
+
+/* The compute terms (forward, backward) of layer kind `kind` of model m (the work's, or a variant
+ * of it) under profile prof. */
+static void part_terms(const pp_work *w, const pp_profile *prof, const pp_model *m, const pp_layout *l,
+                       const pp_time_opts *o, int kind, double *f, double *b)
+{
+    pp_work wv = *w;
+    wv.model = *m;
+    wv.profile = prof;
+    pp_time_ctx ctx;
+    pp_time_ctx_init(&ctx, &wv, o);
+    pp_time_layer ly;
+    pp_time_layer_get(&ctx, l, &ly);
+    pp_time_terms t;
+    pp_time_layer_terms(&ly, kind, &t);
+    *f = t.fwd_compute_s;
+    *b = t.bwd_compute_s;
+}
+
+void pp_time_layer_compose(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
+                           int kind, const pp_layer_measured *meas, pp_layer_composed *out)
+{
+    memset(out, 0, sizeof *out);
+    if (meas->layer_fwdbwd_s > 0) {
+        out->fwd_s = meas->layer_fwd_s;
+        out->fwdbwd_s = meas->layer_fwdbwd_s;
+        out->measured = true;
+        return;
+    }
+    /* The parts are priced by the model without the stack's per-layer terms (cal's layer overhead
+     * and unfused-attention passes): pp_time_step_measured_kinds adds those once per layer on top
+     * of whatever this returns. The rates (gemm_scale, elementwise_scale) and the MoE host factors
+     * stay: they are the model's figure of the parts left modelled. */
+    pp_profile prof;
+    if (w->profile) prof = *w->profile;
+    else memset(&prof, 0, sizeof prof);
+    if (cal && cal->present) prof.calibration = *cal;
+    else pp_calibration_init(&prof.calibration);
+    prof.calibration.layer_overhead_s = 0;
+    prof.calibration.score_bytes = 0;
+    const pp_model *m = &w->model;
+    const int dense = kind & ~PP_LAYER_MOE;
+    const bool moe_kind = (kind & PP_LAYER_MOE) && pp_model_is_moe(m);
+    double kf, kb;
+    part_terms(w, &prof, m, l, o, kind, &kf, &kb);
+    double f = kf, b = kb, mf = kf, mb = kb; /* the layer, and the model's share of it */
+    /* The variants that isolate a part: the layer without its MLP (no experts, no FFN: attention,
+     * norms, residual adds), the same with a dense MLP of the shared experts' size (the shared
+     * experts are priced as that MLP: time.c layer_terms), and for MLA the norms and residual adds
+     * alone (no heads, no latent ranks, no RoPE: what the mla probe's block leaves out). */
+    pp_model va = *m;
+    va.experts = 0;
+    va.topk = 0;
+    va.ffn = 0;
+    va.shared_ffn = 0;
+    double af = 0, ab = 0;
+    bool need_a = meas->attn_fwdbwd_s > 0 || meas->mla_fwdbwd_s > 0 || (moe_kind && meas->moe_fwdbwd_s > 0);
+    if (need_a) part_terms(w, &prof, &va, l, o, dense, &af, &ab);
+    if (meas->attn_fwdbwd_s > 0 || meas->mla_fwdbwd_s > 0) {
+        double pf = af, pb = ab, xf = meas->attn_fwd_s, xfb = meas->attn_fwdbwd_s;
+        if (!(meas->attn_fwdbwd_s > 0)) {
+            pp_model vn = va;
+            vn.heads = vn.kv_heads = vn.head_dim = 0;
+            vn.q_lora_rank = vn.kv_lora_rank = vn.qk_nope_dim = vn.qk_rope_dim = vn.v_head_dim = 0;
+            vn.pos = PP_POS_NONE;
+            vn.qk_norm = PP_QKNORM_NONE;
+            double nf, nb;
+            part_terms(w, &prof, &vn, l, o, dense, &nf, &nb);
+            pf -= nf, pb -= nb;
+            xf = meas->mla_fwd_s, xfb = meas->mla_fwdbwd_s;
+        }
+        f += xf - pf;
+        b += (xfb > xf ? xfb - xf : 0) - pb;
+        mf -= pf, mb -= pb;
+        out->measured = true;
+    }
+    if (moe_kind && meas->moe_fwdbwd_s > 0) {
+        double bf = af, bb = ab;
+        if (!meas->moe_shared && m->shared_ffn > 0) {
+            pp_model vs = va;
+            vs.ffn = m->shared_ffn;
+            part_terms(w, &prof, &vs, l, o, dense, &bf, &bb);
+        }
+        double pf = kf - bf, pb = kb - bb; /* the model's MoE MLP: its layer less the rest */
+        /* The host's pace (time.c layer_terms): a stack that issues the experts from Python takes
+         * at least moe_layer_overhead_s + (loop) local experts x expert_overhead_s per layer, a third
+         * forward and two thirds backward; the probe issues them from C at the GPU's pace. Only a
+         * calibrated stack's figures apply (the uncalibrated floor is the kernel launches the probe
+         * ran itself). */
+        double host = 0;
+        if (cal && cal->present) {
+            double local = (double)m->experts / (double)(l->ep > 0 ? l->ep : 1);
+            host = cal->moe_layer_overhead_s + (w->stack.grouped_gemm ? 0 : local * cal->expert_overhead_s);
+        }
+        double ef = meas->expert_fwd_s, eb = meas->expert_bwd_s;
+        out->host_fwd_s = host / 3.0 > ef ? host / 3.0 - ef : 0;
+        out->host_bwd_s = 2.0 * host / 3.0 > eb ? 2.0 * host / 3.0 - eb : 0;
+        double xf = meas->moe_fwd_s, xb = meas->moe_fwdbwd_s > xf ? meas->moe_fwdbwd_s - xf : 0;
+        f += xf + out->host_fwd_s - pf;
+        b += xb + out->host_bwd_s - pb;
+        mf -= pf, mb -= pb;
+        out->measured = true;
+    }
+    out->fwd_s = f;
+    out->fwdbwd_s = f + b;
+    out->modelled_fwd_s = mf > 0 ? mf : 0;
+    out->modelled_bwd_s = mb > 0 ? mb : 0;
 }
 
 /* ------------------------------------------------------------------ prediction and fit */

@@ -128,6 +128,16 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     return PP_OK;
 }
 
+void pp_strcatf(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t k = strlen(buf);
+    if (k + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, n - k, fmt, ap);
+    va_end(ap);
+}
+
 pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int line, int col,
                        const char *fmt, ...)
 {

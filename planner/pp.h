@@ -36,6 +36,8 @@ pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int li
 /* "file:line:col: msg" ("file:line: msg" when the column is unknown) or just "msg"; writes at
  * most n bytes. */
 void pp_error_format(const pp_error *err, char *buf, size_t n);
+/* Append printf-style text to the NUL-terminated buf of n bytes (truncated at its end). */
+void pp_strcatf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------ model */
 

@@ -171,5 +171,47 @@ typedef struct {
  * nothing added. Used by plan --probe (src/plan_probe.c) and by calibrate --probe-cache. */
 void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
                            double fwd_s, double fwdbwd_s, pp_time_result *out, pp_time_measured *info);
+/* The same with a measured layer per kind (fwdbwd_s[k] > 0: kind k measured, forward fwd_s[k]):
+ * each measured kind takes its figure plus the stack's terms; the kinds not measured move by the
+ * main kind's measured/modelled ratio (pp_time_layer_rescale_kinds), or keep the model's figure
+ * when the main kind was not measured. info's stack terms are the main kind's. */
+void pp_time_step_measured_kinds(const pp_work *w, const pp_layout *l, const pp_time_opts *o,
+                                 const pp_calibration *cal, const double fwd_s[PP_LAYER_KINDS],
+                                 const double fwdbwd_s[PP_LAYER_KINDS], pp_time_result *out, pp_time_measured *info);
+
+/* What plan --probe measured of one layer kind on one rank, seconds per micro-batch (forward, and
+ * forward + backward; 0: not measured). Each measured part replaces the time model's figure of the
+ * same part (pp_time_layer_compose). */
+typedef struct {
+    double layer_fwd_s, layer_fwdbwd_s; /* the whole layer (parplan-probe layer at the kind's MLP) */
+    double attn_fwd_s, attn_fwdbwd_s;   /* the layer without its MLP: norms, attention, projection and
+                                         * residual adds (parplan-probe layer --no-mlp) */
+    double mla_fwd_s, mla_fwdbwd_s;     /* the MLA block: projections, RoPE, attention; not its norms
+                                         * and residual adds (parplan-probe mla) */
+    double moe_fwd_s, moe_fwdbwd_s;     /* the MoE MLP: router, permutation, the rank's routed
+                                         * experts, unpermute, and the shared experts when moe_shared
+                                         * (parplan-probe moe) */
+    double expert_fwd_s, expert_bwd_s;  /* of which the routed experts' GEMMs and activation */
+    bool moe_shared;
+} pp_layer_measured;
+
+typedef struct {
+    double fwd_s, fwdbwd_s;             /* the kind's layer: the measured parts + the model's rest */
+    double modelled_fwd_s, modelled_bwd_s; /* that rest (the model's figure of what was not measured) */
+    double host_fwd_s, host_bwd_s;      /* added to the measured experts for the host's pace */
+    bool measured;                      /* some part was measured */
+} pp_layer_composed;
+
+/* Layer kind `kind` of layout l with the measured parts of `meas` in place of the model's figures
+ * of the same parts: a whole measured layer is taken as it is; otherwise the model's layer (without
+ * cal's per-layer stack terms, which pp_time_step_measured_kinds adds) minus the model's figure of
+ * each measured part plus the measurement. The model's parts come from the model itself on variants
+ * of the work's model: the layer without its MLP (experts and FFN 0), with a dense MLP of the shared
+ * experts' size, and for MLA the norms and residual adds alone (no heads, no latent ranks). The MoE
+ * part gets the host's pace of a calibrated stack (cal's moe_layer_overhead_s and, looped,
+ * expert_overhead_s per local expert; time.c layer_terms' max over the expert part) where that is
+ * slower than the measured experts. */
+void pp_time_layer_compose(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
+                           int kind, const pp_layer_measured *meas, pp_layer_composed *out);
 
 #endif

@@ -41,6 +41,48 @@ pp_status pp_probe_cache_save(pp_probe_cache *c, pp_error *err);
  * ("layer h2048 a16 g16 f8192 s2048 b4 t1 gelu unfused"). calibrate --probe-cache looks the logs'
  * layers up with the same key. */
 void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n);
+/* The same with an MLP of `ffn` (the model's own: the key above); ffn 0: the layer without its MLP
+ * (parplan-probe layer --no-mlp, the attention part of an MoE layer), activation "none":
+ * "layer h2048 a16 g4 f0 s4096 b1 t1 none unfused". A head size other than hidden / heads ends the
+ * key: " d128". */
+void pp_probe_cache_layer_key_ffn(const pp_work *w, const pp_layout *l, int64_t ffn, char *buf, size_t n);
+
+/* ------------------------------------------------------------------ MoE and MLA shapes */
+
+/* What `parplan-probe moe` runs for one rank of a layout's MoE layer (plan --probe, parplan probe moe
+ * --model): the router and the rank's local experts (experts / ep) over the token copies the rank
+ * gets, at the expert-TP shard of the expert FFN, and the shared experts (their TP shard) when they
+ * run on the probe's tokens. Megatron's alltoall dispatcher (megatron/core/transformer/moe/
+ * token_dispatcher.py): the router sees the rank's tokens, micro-batch x seq / cp, / tp under
+ * sequence parallelism (MoE with TP needs SP: pp_layout_validate); the expert-TP group gathers its
+ * etp ranks' tokens, so the experts get tokens x topk x etp copies; the time model prices the
+ * busiest rank at the imbalance (or capacity factor) times that (time.c layer_terms), and the probe
+ * is asked for the same count. The shared experts (shared_experts.py, in the TP region) run on
+ * micro-batch x seq / cp tokens: measured here when that is the probe's token count (tp = etp, or no
+ * TP), else left out (shared_ffn 0, shared_modelled) for the time model to price. */
+typedef struct {
+    int64_t hidden, experts, topk, moe_ffn, shared_ffn, tokens, ep;
+    bool grouped;             /* TEGroupedMLP (--moe-grouped-gemm); else the loop, SequentialMLP */
+    bool shared_modelled;     /* the model has shared experts that this shape leaves out */
+} pp_probe_moe_shape;
+/* The shape, or false with why ("expert FFN 1408 does not split over etp 3", ...) when the moe probe
+ * cannot run it (or the model has no MoE layers). */
+bool pp_probe_moe_shape_of(const pp_work *w, const pp_layout *l, pp_probe_moe_shape *s, char *why, size_t n);
+/* "moe h2048 e64 k6 f1408 s2816 T4096 ep1 loop": fwd_ms, fwdbwd_ms; note the backend. The routed
+ * experts' own share (the fc1, activation and fc2 parts: what runs at the host's pace when the host
+ * issues one GEMM chain per expert) under the same key + " experts": fwd_ms, bwd_ms. */
+void pp_probe_cache_moe_key(const pp_probe_moe_shape *s, char *buf, size_t n);
+
+/* What `parplan-probe mla` runs for a layout's multi-head latent attention: the TP shard's heads at
+ * the micro-batch and sequence (CP is not probed). */
+typedef struct {
+    int64_t hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, seq, mbs, tp;
+} pp_probe_mla_shape;
+bool pp_probe_mla_shape_of(const pp_work *w, const pp_layout *l, pp_probe_mla_shape *s, char *why, size_t n);
+/* "mla h7168 a128 q1536 c512 n128 r64 v128 s4096 b1 t8 unfused" (the attention the work asks):
+ * fwd_ms, fwdbwd_ms; note the attention the probe ran. */
+void pp_probe_cache_mla_key(const pp_work *w, const pp_probe_mla_shape *s, char *buf, size_t n);
+
 /* The optimizer sweep gpu's entries hold ("optimizer pN": ms, bytes per parameter) as profile
  * records, for pp_profile_optimizer_s: *rows (the caller frees it; none: *n 0). PP_ERR_NOMEM. */
 pp_status pp_probe_cache_optimizer_rows(const pp_probe_cache *c, const char *gpu, pp_prof_optimizer **rows, int *n,

@@ -8,8 +8,14 @@
 typedef struct { pp_dtype dtype; int64_t m, n, k; double tflops; } pp_prof_gemm;
 typedef struct { int flash; int64_t b, s, heads, head_dim; double fwd_tflops, fwdbwd_tflops; } pp_prof_attn;
 /* kv_heads: the layer's key/value heads (GQA groups), = heads for multi-head attention (the
- * record's optional `kv_heads` key, issue 8) */
-typedef struct { int64_t hidden, heads, seq, mbs, tp; double fwd_ms, fwdbwd_ms; int64_t kv_heads; } pp_prof_layer;
+ * record's optional `kv_heads` key, issue 8). no_mlp: the layer without its MLP (`activation:
+ * none`, parplan-probe layer --no-mlp: the attention part of an MoE layer). */
+typedef struct {
+    int64_t hidden, heads, seq, mbs, tp;
+    double fwd_ms, fwdbwd_ms;
+    int64_t kv_heads;
+    bool no_mlp;
+} pp_prof_layer;
 typedef enum { PP_COLL_ALL_REDUCE = 0, PP_COLL_ALL_GATHER, PP_COLL_REDUCE_SCATTER,
                PP_COLL_SENDRECV, PP_COLL_ALL_TO_ALL, PP_COLL_COUNT } pp_coll;
 extern const char *const pp_coll_names[PP_COLL_COUNT];

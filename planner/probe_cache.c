@@ -2,6 +2,7 @@
 #include "pp_probe_cache.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,12 +181,94 @@ pp_status pp_probe_cache_save(pp_probe_cache *c, pp_error *err)
     return PP_OK;
 }
 
-void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n)
+void pp_probe_cache_layer_key_ffn(const pp_work *w, const pp_layout *l, int64_t ffn, char *buf, size_t n)
 {
     const pp_model *m = &w->model;
-    snprintf(buf, n, "layer h%lld a%lld g%lld f%lld s%lld b%lld t%lld %s %s", (long long)m->hidden,
-             (long long)m->heads, (long long)m->kv_heads, (long long)m->ffn, (long long)m->seq, (long long)l->mbs,
-             (long long)l->tp, pp_act_names[m->act], pp_attention_names[w->attention]);
+    int k = snprintf(buf, n, "layer h%lld a%lld g%lld f%lld s%lld b%lld t%lld %s %s", (long long)m->hidden,
+                     (long long)m->heads, (long long)m->kv_heads, (long long)ffn, (long long)m->seq, (long long)l->mbs,
+                     (long long)l->tp, ffn > 0 ? pp_act_names[m->act] : "none", pp_attention_names[w->attention]);
+    /* a head size other than hidden / heads (Qwen3), named: the keys of the usual shapes stay */
+    if (m->head_dim * m->heads != m->hidden && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " d%lld", (long long)m->head_dim);
+}
+
+void pp_probe_cache_layer_key(const pp_work *w, const pp_layout *l, char *buf, size_t n)
+{
+    pp_probe_cache_layer_key_ffn(w, l, w->model.ffn, buf, n);
+}
+
+/* ------------------------------------------------------------------ MoE and MLA shapes */
+
+/* The moe probe's limits (probes/main.c check_moe): 16-byte rows, at least 16 tokens, every expert
+ * some token copies. */
+bool pp_probe_moe_shape_of(const pp_work *w, const pp_layout *l, pp_probe_moe_shape *s, char *why, size_t n)
+{
+    const pp_model *m = &w->model;
+    memset(s, 0, sizeof *s);
+    if (!pp_model_is_moe(m)) return snprintf(why, n, "no MoE layers"), false;
+    if (m->act != PP_ACT_SWIGLU) return snprintf(why, n, "%s experts (the moe probe runs SwiGLU)", pp_act_names[m->act]), false;
+    const int64_t tp = l->tp > 0 ? l->tp : 1, cp = l->cp > 0 ? l->cp : 1, ep = l->ep > 0 ? l->ep : 1;
+    const int64_t etp = pp_layout_etp(l), fe = pp_model_expert_ffn(m);
+    const int64_t T = l->mbs * m->seq / cp;
+    if (l->mbs * m->seq % cp) return snprintf(why, n, "sequence does not split over cp %lld", (long long)cp), false;
+    if (fe % etp) return snprintf(why, n, "expert FFN %lld does not split over etp %lld", (long long)fe, (long long)etp), false;
+    if (m->experts % ep) return snprintf(why, n, "%lld experts over ep %lld", (long long)m->experts, (long long)ep), false;
+    int64_t Tl = T;
+    if (l->sp && tp > 1) {
+        if (T % tp) return snprintf(why, n, "tokens do not split over tp %lld", (long long)tp), false;
+        Tl = T / tp;
+    }
+    double imb = w->stack.moe_capacity_factor > 0 ? w->stack.moe_capacity_factor
+                 : w->stack.moe_imbalance > 1.0  ? w->stack.moe_imbalance
+                                                 : 1.0;
+    s->hidden = m->hidden;
+    s->experts = m->experts;
+    s->topk = m->topk > 0 ? m->topk : 1;
+    s->moe_ffn = fe / etp;
+    s->tokens = (int64_t)llround((double)(Tl * etp) * imb);
+    s->ep = ep;
+    s->grouped = w->stack.grouped_gemm;
+    if (m->shared_ffn > 0) {
+        if (s->tokens == T && m->shared_ffn % tp == 0) s->shared_ffn = m->shared_ffn / tp;
+        else s->shared_modelled = true;
+    }
+    if (s->hidden % 8 || s->moe_ffn % 8 || s->shared_ffn % 8)
+        return snprintf(why, n, "hidden or expert FFN shard not a multiple of 8"), false;
+    if (s->topk > s->experts) return snprintf(why, n, "top-k above the experts"), false;
+    if (s->tokens < 16 || s->tokens * s->topk < s->experts)
+        return snprintf(why, n, "%lld tokens per rank leave experts without tokens", (long long)s->tokens), false;
+    return true;
+}
+
+void pp_probe_cache_moe_key(const pp_probe_moe_shape *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "moe h%lld e%lld k%lld f%lld s%lld T%lld ep%lld %s", (long long)s->hidden, (long long)s->experts,
+             (long long)s->topk, (long long)s->moe_ffn, (long long)s->shared_ffn, (long long)s->tokens,
+             (long long)s->ep, s->grouped ? "grouped" : "loop");
+}
+
+/* The mla probe's limits (probes/main.c check_mla): heads split evenly, 16-byte rows. */
+bool pp_probe_mla_shape_of(const pp_work *w, const pp_layout *l, pp_probe_mla_shape *s, char *why, size_t n)
+{
+    const pp_model *m = &w->model;
+    memset(s, 0, sizeof *s);
+    if (!pp_model_is_mla(m)) return snprintf(why, n, "no latent attention"), false;
+    if (l->cp > 1) return snprintf(why, n, "context-parallel layer"), false;
+    *s = (pp_probe_mla_shape){m->hidden, m->heads, m->q_lora_rank, m->kv_lora_rank, m->qk_nope_dim, m->qk_rope_dim,
+                              pp_model_v_head_dim(m), m->seq, l->mbs, l->tp};
+    if (m->heads % l->tp) return snprintf(why, n, "%lld heads over tp %lld", (long long)m->heads, (long long)l->tp), false;
+    if (s->hidden % 8 || s->q_lora_rank % 8 || s->kv_lora_rank % 8 || s->qk_nope_dim % 8 || s->qk_rope_dim % 8 ||
+        s->v_head_dim % 8)
+        return snprintf(why, n, "latent ranks or head dims not multiples of 8"), false;
+    return true;
+}
+
+void pp_probe_cache_mla_key(const pp_work *w, const pp_probe_mla_shape *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "mla h%lld a%lld q%lld c%lld n%lld r%lld v%lld s%lld b%lld t%lld %s", (long long)s->hidden,
+             (long long)s->heads, (long long)s->q_lora_rank, (long long)s->kv_lora_rank, (long long)s->qk_nope_dim,
+             (long long)s->qk_rope_dim, (long long)s->v_head_dim, (long long)s->seq, (long long)s->mbs,
+             (long long)s->tp, pp_attention_names[w->attention]);
 }
 
 pp_status pp_probe_cache_optimizer_rows(const pp_probe_cache *c, const char *gpu, pp_prof_optimizer **rows, int *n,

@@ -286,6 +286,7 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
         for (int i = 0; i < n; i++) {
             pp_prof_layer *l = &p->layer[i];
             *l = ((layer_rec *)arr)[i].r;
+            l->no_mlp = !strcmp(((layer_rec *)arr)[i].act, "none");
             if (!l->kv_heads) {
                 l->kv_heads = l->heads; /* multi-head attention: the key is written only for GQA */
             } else if (l->kv_heads > l->heads || l->heads % l->kv_heads) {

@@ -459,6 +459,8 @@ typedef struct {
     int64_t b, s, h, heads, d, ffn; /* heads and ffn of the shard */
     bool swiglu, flash;
     int64_t kv;                     /* key/value heads (GQA groups) of the shard, dividing heads */
+    bool no_mlp;                    /* --no-mlp: everything but the MLP (ffn 0); the MLP's input gradient
+                                     * (dln2) is a random tensor, as the MoE MLP's dgrad would leave it */
 } layer_shape;
 
 typedef struct {
@@ -596,9 +598,9 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     }
     L->gqa = sh->kv < sh->heads;
     nqkv = L->nqkv = hq + 2 * sh->kv * sh->d;
-    f = sh->ffn;
+    f = sh->no_mlp ? 0 : sh->ffn;
     n1 = L->n1 = sh->swiglu ? 2 * f : f;
-    if (h % 8 || hq % 8 || f % 8 || h / 8 > 4 * 1024) {
+    if (h % 8 || hq % 8 || f % 8 || h / 8 > 4 * 1024 || (!sh->no_mlp && f < 8)) {
         pp_probe_error(__FILE__, __LINE__, "layer: hidden, heads*head_dim and ffn must be multiples of 8 (hidden <= 32768)");
         return -1;
     }
@@ -608,15 +610,19 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     }
     LA(L->g1, h, 2); LA(L->be1, h, 2); LA(L->g2, h, 2); LA(L->be2, h, 2);
     LA(L->wqkv, nqkv * h, 2); LA(L->bqkv, nqkv, 2); LA(L->wp, h * hq, 2); LA(L->bp, h, 2);
-    LA(L->w1, n1 * h, 2); LA(L->b1, n1, 2); LA(L->w2, h * f, 2); LA(L->b2, h, 2);
     LA(L->dwqkv, nqkv * h, 2); LA(L->dbqkv, nqkv, 2); LA(L->dwp, h * hq, 2); LA(L->dbp, h, 2);
-    LA(L->dw1, n1 * h, 2); LA(L->db1, n1, 2); LA(L->dw2, h * f, 2); LA(L->db2, h, 2);
+    if (!sh->no_mlp) {
+        LA(L->w1, n1 * h, 2); LA(L->b1, n1, 2); LA(L->w2, h * f, 2); LA(L->b2, h, 2);
+        LA(L->dw1, n1 * h, 2); LA(L->db1, n1, 2); LA(L->dw2, h * f, 2); LA(L->db2, h, 2);
+        LA(L->u, T * n1, 2); LA(L->a, T * f, 2); LA(L->y, T * h, 2);
+        LA(L->da, T * f, 2); LA(L->du, T * n1, 2);
+    }
     LA(L->dg1, h, 4); LA(L->dbe1, h, 4); LA(L->dg2, h, 4); LA(L->dbe2, h, 4);
     LA(L->x, T * h, 2); LA(L->ln1, T * h, 2); LA(L->qkv, T * nqkv, 2); LA(L->o, T * hq, 2);
-    LA(L->x1, T * h, 2); LA(L->ln2, T * h, 2); LA(L->u, T * n1, 2); LA(L->a, T * f, 2); LA(L->y, T * h, 2);
+    LA(L->x1, T * h, 2); LA(L->ln2, T * h, 2);
     LA(L->mean1, T, 4); LA(L->rstd1, T, 4); LA(L->mean2, T, 4); LA(L->rstd2, T, 4);
     LA(L->stats, sh->b * sh->heads * sh->s, 4);
-    LA(L->dy, T * h, 2); LA(L->da, T * f, 2); LA(L->du, T * n1, 2); LA(L->dln2, T * h, 2); LA(L->dx1, T * h, 2);
+    LA(L->dy, T * h, 2); LA(L->dln2, T * h, 2); LA(L->dx1, T * h, 2);
     LA(L->dO, T * hq, 2); LA(L->dqkv, T * nqkv, 2); LA(L->dln1, T * h, 2); LA(L->dx, T * h, 2);
     L->qkv_mha = L->qkv;
     L->dqkv_mha = L->dqkv;
@@ -654,10 +660,15 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
     PP_TRY(pp_fill(c, L->bqkv, (size_t)nqkv, PP_BF16, 0.1f, seed + 8));
     PP_TRY(pp_fill(c, L->wp, (size_t)(h * hq), PP_BF16, (float)sqrt(3.0 / (double)hq), seed + 9));
     PP_TRY(pp_fill(c, L->bp, (size_t)h, PP_BF16, 0.1f, seed + 10));
-    PP_TRY(pp_fill(c, L->w1, (size_t)(n1 * h), PP_BF16, (float)sqrt(3.0 / (double)h), seed + 11));
-    PP_TRY(pp_fill(c, L->b1, (size_t)n1, PP_BF16, 0.1f, seed + 12));
-    PP_TRY(pp_fill(c, L->w2, (size_t)(h * f), PP_BF16, (float)sqrt(3.0 / (double)f), seed + 13));
-    PP_TRY(pp_fill(c, L->b2, (size_t)h, PP_BF16, 0.1f, seed + 14));
+    if (sh->no_mlp) {
+        /* the gradient the MLP's input would get back (its dgrad's output) */
+        PP_TRY(pp_fill(c, L->dln2, (size_t)(T * h), PP_BF16, 1.0f, seed + 15));
+    } else {
+        PP_TRY(pp_fill(c, L->w1, (size_t)(n1 * h), PP_BF16, (float)sqrt(3.0 / (double)h), seed + 11));
+        PP_TRY(pp_fill(c, L->b1, (size_t)n1, PP_BF16, 0.1f, seed + 12));
+        PP_TRY(pp_fill(c, L->w2, (size_t)(h * f), PP_BF16, (float)sqrt(3.0 / (double)f), seed + 13));
+        PP_TRY(pp_fill(c, L->b2, (size_t)h, PP_BF16, 0.1f, seed + 14));
+    }
 
     /* forward GEMMs */
     {
@@ -674,7 +685,9 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         PP_TRY(lin_make(c, &L->proj_f, d, EPI_BIAS));
         L->proj_f.rows = T, L->proj_f.cols = h, L->proj_f.out = L->x1, L->proj_f.ld_out = h, L->proj_f.bias = L->bp;
     }
-    if (!sh->swiglu) {
+    if (sh->no_mlp) {
+        /* no MLP GEMMs: their plans stay zeroed (layer_free accepts that) */
+    } else if (!sh->swiglu) {
         pp_gemm_desc d = pp_desc_fwd(L->ln2, L->w1, L->a, T, f, h);
         d.bias = L->b1;
         d.aux = L->u;
@@ -688,7 +701,7 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         PP_TRY(lin_make(c, &L->fc1_f, d, EPI_BIAS));
         L->fc1_f.rows = T, L->fc1_f.cols = n1, L->fc1_f.out = L->u, L->fc1_f.ld_out = n1, L->fc1_f.bias = L->b1;
     }
-    {
+    if (!sh->no_mlp) {
         pp_gemm_desc d = pp_desc_fwd(L->a, L->w2, L->y, T, h, f);
         d.bias = L->b2;
         d.C = L->x1;
@@ -697,23 +710,25 @@ static int layer_init(pp_probe_ctx *c, layer *L, const layer_shape *sh, unsigned
         L->fc2_f.rows = T, L->fc2_f.cols = h, L->fc2_f.out = L->y, L->fc2_f.ld_out = h, L->fc2_f.bias = L->b2;
     }
     /* backward GEMMs */
-    if (!sh->swiglu) {
+    if (sh->no_mlp) {
+        /* none for the MLP */
+    } else if (!sh->swiglu) {
         PP_TRY(gelu_bwd_choose(c, L, recipe));
     } else {
         pp_gemm_desc d = pp_desc_dgrad(L->dy, L->w2, L->da, T, h, f);
         PP_TRY(lin_make(c, &L->fc2_d, d, EPI_NONE));
     }
-    {
+    if (!sh->no_mlp) {
         pp_gemm_desc d = pp_desc_wgrad(L->dy, L->a, L->dw2, T, h, f);
         d.bias = L->db2;
         PP_TRY(lin_make(c, &L->fc2_w, d, EPI_BGRADB));
         L->fc2_w.bias = L->db2, L->fc2_w.gsrc = L->dy, L->fc2_w.g_rows = T, L->fc2_w.g_cols = h, L->fc2_w.g_ld = h;
     }
-    {
+    if (!sh->no_mlp) {
         pp_gemm_desc d = pp_desc_dgrad(L->du, L->w1, L->dln2, T, n1, h);
         PP_TRY(lin_make(c, &L->fc1_d, d, EPI_NONE));
     }
-    if (sh->swiglu) {
+    if (sh->swiglu && !sh->no_mlp) {
         pp_gemm_desc d = pp_desc_wgrad(L->du, L->ln2, L->dw1, T, n1, h);
         d.bias = L->db1;
         PP_TRY(lin_make(c, &L->fc1_w, d, EPI_BGRADB));
@@ -807,6 +822,7 @@ static int layer_fwd(pp_probe_ctx *c, void *arg)
     pp_ln_fwd_kernel<<<(unsigned)T, L->ln_threads, 0, c->stream>>>(L->x1, L->g2, L->be2, L->ln2, L->mean2, L->rstd2, h);
     PP_LAUNCHED();
     TRACE(c, "ln2");
+    if (L->sh.no_mlp) return 0; /* ln2 is the MLP's input */
     PP_TRY(lin_run(c, &L->fc1_f));
     if (L->sh.swiglu) {
         PP_TRY(pp_swiglu_fwd(c, L->u, L->a, T, L->sh.ffn));
@@ -822,17 +838,20 @@ fail:
 static int layer_bwd(pp_probe_ctx *c, layer *L)
 {
     const int64_t T = L->T, h = L->sh.h;
-    PP_TRY(lin_run(c, &L->fc2_d));
-    if (L->sh.swiglu) {
-        PP_TRY(pp_swiglu_bwd(c, L->da, L->u, L->du, T, L->sh.ffn));
+    if (!L->sh.no_mlp) {
+        /* (without the MLP, dln2 holds the gradient its dgrad would have written) */
+        PP_TRY(lin_run(c, &L->fc2_d));
+        if (L->sh.swiglu) {
+            PP_TRY(pp_swiglu_bwd(c, L->da, L->u, L->du, T, L->sh.ffn));
+        }
+        TRACE(c, "fc2.dgrad");
+        PP_TRY(lin_run(c, &L->fc2_w));
+        TRACE(c, "fc2.wgrad");
+        PP_TRY(lin_run(c, &L->fc1_d));
+        TRACE(c, "fc1.dgrad");
+        PP_TRY(lin_run(c, &L->fc1_w));
+        TRACE(c, "fc1.wgrad");
     }
-    TRACE(c, "fc2.dgrad");
-    PP_TRY(lin_run(c, &L->fc2_w));
-    TRACE(c, "fc2.wgrad");
-    PP_TRY(lin_run(c, &L->fc1_d));
-    TRACE(c, "fc1.dgrad");
-    PP_TRY(lin_run(c, &L->fc1_w));
-    TRACE(c, "fc1.wgrad");
     pp_ln_bwd_kernel<<<L->lnb_blocks, L->lnb_threads, L->lnb_smem, c->stream>>>(
         L->dln2, L->x1, L->mean2, L->rstd2, L->g2, L->dy, L->dx1, L->part, T, h, L->ln_threads);
     PP_LAUNCHED();
@@ -941,6 +960,9 @@ static int layer_check(pp_probe_ctx *c, const layer_shape *big, int recipe, doub
     sh.ffn = big->swiglu ? 3 * sh.h : 4 * sh.h;
     sh.swiglu = big->swiglu;
     sh.flash = big->flash;
+    /* the whole layer, also for a --no-mlp size: its attention, norms and residuals are the same
+     * kernels, and the reference has them only with an MLP */
+    sh.no_mlp = false;
     st = layer_init(c, &L, &sh, 0xC0FFEEull, recipe, why, why_n);
     if (st) {
         rc = st;
@@ -1019,31 +1041,38 @@ typedef struct {
     int64_t hidden, heads, seq, mbs, tp, ffn;
     bool swiglu;
     int64_t kv_heads;               /* the model's (all shards'); = heads for MHA */
+    bool no_mlp;                    /* --no-mlp (ffn 0) */
+    int64_t head_dim;               /* --head-dim; 0: hidden / heads */
 } layer_job;
 
 static int build_jobs(const pp_probe_opts *o, layer_job *jobs, int cap)
 {
     int n = 0;
     if (o->quick) {
-        layer_job j = {512, 4, 256, 2, 1, 2048, false, 4};
+        layer_job j = {512, 4, 256, 2, 1, o->no_mlp ? 0 : 2048, false, 4, o->no_mlp, 0};
         jobs[n++] = j;
         return n;
     }
     if (o->hidden) {
         for (int i = 0; i < o->n_tp && n < cap; i++) {
             layer_job j = {o->hidden, o->heads, o->seq ? o->seq : 2048, o->mbs ? o->mbs : 1, o->tp[i],
-                           o->ffn ? o->ffn : 4 * o->hidden, o->swiglu, o->kv_heads ? o->kv_heads : o->heads};
+                           o->no_mlp ? 0 : o->ffn ? o->ffn : 4 * o->hidden, o->swiglu,
+                           o->kv_heads ? o->kv_heads : o->heads, o->no_mlp, o->head_dim};
             jobs[n++] = j;
         }
         return n;
     }
     /* the anchors' GPT layers (h100_torch.jsonl "layer" rows) */
-    layer_job def[5] = {{1024, 16, 1024, 16, 1, 4096, false, 16},
-                        {2048, 16, 2048, 8, 1, 8192, false, 16},
-                        {4096, 32, 2048, 4, 1, 16384, false, 32},
-                        {5120, 40, 2048, 4, 1, 20480, false, 40},
-                        {8192, 64, 2048, 2, 1, 32768, false, 64}};
-    for (int i = 0; i < 5 && n < cap; i++) jobs[n++] = def[i];
+    layer_job def[5] = {{1024, 16, 1024, 16, 1, 4096, false, 16, false, 0},
+                        {2048, 16, 2048, 8, 1, 8192, false, 16, false, 0},
+                        {4096, 32, 2048, 4, 1, 16384, false, 32, false, 0},
+                        {5120, 40, 2048, 4, 1, 20480, false, 40, false, 0},
+                        {8192, 64, 2048, 2, 1, 32768, false, 64, false, 0}};
+    for (int i = 0; i < 5 && n < cap; i++) {
+        jobs[n] = def[i];
+        if (o->no_mlp) jobs[n].ffn = 0, jobs[n].no_mlp = true;
+        n++;
+    }
     return n;
 }
 
@@ -1062,10 +1091,11 @@ static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[8]
     sh.s = j->seq;
     sh.h = j->hidden;
     sh.heads = j->heads / j->tp;
-    sh.d = j->hidden / j->heads;
+    sh.d = j->head_dim ? j->head_dim : j->hidden / j->heads;
     sh.ffn = j->ffn / j->tp;
     sh.swiglu = j->swiglu;
     sh.kv = j->kv_heads / j->tp;
+    sh.no_mlp = j->no_mlp;
     /* checks kept per head size (other sizes: every time) and per MHA (0-3) or GQA (4-7) */
     di = (sh.d == 64 ? 0 : sh.d == 128 ? 1 : sh.d == 256 ? 2 : 3) + (sh.kv < sh.heads ? 4 : 0);
     /* flash attention when cuDNN builds it for this shape, else the unfused path; --attention
@@ -1078,7 +1108,8 @@ static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[8]
         if (*ck == 0 || di % 4 == 3) {
             /* every GELU-gradient recipe the timing may pick, each against the CPU */
             err = 0;
-            for (int r = 0; r < (j->swiglu ? 1 : GELU_RECIPES); r++) {
+            /* (without the MLP one recipe checks the attention path the size times) */
+            for (int r = 0; r < (j->swiglu || j->no_mlp ? 1 : GELU_RECIPES); r++) {
                 double e = 0;
                 char w1[32];
                 st = layer_check(c, &sh, j->swiglu ? -1 : r, &e, w1, sizeof w1, why, sizeof why);
@@ -1130,7 +1161,7 @@ static int layer_one(pp_probe_ctx *c, const layer_job *j, int ji, int checked[8]
         row.tp = j->tp;
         row.ffn = j->ffn;
         row.kv_heads = j->kv_heads;
-        snprintf(row.act, sizeof row.act, "%s", j->swiglu ? "swiglu" : "gelu");
+        snprintf(row.act, sizeof row.act, "%s", j->no_mlp ? "none" : j->swiglu ? "swiglu" : "gelu");
         snprintf(row.attention, sizeof row.attention, "%s", flash ? "flash" : "unfused");
         row.fwd_ms = ms_f;
         row.fwdbwd_ms = ms_fb;
@@ -1159,7 +1190,7 @@ int pp_probe_layer(pp_probe_ctx *c)
     c->target_ms = 60;
     for (int ji = 0; ji < n_jobs; ji++) {
         const layer_job *j = &jobs[ji];
-        if (j->heads % j->tp || j->ffn % j->tp || j->hidden % j->heads) {
+        if (j->heads % j->tp || j->ffn % j->tp || (!j->head_dim && j->hidden % j->heads)) {
             pp_report_note(c->rep, "layer hidden=%lld heads=%lld tp=%lld: heads, ffn and hidden do not split evenly",
                            (long long)j->hidden, (long long)j->heads, (long long)j->tp);
             continue;

@@ -39,6 +39,9 @@ static void usage(FILE *f)
             "                      that does not fit is reported as 'OOM at this size' and skipped)\n"
             "  --hidden H --heads A [--kv-heads G] [--ffn F] [--seq S] [--mbs B] [--tp 1,2,4,8] [--swiglu]\n"
             "                      a model's shapes instead of the default ones (gemm, attention, layer)\n"
+            "  --head-dim D        the layer's head size when heads x D is not the hidden size (Qwen3)\n"
+            "  --no-mlp            the layer probe without its MLP (norms, attention, projection, residual: the\n"
+            "                      attention part of an MoE layer, whose MLP the moe probe measures)\n"
             "  --attention auto|flash|unfused\n"
             "                      the layer's and mla's attention (default auto: flash where cuDNN builds it, else\n"
             "                      unfused)\n"
@@ -305,6 +308,11 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
             if (parse_tp_list(val, o)) return 2;
         } else if (!strcmp(a, "--swiglu")) {
             o->swiglu = true;
+        } else if (!strcmp(a, "--no-mlp")) {
+            o->no_mlp = true;
+        } else if (!strcmp(a, "--head-dim")) {
+            NEED_VAL();
+            if (parse_i64(a, val, 8, 1024, &o->head_dim)) return 2;
         } else if (!strcmp(a, "--params")) {
             NEED_VAL();
             if (parse_params_list(val, o)) return 2;
@@ -394,6 +402,13 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
     if (parse_env(o)) return 2;
     if (o->n_params && !o->run[PP_PROBE_OPTIMIZER]) return bad_input("--params sizes the optimizer probe, which is not asked for");
     if (o->gemm_dtypes && !o->run[PP_PROBE_GEMM]) return bad_input("--dtype picks the gemm probe's types, which is not asked for");
+    if (o->no_mlp && !o->run[PP_PROBE_LAYER]) return bad_input("--no-mlp shapes the layer probe, which is not asked for");
+    if (o->head_dim && (!o->run[PP_PROBE_LAYER] || o->run[PP_PROBE_GEMM] || o->run[PP_PROBE_ATTENTION] || !o->hidden))
+        return bad_input("--head-dim shapes the layer probe of a model (--hidden, --heads): run it apart from gemm "
+                         "and attention");
+    if (o->head_dim % 8) return bad_input("the head size %lld must be a multiple of 8", (long long)o->head_dim);
+    if (o->no_mlp && (o->ffn || o->swiglu))
+        return bad_input("--no-mlp leaves the MLP out: --ffn and --swiglu do not apply");
     if (moe_opt && !o->run[PP_PROBE_MOE])
         return bad_input("--experts, --topk, --moe-ffn, --shared-ffn, --tokens, --ep, --imbalance, --moe-impl and "
                          "--router describe the moe probe, which is not asked for");
@@ -421,10 +436,10 @@ static int parse_args(int argc, char **argv, pp_probe_opts *o, bool *count_only)
     if (o->hidden && !o->heads) return bad_input("--hidden needs --heads");
     if (o->heads && !o->hidden) return bad_input("--heads needs --hidden");
     if (o->hidden) {
-        if (o->hidden % o->heads) return bad_input("--hidden %lld is not a multiple of --heads %lld",
-                                                   (long long)o->hidden, (long long)o->heads);
-        if ((o->hidden / o->heads) % 8) return bad_input("the head size %lld must be a multiple of 8",
-                                                         (long long)(o->hidden / o->heads));
+        if (!o->head_dim && o->hidden % o->heads) return bad_input("--hidden %lld is not a multiple of --heads %lld",
+                                                                   (long long)o->hidden, (long long)o->heads);
+        if (!o->head_dim && (o->hidden / o->heads) % 8)
+            return bad_input("the head size %lld must be a multiple of 8", (long long)(o->hidden / o->heads));
         if (o->kv_heads && o->heads % o->kv_heads) return bad_input("--heads must be a multiple of --kv-heads");
         if (!o->n_tp) {
             /* the TP sizes that split the heads evenly, up to 8 (one node) */

@@ -57,6 +57,13 @@ typedef struct {
      * anchors in ../shared/anchors, so that the figures compare one to one). */
     int64_t hidden, heads, kv_heads, ffn, seq, mbs;
     bool swiglu;
+    /* --no-mlp: the layer probe times the layer without its MLP (LayerNorm, QKV, attention,
+     * projection and residual, the pre-MLP LayerNorm; the MLP's input gradient a random tensor):
+     * the attention part of an MoE layer, whose MLP the moe probe measures (plan --probe) */
+    bool no_mlp;
+    /* --head-dim: the layer probe's head size where heads x head size is not the hidden size (Qwen3's
+     * 32 heads of 128 over hidden 2048); 0: hidden / heads */
+    int64_t head_dim;
     int attention;            /* --attention: 0 auto (flash where cuDNN builds it, else unfused), 1 flash
                                * only, 2 unfused only (the attention of Megatron's local implementation,
                                * plan --probe --attention unfused) */
@@ -111,8 +118,8 @@ typedef struct {
 } pp_attn_row;
 
 typedef struct {
-    int64_t hidden, heads, seq, mbs, tp, ffn;
-    char act[8];              /* gelu, swiglu */
+    int64_t hidden, heads, seq, mbs, tp, ffn; /* ffn 0: the layer without its MLP (--no-mlp) */
+    char act[8];              /* gelu, swiglu; none without the MLP */
     char attention[8];        /* flash, unfused */
     double fwd_ms, fwdbwd_ms;
     double fwd_tflops, fwdbwd_tflops; /* model FLOPs of the shard (24bsh^2 + 4bs^2h for GPT, /tp) */

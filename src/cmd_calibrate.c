@@ -151,6 +151,15 @@ static pp_status probe_base(const char *path, const pp_gpu *gpu, pp_calib_run *r
     for (int i = 0; i < n; i++) {
         char key[192];
         pp_layout l = pp_calib_run_layout(&runs[i]);
+        const pp_model *m = &runs[i].work.model;
+        if (pp_model_is_moe(m) || pp_model_is_mla(m)) {
+            /* plan --probe measures their layers in parts (pp_time_layer_compose); the cache's whole
+             * layer under this key would be an MoE model's dense layer, not its MoE one */
+            st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0,
+                              "%s is an %s model: --probe-cache fits on layers measured whole (dense models)",
+                              runs[i].name, pp_model_is_moe(m) ? "MoE" : "MLA");
+            goto done;
+        }
         pp_probe_cache_layer_key(&runs[i].work, &l, key, sizeof key);
         const pp_probe_cache_entry *e = pp_probe_cache_get(&pc, g, key);
         if (!e || !(e->a > 0) || !(e->b > 0)) {

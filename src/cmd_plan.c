@@ -374,6 +374,27 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
                 pp_json_kstr(&j, "attention", pi->attention);
                 pp_json_kstr(&j, "device", pi->device);
                 pp_json_kbool(&j, "cached", pi->cached);
+                if (pi->composed) {
+                    /* an MoE / MLA layer composed of parts measured apart (0: not measured) */
+                    pp_json_key(&j, "parts");
+                    pp_json_obj_begin(&j);
+                    pp_json_kstr(&j, "attention_probe", pi->attn_mla ? "mla" : "layer --no-mlp");
+                    pp_json_knum(&j, "attention_fwd_ms", pi->attn_fwd_ms);
+                    pp_json_knum(&j, "attention_fwdbwd_ms", pi->attn_fwdbwd_ms);
+                    pp_json_kstr(&j, "moe_impl", pi->moe_impl);
+                    pp_json_knum(&j, "moe_fwd_ms", pi->moe_fwd_ms);
+                    pp_json_knum(&j, "moe_fwdbwd_ms", pi->moe_fwdbwd_ms);
+                    pp_json_knum(&j, "expert_fwd_ms", pi->expert_fwd_ms);
+                    pp_json_knum(&j, "expert_bwd_ms", pi->expert_bwd_ms);
+                    pp_json_kbool(&j, "moe_shared", pi->moe_shared);
+                    pp_json_knum(&j, "host_fwd_ms", pi->host_fwd_ms);
+                    pp_json_knum(&j, "host_bwd_ms", pi->host_bwd_ms);
+                    pp_json_knum(&j, "modelled_fwd_ms", pi->rest_fwd_ms);
+                    pp_json_knum(&j, "modelled_bwd_ms", pi->rest_bwd_ms);
+                    pp_json_knum(&j, "dense_layer_fwd_ms", pi->dense_fwd_ms);
+                    pp_json_knum(&j, "dense_layer_fwdbwd_ms", pi->dense_fwdbwd_ms);
+                    pp_json_obj_end(&j);
+                }
             }
             pp_json_knum(&j, "model_step_time_s", pi->model_step_s);
             pp_json_kstr(&j, "modelled", pi->modelled);

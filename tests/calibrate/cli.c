@@ -11,6 +11,8 @@
 #include "../cli/pp_jscan.h"
 #include "../cli/pp_run.h"
 #include "pp_calibrate.h"
+#include "pp_load.h"
+#include "pp_probe_cache.h"
 #include "pp_profile.h"
 #include "tap.h"
 
@@ -32,6 +34,23 @@ static int count_lines(const char *path)
     while ((ch = fgetc(f)) != EOF) n += ch == '\n';
     fclose(f);
     return n;
+}
+
+/* The text of path into buf (n bytes, NUL-terminated; "" when it cannot be read). */
+static size_t read_text(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+    return k;
+}
+
+/* newlines to ';': a file's lines in one TAP line */
+static char *one_tap_line(char *s)
+{
+    for (char *q = s; *q; q++) *q = *q == '\n' ? ';' : *q;
+    return s;
 }
 
 static void run(pp_run_result *r, char **argv) { pp_run(argv, r); }
@@ -315,20 +334,27 @@ static void test_plan_no_duplicates(void)
     pp_run_result_free(&r);
 }
 
-static js_val *plan_json(const char *extra_env_kill, int *status, char **err_out)
+/* Run argv (a plan with --json): its exit status, its JSON (NULL unless exit 0), its stderr (err_out:
+ * the caller frees it) */
+static js_val *run_json(char **argv, int *status, char **err_out)
 {
-    if (extra_env_kill) setenv("FAKE_PROBE_KILL_AT", extra_env_kill, 1);
-    else unsetenv("FAKE_PROBE_KILL_AT");
-    char *a[] = {(char *)parplan, "plan", "--model", "gpt3-1.3b", "--gpu", "h200", "--gpus", "2", "--gbs", "16",
-                 "--probe", "4", "--top", "6", "--json", NULL};
     pp_run_result r;
-    run(&r, a);
+    run(&r, argv);
     *status = r.status;
     char jerr[256];
     js_val *d = r.status == 0 ? js_parse(r.out, jerr, sizeof jerr) : NULL;
     if (err_out) *err_out = strdup(r.err);
     pp_run_result_free(&r);
     return d;
+}
+
+static js_val *plan_json(const char *extra_env_kill, int *status, char **err_out)
+{
+    if (extra_env_kill) setenv("FAKE_PROBE_KILL_AT", extra_env_kill, 1);
+    else unsetenv("FAKE_PROBE_KILL_AT");
+    char *a[] = {(char *)parplan, "plan", "--model", "gpt3-1.3b", "--gpu", "h200", "--gpus", "2", "--gbs", "16",
+                 "--probe", "4", "--top", "6", "--json", NULL};
+    return run_json(a, status, err_out);
 }
 
 static void test_probe(const char *fake)
@@ -419,22 +445,16 @@ static void test_probe(const char *fake)
     d = plan_json("2", &st, NULL);
     tap_ok(st == 128 + SIGINT && !d, "interrupted plan --probe dies of SIGINT (status %d)", st);
     js_free(d);
-    FILE *f = fopen(cache, "r");
-    char buf[8192] = "";
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
+    char buf[8192];
+    read_text(cache, buf, sizeof buf);
     tap_ok(strstr(buf, "version: 1") && strstr(buf, "nccl n2") && !strstr(buf, "layer h"),
            "the cache holds the first call's collectives, whole, and no layer");
     remove(flog);
     d = plan_json(NULL, &st, NULL);
-    FILE *lf = fopen(flog, "r");
-    char lbuf[1024] = "";
-    n = lf ? fread(lbuf, 1, sizeof lbuf - 1, lf) : 0;
-    lbuf[n] = 0;
-    if (lf) fclose(lf);
+    char lbuf[1024];
+    read_text(flog, lbuf, sizeof lbuf);
     tap_ok(st == 0 && !strstr(lbuf, "nccl") && strstr(lbuf, "layer"), "the resumed plan measures the layers only (%s)",
-           lbuf);
+           one_tap_line(lbuf));
     js_free(d);
     /* a layer probe that fails: the plan goes on with the model's figures, asking once per shape */
     remove(cache);
@@ -454,7 +474,7 @@ static void test_probe(const char *fake)
            "a failing layer probe: exit 0, a warning, the 4 keep the model's figures (%d)", models);
     free(errs2);
     int layer_calls = 0;
-    lf = fopen(flog, "r");
+    FILE *lf = fopen(flog, "r");
     char line[256];
     while (lf && fgets(line, sizeof line, lf)) layer_calls += !strncmp(line, "layer", 5);
     if (lf) fclose(lf);
@@ -489,6 +509,174 @@ static void test_probe(const char *fake)
     rmdir(cdir);
 }
 
+/* plan --probe on an MoE layout (moe-64fg: the first of 8 layers dense, 64 experts top-6, shared
+ * experts of 2816; one H200, tp1 pp1 dp1 ep1 mbs2, Megatron's local modules): the stand-in probe is
+ * asked for the dense layer, the layer without its MLP and the MoE MLP at the rank's shapes; the step
+ * is the time model's with those parts in place of its own (recomputed here from the stand-in's
+ * formulas, not from the plan's output); the cache makes a repeated plan measure nothing; a failing
+ * moe probe leaves the MoE MLP to the model. */
+static js_val *moe_plan(const char *extra, int *status, char **err_out)
+{
+    const char *src = getenv("PARPLAN_SOURCE_DIR");
+    static char model[1200], prof[1200];
+    snprintf(model, sizeof model, "%s/tests/data/megatron/models/moe-64fg.yaml", src ? src : ".");
+    snprintf(prof, sizeof prof, "%s/tests/data/profiles/h200x2-megatron-local.yaml", src ? src : ".");
+    char *a[40] = {(char *)parplan, "plan", "--model", model, "--gpu", "h200", "--gpus", "1", "--tp", "1", "--pp", "1",
+                   "--dp", "1", "--ep", "1", "--mbs", "2", "--gbs", "4", "--attention", "unfused", "--impl", "local",
+                   "--profile", prof, "--probe", "1", "--top", "1", "--json", NULL};
+    int n = 0;
+    while (a[n]) n++;
+    if (extra) {
+        /* grouped experts need TransformerEngine (Megatron's local modules loop over them) */
+        for (int i = 0; a[i] && a[i + 1]; i++)
+            if (!strcmp(a[i], "--impl")) a[i + 1] = "te";
+        a[n++] = (char *)extra, a[n] = NULL;
+    }
+    return run_json(a, status, err_out);
+}
+
+static void test_probe_moe(void)
+{
+    const char *src = getenv("PARPLAN_SOURCE_DIR");
+    char cache[256], flog[256], path[1200];
+    snprintf(cache, sizeof cache, "%s/cache-moe/probe-cache.yaml", tmpdir);
+    snprintf(flog, sizeof flog, "%s/fake-moe.log", tmpdir);
+    setenv("PARPLAN_CACHE", cache, 1);
+    setenv("FAKE_PROBE_LOG", flog, 1);
+    setenv("FAKE_PROBE_GPUS", "1", 1);
+    remove(cache);
+    remove(flog);
+    int st;
+    char *errs = NULL;
+    js_val *d = moe_plan(NULL, &st, &errs);
+    const js_val *c0 = js_get(d, "candidates");
+    c0 = c0 && c0->n ? c0->items[0] : NULL;
+    const js_val *src_v = js_get(c0, "source"), *pi = js_get(c0, "probe"), *parts = js_get(pi, "parts");
+    tap_ok(st == 0 && src_v && !strcmp(src_v->str, "probe") && parts, "moe-64fg plan --probe 1: exit 0, source probe, "
+           "the layer in parts (%s)", errs);
+    free(errs);
+    /* the calls, in order: optimizer sweep, dense layer, the layer without its MLP, the MoE MLP */
+    char lbuf[2048];
+    read_text(flog, lbuf, sizeof lbuf);
+    const char *want_calls = "optimizer params=10000000,100000000,1000000000\n"
+                             "layer mbs=2 tp=1 ffn=10944\n"
+                             "layer mbs=2 tp=1 no-mlp\n"
+                             "moe hidden=2048 experts=64 topk=6 moe_ffn=1408 shared_ffn=2816 tokens=8192 ep=1 impl=loop\n";
+    bool calls_ok = !strcmp(lbuf, want_calls);
+    tap_ok(calls_ok, "the probes asked: the dense layer at ffn 10944, the layer without its MLP, the MoE MLP at 8192 "
+           "tokens, 64 local experts of 1408, shared 2816, looped (%s)", one_tap_line(lbuf));
+    /* the stand-in's figures (fake-probe.sh), b 2, s 4096, h 2048 */
+    const double b = 2, sq = 4096, h = 2048, T = 8192, K = 6, F = 1408, S = 2816, E = 64;
+    double attn_f = 8 * b * sq * h * h / 400e12 * 1e3 + 0.05, dense_f = 24 * b * sq * h * h / 400e12 * 1e3 + 0.1;
+    double x = 6 * T * K * h * F / 400e12 * 1e3 + 0.004 * E, moe_f = x + 6 * T * h * S / 400e12 * 1e3 + 0.03;
+    tap_near(js_num(parts, "attention_fwd_ms"), attn_f, 1e-5, "the attention part is the layer probe's --no-mlp figure");
+    tap_near(js_num(parts, "moe_fwdbwd_ms"), 3 * moe_f, 1e-5, "the MoE part is the moe probe's");
+    tap_near(js_num(parts, "dense_layer_fwd_ms"), dense_f, 1e-5, "the dense layer is the layer probe's at ffn 10944");
+    tap_near(js_num(pi, "layer_fwd_ms"), attn_f + moe_f, 1e-5, "the MoE layer forward = attention + MoE MLP (%.4g ms)",
+             attn_f + moe_f);
+    /* the step: the time model's, with those parts in place of its own */
+    pp_work w;
+    pp_layout l;
+    pp_profile prof;
+    pp_probe_cache pc;
+    pp_prof_optimizer *rows = NULL;
+    pp_error err = {0};
+    memset(&w, 0, sizeof w);
+    memset(&prof, 0, sizeof prof);
+    bool ok = true;
+    snprintf(path, sizeof path, "%s/tests/data/megatron/models/moe-64fg.yaml", src ? src : ".");
+    ok = ok && pp_model_load_file(&w.model, path, &err) == PP_OK;
+    snprintf(path, sizeof path, "%s/models.d/gpus/h200.yaml", src ? src : ".");
+    ok = ok && pp_gpu_load_file(&w.gpu, path, &err) == PP_OK;
+    snprintf(path, sizeof path, "%s/tests/data/profiles/h200x2-megatron-local.yaml", src ? src : ".");
+    ok = ok && pp_profile_load_file(&prof, path, &err) == PP_OK;
+    ok = ok && pp_probe_cache_load(&pc, cache, &err) == PP_OK;
+    if (ok) {
+        /* the probe's profile: the base one with the optimizer steps measured here (no collectives
+         * on one GPU) */
+        pp_prof_optimizer *base_opt = prof.optimizer;
+        int base_n = prof.n_optimizer;
+        ok = pp_probe_cache_optimizer_rows(&pc, "NVIDIA H200", &rows, &prof.n_optimizer, &err) == PP_OK;
+        prof.optimizer = rows;
+        w.gpus = w.gpus_per_node = 1;
+        w.gbs = 4;
+        w.framework = PP_FW_MEGATRON;
+        w.attention = PP_ATTN_UNFUSED;
+        pp_stack_init(&w.stack);
+        w.stack.impl = PP_IMPL_LOCAL;
+        w.stack.impl_given = true;
+        pp_stack_resolve(&w);
+        w.profile = &prof;
+        pp_layout_init(&l);
+        l.mbs = 2;
+        ok = ok && pp_layout_validate(&w, &l, &err) == PP_OK;
+        pp_time_opts o;
+        pp_time_opts_default(&w, &o);
+        double f[PP_LAYER_KINDS] = {0}, fb[PP_LAYER_KINDS] = {0};
+        f[PP_LAYER_MOE] = (attn_f + moe_f) * 1e-3, fb[PP_LAYER_MOE] = 3 * f[PP_LAYER_MOE];
+        f[0] = dense_f * 1e-3, fb[0] = 3 * f[0];
+        pp_time_result r;
+        pp_time_measured mi;
+        pp_time_step_measured_kinds(&w, &l, &o, &prof.probe_calibration, f, fb, &r, &mi);
+        tap_near(js_num(c0, "step_time_s"), r.step_time_s, 1e-6,
+                 "the step is the time model's with the measured layers in place (%.6g s; model %.6g s)", r.step_time_s,
+                 js_num(pi, "model_step_time_s"));
+        free(rows);
+        prof.optimizer = base_opt;
+        prof.n_optimizer = base_n;
+        char key[192];
+        snprintf(key, sizeof key, "moe h2048 e64 k6 f1408 s2816 T8192 ep1 loop");
+        tap_ok(pp_probe_cache_get(&pc, "NVIDIA H200", key) && pp_probe_cache_get(&pc, "NVIDIA H200", "layer h2048 a16 g16 "
+               "f0 s4096 b2 t1 none unfused") && pp_probe_cache_get(&pc, "NVIDIA H200", "moe h2048 e64 k6 f1408 s2816 "
+               "T8192 ep1 loop experts"), "the cache holds the attention, the MoE MLP and its experts' share");
+        pp_probe_cache_free(&pc);
+        pp_profile_free(&prof);
+    }
+    tap_ok(ok, "the work rebuilt for the check (%s)", err.msg);
+    double step1 = js_num(c0, "step_time_s");
+    js_free(d);
+
+    /* again: everything from the cache */
+    remove(flog);
+    d = moe_plan(NULL, &st, NULL);
+    c0 = js_get(d, "candidates");
+    c0 = c0 && c0->n ? c0->items[0] : NULL;
+    const js_val *cached = js_get(js_get(c0, "probe"), "cached");
+    tap_ok(st == 0 && count_lines(flog) == 0 && cached && cached->b && js_num(c0, "step_time_s") == step1,
+           "a repeated MoE plan measures nothing: %d calls, the same step", count_lines(flog));
+    js_free(d);
+
+    /* grouped experts: only the MoE MLP is measured again, grouped */
+    remove(flog);
+    d = moe_plan("--moe-grouped-gemm", &st, NULL);
+    read_text(flog, lbuf, sizeof lbuf);
+    bool grouped = strstr(lbuf, "impl=grouped") && !strstr(lbuf, "impl=loop");
+    tap_ok(st == 0 && grouped, "--impl te --moe-grouped-gemm: the MoE MLP measured grouped (%s)", one_tap_line(lbuf));
+    js_free(d);
+
+    /* a moe probe that fails: a warning, the attention still measured, the MoE MLP the model's */
+    remove(cache);
+    remove(flog);
+    setenv("FAKE_PROBE_FAIL_MOE", "1", 1);
+    errs = NULL;
+    d = moe_plan(NULL, &st, &errs);
+    unsetenv("FAKE_PROBE_FAIL_MOE");
+    c0 = js_get(d, "candidates");
+    c0 = c0 && c0->n ? c0->items[0] : NULL;
+    src_v = js_get(c0, "source");
+    const js_val *mod = js_get(js_get(c0, "probe"), "modelled");
+    tap_ok(st == 0 && src_v && !strcmp(src_v->str, "probe") && mod && strstr(mod->str, "MoE MLP (the probe failed)") &&
+               errs && strstr(errs, "warning: parplan-probe moe failed"),
+           "a failing moe probe: exit 0, a warning, the MoE MLP left to the model (%s)", mod ? mod->str : "-");
+    free(errs);
+    js_free(d);
+    remove(cache);
+    remove(flog);
+    snprintf(path, sizeof path, "%s/cache-moe", tmpdir);
+    rmdir(path);
+    setenv("FAKE_PROBE_GPUS", "2", 1);
+}
+
 int main(int argc, char **argv)
 {
     parplan = getenv("PARPLAN");
@@ -503,6 +691,7 @@ int main(int argc, char **argv)
     test_calibrate(argv[1]);
     test_plan_no_duplicates();
     test_probe(argv[2]);
+    test_probe_moe();
     char prof[300];
     snprintf(prof, sizeof prof, "%s/h200-cal.yaml", tmpdir);
     remove(prof);

@@ -310,6 +310,224 @@ static void test_measured(const char *dir)
 
 static bool file_exists(const char *p) { return access(p, F_OK) == 0; }
 
+/* pp_time_layer_compose and pp_time_step_measured_kinds (plan --probe on MoE and MLA layouts):
+ * measured parts replace the model's figures of the same parts, exactly; what was not measured keeps
+ * the model's figure; a calibrated stack's host pace is added to measured experts where it is slower.
+ * moe-64fg (tests/data/megatron/models): 8 layers, the first dense, 64 experts top-6, shared experts
+ * of 2816, on one H200, tp1 pp1 dp1 mbs1, unfused attention (Megatron's local modules). */
+static bool moe_work(const char *file, pp_work *w, pp_layout *l, int64_t mbs)
+{
+    char path[1024];
+    pp_error err = {0};
+    memset(w, 0, sizeof *w);
+    snprintf(path, sizeof path, "%s/tests/data/megatron/models/%s", src_dir(), file);
+    if (pp_model_load_file(&w->model, path, &err) != PP_OK) return tap_ok(false, "%s loads (%s)", file, err.msg), false;
+    w->gpu = h200;
+    w->gpus = 1;
+    w->gpus_per_node = 1;
+    w->gbs = 2 * mbs;
+    w->framework = PP_FW_MEGATRON;
+    w->attention = PP_ATTN_UNFUSED;
+    pp_stack_init(&w->stack);
+    pp_stack_resolve(w);
+    pp_layout_init(l);
+    l->mbs = mbs;
+    if (pp_layout_validate(w, l, &err) != PP_OK) return tap_ok(false, "%s tp1 mbs%lld (%s)", file, (long long)mbs, err.msg), false;
+    return true;
+}
+
+static void test_compose(void)
+{
+    pp_work w;
+    pp_layout l;
+    if (!moe_work("moe-64fg.yaml", &w, &l, 1)) return;
+    pp_time_opts o;
+    pp_time_opts_default(&w, &o);
+    pp_time_ctx ctx;
+    pp_time_ctx_init(&ctx, &w, &o);
+    pp_time_layer ly;
+    pp_time_layer_get(&ctx, &l, &ly);
+    const int km = ly.kind_main;
+    pp_time_terms mt, dt;
+    pp_time_layer_terms(&ly, km, &mt);
+    pp_time_layer_terms(&ly, 0, &dt);
+    tap_ok(km == PP_LAYER_MOE && (ly.kinds_present & 1u), "moe-64fg: MoE main kind and a dense kind");
+    pp_layer_measured me;
+    pp_layer_composed c;
+    /* nothing measured: the model's layer */
+    memset(&me, 0, sizeof me);
+    pp_time_layer_compose(&w, &l, &o, NULL, km, &me, &c);
+    tap_ok(!c.measured && fabs(c.fwd_s - mt.fwd_compute_s) < 1e-12 &&
+               fabs(c.fwdbwd_s - mt.fwd_compute_s - mt.bwd_compute_s) < 1e-12,
+           "nothing measured: the model's MoE layer (%.4g / %.4g ms)", c.fwd_s * 1e3, c.fwdbwd_s * 1e3);
+    /* attention (layer --no-mlp) and the MoE MLP with its shared experts: their sum, nothing modelled */
+    me.attn_fwd_s = 1e-3, me.attn_fwdbwd_s = 3e-3;
+    me.moe_fwd_s = 2e-3, me.moe_fwdbwd_s = 7e-3;
+    me.expert_fwd_s = 1.5e-3, me.expert_bwd_s = 4e-3;
+    me.moe_shared = true;
+    pp_time_layer_compose(&w, &l, &o, NULL, km, &me, &c);
+    tap_ok(c.measured && fabs(c.fwd_s - 3e-3) < 1e-12 && fabs(c.fwdbwd_s - 10e-3) < 1e-12 &&
+               c.modelled_fwd_s < 1e-12 && c.modelled_bwd_s < 1e-12,
+           "attention + MoE MLP measured: the layer is their sum (%.6g / %.6g ms), the model's rest 0",
+           c.fwd_s * 1e3, c.fwdbwd_s * 1e3);
+    /* the MoE MLP alone: a measurement 1 ms longer makes the layer exactly 1 ms longer */
+    pp_layer_measured m2 = me;
+    m2.attn_fwd_s = m2.attn_fwdbwd_s = 0;
+    pp_layer_composed c1, c2;
+    pp_time_layer_compose(&w, &l, &o, NULL, km, &m2, &c1);
+    m2.moe_fwd_s += 1e-3, m2.moe_fwdbwd_s += 1e-3;
+    pp_time_layer_compose(&w, &l, &o, NULL, km, &m2, &c2);
+    tap_near(c2.fwd_s - c1.fwd_s, 1e-3, 1e-12, "MoE MLP alone: +1 ms measured is +1 ms in the layer");
+    tap_ok(c1.modelled_fwd_s > 0 && fabs(c1.fwd_s - c1.modelled_fwd_s - 2e-3) < 1e-12,
+           "and the attention stays the model's (%.4g ms forward)", c1.modelled_fwd_s * 1e3);
+    /* the shared experts left out of the measurement: the model prices them as a dense MLP of 2816 */
+    m2 = me;
+    m2.moe_shared = false;
+    pp_time_layer_compose(&w, &l, &o, NULL, km, &m2, &c1);
+    double sf = c1.fwd_s - 3e-3, sb = c1.fwdbwd_s - 10e-3 - sf;
+    tap_ok(sf > 0 && sb > sf && c1.modelled_fwd_s > 0 && fabs(c1.modelled_fwd_s - sf) < 1e-12,
+           "shared experts not measured: the model's figure of them is added (%.4g / %.4g ms)", sf * 1e3, sb * 1e3);
+    /* the host's pace of a calibrated stack: 1 ms per MoE layer + 64 looped experts x 50 us = 4.2 ms,
+     * a third forward (1.4 ms against 1.5 ms of measured experts: nothing), two thirds backward
+     * (2.8 ms against 4 ms: nothing); x3 the per-expert overhead: 10.6 ms, 3.533 - 1.5 forward and
+     * 7.067 - 4 backward added */
+    pp_calibration cal;
+    pp_calibration_init(&cal);
+    cal.present = true;
+    cal.moe_layer_overhead_s = 1e-3;
+    cal.expert_overhead_s = 50e-6;
+    pp_time_layer_compose(&w, &l, &o, &cal, km, &me, &c1);
+    tap_ok(c1.host_fwd_s == 0 && c1.host_bwd_s == 0 && fabs(c1.fwdbwd_s - 10e-3) < 1e-12,
+           "host pace 4.2 ms per layer below the measured experts: nothing added");
+    cal.expert_overhead_s = 150e-6;
+    pp_time_layer_compose(&w, &l, &o, &cal, km, &me, &c1);
+    double host = 1e-3 + 64 * 150e-6;
+    tap_near(c1.host_fwd_s, host / 3 - 1.5e-3, 1e-12, "host pace 10.6 ms: forward +%.4g ms", c1.host_fwd_s * 1e3);
+    tap_near(c1.host_bwd_s, 2 * host / 3 - 4e-3, 1e-12, "backward +%.4g ms", c1.host_bwd_s * 1e3);
+    tap_near(c1.fwdbwd_s, 10e-3 + c1.host_fwd_s + c1.host_bwd_s, 1e-12, "on top of the measured layer");
+    w.stack.grouped_gemm = true;
+    pp_time_layer_compose(&w, &l, &o, &cal, km, &me, &c1);
+    tap_ok(c1.host_fwd_s == 0 && c1.host_bwd_s == 0, "grouped experts: the per-expert overhead does not apply");
+    w.stack.grouped_gemm = false;
+    /* the stack's per-layer terms are not in the composition (the step adds them once) */
+    cal.expert_overhead_s = 0;
+    cal.layer_overhead_s = 400e-6;
+    cal.score_bytes = 28;
+    pp_time_layer_compose(&w, &l, &o, &cal, km, &me, &c1);
+    tap_ok(fabs(c1.fwdbwd_s - 10e-3) < 1e-12, "a calibration's layer overhead and score bytes stay out of it");
+
+    /* the step: every kind given the model's own figures is the model's step */
+    pp_time_result r0, r1;
+    pp_time_measured mi;
+    pp_error err = {0};
+    pp_time_estimate_opts(&w, &l, &o, &r0, &err);
+    double f[PP_LAYER_KINDS] = {0}, fb[PP_LAYER_KINDS] = {0};
+    f[km] = mt.fwd_compute_s, fb[km] = mt.fwd_compute_s + mt.bwd_compute_s;
+    f[0] = dt.fwd_compute_s, fb[0] = dt.fwd_compute_s + dt.bwd_compute_s;
+    pp_time_step_measured_kinds(&w, &l, &o, NULL, f, fb, &r1, &mi);
+    tap_near(r1.step_time_s, r0.step_time_s, 1e-12, "both kinds given the model's figures: the model's step (%.6g s)",
+             r0.step_time_s);
+    /* the dense layer 1 ms longer (fwd + bwd): one layer x 2 micro-batches */
+    fb[0] += 1e-3;
+    pp_time_step_measured_kinds(&w, &l, &o, NULL, f, fb, &r1, &mi);
+    tap_near(r1.step_time_s - r0.step_time_s, 2e-3, 1e-12, "the measured dense layer +1 ms: +2 ms per step");
+    /* the MoE layer 1 ms longer, the dense one not measured: it moves by the MoE layer's ratio */
+    fb[0] = f[0] = 0;
+    fb[km] += 1e-3;
+    pp_time_step_measured_kinds(&w, &l, &o, NULL, f, fb, &r1, &mi);
+    double ratio = (mt.bwd_compute_s + 1e-3) / mt.bwd_compute_s;
+    tap_near(r1.step_time_s - r0.step_time_s, 2 * (7 * 1e-3 + dt.bwd_compute_s * (ratio - 1)), 1e-12,
+             "the MoE layers +1 ms, the dense layer by their ratio (%.4f)", ratio);
+    /* the old entry point is the kinds one with the main kind alone */
+    pp_time_result r2;
+    pp_time_step_measured(&w, &l, &o, NULL, f[km], fb[km], &r2, &mi);
+    tap_near(r2.step_time_s, r1.step_time_s, 1e-15, "pp_time_step_measured is the main kind alone");
+
+    /* MLA (deepseek-v2-lite's shape, from the catalog): the mla probe's block replaces the model's
+     * attention; the norms and residual adds around it stay the model's, a small share */
+    char dir[1024];
+    pp_catalog cat;
+    snprintf(dir, sizeof dir, "%s/models.d", src_dir());
+    if (pp_catalog_load(&cat, dir, &err) == PP_OK && pp_model_resolve(&w.model, &cat, "deepseek-v2-lite", &err) == PP_OK) {
+        w.model.seq = 4096;
+        pp_layout_init(&l);
+        l.mbs = 1;
+        w.gpus = 8;
+        w.gbs = 16;
+        l.ep = 8;
+        if (pp_layout_validate(&w, &l, &err) == PP_OK) {
+            pp_time_opts_default(&w, &o);
+            pp_time_ctx_init(&ctx, &w, &o);
+            pp_time_layer_get(&ctx, &l, &ly);
+            memset(&me, 0, sizeof me);
+            me.mla_fwd_s = 2e-3, me.mla_fwdbwd_s = 6e-3;
+            pp_time_layer_compose(&w, &l, &o, NULL, ly.kind_main, &me, &c);
+            pp_time_layer_terms(&ly, ly.kind_main, &mt);
+            double rest = c.fwd_s - 2e-3;
+            tap_ok(c.measured && rest > 0 && rest < mt.fwd_compute_s,
+                   "MLA block measured: the layer keeps the model's MoE MLP and norms (%.4g of %.4g ms)", rest * 1e3,
+                   mt.fwd_compute_s * 1e3);
+            me.moe_fwd_s = 3e-3, me.moe_fwdbwd_s = 9e-3, me.moe_shared = true;
+            pp_time_layer_compose(&w, &l, &o, NULL, ly.kind_main, &me, &c);
+            double norms = c.fwd_s - 5e-3;
+            tap_ok(norms > 0 && norms < 0.05 * c.fwd_s && fabs(c.modelled_fwd_s - norms) < 1e-12,
+                   "MLA block + MoE MLP measured: only the norms and residual adds are the model's (%.4g ms, %.2f%%)",
+                   norms * 1e3, 100 * norms / c.fwd_s);
+        } else {
+            tap_ok(false, "deepseek-v2-lite layout (%s)", err.msg);
+        }
+        pp_catalog_free(&cat);
+    } else {
+        tap_ok(false, "deepseek-v2-lite from the catalog (%s)", err.msg);
+    }
+}
+
+/* The shapes plan --probe asks parplan-probe moe / mla for, and their cache keys. */
+static void test_probe_shapes(void)
+{
+    pp_work w;
+    pp_layout l;
+    if (!moe_work("moe-16x.yaml", &w, &l, 2)) return;
+    pp_probe_moe_shape s;
+    char why[128] = "", key[192];
+    bool ok = pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why);
+    pp_probe_cache_moe_key(&s, key, sizeof key);
+    tap_ok(ok && s.tokens == 8192 && s.moe_ffn == 1408 && s.shared_ffn == 2816 && s.ep == 1 && !s.grouped &&
+               !strcmp(key, "moe h2048 e16 k4 f1408 s2816 T8192 ep1 loop"),
+           "moe-16x tp1 mbs2: 8192 tokens, the shared experts in the measurement (%s)", key);
+    /* tp 2 with SP and expert TP 2: the rank routes 4096 tokens, the expert-TP group gathers 8192, the
+     * experts are split in two, the shared experts are measured at their TP shard */
+    l.tp = 2, l.sp = true, l.etp = 0, l.ep = 1;
+    ok = pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why);
+    tap_ok(ok && s.tokens == 8192 && s.moe_ffn == 704 && s.shared_ffn == 1408 && !s.shared_modelled,
+           "tp2 sp etp2: 8192 token copies' tokens, expert FFN 704, shared 1408");
+    /* expert TP 1: the rank's own 4096 tokens, whole experts; the shared experts run on 8192 tokens:
+     * left to the model */
+    l.etp = 1;
+    ok = pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why);
+    tap_ok(ok && s.tokens == 4096 && s.moe_ffn == 1408 && s.shared_ffn == 0 && s.shared_modelled,
+           "tp2 sp etp1: 4096 tokens, whole experts, shared experts modelled");
+    l.etp = 3;
+    tap_ok(!pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why) && strstr(why, "etp 3"),
+           "etp 3 does not split the expert FFN: not probed (%s)", why);
+    l.tp = 1, l.sp = false, l.etp = 0, l.ep = 16;
+    ok = pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why);
+    tap_ok(ok && s.ep == 16 && s.tokens == 8192, "ep 16: the rank's one expert over 8192 tokens' copies");
+    w.stack.moe_imbalance = 1.5;
+    ok = pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why);
+    tap_ok(ok && s.tokens == 12288 && s.shared_modelled, "imbalance 1.5: the busiest rank's 12288 tokens' copies");
+    w.model.act = PP_ACT_GELU;
+    tap_ok(!pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why) && strstr(why, "SwiGLU"), "GELU experts: %s", why);
+    w.model.experts = 0;
+    tap_ok(!pp_probe_moe_shape_of(&w, &l, &s, why, sizeof why), "a dense model has no moe shape (%s)", why);
+    pp_probe_mla_shape ms;
+    tap_ok(!pp_probe_mla_shape_of(&w, &l, &ms, why, sizeof why), "nor an mla one (%s)", why);
+    pp_layout_init(&l);
+    l.tp = 2, l.mbs = 1;
+    pp_probe_cache_layer_key_ffn(&w, &l, 0, key, sizeof key);
+    tap_ok(!strcmp(key, "layer h2048 a16 g4 f0 s4096 b1 t2 none unfused"), "the no-MLP layer's key: %s", key);
+}
+
 static void test_cache(void)
 {
     char dir[] = "/tmp/pp-cache-test-XXXXXX";
@@ -428,6 +646,8 @@ int main(int argc, char **argv)
     test_flags_and_errors();
     test_apply(argv[1]);
     test_measured(argv[1]);
+    test_compose();
+    test_probe_shapes();
     test_cache();
     return tap_done();
 }

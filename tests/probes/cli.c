@@ -2,8 +2,11 @@
  * line on stderr and nothing on stdout; bad input exits 2 with one line. CUDA_VISIBLE_DEVICES=""
  * hides any GPU, so this runs the same on a GPU machine. Without the CUDA build, `parplan probe`
  * must say so in one line. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pp_config.h"
 #include "run.h"
@@ -52,7 +55,92 @@ int main(void)
         char *argv[] = {(char *)parplan, "probe", "layer", "--tp", "2", NULL};
         expect("parplan probe --tp without --model", argv, no_gpu, 2, "--model");
     }
+    /* moe and mla: a model's own layer, so a model with one (bad input before any GPU is looked for) */
+    {
+        char *argv[] = {(char *)parplan, "probe", "moe", NULL};
+        expect("parplan probe moe without --model", argv, no_gpu, 2, "--model");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "mla", "--tp", "2", NULL};
+        expect("parplan probe mla without --model", argv, no_gpu, 2, "--model");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "moe", "--model", "gpt3-1.3b", NULL};
+        expect("parplan probe moe on a dense model", argv, no_gpu, 2, "no MoE layers");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "mla", "--model", "mixtral-8x7b", NULL};
+        expect("parplan probe mla on a model without latent attention", argv, no_gpu, 2, "latent attention");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "moe", "layer", "--model", "mixtral-8x7b", NULL};
+        expect("parplan probe moe layer (one --hidden for two layers)", argv, no_gpu, 2, "apart");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "layer", "--model", "mixtral-8x7b", "--ep", "2", NULL};
+        expect("parplan probe layer --ep", argv, no_gpu, 2, "moe probe");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "moe", "--model", "mixtral-8x7b", "--tp", "2", NULL};
+        expect("parplan probe moe --tp 2 without --sp", argv, no_gpu, 2, "--sp");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "moe", "--model", "mixtral-8x7b", "--ep", "3", NULL};
+        expect("parplan probe moe --ep 3 of 8 experts", argv, no_gpu, 2, "ep 3");
+    }
+    {
+        char *argv[] = {(char *)parplan, "probe", "moe", "--model", "mixtral-8x7b", "--experts", "4", NULL};
+        expect("parplan probe moe --experts (a WORK override, not a probe option)", argv, no_gpu, 2, "--experts");
+    }
 #if PP_HAVE_CUDA
+    /* the shapes parplan probe moe|mla derive from --model and the layout (a stand-in parplan-probe
+     * that prints its arguments) */
+    {
+        char script[] = "/tmp/pp-probe-args-XXXXXX";
+        int fd = mkstemp(script);
+        const char *body = "#!/bin/sh\necho \"$*\"\n";
+        bool made = fd >= 0 && write(fd, body, strlen(body)) == (ssize_t)strlen(body) && close(fd) == 0 &&
+                    chmod(script, 0755) == 0;
+        char env_probe[300];
+        snprintf(env_probe, sizeof env_probe, "PARPLAN_PROBE=%s", script);
+        const char *const env[] = {"CUDA_VISIBLE_DEVICES=", env_probe, NULL};
+        static const struct {
+            const char *what, *want;
+            const char *args[16];
+        } ok_cases[] = {
+            {"moe, mixtral-8x7b at mbs 1", "moe --hidden 4096 --experts 8 --topk 2 --moe-ffn 14336 --tokens 32768 --ep 1 --moe-impl loop",
+             {"moe", "--model", "mixtral-8x7b"}},
+            {"moe, mixtral-8x7b tp2 sp ep4 mbs2 grouped: 32768 tokens per rank gathered over etp 2, half the expert FFN",
+             "moe --hidden 4096 --experts 8 --topk 2 --moe-ffn 7168 --tokens 65536 --ep 4 --moe-impl grouped",
+             {"moe", "--model", "mixtral-8x7b", "--tp", "2", "--sp", "--ep", "4", "--mbs", "2", "--moe-grouped-gemm"}},
+            {"moe, mixtral-8x7b tp2 sp etp1 cp2: 8192 tokens, whole experts",
+             "moe --hidden 4096 --experts 8 --topk 2 --moe-ffn 14336 --tokens 8192 --ep 1 --moe-impl loop",
+             {"moe", "--model", "mixtral-8x7b", "--tp", "2", "--sp", "--etp", "1", "--cp", "2"}},
+            {"mla, deepseek-v2-lite at tp 2, unfused",
+             "mla --attention unfused --hidden 2048 --heads 16 --q-lora-rank 0 --kv-lora-rank 512 --qk-nope-dim 128 "
+             "--qk-rope-dim 64 --v-head-dim 128 --seq 4096 --mbs 1 --tp 2",
+             {"mla", "--model", "deepseek-v2-lite", "--tp", "2", "--attention", "unfused"}},
+            {"moe mla, deepseek-v2-lite: one --hidden for both",
+             "moe mla --hidden 2048 --experts 64 --topk 6 --moe-ffn 1408 --shared-ffn 2816 --tokens 4096 --ep 1 "
+             "--moe-impl loop --heads 16 --q-lora-rank 0 --kv-lora-rank 512 --qk-nope-dim 128 --qk-rope-dim 64 "
+             "--v-head-dim 128 --seq 4096 --mbs 1",
+             {"moe", "mla", "--model", "deepseek-v2-lite"}},
+        };
+        for (size_t i = 0; made && i < sizeof ok_cases / sizeof ok_cases[0]; i++) {
+            char *argv[20] = {(char *)parplan, "probe"};
+            int n = 2;
+            for (int k = 0; k < 16 && ok_cases[i].args[k]; k++) argv[n++] = (char *)ok_cases[i].args[k];
+            argv[n] = NULL;
+            probe_run r = probe_run_cmd(argv, env, 60);
+            size_t ol = strlen(r.out);
+            if (ol && r.out[ol - 1] == '\n') r.out[ol - 1] = 0;
+            tap_ok(r.status == 0 && !strcmp(r.out, ok_cases[i].want), "parplan probe %s: '%s'", ok_cases[i].what, r.out);
+            probe_run_free(&r);
+        }
+        tap_ok(made, "the stand-in parplan-probe %s", script);
+        if (fd >= 0) remove(script);
+    }
+
     {
         char *argv[] = {(char *)parplan, "probe", "nccl", NULL};
         expect("parplan probe with parplan-probe missing", argv, no_probe, 1, "not installed");
@@ -140,6 +228,9 @@ int main(void)
             {"mla --v-head-dim x", "--v-head-dim", {"mla", "--hidden", "7168", "--heads", "128", "--v-head-dim", "x"}},
             {"mla --qk-nope-dim without a value", "needs a value", {"mla", "--hidden", "7168", "--heads", "128", "--qk-nope-dim"}},
             {"mla --q-lora-rank 12", "multiples of 8", {"mla", "--hidden", "7168", "--heads", "128", "--q-lora-rank", "12"}},
+            {"--no-mlp without layer", "layer probe", {"moe", "--no-mlp"}},
+            {"layer --no-mlp --ffn", "--no-mlp", {"layer", "--no-mlp", "--hidden", "2048", "--heads", "16", "--ffn", "8192"}},
+            {"layer --no-mlp --swiglu", "--no-mlp", {"layer", "--no-mlp", "--hidden", "2048", "--heads", "16", "--swiglu"}},
         };
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             char *argv[20] = {(char *)probe};

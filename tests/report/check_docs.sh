@@ -90,8 +90,9 @@ expect "standard device-local" launch --launch-target ''
 expect "0 1 2 3" check --zero ''
 expect "uniform ilp auto" plan --stages ''
 expect "" check --tp ''
-expect "gemm bandwidth attention layer optimizer nccl all" probe ''
+expect "gemm bandwidth attention layer optimizer nccl all moe mla" probe ''
 expect "bandwidth" probe ba
+expect "moe mla" probe m
 # Catalog names (from `parplan models --json`) and files.
 if "$parplan" models --json >/dev/null 2>&1; then
     got=$(cd / && comp plan --model gpt3-1)
