@@ -25,7 +25,7 @@
 #   smi.csv          nvidia-smi clocks, power and temperature every 500 ms
 set -u
 csv=tests/data/megatron/runs_moe_time.csv
-prof=tests/data/profiles/h200x2-megatron-local.yaml
+prof=${PROFILE:-tests/data/profiles/h200-megatron-local-moe.yaml}  # the MoE-calibrated profile: the host pace of looped experts
 
 if [ "${1:-}" = --prepare ]; then
     bd=${2:-build}
