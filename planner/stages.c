@@ -1,12 +1,15 @@
 /* Uneven pipeline stages and per-stage recompute: the MILP of pp_stages.h, solved with GLPK.
  * All of parplan's GLPK code is in this file.
  *
- * Why counts are enough: the transformer layers of a decoder are identical, so which layers a
- * stage holds only matters through how many it holds; stage j holds the layers
+ * Why counts are enough for a model of one layer kind: its decoder layers are identical, so
+ * which layers a stage holds only matters through how many it holds; stage j holds the layers
  * n_0 + ... + n_{j-1} .. n_0 + ... + n_j - 1, which is contiguous for any integer n with
  * sum n_j = L. The embedding is on the first stage and the output layer + loss on the last
  * (Megatron's placement; its --pipeline-model-parallel-layout also allows empty stages, which
- * pp_layout_validate does not: every stage holds at least one layer here).
+ * pp_layout_validate does not: every stage holds at least one layer here). Layers of several
+ * kinds (or MTP layers) make which layers matter: the cut formulation of pp_stages.h (section
+ * "the cut formulation (by kind)" below) prices every layer by its kind; the result is still a
+ * vector of counts, the positions following from them.
  *
  * Units inside the MILP: milliseconds and GiB, so that the coefficients are O(1)-O(1e3)
  * rather than 1e-3 s and 1e10 bytes (GLPK's tolerances are absolute-ish, 1e-7 scaled). */
@@ -55,11 +58,209 @@ void pp_stages_costs_free(pp_stages_costs *c)
     if (!c) return;
     free(c->mem_rmin);
     c->mem_rmin = NULL;
+    free(c->layer_kind);
+    free(c->kind_mem_set_bytes);
+    free(c->kind_rmin);
+    free(c->excluded);
+    c->layer_kind = NULL;
+    c->kind_mem_set_bytes = NULL;
+    c->kind_rmin = NULL;
+    memset(c->kind_table, 0, sizeof c->kind_table);
+    c->excluded = NULL;
+    c->n_excluded = 0;
+    c->by_kind = false;
+}
+
+/* The cut formulation has L binaries per cut: beyond this many layers it is not built. */
+#define KIND_MAX_LAYERS 4096
+
+pp_status pp_stages_costs_kinds_alloc(pp_stages_costs *c, pp_error *err)
+{
+    if (!c || c->n_stages < 1 || c->n_stages > PP_MAX_STAGES || c->layers < 1 ||
+        c->layers > KIND_MAX_LAYERS)
+        return COSTS_BAD("stage costs by kind: %lld stages and %lld layers (1 to %d stages, 1 to "
+                         "%d layers)", c ? (long long)c->n_stages : 0LL,
+                         c ? (long long)c->layers : 0LL, PP_MAX_STAGES, KIND_MAX_LAYERS);
+    free(c->layer_kind);
+    free(c->kind_mem_set_bytes);
+    size_t sets = pp_stages_set_index(c->n_stages, 0, 0);
+    c->layer_kind = calloc((size_t)c->layers, sizeof *c->layer_kind);
+    c->kind_mem_set_bytes = malloc(sizeof(double) * sets);
+    if (!c->layer_kind || !c->kind_mem_set_bytes) {
+        free(c->layer_kind);
+        free(c->kind_mem_set_bytes);
+        c->layer_kind = NULL;
+        c->kind_mem_set_bytes = NULL;
+        return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (stage costs by kind)");
+    }
+    for (size_t k = 0; k < sets; k++) c->kind_mem_set_bytes[k] = NAN;
+    c->by_kind = true;
+    return PP_OK;
+}
+
+/* Range of the cut c_j (first layer of stage j; c_0 = 0, c_p = L) that the layer bounds allow:
+ * lo[j] <= c_j <= hi[j], j = 0..p. */
+static void cut_bounds(const pp_stages_costs *c, int64_t *lo, int64_t *hi)
+{
+    int64_t p = c->n_stages, L = c->layers, min_before = 0, max_before = 0, min_after = 0,
+            max_after = 0;
+    for (int64_t j = 0; j < p; j++) min_after += c->layers_min[j], max_after += c->layers_max[j];
+    for (int64_t j = 0; j <= p; j++) {
+        int64_t a = min_before > L - max_after ? min_before : L - max_after;
+        int64_t b = max_before < L - min_after ? max_before : L - min_after;
+        lo[j] = j == 0 ? 0 : j == p ? L : a;
+        hi[j] = j == 0 ? 0 : j == p ? L : b;
+        if (j < p) {
+            min_before += c->layers_min[j], max_before += c->layers_max[j];
+            min_after -= c->layers_min[j], max_after -= c->layers_max[j];
+        }
+    }
+}
+
+/* The kind mixes (P, Q) stage j can hold within the cut ranges lo/hi: P the kinds of its
+ * layers, Q those of its first r (recomputed) layers, for every start, length and r; with the
+ * shortest (then least r) and the longest (then most r) configuration holding each. */
+typedef struct {
+    bool seen[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS];
+    int64_t f[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS], n[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS],
+        r[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS];
+    int64_t f2[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS], n2[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS],
+        r2[PP_STAGES_KIND_SETS][PP_STAGES_KIND_SETS];
+    unsigned kinds; /* union of every P */
+} kind_mixes;
+
+static void kind_mixes_find(const pp_stages_costs *c, int64_t j, const int64_t *lo, const int64_t *hi,
+                            kind_mixes *mx)
+{
+    memset(mx, 0, sizeof *mx);
+    for (int64_t f = lo[j]; f <= hi[j]; f++) {
+        int64_t nmin = c->layers_min[j], nmax = c->layers_max[j];
+        if (lo[j + 1] - f > nmin) nmin = lo[j + 1] - f;
+        if (hi[j + 1] - f < nmax) nmax = hi[j + 1] - f;
+        if (nmin > nmax) continue;
+        /* The prefix's kinds change at most PP_LAYER_KINDS times: Q takes those values only. */
+        int64_t at[PP_LAYER_KINDS + 1];
+        unsigned qm[PP_LAYER_KINDS + 1];
+        int nq = 1;
+        at[0] = 0, qm[0] = 0;
+        unsigned pm = 0;
+        for (int64_t n = 1; n <= nmax; n++) {
+            unsigned m2 = pm | 1u << c->layer_kind[f + n - 1];
+            if (m2 != pm) at[nq] = n, qm[nq] = m2, nq++;
+            pm = m2;
+            if (n < nmin) continue;
+            mx->kinds |= pm;
+            for (int q = 0; q < (c->allow_recompute ? nq : 1); q++) {
+                unsigned Q = qm[q];
+                int64_t r_short = at[q], r_long = q + 1 < nq ? at[q + 1] - 1 : n;
+                if (!c->allow_recompute) r_long = 0;
+                if (!mx->seen[pm][Q]) {
+                    mx->seen[pm][Q] = true;
+                    mx->f[pm][Q] = f, mx->n[pm][Q] = n, mx->r[pm][Q] = r_short;
+                    mx->f2[pm][Q] = f, mx->n2[pm][Q] = n, mx->r2[pm][Q] = r_long;
+                    continue;
+                }
+                if (n < mx->n[pm][Q]) mx->f[pm][Q] = f, mx->n[pm][Q] = n, mx->r[pm][Q] = r_short;
+                if (n > mx->n2[pm][Q] || (n == mx->n2[pm][Q] && r_long > mx->r2[pm][Q]))
+                    mx->f2[pm][Q] = f, mx->n2[pm][Q] = n, mx->r2[pm][Q] = r_long;
+            }
+        }
+    }
+}
+
+/* Layers and recomputed layers of each kind, and the kind sets, of [first, first + n) with the
+ * first r recomputed. */
+static void kind_counts(const pp_stages_costs *c, int64_t first, int64_t n, int64_t r,
+                        int64_t nk[PP_LAYER_KINDS], int64_t rk[PP_LAYER_KINDS], unsigned *P,
+                        unsigned *Q)
+{
+    memset(nk, 0, sizeof(int64_t) * PP_LAYER_KINDS);
+    memset(rk, 0, sizeof(int64_t) * PP_LAYER_KINDS);
+    *P = *Q = 0;
+    for (int64_t i = first; i < first + n && i < c->layers; i++) {
+        int k = c->layer_kind[i];
+        nk[k]++;
+        *P |= 1u << k;
+        if (i < first + r) rk[k]++, *Q |= 1u << k;
+    }
+}
+
+static bool kind_excluded(const pp_stages_costs *c, int64_t j, int64_t first, int64_t n, int64_t r)
+{
+    for (int64_t e = 0; e < c->n_excluded; e++)
+        if (c->excluded[e][0] == j && c->excluded[e][1] == first && c->excluded[e][2] == n &&
+            c->excluded[e][3] == r)
+            return true;
+    return false;
 }
 
 static int32_t *rmin_row(const pp_stages_costs *c, int64_t j)
 {
     return c->mem_rmin + (size_t)j * (size_t)(c->layers + 1);
+}
+
+/* The by_kind part of pp_stages_costs_validate (the rest is checked already). */
+static pp_status costs_kinds_validate(const pp_stages_costs *c, pp_error *err)
+{
+    int64_t p = c->n_stages;
+    if (!c->layer_kind || !c->kind_mem_set_bytes)
+        return COSTS_BAD("stage costs by kind: no layer kinds or memory sets "
+                         "(pp_stages_costs_kinds_alloc)");
+    if (c->layers > KIND_MAX_LAYERS)
+        return COSTS_BAD("stage costs by kind: %lld layers, at most %d", (long long)c->layers,
+                         KIND_MAX_LAYERS);
+    for (int64_t i = 0; i < c->layers; i++)
+        if (c->layer_kind[i] < 0 || c->layer_kind[i] >= PP_LAYER_KINDS)
+            return COSTS_BAD("stage costs by kind: layer %lld has kind %d (0 to %d)", (long long)i,
+                             (int)c->layer_kind[i], PP_LAYER_KINDS - 1);
+    for (int64_t e = 0; e < c->n_excluded; e++) {
+        const int64_t *x = c->excluded[e];
+        if (x[0] < 0 || x[0] >= p || x[1] < 0 || x[2] < 1 || x[1] + x[2] > c->layers || x[3] < 0 ||
+            x[3] > x[2])
+            return COSTS_BAD("stage costs by kind: excluded configuration %lld is out of range",
+                             (long long)e);
+    }
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1];
+    cut_bounds(c, lo, hi);
+    kind_mixes *mx = malloc(sizeof *mx);
+    if (!mx) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (stage costs)");
+    pp_status st = PP_OK;
+    for (int64_t j = 0; j < p && st == PP_OK; j++) {
+        if (c->mem_table[j]) {
+            st = COSTS_BAD("stage costs by kind: stage %lld is priced by a count table (by kind: "
+                           "kind_table)", (long long)j);
+            break;
+        }
+        if (c->kind_table[j] && !c->kind_rmin) {
+            st = COSTS_BAD("stage costs by kind: stage %lld is priced by position but there is no "
+                           "table", (long long)j);
+            break;
+        }
+        for (int k = 0; k < PP_LAYER_KINDS; k++) {
+            const struct { const char *name; double v; bool nonneg; } f[] = {
+                {"kind_time_layer_s", c->kind_time_layer_s[j][k], true},
+                {"kind_time_recompute_s", c->kind_time_recompute_s[j][k], true},
+                {"kind_mem_layer_bytes", c->kind_mem_layer_bytes[j][k], false},
+                {"kind_mem_saved_bytes", c->kind_mem_saved_bytes[j][k], false},
+            };
+            for (size_t a = 0; a < sizeof f / sizeof f[0] && st == PP_OK; a++)
+                if (!isfinite(f[a].v) || (f[a].nonneg && f[a].v < 0) || fabs(f[a].v) > 1e18)
+                    st = COSTS_BAD("stage costs: stage %lld %s[%d] = %g (must be finite%s)",
+                                   (long long)j, f[a].name, k, f[a].v, f[a].nonneg ? " and >= 0" : "");
+        }
+        /* Every mix the stage can hold needs its S: a missing one would leave it unpriced. */
+        if (c->kind_table[j]) continue;
+        kind_mixes_find(c, j, lo, hi, mx);
+        for (unsigned P = 0; P < PP_STAGES_KIND_SETS && st == PP_OK; P++)
+            for (unsigned Q = 0; Q < PP_STAGES_KIND_SETS && st == PP_OK; Q++) {
+                double v = c->kind_mem_set_bytes[pp_stages_set_index(j, P, Q)];
+                if (mx->seen[P][Q] && (!isfinite(v) || fabs(v) > 1e18))
+                    st = COSTS_BAD("stage costs: stage %lld kind_mem_set_bytes for kinds 0x%x "
+                                   "(0x%x recomputed) = %g (must be finite)", (long long)j, P, Q, v);
+            }
+    }
+    free(mx);
+    return st;
 }
 
 pp_status pp_stages_costs_validate(const pp_stages_costs *c, pp_error *err)
@@ -109,12 +310,21 @@ pp_status pp_stages_costs_validate(const pp_stages_costs *c, pp_error *err)
     if (lo_sum > c->layers || hi_sum < c->layers)
         return COSTS_BAD("stage costs: %lld layers do not fit the stage bounds (%lld to %lld)",
                          (long long)c->layers, (long long)lo_sum, (long long)hi_sum);
-    return PP_OK;
+    if (c->n_excluded && !c->by_kind)
+        return COSTS_BAD("stage costs: excluded configurations are for costs by kind only");
+    return c->by_kind ? costs_kinds_validate(c, err) : PP_OK;
 }
 
 void pp_stages_costs_eval(const pp_stages_costs *c, int64_t j, int64_t n, int64_t r,
                           double *time_s, double *mem_bytes)
 {
+    if (c->by_kind) {
+        /* No position given: the uniform split's start of stage j. */
+        int64_t first = 0;
+        for (int64_t a = 0; a < j; a++) first += c->layers / c->n_stages + (a < c->layers % c->n_stages);
+        pp_stages_costs_eval_range(c, j, first, n, r, time_s, mem_bytes);
+        return;
+    }
     if (time_s)
         *time_s = c->time_base_s[j] + c->time_layer_s[j] * (double)n +
                   c->time_recompute_s[j] * (double)r;
@@ -130,11 +340,42 @@ void pp_stages_costs_eval(const pp_stages_costs *c, int64_t j, int64_t n, int64_
     }
 }
 
+void pp_stages_costs_eval_range(const pp_stages_costs *c, int64_t j, int64_t first, int64_t n,
+                                int64_t r, double *time_s, double *mem_bytes)
+{
+    if (!c->by_kind) {
+        pp_stages_costs_eval(c, j, n, r, time_s, mem_bytes);
+        return;
+    }
+    int64_t nk[PP_LAYER_KINDS], rk[PP_LAYER_KINDS];
+    unsigned P, Q;
+    kind_counts(c, first, n, r, nk, rk, &P, &Q);
+    double t = c->time_base_s[j], mem = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        t += c->kind_time_layer_s[j][k] * (double)nk[k] + c->kind_time_recompute_s[j][k] * (double)rk[k];
+        mem += c->kind_mem_layer_bytes[j][k] * (double)nk[k] - c->kind_mem_saved_bytes[j][k] * (double)rk[k];
+    }
+    double set = c->kind_mem_set_bytes[pp_stages_set_index(j, P, Q)];
+    if (time_s) *time_s = t;
+    if (!mem_bytes) return;
+    if (c->kind_table[j]) {
+        /* no memory figure: the limit when it fits by the table, +inf when not */
+        int32_t need = first >= 0 && n >= 0 && first + n <= c->layers
+                           ? c->kind_rmin[pp_stages_rmin_index(c, j, first, n)] : -1;
+        *mem_bytes = need >= 0 && r >= need && !kind_excluded(c, j, first, n, r)
+                         ? c->mem_limit_bytes[j] : INFINITY;
+        return;
+    }
+    *mem_bytes = isfinite(set) && !kind_excluded(c, j, first, n, r) ? mem + set : INFINITY;
+}
+
 pp_status pp_stages_costs_tabulate(pp_stages_costs *c, int64_t j, pp_stages_eval_fn eval,
                                    void *ctx, pp_error *err)
 {
     if (!c || !eval || j < 0 || j >= c->n_stages || c->layers < 1 || c->layers > 1000000)
         return COSTS_BAD("stage table: bad arguments");
+    if (c->by_kind)
+        return COSTS_BAD("stage table: costs by kind are priced by position, not by table");
     if ((double)c->n_stages * (double)(c->layers + 1) > 5e7)
         return COSTS_BAD("stage table: %lld stages x %lld layers is too large to tabulate",
                          (long long)c->n_stages, (long long)c->layers);
@@ -178,6 +419,46 @@ pp_status pp_stages_costs_tabulate(pp_stages_costs *c, int64_t j, pp_stages_eval
     return PP_OK;
 }
 
+pp_status pp_stages_costs_tabulate_range(pp_stages_costs *c, int64_t j,
+                                         pp_stages_eval_range_fn eval, void *ctx, pp_error *err)
+{
+    if (!c || !eval || !c->by_kind || j < 0 || j >= c->n_stages || c->layers < 1 ||
+        c->layers > KIND_MAX_LAYERS)
+        return COSTS_BAD("stage table by position: bad arguments (costs by kind and an evaluator)");
+    size_t cells = pp_stages_rmin_index(c, c->n_stages, 0, 0);
+    if ((double)cells > 5e7)
+        return COSTS_BAD("stage table: %lld stages x %lld^2 ranges is too large to tabulate",
+                         (long long)c->n_stages, (long long)c->layers + 1);
+    if (!c->kind_rmin) {
+        c->kind_rmin = malloc(sizeof(int32_t) * cells);
+        if (!c->kind_rmin) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (stage table)");
+        for (size_t k = 0; k < cells; k++) c->kind_rmin[k] = -1;
+    }
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1];
+    cut_bounds(c, lo, hi);
+    double cap = c->mem_limit_bytes[j];
+    for (int64_t f = lo[j]; f <= hi[j]; f++)
+        for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
+            if (f + n < lo[j + 1] || f + n > hi[j + 1]) continue;
+            int32_t *at = &c->kind_rmin[pp_stages_rmin_index(c, j, f, n)];
+            *at = -1;
+            for (int64_t r = 0; r <= (c->allow_recompute ? n : 0); r++) {
+                double t, mem;
+                pp_status st = eval(ctx, j, f, n, r, &t, &mem);
+                if (st != PP_OK)
+                    return pp_error_set(err, st, NULL, 0, 0, "stage table: stage %lld, layers "
+                                        "%lld..%lld, %lld recomputed: evaluation failed",
+                                        (long long)j, (long long)f, (long long)(f + n - 1), (long long)r);
+                if (mem <= cap) {
+                    *at = (int32_t)r;
+                    break;
+                }
+            }
+        }
+    c->kind_table[j] = true;
+    return PP_OK;
+}
+
 /* Fill out's per-stage figures for the split (n, r) under the costs. */
 static void result_fill(const pp_stages_costs *c, const int64_t *n, const int64_t *r,
                         pp_stages_result *out)
@@ -185,9 +466,11 @@ static void result_fill(const pp_stages_costs *c, const int64_t *n, const int64_
     double tmax = 0, tsum = 0;
     bool fits = true;
     out->n_stages = c->n_stages;
+    int64_t first = 0;
     for (int64_t j = 0; j < c->n_stages; j++) {
         double t, mem;
-        pp_stages_costs_eval(c, j, n[j], r[j], &t, &mem);
+        pp_stages_costs_eval_range(c, j, first, n[j], r[j], &t, &mem);
+        first += n[j];
         out->stage_layers[j] = (int)n[j];
         out->stage_recompute[j] = (int)r[j];
         out->stage_time_s[j] = t;
@@ -623,6 +906,768 @@ static void incumbent_cb(glp_tree *T, void *info)
     }
 }
 
+/* ------------------------------------------------------------------ the cut formulation (by kind) */
+
+/* One stage's coefficients in the MILP's units: ms, GiB, the limit less the margin. */
+typedef struct {
+    double t_base, t_layer[PP_LAYER_KINDS], t_rc[PP_LAYER_KINDS];
+    double m_layer[PP_LAYER_KINDS], m_saved[PP_LAYER_KINDS], cap;
+    const double *set; /* S_j(P, Q) in bytes at set[P * PP_STAGES_KIND_SETS + Q] */
+} kind_stage;
+
+static void kind_stage_get(const pp_stages_costs *c, int64_t j, kind_stage *ks)
+{
+    ks->t_base = c->time_base_s[j] * MS_PER_S;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        ks->t_layer[k] = c->kind_time_layer_s[j][k] * MS_PER_S;
+        ks->t_rc[k] = c->kind_time_recompute_s[j][k] * MS_PER_S;
+        ks->m_layer[k] = c->kind_mem_layer_bytes[j][k] / BYTES_PER_GIB;
+        ks->m_saved[k] = c->kind_mem_saved_bytes[j][k] / BYTES_PER_GIB;
+    }
+    ks->cap = c->mem_limit_bytes[j] / BYTES_PER_GIB - MEM_MARGIN_GIB;
+    ks->set = c->kind_mem_set_bytes + pp_stages_set_index(j, 0, 0);
+}
+
+/* Stage times (ms) of every admissible (stage, first layer, layers) with the fewest recomputed
+ * layers that fit by the MILP's own rows (margin included, rounded towards fitting by 1e-9 GiB
+ * so that the bounds below stay lower bounds), +inf where none fits; the recompute count in r.
+ * Time grows with recompute, so the fewest that fit is a stage's fastest choice. */
+typedef struct {
+    const pp_stages_costs *c;
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1]; /* cut ranges of the table */
+    size_t off[PP_MAX_STAGES + 1];
+    double *t;
+    int32_t *r;
+} kind_table;
+
+static size_t kind_at(const kind_table *T, int64_t j, int64_t f, int64_t n)
+{
+    const pp_stages_costs *c = T->c;
+    return T->off[j] + (size_t)(f - T->lo[j]) * (size_t)(c->layers_max[j] - c->layers_min[j] + 1) +
+           (size_t)(n - c->layers_min[j]);
+}
+
+/* Beyond this many (stage, start, count) entries the DP is skipped (GLPK alone). */
+#define KIND_TABLE_MAX 4000000
+
+/* 1: filled; 0: too large for the DP; -1: out of memory. */
+static int kind_table_fill(kind_table *T)
+{
+    const pp_stages_costs *c = T->c;
+    int64_t p = c->n_stages;
+    size_t cells = 0;
+    for (int64_t j = 0; j < p; j++) {
+        T->off[j] = cells;
+        cells += (size_t)(T->hi[j] - T->lo[j] + 1) * (size_t)(c->layers_max[j] - c->layers_min[j] + 1);
+        if (cells > KIND_TABLE_MAX) return 0;
+    }
+    T->off[p] = cells;
+    T->t = malloc(sizeof(double) * (cells ? cells : 1));
+    T->r = malloc(sizeof(int32_t) * (cells ? cells : 1));
+    if (!T->t || !T->r) return -1;
+    for (size_t k = 0; k < cells; k++) T->t[k] = INFINITY, T->r[k] = -1;
+    for (int64_t j = 0; j < p; j++) {
+        kind_stage ks;
+        kind_stage_get(c, j, &ks);
+        for (int64_t f = T->lo[j]; f <= T->hi[j]; f++) {
+            int64_t nmin = c->layers_min[j], nmax = c->layers_max[j];
+            if (T->lo[j + 1] - f > nmin) nmin = T->lo[j + 1] - f;
+            if (T->hi[j + 1] - f < nmax) nmax = T->hi[j + 1] - f;
+            double lin = 0, t0 = ks.t_base;
+            unsigned P = 0;
+            for (int64_t n = 1; n <= nmax; n++) {
+                int k = c->layer_kind[f + n - 1];
+                lin += ks.m_layer[k], t0 += ks.t_layer[k], P |= 1u << k;
+                if (n < nmin) continue;
+                double rc_t = 0, rc_m = 0;
+                unsigned Q = 0;
+                /* by table: the fewest r that fit (none below), then what is not excluded */
+                int64_t r0 = c->kind_table[j] ? c->kind_rmin[pp_stages_rmin_index(c, j, f, n)] : 0;
+                if (r0 < 0) continue;
+                for (int64_t r = 0; r <= (c->allow_recompute ? n : 0); r++) {
+                    if (r > 0) {
+                        int kr = c->layer_kind[f + r - 1];
+                        rc_t += ks.t_rc[kr], rc_m += ks.m_saved[kr], Q |= 1u << kr;
+                    }
+                    if (r < r0) continue;
+                    double set = ks.set[P * PP_STAGES_KIND_SETS + Q];
+                    if (!c->kind_table[j] &&
+                        (!isfinite(set) || lin - rc_m + set / BYTES_PER_GIB > ks.cap + 1e-9))
+                        continue;
+                    if (c->n_excluded && kind_excluded(c, j, f, n, r)) continue;
+                    size_t at = kind_at(T, j, f, n);
+                    T->t[at] = t0 + rc_t;
+                    T->r[at] = (int32_t)r;
+                    break;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* Can stages 0..p-1 cover the layers with every stage time <= thr? fw[j * (L+1) + c]: stages
+ * 0..j-1 can end at cut c. */
+static bool kind_reach(const kind_table *T, double thr, bool *fw)
+{
+    const pp_stages_costs *c = T->c;
+    int64_t p = c->n_stages, L1 = c->layers + 1;
+    memset(fw, 0, sizeof(bool) * (size_t)(p + 1) * (size_t)L1);
+    fw[0] = true;
+    for (int64_t j = 0; j < p; j++)
+        for (int64_t f = T->lo[j]; f <= T->hi[j]; f++) {
+            if (!fw[j * L1 + f]) continue;
+            for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
+                if (f + n < T->lo[j + 1] || f + n > T->hi[j + 1]) continue;
+                double t = T->t[kind_at(T, j, f, n)];
+                if (t <= thr && t < INFINITY) fw[(j + 1) * L1 + f + n] = true; /* inf: no fit */
+            }
+        }
+    return fw[p * L1 + c->layers];
+}
+
+/* bw[j * (L+1) + c]: stages j..p-1 can cover [c, L) with every stage time <= thr. */
+static void kind_reach_back(const kind_table *T, double thr, bool *bw)
+{
+    const pp_stages_costs *c = T->c;
+    int64_t p = c->n_stages, L1 = c->layers + 1;
+    memset(bw, 0, sizeof(bool) * (size_t)(p + 1) * (size_t)L1);
+    bw[p * L1 + c->layers] = true;
+    for (int64_t j = p - 1; j >= 0; j--)
+        for (int64_t f = T->lo[j]; f <= T->hi[j]; f++)
+            for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
+                if (f + n < T->lo[j + 1] || f + n > T->hi[j + 1]) continue;
+                double t = T->t[kind_at(T, j, f, n)];
+                if (t <= thr && t < INFINITY && bw[(j + 1) * L1 + f + n]) {
+                    bw[j * L1 + f] = true;
+                    break;
+                }
+            }
+}
+
+/* The least sum of stage times (ms) over splits whose stage times are all <= thr, and that
+ * split (n, r, its max stage time); false when none. best/from: (p+1)(L+1) scratch. */
+static bool kind_min_sum(const kind_table *T, double thr, double *best, int64_t *from, int64_t *n,
+                         int64_t *r, double *sum_ms, double *max_ms)
+{
+    const pp_stages_costs *c = T->c;
+    int64_t p = c->n_stages, L = c->layers, L1 = L + 1;
+    for (size_t k = 0; k < (size_t)(p + 1) * (size_t)L1; k++) best[k] = INFINITY;
+    best[0] = 0;
+    for (int64_t j = 0; j < p; j++)
+        for (int64_t f = T->lo[j]; f <= T->hi[j]; f++) {
+            double b = best[j * L1 + f];
+            if (!isfinite(b)) continue;
+            for (int64_t k = c->layers_min[j]; k <= c->layers_max[j]; k++) {
+                if (f + k < T->lo[j + 1] || f + k > T->hi[j + 1]) continue;
+                double t = T->t[kind_at(T, j, f, k)];
+                if (!(t <= thr) || !(t < INFINITY) || !(b + t < best[(j + 1) * L1 + f + k])) continue;
+                best[(j + 1) * L1 + f + k] = b + t;
+                from[(j + 1) * L1 + f + k] = f;
+            }
+        }
+    if (!isfinite(best[p * L1 + L])) return false;
+    *sum_ms = best[p * L1 + L];
+    *max_ms = 0;
+    for (int64_t j = p - 1, e = L; j >= 0; j--) {
+        int64_t f = from[(j + 1) * L1 + e];
+        n[j] = e - f;
+        size_t at = kind_at(T, j, f, n[j]);
+        r[j] = T->r[at];
+        if (T->t[at] > *max_ms) *max_ms = T->t[at];
+        e = f;
+    }
+    return true;
+}
+
+/* What the DP gives the MILP: cut ranges (the bounds', then narrowed to the splits that can be
+ * as good as the incumbent), the lower bounds T* (least max stage time) and S* (least sum), the
+ * incumbent (the DP's best split: optimal for the rows unless the thresholds ran out) and the
+ * hull cuts. */
+typedef struct {
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1];
+    bool table;      /* the DP ran (else GLPK alone, over the bounds' cut ranges) */
+    bool any;        /* some split fits by the rows (false only when the DP says so) */
+    double t_star_ms, s_star_ms;
+    bool have_split;
+    int64_t hn[PP_MAX_STAGES], hr[PP_MAX_STAGES];
+    double obj_ms;
+    /* Cuts sum_j time_j - slope T >= rhs (ms): facets of the lower convex hull of the points
+     * (T, S(T)), S(T) the least sum with every stage time <= T, next to the optimum. */
+    int n_facets;
+    double facet_slope[2], facet_rhs[2];
+} kind_hint;
+
+/* At most this many max-time thresholds are tried above T* (each an O(p L^2) DP), and at most
+ * KIND_DP_WORK table cells visited over all of them: past that the incumbent is the best split
+ * found and GLPK proves (or improves) it alone. */
+#define KIND_DP_THRESHOLDS 2000
+#define KIND_DP_WORK 1e8
+
+/* The facets of the lower convex hull of the points (t[i], s[i]) (t increasing, s not
+ * increasing) next to the vertex that minimises wm t + ws s. Valid for every split with max
+ * stage time T and sum S: S >= S(T) >= the hull at T, and each facet is not increasing, so it
+ * lies below the step function S(.) between the points and below S* past the last one. */
+static void kind_hull_cuts(kind_hint *h, const double *t, const double *s, size_t n, double wm,
+                           double ws)
+{
+    size_t hull[KIND_DP_THRESHOLDS + 1], k = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* Andrew's monotone chain, lower hull: drop the last point while it is not below the
+         * segment from the one before it to point i */
+        while (k >= 2) {
+            size_t a = hull[k - 2], b = hull[k - 1];
+            double cross = (t[b] - t[a]) * (s[i] - s[a]) - (s[b] - s[a]) * (t[i] - t[a]);
+            if (cross > 0) break;
+            k--;
+        }
+        hull[k++] = i;
+    }
+    size_t v = 0;
+    for (size_t i = 1; i < k; i++)
+        if (wm * t[hull[i]] + ws * s[hull[i]] < wm * t[hull[v]] + ws * s[hull[v]]) v = i;
+    h->n_facets = 0;
+    for (int side = 0; side < 2; side++) {
+        if ((side == 0 && v == 0) || (side == 1 && v + 1 >= k)) continue;
+        size_t a = hull[side == 0 ? v - 1 : v], b = hull[side == 0 ? v : v + 1];
+        double slope = (s[b] - s[a]) / (t[b] - t[a]);
+        if (!(slope <= 0) || !isfinite(slope)) continue;
+        double rhs = s[a] - slope * t[a];
+        /* loosened by more than the rounding of a different summation order */
+        h->facet_slope[h->n_facets] = slope;
+        h->facet_rhs[h->n_facets] = rhs - 1e-9 * (fabs(s[a]) + fabs(slope * t[a])) - 1e-9;
+        h->n_facets++;
+    }
+}
+
+/* The DP of pp_stages.h over the cut positions into h; false when out of memory. */
+static bool kind_hint_get(const pp_stages_costs *c, kind_hint *h)
+{
+    int64_t p = c->n_stages, L1 = c->layers + 1;
+    memset(h, 0, sizeof *h);
+    cut_bounds(c, h->lo, h->hi);
+    h->any = true;
+    kind_table T = {.c = c};
+    memcpy(T.lo, h->lo, sizeof T.lo);
+    memcpy(T.hi, h->hi, sizeof T.hi);
+    size_t grid = (size_t)(p + 1) * (size_t)L1;
+    bool *fw = NULL, *bw = NULL;
+    double *best = NULL, *ts = NULL;
+    double pt_t[KIND_DP_THRESHOLDS + 1], pt_s[KIND_DP_THRESHOLDS + 1];
+    int64_t *from = NULL;
+    bool ok = false;
+    int filled = kind_table_fill(&T);
+    if (filled <= 0) {
+        ok = filled == 0; /* too large: GLPK alone over the bounds' cut ranges */
+        goto done;
+    }
+    fw = malloc(sizeof(bool) * grid);
+    bw = malloc(sizeof(bool) * grid);
+    best = malloc(sizeof(double) * grid);
+    from = malloc(sizeof(int64_t) * grid);
+    ts = malloc(sizeof(double) * (T.off[p] ? T.off[p] : 1));
+    if (!fw || !bw || !best || !from || !ts) goto done;
+    ok = true;
+    h->table = true;
+    size_t k = 0;
+    for (size_t a = 0; a < T.off[p]; a++)
+        if (isfinite(T.t[a])) ts[k++] = T.t[a];
+    if (!k || !kind_reach(&T, INFINITY, fw)) {
+        h->any = false; /* no split fits by the rows */
+        goto done;
+    }
+    qsort(ts, k, sizeof ts[0], cmp_double);
+    size_t u = 0;
+    for (size_t a = 0; a < k; a++)
+        if (!u || ts[a] != ts[u - 1]) ts[u++] = ts[a];
+    size_t lo = 0, hi = u - 1; /* feasible(ts[hi]) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (kind_reach(&T, ts[mid], fw)) hi = mid;
+        else lo = mid + 1;
+    }
+    h->t_star_ms = ts[hi];
+    int64_t n[PP_MAX_STAGES], r[PP_MAX_STAGES];
+    double sum, mx;
+    kind_min_sum(&T, INFINITY, best, from, n, r, &h->s_star_ms, &mx);
+    /* The objective's optimum over thresholds T >= T*: at T the least sum S(T) (non-increasing
+     * in T); stop once w_max T + w_sum S* cannot beat the best found. */
+    double wm = c->obj_max_weight, ws = c->obj_sum_weight;
+    h->obj_ms = INFINITY;
+    if (wm <= 0) {
+        memcpy(h->hn, n, sizeof(int64_t) * (size_t)p);
+        memcpy(h->hr, r, sizeof(int64_t) * (size_t)p);
+        h->obj_ms = ws * h->s_star_ms;
+    } else {
+        size_t a = hi, tries = 0, npt = 0;
+        size_t most = (size_t)fmin(KIND_DP_THRESHOLDS, fmax(1.0, KIND_DP_WORK / (double)T.off[p]));
+        for (; a < u && tries < most; a++, tries++) {
+            if (wm * ts[a] + ws * h->s_star_ms >= h->obj_ms) break;
+            if (!kind_min_sum(&T, ts[a], best, from, n, r, &sum, &mx)) continue;
+            pt_t[npt] = ts[a], pt_s[npt] = sum, npt++;
+            double obj = wm * mx + ws * sum;
+            if (obj < h->obj_ms) {
+                h->obj_ms = obj;
+                memcpy(h->hn, n, sizeof(int64_t) * (size_t)p);
+                memcpy(h->hr, r, sizeof(int64_t) * (size_t)p);
+            }
+        }
+        /* Past the last threshold tried, S(T) >= S* (the least sum of all). */
+        if (a < u) pt_t[npt] = ts[a], pt_s[npt] = h->s_star_ms, npt++;
+        kind_hull_cuts(h, pt_t, pt_s, npt, wm, ws);
+    }
+    h->have_split = isfinite(h->obj_ms);
+    if (!h->have_split || wm <= 0) goto done;
+    /* Any split at least as good as the incumbent has every stage time <= T_ub: keep the cuts
+     * that such splits can reach from both ends. */
+    double t_ub = (h->obj_ms - ws * h->s_star_ms) / wm;
+    t_ub = t_ub * (1 + 1e-9) + 1e-9;
+    kind_reach(&T, t_ub, fw);
+    kind_reach_back(&T, t_ub, bw);
+    for (int64_t j = 1; j < p; j++) {
+        int64_t a = -1, b = -1;
+        for (int64_t cut = T.lo[j]; cut <= T.hi[j]; cut++)
+            if (fw[j * L1 + cut] && bw[j * L1 + cut]) {
+                if (a < 0) a = cut;
+                b = cut;
+            }
+        if (a >= 0) h->lo[j] = a, h->hi[j] = b; /* (always: the incumbent's cut is there) */
+    }
+done:
+    free(T.t);
+    free(T.r);
+    free(fw);
+    free(bw);
+    free(best);
+    free(from);
+    free(ts);
+    return ok;
+}
+
+/* Columns of the cut MILP (1-based; 0: the variable is fixed, see kind_u / kind_v). */
+typedef struct {
+    int64_t p, L;
+    bool rc;
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1]; /* cut ranges (the hint's) */
+    int col_T, col_one;
+    int *u; /* [(p + 1) L]: U_ji = [i < c_j] */
+    int *v; /* [p L]: V_ji = [i < d_j], d_j = c_j + r_j */
+    int pres[PP_MAX_STAGES][PP_LAYER_KINDS], rcp[PP_MAX_STAGES][PP_LAYER_KINDS];
+    double pres_fix[PP_MAX_STAGES][PP_LAYER_KINDS]; /* where pres has no column */
+} kind_index;
+
+/* A column, or a constant where col is 0. */
+typedef struct {
+    int col;
+    double val;
+} kref;
+
+static kref kind_u(const kind_index *x, int64_t j, int64_t i)
+{
+    if (j <= 0) return (kref){0, 0.0};
+    if (j >= x->p || i < x->lo[j]) return (kref){0, 1.0};
+    if (i >= x->hi[j]) return (kref){0, 0.0};
+    return (kref){x->u[j * x->L + i], 0.0};
+}
+
+static kref kind_v(const kind_index *x, int64_t j, int64_t i)
+{
+    if (!x->rc) return kind_u(x, j, i); /* d_j = c_j */
+    if (i < x->lo[j]) return (kref){0, 1.0};
+    if (i >= x->hi[j + 1]) return (kref){0, 0.0};
+    return (kref){x->v[j * x->L + i], 0.0};
+}
+
+static kref kind_pres(const kind_index *x, int64_t j, int k)
+{
+    return x->pres[j][k] ? (kref){x->pres[j][k], 0.0} : (kref){0, x->pres_fix[j][k]};
+}
+
+static kref kind_rcp(const kind_index *x, int64_t j, int k)
+{
+    return x->rcp[j][k] ? (kref){x->rcp[j][k], 0.0} : (kref){0, 0.0};
+}
+
+/* A row being summed: coefficients merged by column (GLPK refuses duplicates), constants
+ * moved to the bounds. */
+typedef struct {
+    int n;
+    int *ind, *pos; /* pos[col]: its index in ind, 0 when absent */
+    double *val;
+    double cst;
+} lrow;
+
+static bool lrow_init(lrow *r, int ncol)
+{
+    memset(r, 0, sizeof *r);
+    r->ind = malloc(sizeof(int) * (size_t)(ncol + 1));
+    r->pos = calloc((size_t)ncol + 1, sizeof(int));
+    r->val = malloc(sizeof(double) * (size_t)(ncol + 1));
+    return r->ind && r->pos && r->val;
+}
+
+static void lrow_free(lrow *r)
+{
+    free(r->ind), free(r->pos), free(r->val);
+}
+
+static void lrow_add(lrow *r, kref x, double a)
+{
+    if (a == 0) return;
+    if (!x.col) {
+        r->cst += a * x.val;
+        return;
+    }
+    int at = r->pos[x.col];
+    if (!at) {
+        at = ++r->n;
+        r->pos[x.col] = at;
+        r->ind[at] = x.col;
+        r->val[at] = 0;
+    }
+    r->val[at] += a;
+}
+
+/* Add sum + cst within [lb, ub] (GLP_UP, GLP_LO, GLP_DB or GLP_FX) and clear the row. A row
+ * left with no column is kept (GLPK reports it infeasible when its constant breaks it). */
+static void lrow_emit(glp_prob *P, lrow *r, const char *name, int type, double lb, double ub)
+{
+    /* Sums that cancel (a layer's time entering one stage and leaving the next) leave
+     * rounding residues of 1e-15; they only slow the simplex down. */
+    double big = 0;
+    for (int t = 1; t <= r->n; t++) big = fmax(big, fabs(r->val[t]));
+    int m = 0;
+    for (int t = 1; t <= r->n; t++) {
+        r->pos[r->ind[t]] = 0;
+        if (fabs(r->val[t]) > 1e-12 * big) r->ind[++m] = r->ind[t], r->val[m] = r->val[t];
+    }
+    int row = glp_add_rows(P, 1);
+    glp_set_row_name(P, row, name);
+    if (type == GLP_DB && lb == ub) type = GLP_FX; /* GLPK refuses a double bound lb == ub */
+    glp_set_row_bnds(P, row, type, lb - r->cst, ub - r->cst);
+    glp_set_mat_row(P, row, m, r->ind, r->val);
+    r->n = 0;
+    r->cst = 0;
+}
+
+/* x_ji = [layer i on stage j] and y_ji = [layer i on stage j and recomputed], times a. */
+static void lrow_add_on(lrow *r, const kind_index *x, int64_t j, int64_t i, double a)
+{
+    lrow_add(r, kind_u(x, j + 1, i), a);
+    lrow_add(r, kind_u(x, j, i), -a);
+}
+
+static void lrow_add_rc(lrow *r, const kind_index *x, int64_t j, int64_t i, double a)
+{
+    lrow_add(r, kind_v(x, j, i), a);
+    lrow_add(r, kind_u(x, j, i), -a);
+}
+
+/* dev(range) = how many of the literals "stage j is [f, f + n)" fail: c_j = f (U_j,f-1 = 1,
+ * U_jf = 0) and c_j+1 = f + n; 0 exactly for that range, >= 1 for any other. */
+static void lrow_add_range_dev(lrow *r, const kind_index *x, int64_t j, int64_t f, int64_t n,
+                               double a)
+{
+    const kref one = {0, 1.0};
+    if (f > 0) lrow_add(r, one, a), lrow_add(r, kind_u(x, j, f - 1), -a);
+    if (f < x->L) lrow_add(r, kind_u(x, j, f), a);
+    lrow_add(r, one, a), lrow_add(r, kind_u(x, j + 1, f + n - 1), -a);
+    if (f + n < x->L) lrow_add(r, kind_u(x, j + 1, f + n), a);
+}
+
+/* A stage priced by position (kind_table): for each range it can hold, r_j >= rmin, i.e.
+ * V_j,f+rmin-1 = 1, unless the stage is another range; a range that fits with no r is
+ * excluded. */
+static void kind_table_rows(glp_prob *P, const pp_stages_costs *c, const kind_index *x, int64_t j,
+                            lrow *row)
+{
+    char name[48];
+    for (int64_t f = x->lo[j]; f <= x->hi[j]; f++)
+        for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
+            if (f + n < x->lo[j + 1] || f + n > x->hi[j + 1]) continue;
+            int32_t rm = c->kind_rmin[pp_stages_rmin_index(c, j, f, n)];
+            if (rm == 0) continue;
+            lrow_add_range_dev(row, x, j, f, n, 1.0);
+            if (rm > 0) lrow_add(row, kind_v(x, j, f + rm - 1), 1.0);
+            snprintf(name, sizeof name, "tab_%lld_%lld_%lld", (long long)j, (long long)f, (long long)n);
+            lrow_emit(P, row, name, GLP_LO, 1.0, 0.0);
+        }
+}
+
+/* Build the cut MILP of pp_stages.h over the hint's cut ranges, with T >= T* and
+ * sum_j time_j >= S* when the DP ran. NULL when out of memory. */
+static glp_prob *kind_build(const pp_stages_costs *c, const kind_hint *h, kind_index *x)
+{
+    int64_t p = c->n_stages, L = c->layers;
+    const int8_t *kd = c->layer_kind;
+    x->p = p, x->L = L, x->rc = c->allow_recompute;
+    memcpy(x->lo, h->lo, sizeof x->lo);
+    memcpy(x->hi, h->hi, sizeof x->hi);
+    x->u = calloc((size_t)(p + 1) * (size_t)L, sizeof(int));
+    x->v = calloc((size_t)p * (size_t)L, sizeof(int));
+    kind_mixes *mx = malloc(sizeof *mx);
+    lrow row = {0}, sum = {0};
+    glp_prob *P = glp_create_prob();
+    if (!x->u || !x->v || !mx || !P) goto fail;
+    glp_set_prob_name(P, "parplan_stages_by_kind");
+    glp_set_obj_name(P, "pipeline_ms");
+    glp_set_obj_dir(P, GLP_MIN);
+    char name[48];
+
+    /* Columns: T, one, U, V, pres, rcp. */
+    double t_star = h->table ? h->t_star_ms * (1 - 1e-9) : 0.0;
+    x->col_T = col_add(P, "T", -1, GLP_CV, GLP_LO, t_star, 0.0, c->obj_max_weight);
+    int col_one = col_add(P, "one", -1, GLP_CV, GLP_FX, 1.0, 1.0, 0.0);
+    x->col_one = col_one;
+    for (int64_t j = 1; j < p; j++)
+        for (int64_t i = h->lo[j]; i < h->hi[j]; i++) {
+            snprintf(name, sizeof name, "u_%lld_%lld", (long long)j, (long long)i);
+            x->u[j * L + i] = col_add(P, name, -1, GLP_BV, 0, 0.0, 1.0, 0.0);
+        }
+    for (int64_t j = 0; j < p && x->rc; j++)
+        for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) {
+            snprintf(name, sizeof name, "v_%lld_%lld", (long long)j, (long long)i);
+            x->v[j * L + i] = col_add(P, name, -1, GLP_BV, 0, 0.0, 1.0, 0.0);
+        }
+    for (int64_t j = 0; j < p; j++) {
+        unsigned may = 0, sure = 0; /* kinds that may / must sit on stage j */
+        for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) may |= 1u << kd[i];
+        for (int64_t i = h->hi[j]; i < h->lo[j + 1]; i++) sure |= 1u << kd[i];
+        for (int k = 0; k < PP_LAYER_KINDS && !c->kind_table[j]; k++) {
+            x->pres_fix[j][k] = sure >> k & 1u;
+            if ((may >> k & 1u) && !(sure >> k & 1u)) {
+                snprintf(name, sizeof name, "pres_%lld_%d", (long long)j, k);
+                x->pres[j][k] = col_add(P, name, -1, GLP_CV, GLP_DB, 0.0, 1.0, 0.0);
+            }
+            if (x->rc && (may >> k & 1u)) {
+                snprintf(name, sizeof name, "rcp_%lld_%d", (long long)j, k);
+                x->rcp[j][k] = col_add(P, name, -1, GLP_CV, GLP_DB, 0.0, 1.0, 0.0);
+            }
+        }
+    }
+    int ncol = glp_get_num_cols(P);
+    if (!lrow_init(&row, ncol) || !lrow_init(&sum, ncol)) goto fail;
+    const kref one = {0, 1.0};
+
+    /* Cuts in order (U_ji <= U_j+1,i) and monotone in i (U_ji <= U_j,i-1). */
+    for (int64_t j = 0; j < p; j++)
+        for (int64_t i = 0; i < L; i++) {
+            kref a = kind_u(x, j, i), b = kind_u(x, j + 1, i);
+            if (!a.col && !b.col) continue;
+            lrow_add(&row, a, 1.0), lrow_add(&row, b, -1.0);
+            snprintf(name, sizeof name, "ord_%lld_%lld", (long long)j, (long long)i);
+            lrow_emit(P, &row, name, GLP_UP, 0.0, 0.0);
+        }
+    for (int64_t j = 1; j < p; j++)
+        for (int64_t i = h->lo[j] > 0 ? h->lo[j] : 1; i < h->hi[j]; i++) {
+            kref prev = kind_u(x, j, i - 1);
+            if (!prev.col) continue; /* U_j,i-1 = 1 */
+            lrow_add(&row, kind_u(x, j, i), 1.0), lrow_add(&row, prev, -1.0);
+            snprintf(name, sizeof name, "mono_%lld_%lld", (long long)j, (long long)i);
+            lrow_emit(P, &row, name, GLP_UP, 0.0, 0.0);
+        }
+    /* Layer counts within the bounds. */
+    for (int64_t j = 0; j < p; j++) {
+        /* outside [lo_j, hi_j+1) layer i is on stage j for no cut in range */
+        for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) lrow_add_on(&row, x, j, i, 1.0);
+        snprintf(name, sizeof name, "count_%lld", (long long)j);
+        lrow_emit(P, &row, name, GLP_DB, (double)c->layers_min[j], (double)c->layers_max[j]);
+    }
+    /* Recompute ends: U_ji <= V_ji <= U_j+1,i, V monotone in i. */
+    for (int64_t j = 0; j < p && x->rc; j++)
+        for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) {
+            kref v = kind_v(x, j, i);
+            lrow_add(&row, v, 1.0), lrow_add(&row, kind_u(x, j, i), -1.0);
+            snprintf(name, sizeof name, "vlo_%lld_%lld", (long long)j, (long long)i);
+            lrow_emit(P, &row, name, GLP_LO, 0.0, 0.0);
+            lrow_add(&row, v, 1.0), lrow_add(&row, kind_u(x, j + 1, i), -1.0);
+            snprintf(name, sizeof name, "vhi_%lld_%lld", (long long)j, (long long)i);
+            lrow_emit(P, &row, name, GLP_UP, 0.0, 0.0);
+            kref prev = kind_v(x, j, i - 1 >= 0 ? i - 1 : 0);
+            if (i == 0 || !prev.col) continue;
+            lrow_add(&row, v, 1.0), lrow_add(&row, prev, -1.0);
+            snprintf(name, sizeof name, "vmono_%lld_%lld", (long long)j, (long long)i);
+            lrow_emit(P, &row, name, GLP_UP, 0.0, 0.0);
+        }
+    /* Presence: pres_jk = [n_jk > 0], rcp_jk = [r_jk > 0]. */
+    for (int64_t j = 0; j < p; j++)
+        for (int k = 0; k < PP_LAYER_KINDS; k++) {
+            for (int rc = 0; rc < 2; rc++) {
+                kref ind = rc ? kind_rcp(x, j, k) : kind_pres(x, j, k);
+                if (!ind.col) continue;
+                for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) {
+                    if (kd[i] != k) continue;
+                    lrow_add(&row, ind, 1.0);
+                    if (rc) lrow_add_rc(&row, x, j, i, -1.0);
+                    else lrow_add_on(&row, x, j, i, -1.0);
+                    snprintf(name, sizeof name, "%s_%lld_%lld", rc ? "rl" : "pl", (long long)j, (long long)i);
+                    lrow_emit(P, &row, name, GLP_LO, 0.0, 0.0);
+                }
+                lrow_add(&row, ind, 1.0);
+                for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) {
+                    if (kd[i] != k) continue;
+                    if (rc) lrow_add_rc(&row, x, j, i, -1.0);
+                    else lrow_add_on(&row, x, j, i, -1.0);
+                }
+                snprintf(name, sizeof name, "%s_%lld_%d", rc ? "ru" : "pu", (long long)j, k);
+                lrow_emit(P, &row, name, GLP_UP, 0.0, 0.0);
+            }
+        }
+    /* Time: time_j <= T; the objective's sum. */
+    for (int64_t j = 0; j < p; j++) {
+        kind_stage ks;
+        kind_stage_get(c, j, &ks);
+        for (int pass = 0; pass < 2; pass++) {
+            lrow *to = pass ? &sum : &row;
+            lrow_add(to, one, ks.t_base);
+            for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) {
+                lrow_add_on(to, x, j, i, ks.t_layer[kd[i]]);
+                if (x->rc) lrow_add_rc(to, x, j, i, ks.t_rc[kd[i]]);
+            }
+        }
+        lrow_add(&row, (kref){x->col_T, 0.0}, -1.0);
+        snprintf(name, sizeof name, "time_%lld", (long long)j);
+        lrow_emit(P, &row, name, GLP_UP, 0.0, 0.0);
+    }
+    /* The objective: w_max T (set above) + w_sum sum_j time_j, its constant on "one". */
+    for (int t = 1; t <= sum.n; t++)
+        glp_set_obj_coef(P, sum.ind[t], c->obj_sum_weight * sum.val[t]);
+    glp_set_obj_coef(P, col_one, c->obj_sum_weight * sum.cst);
+    if (h->table) {
+        /* sum_j time_j >= S*: a valid cut the LP relaxation cannot see. */
+        for (int t = 1; t <= sum.n; t++) lrow_add(&row, (kref){sum.ind[t], 0.0}, sum.val[t]);
+        row.cst = sum.cst;
+        lrow_emit(P, &row, "sum_time", GLP_LO, h->s_star_ms * (1 - 1e-9), 0.0);
+        /* and sum_j time_j - slope T >= rhs from the DP's S(T) (kind_hull_cuts) */
+        for (int f = 0; f < h->n_facets; f++) {
+            for (int t = 1; t <= sum.n; t++) lrow_add(&row, (kref){sum.ind[t], 0.0}, sum.val[t]);
+            lrow_add(&row, (kref){x->col_T, 0.0}, -h->facet_slope[f]);
+            row.cst = sum.cst;
+            snprintf(name, sizeof name, "hull_%d", f);
+            lrow_emit(P, &row, name, GLP_LO, h->facet_rhs[f], 0.0);
+        }
+    }
+    /* Memory: one row per mix (P, Q) the stage can hold, relaxed by the deviation from it. */
+    for (int64_t j = 0; j < p; j++) {
+        if (c->kind_table[j]) {
+            kind_table_rows(P, c, x, j, &row);
+            continue;
+        }
+        kind_stage ks;
+        kind_stage_get(c, j, &ks);
+        kind_mixes_find(c, j, h->lo, h->hi, mx);
+        double smin = INFINITY;
+        for (unsigned P1 = 0; P1 < PP_STAGES_KIND_SETS; P1++)
+            for (unsigned Q1 = 0; Q1 < PP_STAGES_KIND_SETS; Q1++)
+                if (mx->seen[P1][Q1]) smin = fmin(smin, ks.set[P1 * PP_STAGES_KIND_SETS + Q1]);
+        for (unsigned P1 = 0; P1 < PP_STAGES_KIND_SETS; P1++)
+            for (unsigned Q1 = 0; Q1 < PP_STAGES_KIND_SETS; Q1++) {
+                if (!mx->seen[P1][Q1]) continue;
+                double s = ks.set[P1 * PP_STAGES_KIND_SETS + Q1] / BYTES_PER_GIB;
+                double big = s - smin / BYTES_PER_GIB;
+                for (int64_t i = h->lo[j]; i < h->hi[j + 1]; i++) {
+                    lrow_add_on(&row, x, j, i, ks.m_layer[kd[i]]);
+                    if (x->rc) lrow_add_rc(&row, x, j, i, -ks.m_saved[kd[i]]);
+                }
+                lrow_add(&row, one, s);
+                for (int k = 0; big > 0 && k < PP_LAYER_KINDS; k++) {
+                    if (!(mx->kinds >> k & 1u)) continue;
+                    kref a = kind_pres(x, j, k), b = kind_rcp(x, j, k);
+                    /* dev += [k in P] (1 - pres) + [k not in P] pres, the same for Q */
+                    if (P1 >> k & 1u) lrow_add(&row, one, -big), lrow_add(&row, a, big);
+                    else lrow_add(&row, a, -big);
+                    if (!x->rc) continue;
+                    if (Q1 >> k & 1u) lrow_add(&row, one, -big), lrow_add(&row, b, big);
+                    else lrow_add(&row, b, -big);
+                }
+                snprintf(name, sizeof name, "mem_%lld_%u_%u", (long long)j, P1, Q1);
+                lrow_emit(P, &row, name, GLP_UP, 0.0, ks.cap);
+            }
+    }
+    /* Excluded configurations (no-good rows): stage j is not [f, f + n) with r recomputed. */
+    for (int64_t e = 0; e < c->n_excluded; e++) {
+        int64_t j = c->excluded[e][0], f = c->excluded[e][1], n = c->excluded[e][2],
+                r = c->excluded[e][3];
+        /* literals that hold for the configuration: X = 1 (add 1 - X) or X = 0 (add X) */
+        lrow_add_range_dev(&row, x, j, f, n, 1.0);
+        if (r > 0) lrow_add(&row, one, 1.0), lrow_add(&row, kind_v(x, j, f + r - 1), -1.0);
+        if (f + r < L) lrow_add(&row, kind_v(x, j, f + r), 1.0);
+        snprintf(name, sizeof name, "excl_%lld", (long long)e);
+        lrow_emit(P, &row, name, GLP_LO, 1.0, 0.0);
+    }
+    lrow_free(&row);
+    lrow_free(&sum);
+    free(mx);
+    return P;
+fail:
+    lrow_free(&row);
+    lrow_free(&sum);
+    free(mx);
+    if (P) glp_delete_prob(P);
+    return NULL;
+}
+
+static void kind_index_free(kind_index *x)
+{
+    if (!x) return;
+    free(x->u);
+    free(x->v);
+    free(x);
+}
+
+/* The incumbent's column values: the DP's split. */
+static void kind_incumbent_fill(const pp_stages_costs *c, const kind_hint *h, const kind_index *x,
+                                incumbent *inc)
+{
+    if (!h->have_split) return;
+    int64_t p = c->n_stages, L = c->layers, first = 0;
+    double tmax = 0;
+    for (int64_t j = 0; j < p; j++) {
+        int64_t n = h->hn[j], r = h->hr[j];
+        kind_stage ks;
+        kind_stage_get(c, j, &ks);
+        double t = ks.t_base;
+        unsigned P = 0, Q = 0;
+        for (int64_t i = first; i < first + n; i++) {
+            t += ks.t_layer[c->layer_kind[i]] + (i < first + r ? ks.t_rc[c->layer_kind[i]] : 0);
+            P |= 1u << c->layer_kind[i];
+            if (i < first + r) Q |= 1u << c->layer_kind[i];
+        }
+        tmax = fmax(tmax, t);
+        for (int64_t i = 0; i < L; i++) {
+            if (j > 0 && x->u[j * L + i]) inc->x[x->u[j * L + i]] = i < first;
+            if (x->rc && x->v[j * L + i]) inc->x[x->v[j * L + i]] = i < first + r;
+        }
+        for (int k = 0; k < PP_LAYER_KINDS; k++) {
+            if (x->pres[j][k]) inc->x[x->pres[j][k]] = P >> k & 1u;
+            if (x->rcp[j][k]) inc->x[x->rcp[j][k]] = Q >> k & 1u;
+        }
+        first += n;
+    }
+    inc->x[x->col_T] = tmax;
+    inc->x[x->col_one] = 1.0;
+    inc->ready = true;
+}
+
+/* The split of GLPK's integer solution. */
+static void kind_extract(const pp_stages_costs *c, glp_prob *P, const kind_index *x, int64_t *n,
+                         int64_t *r)
+{
+    int64_t p = c->n_stages, L = c->layers, cut[PP_MAX_STAGES + 1];
+    for (int64_t j = 0; j <= p; j++) {
+        cut[j] = x->lo[j];
+        for (int64_t i = x->lo[j]; j > 0 && j < p && i < x->hi[j]; i++)
+            cut[j] += llround(glp_mip_col_val(P, x->u[j * L + i]));
+    }
+    for (int64_t j = 0; j < p; j++) {
+        n[j] = cut[j + 1] - cut[j];
+        int64_t d = x->lo[j];
+        for (int64_t i = x->lo[j]; x->rc && i < x->hi[j + 1]; i++)
+            d += llround(glp_mip_col_val(P, x->v[j * L + i]));
+        r[j] = x->rc ? d - cut[j] : 0;
+    }
+}
+
 pp_status pp_stages_dump_lp_costs(const pp_stages_costs *c, const char *path, pp_error *err)
 {
     pp_status st = pp_stages_costs_validate(c, err);
@@ -630,10 +1675,19 @@ pp_status pp_stages_dump_lp_costs(const pp_stages_costs *c, const char *path, pp
     if (!path || !path[0]) return COSTS_BAD("--dump-ilp needs a file name");
     int term = glp_term_out(GLP_OFF); /* glp_write_lp prints "Writing problem data..." */
     milp_index ix;
-    split_hint *hint = malloc(sizeof *hint);
-    if (hint) split_bound(c, hint);
-    glp_prob *P = milp_build(c, hint, &ix);
-    free(hint);
+    glp_prob *P = NULL;
+    if (c->by_kind) {
+        kind_hint *kh = malloc(sizeof *kh);
+        kind_index *kx = calloc(1, sizeof *kx);
+        if (kh && kx && kind_hint_get(c, kh)) P = kind_build(c, kh, kx);
+        free(kh);
+        kind_index_free(kx);
+    } else {
+        split_hint *hint = malloc(sizeof *hint);
+        if (hint) split_bound(c, hint);
+        P = milp_build(c, hint, &ix);
+        free(hint);
+    }
     if (!P) {
         st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory building the stage MILP");
         goto done;
@@ -674,29 +1728,50 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
     double t0 = now_s();
     int term = glp_term_out(GLP_OFF);
     milp_index ix;
-    split_hint *hint = malloc(sizeof *hint);
-    if (hint) split_bound(c, hint);
-    glp_prob *P = hint ? milp_build(c, hint, &ix) : NULL;
-    if (!P) {
+    split_hint *hint = NULL;
+    kind_hint *kh = NULL;   /* by_kind: the DP over cut positions */
+    kind_index *kx = NULL;
+    glp_prob *P = NULL;
+    bool none_fits = false; /* by_kind: the DP proved that no split fits by the rows */
+    if (c->by_kind) {
+        kh = malloc(sizeof *kh);
+        kx = calloc(1, sizeof *kx);
+        if (kh && kx && params->milp_only) {
+            memset(kh, 0, sizeof *kh); /* the bounds' cut ranges, no DP */
+            cut_bounds(c, kh->lo, kh->hi);
+            P = kind_build(c, kh, kx);
+        } else if (kh && kx && kind_hint_get(c, kh)) {
+            none_fits = !kh->any;
+            if (!none_fits) P = kind_build(c, kh, kx);
+        }
+    } else {
+        hint = malloc(sizeof *hint);
+        if (hint) split_bound(c, hint);
+        P = hint ? milp_build(c, hint, &ix) : NULL;
+    }
+    if (!P && !none_fits) {
         free(hint);
+        free(kh);
+        kind_index_free(kx);
         glp_term_out(term);
         return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory building the stage MILP");
     }
-    /* The incumbent: the greedy split at T* (split_bound), handed to GLPK at its first
-     * heuristic call so that the search starts with a bound to prune against. The callback
-     * needs the original problem's columns, so the MIP presolver is off and the LP relaxation
-     * is solved first by the simplex method (its own presolver on). */
+    /* The incumbent: the greedy split at T* (split_bound; by_kind the DP's best split), handed
+     * to GLPK at its first heuristic call so that the search starts with a bound to prune
+     * against. The callback needs the original problem's columns, so the MIP presolver is off
+     * and the LP relaxation is solved first by the simplex method (its own presolver on). */
     incumbent inc;
     memset(&inc, 0, sizeof inc);
-    inc.x = calloc((size_t)glp_get_num_cols(P) + 1, sizeof(double));
-    if (inc.x) incumbent_fill(c, hint, P, &ix, &inc);
+    if (P) inc.x = calloc((size_t)glp_get_num_cols(P) + 1, sizeof(double));
+    if (inc.x && c->by_kind) kind_incumbent_fill(c, kh, kx, &inc);
+    else if (inc.x) incumbent_fill(c, hint, P, &ix, &inc);
     free(hint);
+    free(kh);
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     sm.presolve = GLP_ON;
     sm.tm_lim = params->time_limit_ms;
-    int lp_ret = glp_simplex(P, &sm);
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
@@ -708,7 +1783,13 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
         parm.cb_info = &inc;
     }
     int ret, mst;
-    if (lp_ret == 0 && glp_get_status(P) == GLP_OPT) {
+    /* The cut MILP mixes GiB rows with 0/1 columns and ms times: scale it (glpsol does) */
+    if (P && c->by_kind) glp_scale_prob(P, GLP_SF_AUTO);
+    int lp_ret = none_fits ? GLP_ENOPFS : glp_simplex(P, &sm);
+    if (none_fits) {
+        ret = GLP_ENOPFS;
+        mst = GLP_NOFEAS;
+    } else if (lp_ret == 0 && glp_get_status(P) == GLP_OPT) {
         /* one time limit for both: what the simplex left */
         double left_ms = params->time_limit_ms - 1e3 * (now_s() - t0);
         parm.tm_lim = left_ms > 1 ? (int)left_ms : 1;
@@ -726,13 +1807,16 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
     out->glpk_mip_status = mst;
     int64_t n[PP_MAX_STAGES], r[PP_MAX_STAGES];
     bool optimal = ret == 0 && mst == GLP_OPT;
-    if (optimal) {
+    if (optimal && c->by_kind) {
+        kind_extract(c, P, kx, n, r);
+    } else if (optimal) {
         for (int64_t j = 0; j < c->n_stages; j++) {
             n[j] = llround(glp_mip_col_val(P, ix.col_n[j]));
             r[j] = llround(glp_mip_col_val(P, ix.col_r[j]));
         }
     }
-    glp_delete_prob(P);
+    kind_index_free(kx);
+    if (P) glp_delete_prob(P);
     glp_term_out(term);
     out->solve_time_s = now_s() - t0;
 
@@ -787,15 +1871,56 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
 
 /* ------------------------------------------------------------------ brute force */
 
+/* out (zeroed) from the split (n, r) with its stage times and memory: the evaluator's figures,
+ * not the linear costs'. */
+static void brute_result(const pp_stages_costs *c, const int64_t *n, const int64_t *r,
+                         const double *t, const double *mem, bool found, pp_stages_result *out)
+{
+    double tmax = 0, tsum = 0;
+    bool fits = true;
+    out->n_stages = c->n_stages;
+    for (int64_t j = 0; j < c->n_stages; j++) {
+        out->stage_layers[j] = (int)n[j];
+        out->stage_recompute[j] = (int)r[j];
+        out->stage_time_s[j] = t[j];
+        out->stage_mem_bytes[j] = mem[j];
+        if (t[j] > tmax) tmax = t[j];
+        tsum += t[j];
+        if (mem[j] > c->mem_limit_bytes[j]) fits = false;
+    }
+    out->max_stage_time_s = tmax;
+    out->pipeline_time_s = c->obj_max_weight * tmax + c->obj_sum_weight * tsum;
+    out->fits = fits;
+    out->status = found ? PP_STAGES_OPTIMAL : PP_STAGES_FALLBACK;
+    if (!found) snprintf(out->warning, sizeof out->warning, "brute force: no split fits");
+}
+
+/* The split being enumerated and the best that fits (first found on ties). */
 typedef struct {
-    const pp_stages_costs *c;
-    const double *tab_t, *tab_m; /* [j][n][r], (hi+1)^2 per stage */
-    int64_t stride;              /* (hmax + 1) */
     int64_t n[PP_MAX_STAGES], r[PP_MAX_STAGES];
     int64_t best_n[PP_MAX_STAGES], best_r[PP_MAX_STAGES];
     double best;
     bool found;
     int64_t evaluated;
+} brute_track;
+
+static void brute_leaf(brute_track *b, const pp_stages_costs *c, double tmax, double tsum, bool fits)
+{
+    b->evaluated++;
+    double obj = c->obj_max_weight * tmax + c->obj_sum_weight * tsum;
+    if (fits && (!b->found || obj < b->best)) {
+        b->found = true;
+        b->best = obj;
+        memcpy(b->best_n, b->n, sizeof(int64_t) * (size_t)c->n_stages);
+        memcpy(b->best_r, b->r, sizeof(int64_t) * (size_t)c->n_stages);
+    }
+}
+
+typedef struct {
+    const pp_stages_costs *c;
+    const double *tab_t, *tab_m; /* [j][n][r], (hi+1)^2 per stage */
+    int64_t stride;              /* (hmax + 1) */
+    brute_track tr;
     int64_t suffix_lo[PP_MAX_STAGES + 1], suffix_hi[PP_MAX_STAGES + 1];
 } brute_state;
 
@@ -803,14 +1928,7 @@ static void brute_rec(brute_state *b, int64_t j, int64_t left, double tmax, doub
 {
     const pp_stages_costs *c = b->c;
     if (j == c->n_stages) {
-        b->evaluated++;
-        double obj = c->obj_max_weight * tmax + c->obj_sum_weight * tsum;
-        if (fits && (!b->found || obj < b->best)) {
-            b->found = true;
-            b->best = obj;
-            memcpy(b->best_n, b->n, sizeof(int64_t) * (size_t)c->n_stages);
-            memcpy(b->best_r, b->r, sizeof(int64_t) * (size_t)c->n_stages);
-        }
+        brute_leaf(&b->tr, c, tmax, tsum, fits);
         return;
     }
     for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
@@ -820,8 +1938,8 @@ static void brute_rec(brute_state *b, int64_t j, int64_t left, double tmax, doub
         for (int64_t r = 0; r <= rmax; r++) {
             size_t k = (size_t)((j * b->stride + n) * b->stride + r);
             double t = b->tab_t[k], mem = b->tab_m[k];
-            b->n[j] = n;
-            b->r[j] = r;
+            b->tr.n[j] = n;
+            b->tr.r[j] = r;
             brute_rec(b, j + 1, rest, t > tmax ? t : tmax, tsum + t,
                       fits && mem <= c->mem_limit_bytes[j]);
         }
@@ -893,41 +2011,154 @@ pp_status pp_stages_brute(const pp_stages_costs *c, pp_stages_eval_fn eval, void
         b->suffix_hi[j] = b->suffix_hi[j + 1] + c->layers_max[j];
     }
     brute_rec(b, 0, L, 0.0, 0.0, true);
-    if (evaluated) *evaluated = b->evaluated;
+    if (evaluated) *evaluated = b->tr.evaluated;
 
     memset(out, 0, sizeof *out);
     int64_t un[PP_MAX_STAGES], ur[PP_MAX_STAGES];
     uniform_split(c, un, ur);
     /* The figures come from the tables (eval's), not from the linear costs. */
-    const int64_t *fn = b->found ? b->best_n : un, *fr = b->found ? b->best_r : ur;
-    double tmax = 0, tsum = 0;
-    bool fits = true;
-    out->n_stages = p;
+    const int64_t *fn = b->tr.found ? b->tr.best_n : un, *fr = b->tr.found ? b->tr.best_r : ur;
+    double t[PP_MAX_STAGES], mem[PP_MAX_STAGES];
     for (int64_t j = 0; j < p; j++) {
-        double t, mem;
         if (fr[j] <= (c->allow_recompute ? fn[j] : 0) && fn[j] >= c->layers_min[j] &&
             fn[j] <= c->layers_max[j]) {
             size_t k = (size_t)((j * stride + fn[j]) * stride + fr[j]);
-            t = tab_t[k], mem = tab_m[k];
+            t[j] = tab_t[k], mem[j] = tab_m[k];
         } else if (eval) {
-            st = eval(ctx, j, fn[j], fr[j], &t, &mem);
+            st = eval(ctx, j, fn[j], fr[j], &t[j], &mem[j]);
             if (st != PP_OK) goto done;
         } else {
-            pp_stages_costs_eval(c, j, fn[j], fr[j], &t, &mem);
+            pp_stages_costs_eval(c, j, fn[j], fr[j], &t[j], &mem[j]);
         }
-        out->stage_layers[j] = (int)fn[j];
-        out->stage_recompute[j] = (int)fr[j];
-        out->stage_time_s[j] = t;
-        out->stage_mem_bytes[j] = mem;
-        if (t > tmax) tmax = t;
-        tsum += t;
-        if (mem > c->mem_limit_bytes[j]) fits = false;
     }
-    out->max_stage_time_s = tmax;
-    out->pipeline_time_s = c->obj_max_weight * tmax + c->obj_sum_weight * tsum;
-    out->fits = fits;
-    out->status = b->found ? PP_STAGES_OPTIMAL : PP_STAGES_FALLBACK;
-    if (!b->found) snprintf(out->warning, sizeof out->warning, "brute force: no split fits");
+    brute_result(c, fn, fr, t, mem, b->tr.found, out);
+done:
+    free(ways);
+    free(tab_t);
+    free(tab_m);
+    free(b);
+    return st;
+}
+
+/* The positional reference: stage j starts where stage j-1 ends, so its cost is looked up by
+ * (j, first layer, layers, recompute). */
+typedef struct {
+    const pp_stages_costs *c;
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1]; /* cut ranges */
+    size_t off[PP_MAX_STAGES + 1];
+    const double *tab_t, *tab_m;
+    brute_track tr;
+} brute_range_state;
+
+/* Index of (j, f, n, r): stage j's block holds (f - lo_j) x (n - min_j) x (r in 0..max_j). */
+static size_t brute_range_at(const brute_range_state *b, int64_t j, int64_t f, int64_t n, int64_t r)
+{
+    const pp_stages_costs *c = b->c;
+    size_t cnt = (size_t)(c->layers_max[j] - c->layers_min[j] + 1), rs = (size_t)(c->layers_max[j] + 1);
+    return b->off[j] + ((size_t)(f - b->lo[j]) * cnt + (size_t)(n - c->layers_min[j])) * rs + (size_t)r;
+}
+
+static void brute_range_rec(brute_range_state *b, int64_t j, int64_t f, double tmax, double tsum,
+                            bool fits)
+{
+    const pp_stages_costs *c = b->c;
+    if (j == c->n_stages) {
+        brute_leaf(&b->tr, c, tmax, tsum, fits);
+        return;
+    }
+    for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
+        if (f + n < b->lo[j + 1] || f + n > b->hi[j + 1]) continue;
+        for (int64_t r = 0; r <= (c->allow_recompute ? n : 0); r++) {
+            size_t k = brute_range_at(b, j, f, n, r);
+            double t = b->tab_t[k], mem = b->tab_m[k];
+            b->tr.n[j] = n;
+            b->tr.r[j] = r;
+            brute_range_rec(b, j + 1, f + n, t > tmax ? t : tmax, tsum + t,
+                            fits && mem <= c->mem_limit_bytes[j]);
+        }
+    }
+}
+
+pp_status pp_stages_brute_range(const pp_stages_costs *c, pp_stages_eval_range_fn eval, void *ctx,
+                                int64_t max_points, pp_stages_result *out, int64_t *evaluated,
+                                pp_error *err)
+{
+    pp_status st = pp_stages_costs_validate(c, err);
+    if (st != PP_OK) return st;
+    int64_t p = c->n_stages, L = c->layers, L1 = L + 1;
+    brute_range_state *b = calloc(1, sizeof *b);
+    double *ways = calloc((size_t)(p + 1) * (size_t)L1, sizeof(double));
+    double *tab_t = NULL, *tab_m = NULL;
+    if (!b || !ways) {
+        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (brute force)");
+        goto done;
+    }
+    b->c = c;
+    cut_bounds(c, b->lo, b->hi);
+    /* Count the points first: ways[j][f] = (n, r) choices for stages j.. starting at layer f. */
+    ways[p * L1 + L] = 1;
+    for (int64_t j = p - 1; j >= 0; j--)
+        for (int64_t f = b->lo[j]; f <= b->hi[j]; f++) {
+            double s = 0;
+            for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++)
+                if (f + n >= b->lo[j + 1] && f + n <= b->hi[j + 1])
+                    s += (double)(c->allow_recompute ? n + 1 : 1) * ways[(j + 1) * L1 + f + n];
+            ways[j * L1 + f] = s;
+        }
+    if (ways[0] > (double)max_points) {
+        st = COSTS_BAD("brute force over %.3g points exceeds the limit %lld", ways[0],
+                       (long long)max_points);
+        goto done;
+    }
+    size_t cells = 0;
+    for (int64_t j = 0; j < p; j++) {
+        b->off[j] = cells;
+        cells += (size_t)(b->hi[j] - b->lo[j] + 1) *
+                 (size_t)(c->layers_max[j] - c->layers_min[j] + 1) * (size_t)(c->layers_max[j] + 1);
+    }
+    b->off[p] = cells;
+    tab_t = malloc(sizeof(double) * (cells ? cells : 1));
+    tab_m = malloc(sizeof(double) * (cells ? cells : 1));
+    if (!tab_t || !tab_m) {
+        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (brute force)");
+        goto done;
+    }
+    for (int64_t j = 0; j < p; j++)
+        for (int64_t f = b->lo[j]; f <= b->hi[j]; f++)
+            for (int64_t n = c->layers_min[j]; n <= c->layers_max[j]; n++) {
+                if (f + n < b->lo[j + 1] || f + n > b->hi[j + 1] || !(ways[j * L1 + f] > 0))
+                    continue;
+                for (int64_t r = 0; r <= (c->allow_recompute ? n : 0); r++) {
+                    size_t k = brute_range_at(b, j, f, n, r);
+                    if (!eval) {
+                        pp_stages_costs_eval_range(c, j, f, n, r, &tab_t[k], &tab_m[k]);
+                        continue;
+                    }
+                    st = eval(ctx, j, f, n, r, &tab_t[k], &tab_m[k]);
+                    if (st != PP_OK) {
+                        pp_error_set(err, st, NULL, 0, 0, "brute force: stage %lld, layers %lld.."
+                                     "%lld, %lld recomputed: evaluation failed", (long long)j,
+                                     (long long)f, (long long)(f + n - 1), (long long)r);
+                        goto done;
+                    }
+                }
+            }
+    b->tab_t = tab_t;
+    b->tab_m = tab_m;
+    brute_range_rec(b, 0, 0, 0.0, 0.0, true);
+    if (evaluated) *evaluated = b->tr.evaluated;
+
+    memset(out, 0, sizeof *out);
+    int64_t un[PP_MAX_STAGES], ur[PP_MAX_STAGES];
+    uniform_split(c, un, ur);
+    const int64_t *fn = b->tr.found ? b->tr.best_n : un, *fr = b->tr.found ? b->tr.best_r : ur;
+    double t[PP_MAX_STAGES], mem[PP_MAX_STAGES];
+    for (int64_t j = 0, f = 0; j < p; f += fn[j], j++) {
+        if (eval) st = eval(ctx, j, f, fn[j], fr[j], &t[j], &mem[j]);
+        else pp_stages_costs_eval_range(c, j, f, fn[j], fr[j], &t[j], &mem[j]);
+        if (st != PP_OK) goto done;
+    }
+    brute_result(c, fn, fr, t, mem, b->tr.found, out);
 done:
     free(ways);
     free(tab_t);
@@ -948,6 +2179,74 @@ done:
  * the objective is its pipeline term exactly:
  *   1F1B:        (m - 1) (max_j t_j + 2 p2p) + sum_j (t_j + 2 p2p)
  *   interleaved: m (max_j t_j + 2 p2p) + (p - 1) / v (mean_j t_j + 2 p2p)  (SC'21 sec. 2.2.2). */
+/* Whether the model needs the cut formulation: decoder layers of more than one kind, or MTP
+ * layers (their cost sits on the last stage, and the count formulation's models do not see
+ * them). A model of one kind without MTP keeps the count formulation, unchanged. */
+static bool model_by_kind(const pp_model *m)
+{
+    int64_t counts[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, 0, m->layers, counts);
+    int kinds = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) kinds += counts[k] > 0;
+    return kinds > 1 || m->mtp_layers > 0;
+}
+
+/* Per-micro-batch time of one layer of each kind (fwd + bwd, with selective recompute when the
+ * layout asks for it) and of its recompute (one more forward): time.c's stage_eval per kind,
+ * from pp_time_layer_get's per-kind terms (0 for kinds the model does not have). */
+static void time_kinds_get(const pp_work *w, const pp_layout *l, double layer_s[PP_LAYER_KINDS],
+                           double recompute_s[PP_LAYER_KINDS])
+{
+    pp_time_ctx tc;
+    pp_time_ctx_init(&tc, w, NULL);
+    pp_time_layer ly;
+    pp_time_layer_get(&tc, l, &ly);
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        layer_s[k] = recompute_s[k] = 0;
+        if (!(ly.kinds_present & (1u << k))) continue;
+        pp_time_terms y;
+        pp_time_layer_terms(&ly, k, &y);
+        double fwd = y.fwd_compute_s + y.fwd_tp_s + y.fwd_cp_s + y.fwd_ep_s;
+        double bwd = y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s +
+                     (l->recompute == PP_RC_SELECTIVE ? y.sel_recompute_s : 0);
+        layer_s[k] = fwd + bwd;
+        recompute_s[k] = fwd;
+    }
+}
+
+/* The by_kind time side: each layer's kind, per-kind layer and recompute times on every stage,
+ * and on the last stage the MTP layers (never recomputed: Megatron's recompute covers the
+ * decoder block) with one more pass through the shared output layer and loss each (time.c's
+ * stage_eval). */
+static pp_status costs_time_kinds(const pp_work *w, const pp_layout *l, pp_stages_costs *c,
+                                  pp_error *err)
+{
+    const pp_model *m = &w->model;
+    pp_status st = pp_stages_costs_kinds_alloc(c, err);
+    if (st != PP_OK) return st;
+    for (int64_t i = 0; i < c->layers; i++) c->layer_kind[i] = (int8_t)pp_model_layer_kind(m, i);
+    double kt[PP_LAYER_KINDS], kr[PP_LAYER_KINDS];
+    time_kinds_get(w, l, kt, kr);
+    for (int k = 0; k < PP_LAYER_KINDS; k++)
+        if (!isfinite(kt[k]) || kt[k] < 0 || !isfinite(kr[k]) || kr[k] < 0)
+            return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "the time model gave a bad "
+                                "per-micro-batch time for layers of kind %s (%g, %g)",
+                                pp_layer_kind_names[k], kt[k], kr[k]);
+    for (int64_t j = 0; j < c->n_stages; j++)
+        for (int k = 0; k < PP_LAYER_KINDS; k++) {
+            c->kind_time_layer_s[j][k] = kt[k];
+            c->kind_time_recompute_s[j][k] = kr[k];
+        }
+    if (m->mtp_layers > 0) {
+        pp_time_parts tp;
+        pp_time_parts_get(w, l, &tp);
+        double mtp = (double)m->mtp_layers;
+        c->time_base_s[c->n_stages - 1] +=
+            mtp * (kt[pp_model_mtp_kind(m)] + tp.output_fwd_s + tp.output_bwd_s);
+    }
+    return PP_OK;
+}
+
 static pp_status costs_time_fill(const pp_work *w, const pp_layout *l, pp_stages_costs *c,
                                  pp_error *err)
 {
@@ -996,7 +2295,7 @@ static pp_status costs_time_fill(const pp_work *w, const pp_layout *l, pp_stages
                             (j == p - 1 ? tp.output_fwd_s + tp.output_bwd_s : 0);
         c->mem_limit_bytes[j] = 1e18; /* set by the memory side */
     }
-    return PP_OK;
+    return model_by_kind(&w->model) ? costs_time_kinds(w, l, c, err) : PP_OK;
 }
 
 /* peak + reserved of stage j with n layers, r of them fully recomputed, by the memory model
@@ -1006,6 +2305,16 @@ static double stage_mem(const pp_work *w, const pp_layout *l, int64_t j, int64_t
     pp_mem_stage ms;
     memset(&ms, 0, sizeof ms);
     pp_memory_stage(w, l, j, n, r, &ms);
+    return ms.peak_bytes + ms.reserved_bytes;
+}
+
+/* The same for the stage holding decoder layers [first, first + n) (pp_memory_stage_range). */
+static double stage_mem_at(const pp_work *w, const pp_layout *l, int64_t j, int64_t first,
+                           int64_t n, int64_t r)
+{
+    pp_mem_stage ms;
+    memset(&ms, 0, sizeof ms);
+    pp_memory_stage_range(w, l, j, first, n, r, &ms);
     return ms.peak_bytes + ms.reserved_bytes;
 }
 
@@ -1023,7 +2332,29 @@ void pp_stages_model_ctx_init(pp_stages_model_ctx *ctx, const pp_work *w, const 
         ctx->time_recompute_s = c->time_recompute_s[0];
         memcpy(ctx->time_base_s, c->time_base_s, sizeof ctx->time_base_s);
     }
+    time_kinds_get(w, &lu, ctx->kind_time_layer_s, ctx->kind_time_recompute_s);
+    pp_stages_costs_free(c);
     free(c);
+}
+
+pp_status pp_stages_eval_model_range(void *vctx, int64_t stage, int64_t first, int64_t layers,
+                                     int64_t recompute, double *time_s, double *mem_bytes)
+{
+    const pp_stages_model_ctx *ctx = vctx;
+    if (!ctx || !ctx->w || !ctx->l || stage < 0 || stage >= ctx->l->pp || layers < 0 ||
+        recompute < 0 || recompute > layers || first < 0 || first + layers > ctx->w->model.layers)
+        return PP_ERR_INPUT;
+    if (time_s) {
+        int64_t n[PP_LAYER_KINDS], r[PP_LAYER_KINDS];
+        pp_model_layer_counts(&ctx->w->model, first, layers, n);
+        pp_model_layer_counts(&ctx->w->model, first, recompute, r);
+        double t = ctx->time_base_s[stage];
+        for (int k = 0; k < PP_LAYER_KINDS; k++)
+            t += ctx->kind_time_layer_s[k] * (double)n[k] + ctx->kind_time_recompute_s[k] * (double)r[k];
+        *time_s = t;
+    }
+    if (mem_bytes) *mem_bytes = stage_mem_at(ctx->w, ctx->l, stage, first, layers, recompute);
+    return PP_OK;
 }
 
 pp_status pp_stages_eval_model(void *vctx, int64_t stage, int64_t layers, int64_t recompute,
@@ -1069,6 +2400,113 @@ static bool stage_fit_check(const pp_work *w, const pp_layout *l, const pp_stage
     return true;
 }
 
+/* Stage j's memory by the costs against the memory model at [f, f + n) with r recomputed;
+ * false (and why) when they differ beyond rounding. */
+static bool kind_fit_check(const pp_work *w, const pp_layout *l, const pp_stages_costs *c,
+                           int64_t j, int64_t f, int64_t n, int64_t r, char *why, size_t why_n)
+{
+    double got = stage_mem_at(w, l, j, f, n, r), lin;
+    pp_stages_costs_eval_range(c, j, f, n, r, NULL, &lin);
+    if (isfinite(got) && fabs(got - lin) <= 1e-9 * fabs(got) + 1.0) return true;
+    if (why && why_n)
+        snprintf(why, why_n, "stage %lld: the memory model is not of the per-kind form (layers "
+                 "%lld..%lld, %lld recomputed: %.6g GB, the fit says %.6g GB); priced by position",
+                 (long long)j, (long long)f, (long long)(f + n - 1), (long long)r, got / 1e9,
+                 lin / 1e9);
+    return false;
+}
+
+/* The by_kind memory side, per stage j, from pp_memory_stage_range:
+ *   slope of kind k: the memory of [i1, i2] less that of [i1, i2) with i1 < i2 the kind's first
+ *     two layers (the added layer changes no kind set); 0 for a kind with one layer, whose count
+ *     is then its presence, folded into S;
+ *   saved per recomputed layer of kind k: [i1, i2] with i2 - i1 recomputed less with one more;
+ *   S_j(P, Q): the memory of the shortest range holding the mix less the slopes' part;
+ * then checked at the longest range of each mix and at every start with the least, middle and
+ * most layers and 0, 1, half and all recomputed. The memory model is of this form when its
+ * only non-linear terms are max() terms over the kinds present and recomputed (memory.c's
+ * transient working sets); FSDP's or Megatron-local's foreach Adam adds a max() with the
+ * activations, which it is not: such a stage is priced by position instead (kind_table, from
+ * the memory model at every range; kind_fit_check names the first). */
+static pp_status costs_mem_kinds(const pp_work *w, const pp_layout *l, pp_stages_costs *c,
+                                 double cap, bool *linear, char *why, size_t why_n, pp_error *err)
+{
+    int64_t p = c->n_stages, L = c->layers;
+    int64_t lo[PP_MAX_STAGES + 1], hi[PP_MAX_STAGES + 1];
+    cut_bounds(c, lo, hi);
+    int64_t i1[PP_LAYER_KINDS], i2[PP_LAYER_KINDS];
+    for (int k = 0; k < PP_LAYER_KINDS; k++) i1[k] = i2[k] = -1;
+    for (int64_t i = 0; i < L; i++) {
+        int k = c->layer_kind[i];
+        if (i1[k] < 0) i1[k] = i;
+        else if (i2[k] < 0) i2[k] = i;
+    }
+    kind_mixes *mx = malloc(sizeof *mx);
+    if (!mx) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (stage costs)");
+    pp_stages_model_ctx ctx;
+    pp_stages_model_ctx_init(&ctx, w, l);
+    bool fit_all = true;
+    for (int64_t j = 0; j < p; j++) {
+        c->mem_limit_bytes[j] = cap;
+        for (int k = 0; k < PP_LAYER_KINDS; k++) {
+            c->kind_mem_layer_bytes[j][k] = c->kind_mem_saved_bytes[j][k] = 0;
+            if (i2[k] < 0) continue;
+            int64_t n = i2[k] - i1[k];
+            c->kind_mem_layer_bytes[j][k] =
+                stage_mem_at(w, l, j, i1[k], n + 1, 0) - stage_mem_at(w, l, j, i1[k], n, 0);
+            if (c->allow_recompute)
+                c->kind_mem_saved_bytes[j][k] = stage_mem_at(w, l, j, i1[k], n + 1, n) -
+                                                stage_mem_at(w, l, j, i1[k], n + 1, n + 1);
+        }
+        kind_mixes_find(c, j, lo, hi, mx);
+        for (unsigned P = 0; P < PP_STAGES_KIND_SETS; P++)
+            for (unsigned Q = 0; Q < PP_STAGES_KIND_SETS; Q++) {
+                if (!mx->seen[P][Q]) continue;
+                int64_t f = mx->f[P][Q], n = mx->n[P][Q], r = mx->r[P][Q];
+                int64_t nk[PP_LAYER_KINDS], rk[PP_LAYER_KINDS];
+                unsigned P2, Q2;
+                kind_counts(c, f, n, r, nk, rk, &P2, &Q2);
+                double part = 0;
+                for (int k = 0; k < PP_LAYER_KINDS; k++)
+                    part += c->kind_mem_layer_bytes[j][k] * (double)nk[k] -
+                            c->kind_mem_saved_bytes[j][k] * (double)rk[k];
+                c->kind_mem_set_bytes[pp_stages_set_index(j, P, Q)] = stage_mem_at(w, l, j, f, n, r) - part;
+            }
+        /* The check. */
+        char w1[256] = "";
+        bool fit = true;
+        for (unsigned P = 0; P < PP_STAGES_KIND_SETS && fit; P++)
+            for (unsigned Q = 0; Q < PP_STAGES_KIND_SETS && fit; Q++)
+                if (mx->seen[P][Q])
+                    fit = kind_fit_check(w, l, c, j, mx->f2[P][Q], mx->n2[P][Q], mx->r2[P][Q], w1,
+                                         sizeof w1);
+        for (int64_t f = lo[j]; f <= hi[j] && fit; f++) {
+            int64_t nmin = c->layers_min[j], nmax = c->layers_max[j];
+            if (lo[j + 1] - f > nmin) nmin = lo[j + 1] - f;
+            if (hi[j + 1] - f < nmax) nmax = hi[j + 1] - f;
+            if (nmin > nmax) continue;
+            int64_t ns[3] = {nmin, nmin + (nmax - nmin) / 2, nmax};
+            for (int a = 0; a < 3 && fit; a++) {
+                int64_t n = ns[a], rs[4] = {0, 1, n / 2, n};
+                for (int b = 0; b < (c->allow_recompute ? 4 : 1) && fit; b++)
+                    if (rs[b] <= n) fit = kind_fit_check(w, l, c, j, f, n, rs[b], w1, sizeof w1);
+            }
+        }
+        if (!fit && fit_all && why && why_n) snprintf(why, why_n, "%s", w1);
+        fit_all = fit_all && fit;
+        if (!fit) {
+            pp_status st = pp_stages_costs_tabulate_range(c, j, pp_stages_eval_model_range, &ctx, err);
+            if (st != PP_OK) {
+                free(mx);
+                return st;
+            }
+        }
+    }
+    free(mx);
+    if (linear) *linear = fit_all;
+    return PP_OK;
+}
+
 pp_status pp_stages_costs_from_model(const pp_work *w, const pp_layout *l, pp_stages_costs *c,
                                      bool *linear, char *why, size_t why_n, pp_error *err)
 {
@@ -1091,6 +2529,7 @@ pp_status pp_stages_costs_from_model(const pp_work *w, const pp_layout *l, pp_st
 
     if (linear) *linear = true;
     if (why && why_n) why[0] = 0;
+    if (c->by_kind) return costs_mem_kinds(w, &lu, c, cap, linear, why, why_n, err);
     pp_stages_model_ctx ctx;
     pp_stages_model_ctx_init(&ctx, w, &lu);
     for (int64_t j = 0; j < c->n_stages; j++) {
@@ -1133,6 +2572,22 @@ pp_status pp_stages_costs_from_model(const pp_work *w, const pp_layout *l, pp_st
     return PP_OK;
 }
 
+/* pp_stages_solve re-solves at most this many times, excluding one more rejected stage
+ * configuration each time, before it falls back to the uniform split. */
+#define KIND_EXCLUDE_ROUNDS 64
+
+static pp_status costs_exclude(pp_stages_costs *c, int64_t j, int64_t first, int64_t n, int64_t r,
+                               pp_error *err)
+{
+    int64_t (*x)[4] = realloc(c->excluded, sizeof *x * (size_t)(c->n_excluded + 1));
+    if (!x) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (stage costs)");
+    c->excluded = x;
+    x[c->n_excluded][0] = j, x[c->n_excluded][1] = first, x[c->n_excluded][2] = n,
+    x[c->n_excluded][3] = r;
+    c->n_excluded++;
+    return PP_OK;
+}
+
 pp_status pp_stages_solve(const pp_work *w, const pp_layout *l, const pp_stages_params *params,
                           pp_stages_result *out, pp_error *err)
 {
@@ -1151,24 +2606,38 @@ pp_status pp_stages_solve(const pp_work *w, const pp_layout *l, const pp_stages_
     double solve_s = 0;
     pp_status st = pp_stages_costs_from_model(w, l, c, NULL, NULL, 0, err);
     /* Solve; a chosen stage the memory model itself rejects (a kink the fit check missed) is
-     * tabulated and the MILP solved again: each round tabulates one more stage. */
-    for (int round = 0; st == PP_OK && round <= c->n_stages; round++) {
+     * tabulated and the MILP solved again: each round tabulates one more stage. By kind, a
+     * stage by position whose table admits a configuration the model rejects (a recompute
+     * count above the fewest that fit) has that configuration excluded; at most
+     * KIND_EXCLUDE_ROUNDS rounds. */
+    int rounds = c->by_kind ? KIND_EXCLUDE_ROUNDS : (int)c->n_stages;
+    for (int round = 0; st == PP_OK && round <= rounds; round++) {
         st = pp_stages_solve_costs(c, params, out, err);
         if (st != PP_OK) break;
         solve_s += out->solve_time_s;
         out->solve_time_s = solve_s;
-        int64_t bad = -1;
+        int64_t bad = -1, bad_first = 0;
         bool fits = true;
-        for (int64_t j = 0; j < c->n_stages; j++) {
-            out->stage_mem_bytes[j] = stage_mem(w, &lu, j, out->stage_layers[j], out->stage_recompute[j]);
+        for (int64_t j = 0, first = 0; j < c->n_stages; first += out->stage_layers[j], j++) {
+            out->stage_mem_bytes[j] = stage_mem_at(w, &lu, j, first, out->stage_layers[j],
+                                                   out->stage_recompute[j]);
             if (out->stage_mem_bytes[j] > c->mem_limit_bytes[j]) {
                 fits = false;
-                if (bad < 0 && !c->mem_table[j]) bad = j;
+                if (bad < 0 && !c->mem_table[j]) bad = j, bad_first = first;
             }
         }
         out->fits = fits;
         if (out->status != PP_STAGES_OPTIMAL || fits) break;
-        if (bad < 0) {
+        if (c->by_kind && round < rounds) {
+            /* a stage by position fits by its table for r >= rmin: this r is a hole above it */
+            if (c->kind_table[bad])
+                st = costs_exclude(c, bad, bad_first, out->stage_layers[bad],
+                                   out->stage_recompute[bad], err);
+            else
+                st = pp_stages_costs_tabulate_range(c, bad, pp_stages_eval_model_range, &ctx, err);
+            continue;
+        }
+        if (bad < 0 || c->by_kind) {
             /* Every failing stage is tabulated already: the table disagrees with the model,
              * which only a memory model that shrinks with layers can cause. */
             pp_stages_params uni = *params;
@@ -1182,10 +2651,11 @@ pp_status pp_stages_solve(const pp_work *w, const pp_layout *l, const pp_stages_
             out->glpk_mip_status = keep.glpk_mip_status;
             out->status = PP_STAGES_FALLBACK;
             snprintf(out->warning, sizeof out->warning,
-                     "stage MILP: its split does not fit by the memory model itself; using the "
-                     "uniform split");
-            for (int64_t j = 0; j < c->n_stages; j++)
-                out->stage_mem_bytes[j] = stage_mem(w, &lu, j, out->stage_layers[j], out->stage_recompute[j]);
+                     "stage MILP: its split does not fit by the memory model itself%s; using the "
+                     "uniform split", c->by_kind ? " after excluding the configurations it rejected" : "");
+            for (int64_t j = 0, first = 0; j < c->n_stages; first += out->stage_layers[j], j++)
+                out->stage_mem_bytes[j] = stage_mem_at(w, &lu, j, first, out->stage_layers[j],
+                                                       out->stage_recompute[j]);
             break;
         }
         st = pp_stages_costs_tabulate(c, bad, pp_stages_eval_model, &ctx, err);
@@ -1193,8 +2663,9 @@ pp_status pp_stages_solve(const pp_work *w, const pp_layout *l, const pp_stages_
     if (st == PP_OK && out->status != PP_STAGES_OPTIMAL) {
         /* Uniform or fallback: the memory model's figures for the uniform split. */
         bool fits = true;
-        for (int64_t j = 0; j < c->n_stages; j++) {
-            out->stage_mem_bytes[j] = stage_mem(w, &lu, j, out->stage_layers[j], out->stage_recompute[j]);
+        for (int64_t j = 0, first = 0; j < c->n_stages; first += out->stage_layers[j], j++) {
+            out->stage_mem_bytes[j] = stage_mem_at(w, &lu, j, first, out->stage_layers[j],
+                                                   out->stage_recompute[j]);
             fits = fits && out->stage_mem_bytes[j] <= c->mem_limit_bytes[j];
         }
         out->fits = fits;
@@ -1226,19 +2697,35 @@ void pp_stages_gain_bound(const pp_work *w, const pp_layout *l, double *max_gain
     lu.stage_layers = NULL;
     lu.stage_recompute = NULL;
     if (costs_time_fill(w, &lu, c, NULL) != PP_OK) {
+        pp_stages_costs_free(c);
         free(c);
         return;
     }
     /* Any split: sum_j t_j >= W (no recompute) and max_j t_j >= max(W / p, t_j(lo_j, 0)). */
     double W = 0, tmax = 0;
-    for (int64_t j = 0; j < c->n_stages; j++) {
+    if (c->by_kind) {
+        /* Every layer at its kind's time (the same on every stage), each stage at least its
+         * base and lo_j layers of the cheapest kind. */
+        double cheapest = INFINITY;
+        for (int64_t i = 0; i < c->layers; i++) {
+            double t = c->kind_time_layer_s[0][c->layer_kind[i]];
+            W += t;
+            cheapest = fmin(cheapest, t);
+        }
+        for (int64_t j = 0; j < c->n_stages; j++) {
+            W += c->time_base_s[j];
+            tmax = fmax(tmax, c->time_base_s[j] + cheapest * (double)c->layers_min[j]);
+        }
+    }
+    for (int64_t j = 0; j < c->n_stages && !c->by_kind; j++) {
         W += c->time_base_s[j] + c->time_layer_s[j] * (double)c->layers_min[j];
         double tj = c->time_base_s[j] + c->time_layer_s[j] * (double)c->layers_min[j];
         if (tj > tmax) tmax = tj;
     }
     int64_t lo_sum = 0;
     for (int64_t j = 0; j < c->n_stages; j++) lo_sum += c->layers_min[j];
-    W += c->time_layer_s[0] * (double)(c->layers - lo_sum); /* the same per-layer time everywhere */
+    if (!c->by_kind) /* the same per-layer time everywhere */
+        W += c->time_layer_s[0] * (double)(c->layers - lo_sum);
     if (W / (double)c->n_stages > tmax) tmax = W / (double)c->n_stages;
     double lb = c->obj_max_weight * tmax + c->obj_sum_weight * W;
     pp_stages_result *u = malloc(sizeof *u);
@@ -1248,6 +2735,7 @@ void pp_stages_gain_bound(const pp_work *w, const pp_layout *l, double *max_gain
         free(u);
     }
     if (lower_bound_s) *lower_bound_s = lb;
+    pp_stages_costs_free(c);
     free(c);
 }
 

@@ -10,32 +10,10 @@
 #include "pp_stages.h"
 #include "synth.h"
 #include "tap.h"
+#include "util.h"
 
 static pp_stages_costs C; /* large: static */
 static pp_stages_result R, B;
-
-/* Deterministic xorshift so that a failure reproduces. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static double rng_u(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) / 9007199254740992.0;
-}
-static int64_t rng_int(int64_t lo, int64_t hi) { return lo + (int64_t)(rng_u() * (double)(hi - lo + 1)); }
-
-static bool split_valid(const pp_stages_costs *c, const pp_stages_result *r)
-{
-    int64_t sum = 0;
-    for (int64_t j = 0; j < c->n_stages; j++) {
-        if (r->stage_layers[j] < c->layers_min[j] || r->stage_layers[j] > c->layers_max[j]) return false;
-        if (r->stage_recompute[j] < 0 || r->stage_recompute[j] > r->stage_layers[j]) return false;
-        if (!c->allow_recompute && r->stage_recompute[j] != 0) return false;
-        sum += r->stage_layers[j];
-    }
-    return sum == c->layers;
-}
 
 /* Random instance: per-stage random coefficients in physical-looking ranges. */
 static void random_costs(pp_stages_costs *c, int64_t p, int64_t L)
@@ -465,32 +443,11 @@ static void test_dump(const char *glpsol)
     s.allow_recompute = true;
     synth_costs(&s, &C);
     pp_error err = {0};
-    char lp[] = "/tmp/pp_stages_XXXXXX";
-    int fd = mkstemp(lp);
-    if (fd >= 0) close(fd);
-    tap_ok(fd >= 0 && pp_stages_dump_lp_costs(&C, lp, &err) == PP_OK, "dump written (%s)", err.msg);
+    glpsol_run g;
+    glpsol_check(glpsol, &C, &g, &err);
+    tap_ok(g.dumped, "dump written (%s)", err.msg);
     pp_stages_solve_costs(&C, NULL, &R, &err);
-    if (!glpsol || !glpsol[0] || access(glpsol, X_OK) != 0) {
-        printf("ok %d - # SKIP glpsol not found\n", ++tap_n);
-        unlink(lp);
-        return;
-    }
-    char sol[sizeof lp + 8], cmd[1024];
-    snprintf(sol, sizeof sol, "%s.sol", lp);
-    snprintf(cmd, sizeof cmd, "'%s' --lp '%s' -w '%s' >/dev/null 2>&1", glpsol, lp, sol);
-    int rc = system(cmd);
-    FILE *f = fopen(sol, "r");
-    double obj = NAN;
-    char line[512], st = 0;
-    int rows, cols;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "s mip %d %d %c %lf", &rows, &cols, &st, &obj) == 4) break;
-    if (f) fclose(f);
-    tap_ok(rc == 0 && st == 'o', "glpsol --lp solves the dump to optimality (rc %d, status %c)", rc, st);
-    /* The LP objective is the pipeline time in ms, constant included. */
-    tap_near(obj / 1e3, R.pipeline_time_s, 1e-6, "glpsol's optimum == the library's (s/step)");
-    unlink(lp);
-    unlink(sol);
+    glpsol_tap(&g, R.pipeline_time_s, "count");
 }
 
 int main(int argc, char **argv)
