@@ -39,7 +39,7 @@ typedef enum {
     K_OFFLOAD, K_RECOMPUTE_MODULES, K_TOP, K_PROBE, K_PROBE_BUDGET, K_FORMAT, K_EMIT, K_OUTPUT, K_REPORT, K_STAGES,
     K_DUMP_ILP, K_TOKENS, K_PRICE, K_CROSS_NODE_TP, K_LAUNCH_TARGET, K_TRAIN_ITERS, K_FIT, K_PROBE_CACHE,
     K_PRECISION, K_DROPOUT, K_ATTN_DROPOUT, K_HIDDEN_DROPOUT, K_NO_OVERLAP, K_TP_COMM_OVERLAP, K_IMPL,
-    K_MOE_DISPATCHER, K_MOE_GROUPED_GEMM, K_CAPACITY_FACTOR, K_MOE_IMBALANCE, K_EP_OVERLAP, K_GRAD_BF16, K_MEGATRON_ARGS,
+    K_MOE_DISPATCHER, K_MOE_GROUPED_GEMM, K_CAPACITY_FACTOR, K_MOE_IMBALANCE, K_EP_OVERLAP, K_GRAD_BF16, K_MAX_MEM_FRAC, K_MEGATRON_ARGS,
     K_OPTIMIZER_IMPL, K_REPLICATE,
 } opt_key;
 
@@ -90,6 +90,8 @@ static const opt_def opt_table[] = {
     {"--impl", 0, K_IMPL, OPT_STR, C_WORK, "te|local: Megatron-LM transformer implementation (default te; local with --attention unfused)"},
     {"--moe-dispatcher", 0, K_MOE_DISPATCHER, OPT_STR, C_WORK, "alltoall|allgather: MoE token dispatch (default alltoall)"},
     {"--moe-grouped-gemm", 0, K_MOE_GROUPED_GEMM, OPT_FLAG, C_WORK | C_PROBE, "MoE experts as one grouped GEMM (TransformerEngine)"},
+    {"--max-mem-frac", 0, K_MAX_MEM_FRAC, OPT_NUM, C_WORK,
+     "X: a layout fits when peak + reserved <= X of the GPU's usable memory (default 1)"},
     {"--capacity-factor", 0, K_CAPACITY_FACTOR, OPT_NUM, C_WORK, "X: MoE expert capacity factor (0: dropless, the default)"},
     {"--moe-imbalance", 0, K_MOE_IMBALANCE, OPT_NUM, C_WORK, "X: tokens of the busiest expert over the mean (>= 1, default 1)"},
     {"--grad-reduce-bf16", 0, K_GRAD_BF16, OPT_FLAG, C_WORK, "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"},
@@ -162,7 +164,7 @@ enum {
     G_RECOMPUTE_LAYERS = 1 << 13, G_EP_OVERLAP = 1 << 14, G_GRAD_BF16 = 1 << 15,
 };
 static unsigned cli_given;
-static double cli_dropout, cli_attn_dropout, cli_hidden_dropout;
+static double cli_dropout, cli_attn_dropout, cli_hidden_dropout, cli_max_mem_frac;
 
 static pp_status parse_int(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out,
                            pp_error *err)
@@ -281,6 +283,7 @@ static pp_status apply_opt(pp_cli *c, const opt_def *o, const char *v, pp_error 
         st = parse_num(o->name, v, 0, 1000, &c->work.stack.moe_capacity_factor, err);
         cli_given |= G_CAPACITY;
         break;
+    case K_MAX_MEM_FRAC: st = parse_num(o->name, v, 0.05, 1, &cli_max_mem_frac, err); break;
     case K_MOE_IMBALANCE:
         st = parse_num(o->name, v, 1, 100000, &c->work.stack.moe_imbalance, err);
         cli_given |= G_IMBALANCE;
@@ -612,6 +615,14 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
         return pp_error_set(err, PP_ERR_INPUT, 0, 0, 0,
                             "--model is required (or all of --layers --hidden --heads --vocab --seq, or --megatron-args)");
     }
+    /* A config.json's max_position_embeddings is the longest context the model serves (DeepSeek-V3:
+     * 163840, after YaRN extension), rarely the length it is trained at; the loader takes it since the
+     * file gives no other, and a silent 160K sequence would read as out of memory everywhere. */
+    if (c->model_arg && !cli_over.seq && !c->quiet && w->model.seq > 8192 &&
+        !strncmp(w->model.source, "Hugging Face config.json", 24))
+        fprintf(stderr, "parplan: warning: sequence length %lld is the config.json's longest context "
+                        "(max_position_embeddings), not a training length: --seq N sets the one you train at\n",
+                (long long)w->model.seq);
     if (any_override()) {
         apply_overrides(&w->model);
         st = pp_model_validate(&w->model, err);
@@ -629,6 +640,10 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
     if (!c->gpu_arg) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu is required (see parplan models)");
     st = pp_gpu_resolve(&w->gpu, &c->cat, c->gpu_arg, err);
     if (st != PP_OK) return st;
+    /* --max-mem-frac: room the user keeps (another process, fragmentation the model does not
+     * track); every fits verdict, the search's pruning and the printed capacity use the reduced
+     * figure. */
+    if (cli_max_mem_frac > 0) w->gpu.memory_bytes *= cli_max_mem_frac;
     if (mc) margs_layout(c);
     pp_layout *l = &c->layout;
     if (!w->gpus && mc) {

@@ -87,5 +87,23 @@ int main(void)
     tap_ok(r.status == 0 && strstr(r.out, "\"fits\": false") != NULL,
            "the same in bf16 (no FP8 activation caching) does not fit");
     pp_run_result_free(&r);
+    /* --max-mem-frac: the capacity every verdict uses is that fraction of the GPU's; llama3-8b FSDP on
+     * one H200 at 4K (124.6 GiB allocator peak, measured: tests/data/fsdp) fits the whole GPU and
+     * not 0.85 of it. */
+    char *frac[] = {(char *)exe, "check", "--model", "llama3-8b", "--gpu", "h200", "--gpus", "1", "--gbs", "1",
+                    "--mbs", "1", "--seq", "4096", "--framework", "fsdp", "--zero", "3", "--recompute", "full",
+                    "--json", NULL, NULL, NULL};
+    pp_run(frac, &r);
+    double cap1 = json_num(r.out, "capacity_bytes", NULL);
+    bool fit1 = r.status == 0 && strstr(r.out, "\"fits\": true") != NULL;
+    pp_run_result_free(&r);
+    frac[21] = "--max-mem-frac";
+    frac[22] = "0.85";
+    pp_run(frac, &r);
+    double cap2 = json_num(r.out, "capacity_bytes", NULL);
+    tap_ok(fit1 && r.status == 0 && strstr(r.out, "\"fits\": false") != NULL && fabs(cap2 - 0.85 * cap1) < 1.0,
+           "--max-mem-frac 0.85: capacity %.1f of %.1f GiB, and 8B FSDP at 4K no longer fits", cap2 / 1073741824.0,
+           cap1 / 1073741824.0);
+    pp_run_result_free(&r);
     return tap_done();
 }

@@ -119,6 +119,36 @@ static int read_profile(const char *path, rec *r, int cap, double *copy, double 
     return n;
 }
 
+/* a pretty-printed profile JSON (parplan-probe -o X.json): each {...} record of its "gemm" list
+ * read as one line */
+static int read_json_gemm(const char *path, rec *r, int cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    static char buf[1 << 20];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    char *p = strstr(buf, "\"gemm\": [");
+    int n = 0;
+    while (p && n < cap) {
+        char *a = strchr(p, '{'), *b = a ? strchr(a, '}') : NULL, *end = strchr(p, ']');
+        if (!a || !b || (end && a > end)) break;
+        char line[2048];
+        size_t k = (size_t)(b - a + 1) < sizeof line - 1 ? (size_t)(b - a + 1) : sizeof line - 1;
+        memcpy(line, a, k);
+        line[k] = 0;
+        for (char *c = line; *c; c++)
+            if (*c == '\n') *c = ' ';
+        rec *x = &r[n++];
+        memset(x, 0, sizeof *x);
+        snprintf(x->kind, sizeof x->kind, "gemm");
+        parse_rec(line, x);
+        p = b + 1;
+    }
+    return n;
+}
+
 /* a group of ratios (ours / PyTorch's: higher is better) */
 typedef struct {
     const char *name;
@@ -297,6 +327,41 @@ int main(void)
     nt = read_jsonl(q, torch, MAXR);
     tap_ok(nm > 0 && nt > 0, "read %s (%d rows) and %s (%d rows)", p, nm, q, nt);
     if (nm > 0 && nt > 0) compare_single("H200 vs same-call PyTorch", mine, nm, copy, mul, torch, nt, true);
+
+    /* FP8 GEMMs (e4m3, per-tensor scales, bf16 out) on one H200 against torch._scaled_mm in the same
+     * call (tests/data/probes/device_moe_fp8_call2, probes/device_moe_fp8.sh), bf16 beside them; and
+     * the FP8 speed-up the time model's --precision fp8 rests on: at least 1.8x bf16 at 8192^3
+     * (measured 1.94x; H200's dense FP8 peak is 2x its BF16 peak). */
+    snprintf(p, sizeof p, "%s/tests/data/probes/device_moe_fp8_call2/gemm.json", src);
+    nm = read_json_gemm(p, mine, MAXR);
+    snprintf(q, sizeof q, "%s/tests/data/probes/device_moe_fp8_call2/torch.jsonl", src);
+    nt = read_jsonl(q, torch, MAXR);
+    tap_ok(nm >= 38 && nt >= 38, "read %s (%d GEMMs) and %s (%d rows)", p, nm, q, nt);
+    {
+        group g = {"H200 fp8/bf16 GEMM vs same-call PyTorch", false, {0}, 0};
+        double f8 = 0, b16 = 0;
+        for (int i = 0; i < nt; i++) {
+            const rec *a = &torch[i];
+            if (strcmp(a->kind, "gemm_fp8")) continue;
+            const rec *m = NULL;
+            for (int j = 0; j < nm && !m; j++)
+                if (!strcmp(mine[j].dtype, a->dtype) && !strcmp(mine[j].op, a->op) && mine[j].m == a->m &&
+                    mine[j].n == a->n && mine[j].k == a->k)
+                    m = &mine[j];
+            if (!m) {
+                tap_ok(0, "%s: no %s %.0fx%.0fx%.0f", g.name, a->dtype, a->m, a->n, a->k);
+                continue;
+            }
+            ratio(&g, m->tflops, a->tflops, "%s %s %.0fx%.0fx%.0f TFLOP/s", a->dtype, a->op, a->m, a->n, a->k);
+            if (a->m == 8192 && a->n == 8192 && a->k == 8192) {
+                if (!strcmp(a->dtype, "fp8")) f8 = m->tflops;
+                else if (!strcmp(a->dtype, "bf16")) b16 = m->tflops;
+            }
+        }
+        group_done(&g);
+        tap_ok(b16 > 0 && f8 / b16 >= 1.8, "H200 fp8 GEMM 8192^3: %.0f TFLOP/s, %.2fx bf16's %.0f", f8,
+               b16 > 0 ? f8 / b16 : 0, b16);
+    }
 
     /* 2 x H200 NCCL against the anchors (busbw; sendrecv has algbw only) */
     snprintf(p, sizeof p, "%s/tests/data/profiles/h200x2-nvlink.yaml", src);
