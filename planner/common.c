@@ -347,6 +347,11 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
         return LAYOUT_BAD("--recompute-modules mla_up_proj needs a model with multi-latent attention");
     if ((l->recompute_modules & ((1u << PP_RCM_MOE_ACT) | (1u << PP_RCM_MOE))) && m->experts <= 1)
         return LAYOUT_BAD("--recompute-modules moe_act and moe need a model with experts");
+    /* Megatron-Core (transformer_config.py __post_init__): "moe_act in recompute_modules is only
+     * supported with moe_grouped_gemm". */
+    if ((l->recompute_modules & (1u << PP_RCM_MOE_ACT)) && !w->stack.grouped_gemm)
+        return LAYOUT_BAD("--recompute-modules moe_act needs --moe-grouped-gemm (Megatron recomputes the "
+                          "expert activation only in its grouped-GEMM experts)");
     if ((l->recompute_modules & (1u << PP_RCM_SHARED_EXPERTS)) && m->shared_ffn == 0)
         return LAYOUT_BAD("--recompute-modules shared_experts needs a model with shared experts");
     if (l->recompute_layers > 0 && l->recompute != PP_RC_FULL)

@@ -315,6 +315,13 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
     bool rc_up = mods & (1u << PP_RCM_MLA_UP_PROJ), rc_act = mods & (1u << PP_RCM_MOE_ACT);
     bool rc_mlp = mods & (1u << PP_RCM_MLP), rc_moe = mods & (1u << PP_RCM_MOE);
     bool rc_shared = mods & (1u << PP_RCM_SHARED_EXPERTS);
+    /* Megatron recomputes a norm only where it is a module of its own (transformer_layer.py: not
+     * an IdentityOp). TransformerEngine's spec (gpt_layer_specs.py) fuses the input norm into the
+     * QKV linear (LayerNormLinear) except under MLA, and the pre-MLP norm into fc1 except in MoE
+     * layers (the router needs its output); the local spec keeps both as modules. */
+    bool te_spec = !mem_eager(w);
+    bool rc_norm_in = rc_norm && (!te_spec || m->kv_lora_rank > 0);
+    bool rc_norm_mlp = rc_norm && (!te_spec || moe);
     /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
      * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
      * and the activation functions keep 16-bit tensors. */
@@ -334,7 +341,7 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
          * RoPE part appended per head, v, and the output. */
         double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
         double rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
-        if (!rc_norm) act_add(tb, "mla.input", sb * h * rep, lin, true);
+        if (!rc_norm_in) act_add(tb, "mla.input", sb * h * rep, lin, true);
         if (ql > 0) {
             act_add(tb, "mla.q_latent", sb * ql, 2, false);
             act_add(tb, "mla.q_latent_norm", sb * ql, lin, false);
@@ -360,7 +367,7 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
         }
         act_add(tb, "proj.input", sb * aq * vd, lin, true);
     } else {
-        if (!rc_norm) act_add(tb, "qkv.input", sb * h * rep, lin, true);
+        if (!rc_norm_in) act_add(tb, "qkv.input", sb * h * rep, lin, true);
         /* Q, K, V as the attention kernel saves them. */
         if (unfused) {
             /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
@@ -401,7 +408,7 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
     if (hdrop) act_add(tb, "attn.bda_mask", sb * h * rep, 1, true);
     act_add(tb, "ln2.input", sb * h * rep, 2, true);
     act_add(tb, "ln2.stats", sb * rep * stats, 4, false);
-    if (!rc_norm) act_add(tb, "fc1.input", sb * h * rep, lin, true); /* the router's input too (MoE) */
+    if (!rc_norm_mlp) act_add(tb, "fc1.input", sb * h * rep, lin, true); /* the router's input too (MoE) */
 
     if (!moe) {
         static const char *const dn[5] = {"mlp.fc1_out", "mlp.silu_out", "mlp.linear_offset", "",

@@ -105,10 +105,10 @@ static const rt_case cases[] = {
      "--attention-dropout 0.05 --hidden-dropout 0.1",
      "h100-sxm", "--vocab 50257"},
     {"DeepSeek-V2-Lite as DeepSeek trained V3: bf16 gradients, EP overlap, vpp 2, recompute of the norms, "
-     "MLA up-projections and the experts' activation",
+     "MLA up-projections and the experts' activation (grouped experts)",
      "--model @SRC@/tests/launch/data/deepseek-v2-lite.yaml --gpu h100-sxm --gpus 32 --pp 2 --vpp 2 --ep 16 --etp 1 "
      "--mbs 1 --gbs 64 --grad-reduce-bf16 --ep-overlap --recompute selective "
-     "--recompute-modules layernorm,mla_up_proj,moe_act --layers 28",
+     "--recompute-modules layernorm,mla_up_proj,moe_act --moe-grouped-gemm --layers 28",
      "h100-sxm", "--vocab 102400"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -70,12 +70,13 @@ int main(void)
     pp_run_result_free(&r);
     /* DeepSeek-V3's own layout (DeepSeek-AI 2024, arXiv:2412.19437 sec. 3.2-3.3: 2048 H800 of
      * 80 GB, PP 16, EP 64, ZeRO-1-style sharding over the DP ranks, FP8 with linear inputs cached
-     * in FP8, RMSNorm, MLA up-projections and the experts' SwiGLU recomputed) fits in 80 GB;
+     * in FP8, RMSNorm, MLA up-projections and the experts' SwiGLU recomputed; grouped experts,
+     * which Megatron's moe_act recompute needs) fits in 80 GB;
      * without the recompute or the FP8 caching it does not. */
     char *dsv3[] = {(char *)exe, "check", "--model", "deepseek-v3", "--gpu", "h100-sxm", "--gpus", "2048",
                     "--tp", "1", "--pp", "16", "--ep", "64", "--dist-opt", "--mbs", "1", "--gbs", "15360",
                     "--recompute", "selective", "--recompute-modules", "layernorm,mla_up_proj,moe_act",
-                    "--precision", "fp8", "--json", NULL};
+                    "--precision", "fp8", "--moe-grouped-gemm", "--json", NULL};
     pp_run(dsv3, &r);
     double dpeak = json_num(r.out, "peak_bytes", NULL), dcap = json_num(r.out, "capacity_bytes", NULL);
     tap_ok(r.status == 0 && strstr(r.out, "\"fits\": true") != NULL && dpeak < dcap,
