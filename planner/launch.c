@@ -479,6 +479,12 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
         if (l->offload == PP_OFF_OPTIMIZER)
             return BAD("--offload optimizer: Megatron's CPU optimizer offload needs Transformer "
                        "Engine, which --launch-target device-local lacks");
+        /* Megatron's CheckpointWithoutOutput (tensor_parallel/random.py), which the layernorm
+         * module's recompute runs through, calls Transformer Engine's FP8GlobalStateManager even in
+         * bf16: without TE the first step fails (NameError), as two scripts did on the lent H200. */
+        if (l->recompute_modules & (1u << PP_RCM_LAYERNORM))
+            return BAD("--recompute-modules layernorm needs Transformer Engine installed (Megatron's "
+                       "CheckpointWithoutOutput calls it even in bf16), which --launch-target device-local lacks");
     }
     if (l->vpp > 1 && l->pp < 2) return BAD("--vpp %lld needs --pp of at least 2", (long long)l->vpp);
     return check_cluster(w, err);
