@@ -316,12 +316,10 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
     bool rc_mlp = mods & (1u << PP_RCM_MLP), rc_moe = mods & (1u << PP_RCM_MOE);
     bool rc_shared = mods & (1u << PP_RCM_SHARED_EXPERTS);
     /* Megatron recomputes a norm only where it is a module of its own (transformer_layer.py: not
-     * an IdentityOp). TransformerEngine's spec (gpt_layer_specs.py) fuses the input norm into the
-     * QKV linear (LayerNormLinear) except under MLA, and the pre-MLP norm into fc1 except in MoE
-     * layers (the router needs its output); the local spec keeps both as modules. */
-    bool te_spec = !mem_eager(w);
-    bool rc_norm_in = rc_norm && (!te_spec || m->kv_lora_rank > 0);
-    bool rc_norm_mlp = rc_norm && (!te_spec || moe);
+     * an IdentityOp; pp_work_norm_modules). */
+    bool norm_in, norm_mlp;
+    pp_work_norm_modules(w, moe, &norm_in, &norm_mlp);
+    bool rc_norm_in = rc_norm && norm_in, rc_norm_mlp = rc_norm && norm_mlp;
     /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
      * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
      * and the activation functions keep 16-bit tensors. */

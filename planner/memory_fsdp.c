@@ -428,3 +428,8 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     o->reserved_bytes = c->reserve_fixed + FSDP_SLACK_FRACTION * (shortlived > 0 ? shortlived : 0.0);
     o->fits = o->peak_bytes + o->reserved_bytes <= w->gpu.memory_bytes;
 }
+
+bool pp_memory_fsdp_tight(const pp_work *w, double peak_bytes, double capacity_bytes)
+{
+    return w->framework == PP_FW_FSDP && capacity_bytes > 0 && peak_bytes > PP_FSDP_RETRY_FRAC * capacity_bytes;
+}

@@ -288,6 +288,11 @@ typedef struct {
  * TransformerEngine for flash. */
 void pp_work_dropout(const pp_work *w, double *attention, double *hidden);
 pp_impl pp_work_impl(const pp_work *w);
+/* Which norms of a layer are modules of their own, which --recompute-modules layernorm recomputes
+ * (Megatron-Core gpt_layer_specs.py): TransformerEngine's spec fuses the input norm into the QKV
+ * linear except under MLA, and the pre-MLP norm into fc1 except in MoE layers (the router needs
+ * its output); Megatron's local spec and the other frameworks keep both. */
+void pp_work_norm_modules(const pp_work *w, bool moe_layer, bool *input_norm, bool *mlp_norm);
 /* Write those resolved values into w->stack (for printing and JSON). */
 void pp_stack_resolve(pp_work *w);
 /* One line: "stack: bf16, te, flash attention, dropout 0.1/0.1 (model), overlap on, ...". */

@@ -85,4 +85,12 @@ pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result
  * *peak_bytes when not NULL. Must agree with pp_memory_estimate. */
 double pp_memory_worst_bytes(const pp_work *w, const pp_layout *l, double *peak_bytes);
 
+/* FSDP2 near the capacity: with the allocator peak above PP_FSDP_RETRY_FRAC of the usable memory,
+ * PyTorch's caching allocator freed its cache and retried (cudaFree, retry) in 2 of the 6 one-H200
+ * runs of tests/data/fsdp (runs.csv, runs_holdout.csv) above it (85-87%); their steps were 35-45%
+ * slower than the model says. Which runs retry depends on fragmentation the model does not track:
+ * check and plan warn, nothing is pruned (--max-mem-frac does that). */
+#define PP_FSDP_RETRY_FRAC 0.85
+bool pp_memory_fsdp_tight(const pp_work *w, double peak_bytes, double capacity_bytes);
+
 #endif

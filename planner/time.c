@@ -658,11 +658,10 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     o->sel_recompute_s = 0;
     if (mods & (1u << PP_RCM_CORE_ATTN)) o->sel_recompute_s += attn_f + score_ew_f;
     if (mods & (1u << PP_RCM_LAYERNORM)) {
-        /* the norms that are modules of their own (memory.c: TransformerEngine fuses the input norm
-         * into the QKV linear except under MLA, the pre-MLP norm into fc1 except in MoE layers) */
-        bool te_spec = w->framework == PP_FW_MEGATRON && pp_work_impl(w) != PP_IMPL_LOCAL;
-        int norms = (!te_spec || m->kv_lora_rank > 0) + (!te_spec || moe);
-        o->sel_recompute_s += norms * EW_NORM_FWD * T * h_ew / c->mem_rate;
+        /* the norms that are modules of their own (pp_work_norm_modules) */
+        bool norm_in, norm_mlp;
+        pp_work_norm_modules(w, moe, &norm_in, &norm_mlp);
+        o->sel_recompute_s += (norm_in + norm_mlp) * EW_NORM_FWD * T * h_ew / c->mem_rate;
     }
     if (mods & (1u << PP_RCM_MLA_UP_PROJ)) o->sel_recompute_s += g_up;
     if (moe && (mods & (1u << PP_RCM_MOE_ACT))) o->sel_recompute_s += act_f;

@@ -191,13 +191,8 @@ int pp_cmd_check(pp_cli *c)
         rc = pp_cli_fail(&err);
         goto done;
     }
-    /* FSDP2 near the capacity: with the allocator peak above 85% of the usable memory, PyTorch's
-     * caching allocator ran out of cached blocks, freed its cache and retried (cudaFree, retry) in
-     * 2 of the 6 one-H200 runs of tests/data/fsdp (runs.csv and runs_holdout.csv) whose peak was
-     * above that (85-87%); their steps were then 35-45% slower than the model says. Which of such
-     * runs retry depends on fragmentation the model does not track, so it is a warning. */
-    if (w->framework == PP_FW_FSDP && r->fits && !c->quiet &&
-        r->peak_bytes > 0.85 * r->capacity_bytes)
+    /* FSDP2 near the capacity (pp_memory_fsdp_tight): a warning, the model has no retry cost */
+    if (r->fits && !c->quiet && pp_memory_fsdp_tight(w, r->peak_bytes, r->capacity_bytes))
         fprintf(stderr, "parplan: warning: allocator peak %.1f GiB is %.0f%% of the %.1f GiB usable: "
                         "PyTorch's caching allocator may free its cache and retry (2 of 6 such FSDP2 runs "
                         "measured on H200 did, 35-45%% slower steps); a smaller micro-batch or more "

@@ -190,9 +190,10 @@ static bool same_shape(const pp_layout *a, const pp_layout *b)
  * A100 tables is 4.5-9%, so layouts closer than this are a tie for the model. */
 #define PLAN_TIE_FRACTION 0.02
 
-static void explain(FILE *f, const pp_search_candidate *c, int64_t n, const pp_search_candidate *shapes,
-                    int64_t n_shapes, int64_t gpn, bool fsdp)
+static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int64_t n,
+                    const pp_search_candidate *shapes, int64_t n_shapes)
 {
+    const int64_t gpn = w->gpus_per_node;
     if (n < 1) return;
     fprintf(f, "\nwhy #1 wins:\n");
     char name[200], lab[160], gib[32];
@@ -216,12 +217,13 @@ static void explain(FILE *f, const pp_search_candidate *c, int64_t n, const pp_s
             pp_fmt_bytes(c[0].worst_bytes, gib, sizeof gib),
             pp_fmt_bytes(c[0].worst_bytes + c[0].headroom_bytes, (char[32]){0}, 32),
             pp_fmt_bytes(c[0].headroom_bytes, (char[32]){0}, 32));
-    /* FSDP2 near the capacity: see cmd_check.c (2 of 6 one-H200 runs above 85% retried, 35-45% slower). */
+    /* FSDP2 near the capacity (pp_memory_fsdp_tight) */
     double cap = c[0].worst_bytes + c[0].headroom_bytes;
-    if (fsdp && cap > 0 && c[0].time.step_time_s > 0 && c[0].worst_bytes > 0.85 * cap)
-        fprintf(f, "  note: that is %.0f%% of the memory; FSDP2 runs above 85%% had PyTorch's allocator free its "
-                   "cache and retry in 2 of 6 measured (35-45%% slower steps): `--max-mem-frac 0.85` keeps room.\n",
-                100.0 * c[0].worst_bytes / cap);
+    if (pp_memory_fsdp_tight(w, c[0].peak_bytes, cap))
+        fprintf(f, "  note: its allocator peak is %.0f%% of the memory; FSDP2 runs above %.0f%% had PyTorch's "
+                   "allocator free its cache and retry in 2 of 6 measured (35-45%% slower steps): "
+                   "`--max-mem-frac %.2f` keeps room.\n",
+                100.0 * c[0].peak_bytes / cap, 100.0 * PP_FSDP_RETRY_FRAC, PP_FSDP_RETRY_FRAC);
     /* Near ties: say so, and name the simplest of them. */
     const pp_search_candidate *simple = &c[0];
     double limit = c[0].time.step_time_s * (1 + PLAN_TIE_FRACTION);
@@ -290,7 +292,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
         fprintf(f, "- %14lld  %-14s %s\n", (long long)r->pruned[i], pp_prune_names[i], pp_prune_help[i]);
     }
     fprintf(f, "= %14lld  fit and were ranked\n", (long long)left);
-    if (!r->none_fit) explain(f, cand, r->n, shapes, r->n_shapes, w->gpus_per_node, w->framework == PP_FW_FSDP);
+    if (!r->none_fit) explain(f, w, cand, r->n, shapes, r->n_shapes);
 }
 
 /* plan --probe (issue 8): what was measured per listed candidate; NULL without --probe. */
