@@ -33,8 +33,8 @@
  *     shard.
  *
  * The allocator peak is the largest of the moments in memory_fsdp.h, not a sum of the largest
- * terms. Checked against 15 real FSDP2 runs on one H200 (tests/data/fsdp/runs.csv,
- * tests/memory/test_fsdp_runs.c). Not measured: several ranks (sharding, HSDP, TP, CP, PP),
+ * terms. Checked against 15 real FSDP2 runs on one H200 (tests/data/fsdp/runs.csv) and 7 held
+ * out whose predictions were committed first (runs_holdout.csv; tests/memory/test_fsdp_runs.c). Not measured: several ranks (sharding, HSDP, TP, CP, PP),
  * float8, MoE and MLA under FSDP, CPU offload; their terms follow the same sources. */
 #include "memory_fsdp.h"
 
