@@ -13,34 +13,12 @@
 
 #include "../cli/pp_jscan.h"
 #include "../tap.h"
+#include "csv_cols.h"
 
 #define MIB (1024.0 * 1024.0)
 #define MAXCOL 40
 
 static char out[1 << 20];
-
-static int split_csv(char *line, char **col, int max)
-{
-    int n = 0;
-    char *p = line;
-    while (n < max) {
-        col[n++] = p;
-        char *c = strchr(p, ',');
-        if (!c) break;
-        *c = 0;
-        p = c + 1;
-    }
-    char *nl = strpbrk(col[n - 1], "\r\n");
-    if (nl) *nl = 0;
-    return n;
-}
-
-static int col_index(char **hdr, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(hdr[i], name)) return i;
-    return -1;
-}
 
 /* `parplan check --megatron-args LOG --gpu h200 --json` into out; the exit status. */
 static int check_log(const char *parplan, const char *log)

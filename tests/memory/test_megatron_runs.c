@@ -18,32 +18,10 @@
 #include "pp_load.h"
 #include "pp_memory.h"
 #include "tap.h"
+#include "csv_cols.h"
 
 #define MIB (1024.0 * 1024.0)
 #define MAXCOL 32
-
-static int split_csv(char *line, char **col, int max)
-{
-    int n = 0;
-    char *p = line;
-    while (n < max) {
-        col[n++] = p;
-        char *c = strchr(p, ',');
-        if (!c) break;
-        *c = 0;
-        p = c + 1;
-    }
-    char *nl = strpbrk(col[n - 1], "\r\n");
-    if (nl) *nl = 0;
-    return n;
-}
-
-static int col_index(char **hdr, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(hdr[i], name) == 0) return i;
-    return -1;
-}
 
 /* The model of a run: built in, or tests/data/megatron/models/<name>.yaml. */
 static bool run_model(pp_model *m, const char *src, const char *name, char *how, size_t n)
