@@ -884,6 +884,18 @@ static void cal_set(pp_calibration *c, const double *x)
     c->expert_overhead_s = x[PP_CAL_EXPERT];
 }
 
+/* The inverse of cal_set: a calibration's factors as the fit's vector. */
+static void cal_get(const pp_calibration *c, double *x)
+{
+    x[PP_CAL_GEMM] = c->gemm_scale;
+    x[PP_CAL_ELEMENTWISE] = c->elementwise_scale;
+    x[PP_CAL_SCORE] = c->score_bytes;
+    x[PP_CAL_LAYER] = c->layer_overhead_s;
+    x[PP_CAL_OPTIMIZER] = c->optimizer_scale;
+    x[PP_CAL_MOE_LAYER] = c->moe_layer_overhead_s;
+    x[PP_CAL_EXPERT] = c->expert_overhead_s;
+}
+
 typedef struct {
     const pp_calib_run *runs;
     int n;
@@ -1109,16 +1121,7 @@ pp_status pp_calib_fit(const pp_calib_run *runs, int n, const pp_profile *base, 
      * evaluated as it is: how well a calibration predicts logs it was not fitted on. */
     double x0[PP_CAL_COUNT];
     memcpy(x0, cal_neutral, sizeof x0);
-    if (base && base->calibration.present) {
-        const pp_calibration *bc = &base->calibration;
-        x0[PP_CAL_GEMM] = bc->gemm_scale;
-        x0[PP_CAL_ELEMENTWISE] = bc->elementwise_scale;
-        x0[PP_CAL_SCORE] = bc->score_bytes;
-        x0[PP_CAL_LAYER] = bc->layer_overhead_s;
-        x0[PP_CAL_OPTIMIZER] = bc->optimizer_scale;
-        x0[PP_CAL_MOE_LAYER] = bc->moe_layer_overhead_s;
-        x0[PP_CAL_EXPERT] = bc->expert_overhead_s;
-    }
+    if (base && base->calibration.present) cal_get(&base->calibration, x0);
     double x[PP_CAL_COUNT];
     memcpy(x, x0, sizeof x);
     fit_ctx f = {runs, n, -1, base, p->fit_mask};
