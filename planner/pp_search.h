@@ -38,7 +38,7 @@ typedef enum {
     PP_PRUNE_GBS,          /* global batch not divisible by dp x mbs */
     PP_PRUNE_VPP,          /* interleaving: pp < 2, pp x vpp does not divide the layers, or the
                               micro-batches are not a multiple of pp */
-    PP_PRUNE_FRAMEWORK,    /* the framework cannot run it (DeepSpeed ZeRO-2/3 with PP) */
+    PP_PRUNE_FRAMEWORK,    /* the framework cannot run it (DeepSpeed ZeRO-2/3 with PP, sp with --impl local) */
     PP_PRUNE_OOM,          /* the memory model: peak + reserved above the GPU's memory */
     PP_PRUNE_COUNT
 } pp_prune_reason;

@@ -40,7 +40,8 @@ const char *const pp_prune_help[PP_PRUNE_COUNT] = {
     "more pipeline stages (or recomputed layers) than layers",
     "global batch not divisible by dp x micro-batch",
     "interleaving needs pp >= 2, pp x vpp dividing the layers, micro-batches a multiple of pp",
-    "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism)",
+    "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism, sequence "
+    "parallelism with Megatron's local norm modules)",
     "does not fit in GPU memory (memory model: peak + reserved > capacity)",
 };
 
@@ -436,6 +437,13 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                         l.sp = L[D_SP].v[i_sp] != 0;
                         if (l.sp && tp < 2) {
                             pruned[PP_PRUNE_REDUNDANT] += inner[D_SP + 1];
+                            continue;
+                        }
+                        /* Megatron's local (torch) norm modules refuse sequence parallelism
+                         * (megatron/core/transformer/torch_norm.py asserts on it), so with
+                         * --impl local a layout with sp cannot run as written. */
+                        if (l.sp && w->framework == PP_FW_MEGATRON && pp_work_impl(w) == PP_IMPL_LOCAL) {
+                            pruned[PP_PRUNE_FRAMEWORK] += inner[D_SP + 1];
                             continue;
                         }
                         /* Megatron-Core: "During training, performance may degrade if MoE and

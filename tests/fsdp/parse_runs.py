@@ -21,6 +21,7 @@ unless said otherwise; empty where the run did not get that far or ran on CPU):
   reason               why a run was skipped or failed (the error's last line)
   expect               the hand estimate written in configs.csv (fit | edge | oom)
   gpus, replicate, shard      ranks; HSDP replicas; ranks each parameter is sharded over
+  tp                          tensor-parallel ranks (2-D FSDP2 + TP; the last column)
   flavor, dim, layers, heads, kv_heads, ffn, vocab, params   model shape, total parameters
   mbs, seq, ac, reshard_after_forward, optimizer   the configuration (optimizer = AdamW impl)
   oom_step             step that ran out of memory (0 = set-up, 1 = first step)
@@ -171,7 +172,7 @@ COLUMNS = ["name", "status", "reason", "expect", "gpus", "replicate", "shard", "
            "max_alloc_mib", "max_reserved_mib", "max_alloc_mib_ranks", "device_used_mib",
            "alloc_retries", "peak_step", "step_ms_median", "step_ms_min", "tokens_per_s",
            "tokens_per_s_per_gpu", "model_tflops_per_gpu", "setup_s", "wall_s", "loss_first",
-           "loss_last", "gpu", "torch"]
+           "loss_last", "gpu", "torch", "tp"]
 
 
 def row(rec, cfg):
@@ -188,6 +189,7 @@ def row(rec, cfg):
         "expect": cfg.get("expect", ""),
         "gpus": g("world_size", cfg.get("gpus", "")),
         "replicate": g("replicate", cfg.get("replicate", "")), "shard": g("shard", ""),
+        "tp": g("tp", cfg.get("tp") or 1),
         "flavor": g("flavor", cfg.get("flavor", "")),
         "dim": g("dim", ""), "layers": g("layers", ""), "heads": g("heads", ""),
         "kv_heads": g("kv_heads", ""), "ffn": g("ffn", ""), "vocab": g("vocab", ""),

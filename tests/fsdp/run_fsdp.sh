@@ -47,11 +47,12 @@ skip() {  # name reason
 }
 
 declare -A oom_mbs  # sweep key -> smallest mbs that ran out of memory
-while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _; do
+while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp _; do
   [[ -z "$name" || "$name" == \#* || "$name" == name ]] && continue
   [[ -n "${ONLY:-}" && ",$ONLY," != *",$name,"* ]] && continue
   if (( gpus > ngpu )); then skip "$name" "needs $gpus GPUs, $ngpu visible"; continue; fi
-  key="$gpus|$flavor|$seq|$ac|$raf|$opt|$rep"
+  tp=${tp:-1}
+  key="$gpus|$flavor|$seq|$ac|$raf|$opt|$rep|$tp"
   if [[ -n "${oom_mbs[$key]:-}" ]] && (( mbs > oom_mbs[$key] )); then
     skip "$name" "mbs ${oom_mbs[$key]} of this sweep ran out of memory"; continue
   fi
@@ -65,7 +66,7 @@ while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _; do
   timeout -k 10 "$limit" python3 -m torch.distributed.run --standalone --nproc_per_node "$gpus" \
     tests/fsdp/train.py --name "$name" --device "$device" --flavor "$flavor" --mbs "$mbs" \
     --seq "$seq" --ac "$ac" --reshard-after-forward "$raf" --optimizer-impl "$opt" \
-    --replicate "$rep" ${TRAIN_ARGS:-} > "$logs/$name.log" 2>&1 < /dev/null
+    --replicate "$rep" --tp "$tp" ${TRAIN_ARGS:-} > "$logs/$name.log" 2>&1 < /dev/null
   rc=$?
   line=$(python3 tests/fsdp/parse_runs.py collect --log "$logs/$name.log" --name "$name" \
          --rc "$rc" --wall-s $(( $(date +%s) - t0 )) --timeout-s "$limit" --jsonl "$jsonl")

@@ -21,6 +21,7 @@ A CUDA out-of-memory error is a result, not a failure: the rank that hits it pri
 FSDP_RESULT line with "oom": true and the step (0 = set-up) and exits with status 0.
 """
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -34,6 +35,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Replicate, Shard
+from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput,
+                                               RowwiseParallel, SequenceParallel, loss_parallel,
+                                               parallelize_module)
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
 try:  # public path since PyTorch 2.6
@@ -250,6 +255,39 @@ def apply_ac(model, mode):
 
 
 # ---------------------------------------------------------------------------------------------
+# Tensor parallel (torchtitan/models/llama3/infra/parallelize.py: apply_tp), before AC and FSDP
+
+
+def apply_tp(model, tp_mesh):
+    """torchtitan's plan with sequence parallel and loss parallel (its defaults): the residual
+    stream is split along the sequence between blocks (norms run on S/tp tokens), all-gathered
+    into each attention and MLP, whose wq/wk/wv/w1/w3 are column- and wo/w2 row-parallel; the
+    output layer is column-parallel and the loss is computed on vocabulary shards."""
+    parallelize_module(model, tp_mesh, {
+        "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
+        "norm": SequenceParallel(),
+        "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1),
+                                  use_local_output=False),
+    })
+    for block in model.layers.values():
+        parallelize_module(block, tp_mesh, {
+            "attention_norm": SequenceParallel(),
+            "attention": PrepareModuleInput(input_layouts=(Shard(1), None),
+                                            desired_input_layouts=(Replicate(), None)),
+            "attention.wq": ColwiseParallel(),
+            "attention.wk": ColwiseParallel(),
+            "attention.wv": ColwiseParallel(),
+            "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+            "ffn_norm": SequenceParallel(),
+            "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),),
+                                               desired_input_layouts=(Replicate(),)),
+            "feed_forward.w1": ColwiseParallel(),
+            "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+            "feed_forward.w3": ColwiseParallel(),
+        })
+
+
+# ---------------------------------------------------------------------------------------------
 # FSDP2 (torchtitan/models/llama3/infra/parallelize.py: apply_fsdp)
 
 
@@ -287,6 +325,9 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=2, help="untimed first steps")
     p.add_argument("--ac", choices=("none", "full", "selective"), default="none")
     p.add_argument("--reshard-after-forward", choices=("true", "false"), default="true")
+    p.add_argument("--tp", type=int, default=1,
+                   help="tensor parallel (inner mesh dim, torchtitan's apply_tp); FSDP shards over "
+                        "world / tp")
     p.add_argument("--replicate", type=int, default=1,
                    help="HSDP: replicas (outer mesh dim); shards = world / replicate")
     # torchtitan's default optimizer implementation is "fused" (torchtitan/config/job_config.py,
@@ -333,8 +374,9 @@ def describe(args, c, world, device):
         **{k: c[k] for k in ("dim", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")},
         "params_total": counts["total"], "params_embedding": counts["embedding"],
         "params_output": counts["output"], "params_per_block": counts["per_block"],
-        "world_size": world, "replicate": args.replicate, "shard": world // args.replicate,
-        "mbs": args.mbs, "seq": args.seq, "global_batch": world * args.mbs,
+        "world_size": world, "replicate": args.replicate,
+        "shard": world // args.replicate // args.tp, "tp": args.tp,
+        "mbs": args.mbs, "seq": args.seq, "global_batch": world // args.tp * args.mbs,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
@@ -370,6 +412,8 @@ def main(argv=None):
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if world % args.replicate:
         sys.exit(f"train.py: --replicate {args.replicate} does not divide world size {world}")
+    if world % args.tp or (args.tp > 1 and args.replicate > 1):
+        sys.exit(f"train.py: --tp {args.tp} must divide world size {world} (and not with HSDP)")
     if args.device == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
@@ -384,7 +428,12 @@ def main(argv=None):
     else:
         device = torch.device("cpu")
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=COLLECTIVE_TIMEOUT)
-    if args.replicate > 1:
+    tp_mesh = None
+    if args.tp > 1:
+        mesh2 = init_device_mesh(device.type, (world // args.tp, args.tp),
+                                 mesh_dim_names=("dp_shard", "tp"))
+        mesh, tp_mesh = mesh2["dp_shard"], mesh2["tp"]
+    elif args.replicate > 1:
         mesh = init_device_mesh(device.type, (args.replicate, world // args.replicate),
                                 mesh_dim_names=("dp_replicate", "dp_shard"))
     else:
@@ -401,6 +450,8 @@ def main(argv=None):
         torch.manual_seed(0)
         with torch.device("meta"):
             model = Transformer(c, args.seq)
+        if tp_mesh is not None:
+            apply_tp(model, tp_mesh)
         apply_ac(model, args.ac)
         apply_fsdp(model, mesh, args.reshard_after_forward == "true")
         model.to_empty(device=device)
@@ -415,7 +466,9 @@ def main(argv=None):
         mem.sync()
         result["setup_s"] = round(time.perf_counter() - t_start, 3)
         result["allocated_after_setup_bytes"] = mem.stats()["allocated"]
-        gen = torch.Generator(device=device).manual_seed(1234 + rank)  # a different batch per rank
+        # a different batch per data-parallel rank; the TP ranks of one group share theirs
+        gen = torch.Generator(device=device).manual_seed(1234 + rank // args.tp)
+        loss_ctx = loss_parallel if tp_mesh is not None else contextlib.nullcontext
 
         for step in range(1, args.steps + 1):
             mem.sync()
@@ -426,14 +479,17 @@ def main(argv=None):
             tokens = torch.randint(0, c["vocab"], (args.mbs, args.seq + 1), generator=gen,
                                    device=device)
             inputs, labels = tokens[:, :-1], tokens[:, 1:]
-            logits = model(inputs)
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
-            # torchtitan frees the bf16 logits before backward ("need to free pred before bwd
-            # to avoid peaking memory", torchtitan/train.py forward_backward_step).
-            del logits
-            if args.simulate_oom_at_step == step:
-                raise torch.OutOfMemoryError(f"simulated out-of-memory at step {step}")
-            loss.backward()
+            with loss_ctx():
+                logits = model(inputs)
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+                # torchtitan frees the bf16 logits before backward ("need to free pred before
+                # bwd to avoid peaking memory", torchtitan/train.py forward_backward_step).
+                del logits
+                if args.simulate_oom_at_step == step:
+                    raise torch.OutOfMemoryError(f"simulated out-of-memory at step {step}")
+                loss.backward()
+            if hasattr(loss, "full_tensor"):
+                loss = loss.full_tensor()
             if args.clip is not None:
                 nn.utils.clip_grad_norm_(model.parameters(), args.clip, foreach=True)
             optimizer.step()
@@ -468,12 +524,12 @@ def main(argv=None):
     s = mem.stats()
     timed = step_ms[args.warmup:]
     median_ms = statistics.median(timed)
-    tokens_per_step = world * args.mbs * args.seq
+    tokens_per_step = world // args.tp * args.mbs * args.seq
     result.update(
         oom=False, oom_step=None, step_ms=step_ms, step_ms_median=median_ms,
         tokens_per_s=round(tokens_per_step / (median_ms / 1e3), 1),
-        tokens_per_s_per_gpu=round(args.mbs * args.seq / (median_ms / 1e3), 1),
-        model_tflops_per_gpu=round(result["model_flops_per_token"] * args.mbs * args.seq
+        tokens_per_s_per_gpu=round(args.mbs * args.seq / args.tp / (median_ms / 1e3), 1),
+        model_tflops_per_gpu=round(result["model_flops_per_token"] * args.mbs * args.seq / args.tp
                                    / (median_ms / 1e3) / 1e12, 2),
         loss=[round(x, 5) for x in losses],
         max_allocated_bytes=s["max_allocated"], max_reserved_bytes=s["max_reserved"],
