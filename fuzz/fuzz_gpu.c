@@ -1,4 +1,4 @@
-/* libFuzzer harness: GPU YAML (pp_gpu_load_string, planner/loader.c). An accepted GPU must
+/* libFuzzer harness: GPU YAML (pp_gpu_load_string, planner/model/loader.c). An accepted GPU must
  * validate and give finite memory and time estimates for GPT-3 1.3B on 8 of it. */
 #include "fuzz_common.h"
 #include "pp_load.h"

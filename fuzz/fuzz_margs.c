@@ -1,4 +1,4 @@
-/* libFuzzer harness: the reader of Megatron-LM arguments (planner/megatron_args.c) on any text, as
+/* libFuzzer harness: the reader of Megatron-LM arguments (planner/frameworks/megatron_args.c) on any text, as
  * --megatron-args reads it: a log (argument dump, recorded command line) or a launch script (the
  * small reading of bash). Rejected input must be a well-formed PP_ERR_INPUT; accepted arguments
  * go through pp_margs_read, and a model that validates through the memory and time models with

@@ -1,4 +1,4 @@
-/* libFuzzer harness: our model YAML schema (pp_model_load_string, planner/loader.c).
+/* libFuzzer harness: our model YAML schema (pp_model_load_string, planner/model/loader.c).
  * Accepted models must validate, count parameters without overflow and go through the memory
  * and time models with finite results (fuzz_common.h). Build: fuzz/README.md. */
 #include "fuzz_common.h"

@@ -4,7 +4,7 @@
  * into the model's shapes, finds parplan-probe and execs it. moe and mla measure a model's own
  * layer: they need --model, one whose layers have experts (moe) or latent attention (mla), and
  * run apart from the machine's probes (gemm, attention, layer: parplan-probe reads --hidden as
- * one or the other). The shapes are those plan --probe measures (planner/probe_cache.c
+ * one or the other). The shapes are those plan --probe measures (planner/calibrate/probe_cache.c
  * pp_probe_moe_shape_of, pp_probe_mla_shape_of): the rank's tokens, local experts and shards. parplan-probe is looked for in $PARPLAN_PROBE, beside this executable, in ../probes/
  * (the build tree: build/src/parplan, build/probes/parplan-probe), in ../libexec/ (an install
  * prefix) and in the configured libexecdir. */

@@ -22,7 +22,7 @@
  * local GPUs or spanning nodes (the profile's / catalog's network figures), the optimizer step,
  * the embedding and output layer, CP layers, the parts of a layer a probe could not run.
  *
- * Measurements are cached per (GPU, shape) (planner/probe_cache.c), saved atomically after every
+ * Measurements are cached per (GPU, shape) (planner/calibrate/probe_cache.c), saved atomically after every
  * parplan-probe call: an interrupted plan resumes, a repeated one measures nothing. SIGINT and
  * SIGTERM while probing (issue 9) are caught: the running parplan-probe is stopped and waited for,
  * its temporary profile removed, the cache left as the last completed call saved it (a save under

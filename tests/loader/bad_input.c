@@ -124,7 +124,7 @@ static const bad_case cases[] = {
      "missing required key 'num_local_experts'"},
     {MODEL, "HF negative", "{\"model_type\": \"gpt2\", \"n_layer\": -2}", 1, 35, "'n_layer': -2 is out of range"},
     {MODEL, "HF truncated JSON", "{\"model_type\": \"gpt2\", \"n_layer\": 2", 2, 1, "invalid YAML"},
-    /* Hugging Face config.json: today's model types (planner/hf_config.c) */
+    /* Hugging Face config.json: today's model types (planner/model/hf_config.c) */
     {MODEL, "HF unsupported model_type: the list", "{\"model_type\": \"rwkv\"}", 1, 16,
      "'model_type': 'rwkv' is not supported (llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe, "
      "gemma, gemma2, gemma3_text, olmo2, gpt_oss, llama4_text, deepseek_v2, deepseek_v3, kimi_k2, gemma3, llama4, gpt2"},

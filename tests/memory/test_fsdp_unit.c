@@ -1,4 +1,4 @@
-/* The FSDP2 memory terms (planner/memory_fsdp.c) against hand-computed cases: the moment the peak
+/* The FSDP2 memory terms (planner/cost/memory_fsdp.c) against hand-computed cases: the moment the peak
  * is at and its bytes, written out term by term here, for the Llama-3.2-3B and Llama-3-8B shapes
  * of tests/data/fsdp/runs.csv; the per-token activation tables; what sharding, HSDP, gradient
  * accumulation and the pipeline's no-sync accumulation change; and that the search's fast path

@@ -1,4 +1,4 @@
-/* Unit tests of the layout search (planner/search.c):
+/* Unit tests of the layout search (planner/search/search.c):
  *   - the rules against brute force: with memory out of the way, the ranked candidates are
  *     exactly the layouts of the value lists that pp_layout_validate accepts and that the
  *     topology and redundancy rules keep;

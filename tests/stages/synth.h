@@ -1,4 +1,4 @@
-/* A small cost provider for the stage MILP tests, independent of planner/memory.c and time.c:
+/* A small cost provider for the stage MILP tests, independent of planner/cost/memory.c and time.c:
  * the published formulas of ../shared/reference/formulas.md, nothing calibrated.
  *   weights + grads + Adam: 18 bytes per parameter (Megatron bf16 + fp32 main grads + fp32 Adam),
  *   layer parameters 12 h^2 (GPT, Narayanan et al. SC'21 eq. 2), divided by t;

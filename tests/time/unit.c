@@ -1,4 +1,4 @@
-/* Unit tests of the step-time model (planner/time.c):
+/* Unit tests of the step-time model (planner/cost/time.c):
  *   - its building blocks against the anchors measured on the lent GPUs
  *     (../shared/anchors: H100 GEMMs at transformer shapes, GPT layer forward/backward,
  *     2 x H200 NCCL bus bandwidth), with the catalog's constants;

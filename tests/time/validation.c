@@ -1,7 +1,7 @@
 /* Step-time validation against the published measurements in ../shared/validation.
  *
  * One set of constants per GPU kind: the catalog entries a100-80gb and h100-sxm plus the
- * model-form constants of planner/time.c; nothing here is tuned per row. What varies per table
+ * model-form constants of planner/cost/time.c; nothing here is tuned per row. What varies per table
  * is the published setup (software and cluster facts), and it is described with the options a
  * user has: each row is a `parplan check` command line, parsed by the CLI's own option table
  * (src/cli.c, linked in) into the work, layout and training stack that `check` predicts from, so

@@ -1,7 +1,7 @@
 /* Step-time validation against published MoE and FP8 training throughput (tests/data/validation).
  *
  * How close does the UNCALIBRATED model come (catalog GPUs, the model-form constants of
- * planner/time.c, no --profile)? Every row is the `parplan check` command line a user would type
+ * planner/cost/time.c, no --profile)? Every row is the `parplan check` command line a user would type
  * for the published run (model from the catalog, or a YAML under tests/data/ where the benchmark
  * ran a proxy shape; --gpu, --gpus, --gpus-per-node 8, --gbs, --seq, the layout, --precision
  * bf16|fp8, the recipe's --dist-opt, --sp, --tp-comm-overlap, --recompute/--recompute-modules,
