@@ -20,7 +20,7 @@
  * same e4m3 inputs (ref.c pp_ref_linear); it also picks the C operand cuBLASLt takes (A standing in
  * for C, else NULL). A cuBLASLt refusal of an fp8 GEMM is a note, not the end of the probe.
  *
- * Timing follows the protocol of the PyTorch anchors (../shared/anchors): torch.randn-like inputs,
+ * Timing follows the protocol of the PyTorch anchors (tests/data/anchors): torch.randn-like inputs,
  * the cuBLASLt heuristic's first algorithm (what PyTorch and Megatron run), three warm-ups, then
  * about 15 ms of repeats (at least 10), each between two events, median, with the operands left
  * in the L2 between repeats as in a training step's back-to-back kernels. The event pair costs a

@@ -1,6 +1,6 @@
 /* parplan-probe: measures GEMM, memory bandwidth, attention, a transformer layer and NCCL
  * collectives on the local GPUs and writes a hardware profile (schema:
- * ../shared/reference/cli.md "Hardware profile") that `parplan check/plan --profile` read.
+ * docs/cli.md "Hardware profile") that `parplan check/plan --profile` read.
  *
  * This header is shared by the C parts (main.c, report.c, ref.c, mpi_glue.c) and the CUDA parts
  * (harness.cu and one .cu per probe). The planner library never includes it: the planner must
@@ -54,7 +54,7 @@ typedef struct {
     char inject_hang[16];     /* $PARPLAN_PROBE_INJECT_HANG: "" none; "any", an op name or "connect":
                                * the last rank skips one launch (tests; see pp_parse_hang) */
     /* A model's shapes (--hidden ...). hidden == 0: the default shapes (those of the PyTorch
-     * anchors in ../shared/anchors, so that the figures compare one to one). */
+     * anchors in tests/data/anchors, so that the figures compare one to one). */
     int64_t hidden, heads, kv_heads, ffn, seq, mbs;
     bool swiglu;
     /* --no-mlp: the layer probe times the layer without its MLP (LayerNorm, QKV, attention,

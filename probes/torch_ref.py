@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch figures on the machine at hand, for comparing parplan-probe with the framework on the
-same GPU (the anchors in ../shared/anchors were measured on other machines of the same kinds, and
+same GPU (the anchors in tests/data/anchors were measured on other machines of the same kinds, and
 have no attention rows and no single-GPU H200 rows).
 
 Measures, with CUDA events, warm-up and the median of repeats (no L2 flush: as the anchors):

@@ -1,4 +1,4 @@
-/* The shared option table and parser. Every flag of ../shared/reference/cli.md is here, once;
+/* The shared option table and parser. Every flag of docs/cli.md is here, once;
  * each subcommand reads the fields it needs from pp_cli. Unknown flags, missing values and
  * malformed numbers are errors naming the flag (exit 2), never silently ignored. */
 #include "cli.h"

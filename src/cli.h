@@ -1,5 +1,5 @@
 /* The command line: one option table shared by every subcommand (cli.c), the subcommands
- * (cmd_*.c). Contract: ../shared/reference/cli.md. */
+ * (cmd_*.c). Contract: docs/cli.md. */
 #ifndef PP_CLI_H
 #define PP_CLI_H
 

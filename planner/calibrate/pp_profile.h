@@ -1,5 +1,5 @@
 /* Measured hardware profile (written by `parplan probe`, read by check/plan --profile).
- * Schema: ../shared/reference/cli.md "Hardware profile". */
+ * Schema: docs/cli.md "Hardware profile". */
 #ifndef PP_PROFILE_H
 #define PP_PROFILE_H
 

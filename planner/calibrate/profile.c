@@ -1,6 +1,6 @@
 /* Measured hardware profiles (`parplan probe -o FILE`, read by --profile) and the queries the
  * time model asks of them (GEMM rate, bus bandwidth, optimizer step: issue 8).
- * Schema: ../shared/reference/cli.md "Hardware profile".
+ * Schema: docs/cli.md "Hardware profile".
  *
  * Records are strict (unknown keys inside a gemm/attention/layer/nccl/optimizer/moe/mla record or in
  * `bandwidth` are errors); the top level also allows a few documented free-form keys

@@ -16,7 +16,7 @@
  *
  * The only constants that are not a GPU's catalog entry, a published formula or a software
  * fact (pp_time_opts) are the few model-form constants below, shared by every GPU: measured on
- * the anchors of the lent H100 (../shared/anchors/h100_torch.jsonl), one of them fitted there,
+ * the anchors of the lent H100 (tests/data/anchors/h100_torch.jsonl), one of them fitted there,
  * one an estimate. tests/time/unit.c checks them against those anchors;
  * tests/time/validation.c checks whole steps against published tables (docs/time-model.md).
  */

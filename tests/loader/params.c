@@ -185,10 +185,10 @@ static void catalog_tests(const char *dir)
         pp_model_params(l3, &pc);
         tap_ok(pc.total == 8030261248LL, "llama3-8b exact count %lld == 8030261248", (long long)pc.total);
     }
-    /* The SC21 table rows in ../shared/validation agree with the catalog's sc21-* files. */
-    const char *shared = getenv("PARPLAN_SHARED_DIR");
+    /* The SC21 table rows in tests/data/validation agree with the catalog's sc21-* files. */
+    const char *shared = getenv("PARPLAN_DATA_DIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/validation/megatron_sc21_table1.csv", shared ? shared : "../shared");
+    snprintf(path, sizeof path, "%s/validation/megatron_sc21_table1.csv", shared ? shared : "tests/data");
     FILE *f = fopen(path, "r");
     if (tap_ok(f != NULL, "read %s", path)) {
         char line[512];

@@ -3,7 +3,7 @@
 
 Device-side script (issue 3, memory-model validation). It runs from the repository root with a
 Megatron-LM snapshot in .megatron/ (git-ignored, carried), following
-../shared/reference/megatron-on-device.md: local transformer implementation, no TE/apex, mock
+docs/megatron-on-device.md: local transformer implementation, no TE/apex, mock
 data, bf16. Launches that share a slot run at the same time, each on its own GPU
 (CUDA_VISIBLE_DEVICES), so two one-GPU configurations cost one launch time. Every launch has its
 own timeout, and slots are skipped once the deadline is near so that the logs always come back.

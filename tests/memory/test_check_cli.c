@@ -1,5 +1,5 @@
 /* `parplan check` through the CLI (issue 3): the per-stage table, and --json with the fields
- * ../shared/reference/cli.md fixes for check, consistent with each other. Runs $PARPLAN. */
+ * docs/cli.md fixes for check, consistent with each other. Runs $PARPLAN. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -35,7 +35,7 @@ static const pp_act_tensor *find(const pp_act_table *tb, const char *name)
 /* Korthikanti et al. 2022, table 2, per layer (the table's L factor dropped), 16-bit. */
 static void korthikanti(void)
 {
-    /* The GPT shapes of the paper's tables 3-5 (../shared/validation/korthikanti_2022*.csv):
+    /* The GPT shapes of the paper's tables 3-5 (tests/data/validation/korthikanti_2022*.csv):
      * heads, hidden, layers, micro-batch; s = 2048, t = 8. */
     static const struct { const char *name; int64_t a, h, L, b; } M[] = {
         {"22B", 64, 6144, 48, 4}, {"175B", 96, 12288, 96, 1},

@@ -1,5 +1,5 @@
 /* Validation: ZeRO paper (Rajbhandari et al. 2020) table 1, per-GPU model-state memory by DP
- * degree and ZeRO stage (../shared/validation/zero_table1_memory.csv), within 2% per row.
+ * degree and ZeRO stage (tests/data/validation/zero_table1_memory.csv), within 2% per row.
  * Each row goes through the model-state table the stages use (pp_memory_state_per_param), and
  * once through a whole DeepSpeed stage for a GPT whose parameters are counted by the model. */
 #include <math.h>
@@ -13,9 +13,9 @@
 
 int main(void)
 {
-    const char *shared = getenv("PARPLAN_SHARED_DIR");
+    const char *shared = getenv("PARPLAN_DATA_DIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/validation/zero_table1_memory.csv", shared ? shared : "../shared");
+    snprintf(path, sizeof path, "%s/validation/zero_table1_memory.csv", shared ? shared : "tests/data");
     FILE *f = fopen(path, "r");
     if (!tap_ok(f != NULL, "open %s", path)) return tap_done();
     char line[512];

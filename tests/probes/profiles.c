@@ -1,5 +1,5 @@
 /* The committed profiles (tests/data/profiles, measured on the lent GPUs) against PyTorch
- * (suite validation): ../shared/anchors (PyTorch 2.11 on other machines of the same kinds) and the
+ * (suite validation): tests/data/anchors (PyTorch 2.11 on other machines of the same kinds) and the
  * PyTorch figures taken in the same device call as each profile (*.torch.jsonl from
  * probes/torch_ref.py). The floor of issue 7: each figure at least 95% of PyTorch's. Every
  * comparison prints its ratio, each group its mean absolute deviation (MAPE of the ratio).
@@ -285,12 +285,12 @@ static void compare_single(const char *label, const rec *mine, int nm, double co
 
 int main(void)
 {
-    const char *src = getenv("PARPLAN_SOURCE_DIR"), *shared = getenv("PARPLAN_SHARED_DIR");
+    const char *src = getenv("PARPLAN_SOURCE_DIR"), *shared = getenv("PARPLAN_DATA_DIR");
     char p[1024], q[1024];
     static rec mine[MAXR], torch[MAXR];
     double copy = 0, mul = 0;
     int nm, nt;
-    if (!src || !shared) return tap_skip_all("PARPLAN_SOURCE_DIR / PARPLAN_SHARED_DIR not set");
+    if (!src || !shared) return tap_skip_all("PARPLAN_SOURCE_DIR / PARPLAN_DATA_DIR not set");
 
     /* every committed profile loads through the planner's loader */
     const char *files[3] = {"h100-sxm.yaml", "h200.yaml", "h200x2-nvlink.yaml"};

@@ -790,9 +790,9 @@ static void check_busbw(void)
     tap_near(pp_nccl_busbw_factor("all_to_all", 2), 0.5, 0, "all_to_all factor, 2 ranks = 1/2");
     tap_near(pp_nccl_busbw_factor("sendrecv", 2), 1.0, 0, "sendrecv factor = 1");
     tap_ok(pp_nccl_busbw_factor("broadcastx", 2) == 0, "unknown op: factor 0");
-    const char *shared = getenv("PARPLAN_SHARED_DIR");
+    const char *shared = getenv("PARPLAN_DATA_DIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/anchors/h200x2_torch_nccl.jsonl", shared ? shared : "../shared");
+    snprintf(path, sizeof path, "%s/anchors/h200x2_torch_nccl.jsonl", shared ? shared : "tests/data");
     FILE *fp = fopen(path, "r");
     if (!fp) {
         tap_ok(0, "anchors readable at %s", path);

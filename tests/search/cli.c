@@ -1,5 +1,5 @@
 /* `parplan plan` and `parplan estimate` through the binary ($PARPLAN): the JSON fields of
- * ../shared/reference/cli.md, the human table's funnel and explanation, fixed flags, errors. */
+ * docs/cli.md, the human table's funnel and explanation, fixed flags, errors. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* A small cost provider for the stage MILP tests, independent of planner/cost/memory.c and time.c:
- * the published formulas of ../shared/reference/formulas.md, nothing calibrated.
+ * the published formulas of docs/formulas.md, nothing calibrated.
  *   weights + grads + Adam: 18 bytes per parameter (Megatron bf16 + fp32 main grads + fp32 Adam),
  *   layer parameters 12 h^2 (GPT, Narayanan et al. SC'21 eq. 2), divided by t;
  *   activations per layer and micro-batch: 34 s b h / t (Korthikanti et al. 2022 table 2, TP + SP,

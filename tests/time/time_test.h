@@ -102,12 +102,12 @@ static inline int tt_csv_load_path(tt_csv *c, const char *path)
     return 0;
 }
 
-/* A published table of ../shared/validation (PARPLAN_SHARED_DIR). */
+/* A published table of tests/data/validation (PARPLAN_DATA_DIR). */
 static inline int tt_csv_load(tt_csv *c, const char *name)
 {
-    const char *dir = getenv("PARPLAN_SHARED_DIR");
+    const char *dir = getenv("PARPLAN_DATA_DIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/validation/%s", dir ? dir : "../shared", name);
+    snprintf(path, sizeof path, "%s/validation/%s", dir ? dir : "tests/data", name);
     return tt_csv_load_path(c, path);
 }
 

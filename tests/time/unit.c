@@ -1,6 +1,6 @@
 /* Unit tests of the step-time model (planner/cost/time.c):
  *   - its building blocks against the anchors measured on the lent GPUs
- *     (../shared/anchors: H100 GEMMs at transformer shapes, GPT layer forward/backward,
+ *     (tests/data/anchors: H100 GEMMs at transformer shapes, GPT layer forward/backward,
  *     2 x H200 NCCL bus bandwidth), with the catalog's constants;
  *   - the published formulas it must reproduce exactly (model and hardware FLOPs);
  *   - the structure of a step: bubble (p-1)/m and (p-1)/(vm), recompute, DP overlap, sharded
@@ -36,9 +36,9 @@ static bool jl_is(const char *line, const char *key, const char *value)
 
 static FILE *anchors_open(const char *name)
 {
-    const char *dir = getenv("PARPLAN_SHARED_DIR");
+    const char *dir = getenv("PARPLAN_DATA_DIR");
     char path[1024];
-    snprintf(path, sizeof path, "%s/anchors/%s", dir ? dir : "../shared", name);
+    snprintf(path, sizeof path, "%s/anchors/%s", dir ? dir : "tests/data", name);
     FILE *f = fopen(path, "r");
     if (!f) printf("# cannot open %s\n", path);
     return f;

@@ -1,4 +1,4 @@
-/* Step-time validation against the published measurements in ../shared/validation.
+/* Step-time validation against the published measurements in tests/data/validation.
  *
  * One set of constants per GPU kind: the catalog entries a100-80gb and h100-sxm plus the
  * model-form constants of planner/cost/time.c; nothing here is tuned per row. What varies per table
