@@ -1,12 +1,13 @@
-/* libFuzzer harness: the argument parser (pp_cli_parse, src/cli.c, compiled into this harness)
- * and, for argument lists it accepts, the resolution of the work (pp_cli_work: catalog names,
- * inline model overrides, cluster, layout rules) and the memory and time models on the result.
+/* libFuzzer harness: the request's option parser (pp_request_parse, the table every work command
+ * shares) and, for argument lists it accepts, the one merge of the request (pp_request_resolve:
+ * catalog names, inline model overrides, cluster, layout rules) and the memory and time models on
+ * the result.
  *
  * Input: the subcommand index (first byte mod 7: the six commands or a junk name), then the
  * arguments separated by NUL or newline bytes. Values that would name files (containing '/',
  * or starting with '.') are not resolved, so the fuzzer cannot wander the file system (a FIFO
  * or /dev/zero there is the bad-input suite's business, tests/cli). The catalog is loaded once. */
-#include "../src/cli.h"
+#include "pp_request.h"
 #include "fuzz_common.h"
 
 static pp_catalog fuzz_cat;
@@ -49,36 +50,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
 
-    pp_cli c;
-    memset(&c, 0, sizeof c);
-    c.argv0 = "parplan";
+    pp_request rq;
+    pp_request_init(&rq);
+    pp_resolved res;
+    memset(&res, 0, sizeof res);
     pp_error err = {0};
-    pp_status st = pp_cli_parse(&c, cmd, argc, argv, &err);
+    pp_status st = pp_request_parse(&rq, argc, argv, &err);
     if (st != PP_OK) {
-        fuzz_check_error(st, &err, "pp_cli_parse");
+        fuzz_check_error(st, &err, "pp_request_parse");
         FUZZ_CHECK(err.line == 0, "a command-line error with a line number");
         goto done;
     }
-    FUZZ_CHECK(c.npos >= 0 && c.npos <= argc, "npos %d argc %d", c.npos, argc);
-    FUZZ_CHECK(c.top >= 1, "top %lld", (long long)c.top);
     bool works = !strcmp(cmd, "check") || !strcmp(cmd, "plan") || !strcmp(cmd, "launch") ||
                  !strcmp(cmd, "estimate");
-    if (!works || !fuzz_have_cat || is_pathlike(c.model_arg) || is_pathlike(c.gpu_arg) || c.profile_arg)
+    if (!works || !fuzz_have_cat || is_pathlike(rq.model) || is_pathlike(rq.gpu) || rq.profile || rq.megatron_args)
         goto done;
-    c.cat = fuzz_cat; /* borrowed: pp_cli_catalog sees it loaded; given back before pp_cli_free */
     err = (pp_error){0};
-    st = pp_cli_work(&c, strcmp(cmd, "plan") != 0, &err);
+    st = pp_request_resolve(&rq, &fuzz_cat, strcmp(cmd, "plan") != 0, true, &res, &err);
     if (st != PP_OK) {
-        fuzz_check_error(st, &err, "pp_cli_work");
+        fuzz_check_error(st, &err, "pp_request_resolve");
     } else {
-        fuzz_check_model(&c.work.model);
+        fuzz_check_model(&res.work.model);
         /* Any accepted layout, pp beyond PP_MAX_STAGES included: the models must refuse what
          * they cannot hold, never write past their tables. */
-        if (strcmp(cmd, "plan") != 0) fuzz_check_estimates(&c.work, &c.layout);
+        if (strcmp(cmd, "plan") != 0) fuzz_check_estimates(&res.work, &res.layout);
     }
-    memset(&c.cat, 0, sizeof c.cat);
 done:
-    pp_cli_free(&c);
+    pp_resolved_free(&res);
+    pp_request_free(&rq);
     free(buf);
     return 0;
 }

@@ -10,34 +10,39 @@
 #include "pp_load.h"
 #include "pp_margs.h"
 #include "pp_profile.h"
+#include "pp_request.h"
+#include "pp_search.h"
 
-/* Layout flags the user gave explicitly (plan keeps them fixed while searching the rest). */
+/* Layout flags the user gave explicitly (plan keeps them fixed while searching the rest): the
+ * search's bits (pp_request_fixed). */
 enum {
-    PP_FIX_TP = 1 << 0, PP_FIX_PP = 1 << 1, PP_FIX_DP = 1 << 2, PP_FIX_VPP = 1 << 3,
-    PP_FIX_CP = 1 << 4, PP_FIX_EP = 1 << 5, PP_FIX_MBS = 1 << 6, PP_FIX_ZERO = 1 << 7,
-    PP_FIX_DIST_OPT = 1 << 8, PP_FIX_SP = 1 << 9, PP_FIX_RECOMPUTE = 1 << 10,
-    PP_FIX_OFFLOAD = 1 << 11, PP_FIX_ETP = 1 << 12,
+    PP_FIX_TP = PP_SEARCH_FIX_TP, PP_FIX_PP = PP_SEARCH_FIX_PP, PP_FIX_DP = PP_SEARCH_FIX_DP,
+    PP_FIX_VPP = PP_SEARCH_FIX_VPP, PP_FIX_CP = PP_SEARCH_FIX_CP, PP_FIX_EP = PP_SEARCH_FIX_EP,
+    PP_FIX_MBS = PP_SEARCH_FIX_MBS, PP_FIX_ZERO = PP_SEARCH_FIX_ZERO, PP_FIX_DIST_OPT = PP_SEARCH_FIX_DIST_OPT,
+    PP_FIX_SP = PP_SEARCH_FIX_SP, PP_FIX_RECOMPUTE = PP_SEARCH_FIX_RECOMPUTE,
+    PP_FIX_OFFLOAD = PP_SEARCH_FIX_OFFLOAD, PP_FIX_ETP = PP_SEARCH_FIX_ETP,
 };
 
-
-
+/* One command line: the request (the library's WORK / model / STACK / LAYOUT options, as given),
+ * the subcommand's own options, and what pp_cli_work resolves. Each command's option table
+ * (cli.c) points at these fields. */
 typedef struct {
     const char *argv0;
     const char *cmd;          /* subcommand */
+    pp_request rq;            /* as given */
     bool json;                /* --json */
     bool help;                /* --help / -h */
     bool quiet;               /* -q */
-    /* WORK */
-    const char *model_arg, *gpu_arg, *profile_arg;
-    const char *megatron_args;         /* --megatron-args FILE|- */
-    pp_margs_config *margs;       /* what it says (pp_cli_work reads it; stage arrays live here) */
+    /* the request's strings, for the commands that read them before resolving */
+    const char *model_arg, *gpu_arg, *profile_arg, *megatron_args, *stages;
+    /* resolved by pp_cli_work (before it: the layout and stack the flags give) */
     pp_catalog cat;
     pp_work work;
-    pp_profile profile;
-    bool have_profile;
-    /* LAYOUT */
     pp_layout layout;
     unsigned fixed;           /* PP_FIX_* */
+    pp_margs_config *margs;   /* --megatron-args: what the file says (owns the layout's stage arrays) */
+    pp_profile profile;
+    bool have_profile;
     /* subcommand options */
     int64_t top;              /* plan --top K (default 5) */
     int64_t probe_k;          /* plan --probe K (0: none) */
@@ -48,7 +53,6 @@ typedef struct {
     const char *launch_target;/* launch / plan --emit: --launch-target standard|device-local */
     int64_t train_iters;      /* launch / plan --emit: --train-iters N (0: the target's default) */
     const char *report;       /* --report FILE.html */
-    const char *stages;       /* --stages uniform|ilp (NULL: command's default) */
     const char *dump_ilp;     /* --dump-ilp FILE */
     double tokens;            /* estimate --tokens */
     double price_per_gpu_hour;/* estimate --price-per-gpu-hour */

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 #include "pp_time.h"
 #include "tap.h"
 #include "time_test.h"
@@ -106,7 +105,7 @@ static void table_sc21(void)
             breakdown(&r);
             reproduce(&t, acc.name, i == 0, r.step_time_s);
         }
-        pp_cli_free(&t.c);
+        tt_free(&t);
     }
     double mape = acc_mape(&acc);
     printf("# %s: MAPE %.1f%% over %d rows (step time; measured = hardware FLOPs / published "
@@ -153,7 +152,7 @@ static void table_korthikanti(void)
                 reproduce(&t, acc.name, first, r.step_time_s);
                 first = false;
             }
-            pp_cli_free(&t.c);
+            tt_free(&t);
         }
     }
     double mape = acc_mape(&acc);
@@ -201,7 +200,7 @@ static void table_korthikanti_layer(void)
         pp_time_result r;
         if (i == 0 && !estimate(&t, &r, ex)) reproduce(&t, acc.name, true, r.step_time_s);
         else printf("#   parplan check %s\n", t.shown);
-        pp_cli_free(&t.c);
+        tt_free(&t);
     }
     double mape = acc_mape(&acc);
     printf("# %s: MAPE %.1f%% over %d values (per-layer forward and backward, ms)\n", acc.name,
@@ -246,7 +245,7 @@ static void table_readme_h100(void)
             breakdown(&r);
             reproduce(&t, acc.name, i == 0, r.step_time_s);
         }
-        pp_cli_free(&t.c);
+        tt_free(&t);
     }
     double mape = acc_mape(&acc);
     printf("# %s: MAPE %.1f%% over %d rows (step time; measured = model FLOPs / published model "
@@ -289,7 +288,7 @@ static void table_bloom(void)
                    tt_csv_num(&csv, i, "tflops_per_gpu_meas"));
             reproduce(&t, acc.name, i == 0, r.step_time_s);
         }
-        pp_cli_free(&t.c);
+        tt_free(&t);
     }
     double mape = acc_mape(&acc);
     printf("# %s: MAPE %.1f%% over %d rows (iteration time)\n", acc.name, 100 * mape, acc.n);

@@ -1,7 +1,8 @@
 /* Shared by the step-time validation tests (validation.c, validation_moe.c): a published row as
- * the `parplan check` command line a user types, parsed by the CLI's own option table (src/cli.c,
- * compiled into the test), and the same command run through the binary ($PARPLAN) to show that
- * the printed command reproduces the figure. */
+ * the `parplan check` command line a user types, parsed by the request's option table and merged
+ * by the library's one merge (pp_request_parse, pp_request_resolve: what the CLI calls), and the
+ * same command run through the binary ($PARPLAN) to show that the printed command reproduces the
+ * figure. */
 #ifndef PP_VALIDATION_CLI_H
 #define PP_VALIDATION_CLI_H
 
@@ -10,13 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "pp_load.h"
+#include "pp_request.h"
 #include "tap.h"
 
-/* A work and layout as `parplan check ARGS` builds them (the CLI's option table and
- * pp_cli_work). "@SRC@/" in ARGS is the source tree (printed as a path relative to it). */
+/* A work and layout as `parplan check ARGS` builds them. "@SRC@/" in ARGS is the source tree
+ * (printed as a path relative to it). */
 typedef struct {
-    pp_cli c;
+    pp_request rq;
+    pp_resolved c; /* .work, .layout */
     char buf[2048];
     char *argv[128];
     char shown[2048]; /* the command line as printed */
@@ -41,15 +44,24 @@ static inline bool cli_try(tt_cli *t, const char *args, pp_error *err)
     t->shown[m] = 0;
     int argc = 0;
     for (char *p = strtok(t->buf, " "); p && argc < 127; p = strtok(NULL, " ")) t->argv[argc++] = p;
-    memset(&t->c, 0, sizeof t->c);
-    t->c.argv0 = "parplan";
+    static pp_catalog cat;
     memset(err, 0, sizeof *err);
-    if (pp_cli_parse(&t->c, "check", argc, t->argv, err) != PP_OK || pp_cli_work(&t->c, true, err) != PP_OK) {
-        pp_cli_free(&t->c);
+    if (!cat.n_models) {
+        char dir[1024];
+        if (pp_catalog_find_dir(NULL, dir, sizeof dir, err) != PP_OK || pp_catalog_load(&cat, dir, err) != PP_OK)
+            return false;
+    }
+    pp_request_init(&t->rq);
+    memset(&t->c, 0, sizeof t->c);
+    if (pp_request_parse(&t->rq, argc, t->argv, err) != PP_OK ||
+        pp_request_resolve(&t->rq, &cat, true, true, &t->c, err) != PP_OK) {
+        pp_resolved_free(&t->c);
         return false;
     }
     return true;
 }
+
+static inline void tt_free(tt_cli *t) { pp_resolved_free(&t->c); }
 
 /* The same, failing a TAP test with the CLI's message when the row does not parse. */
 static inline bool cli_load(tt_cli *t, const char *args)

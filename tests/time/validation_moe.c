@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "pp_memory.h"
 #include "pp_time.h"
 #include "tap.h"
@@ -202,7 +201,7 @@ static void run_table(const table_spec *ts)
             tap_ok(as_said, "%s: %s", label,
                    as_said ? "still refused (pipeline layout not expressible); not in the MAPE"
                            : "no longer refused as the CSV says: drop its 'blocked' mark to evaluate it");
-            if (parsed) pp_cli_free(&t.c);
+            if (parsed) tt_free(&t);
             continue;
         }
         n_open++;
@@ -223,7 +222,7 @@ static void run_table(const table_spec *ts)
         tap_ok(timed && memd && isfinite(pred) && pred > 0 && meas > 0, "%s: predicts %.0f tokens/s/GPU%s%s", label,
                pred, timed ? "" : terr.msg, memd ? "" : merr.msg);
         if (!timed || !memd) {
-            pp_cli_free(&t.c);
+            tt_free(&t);
             continue;
         }
         double e = (pred - meas) / meas;
@@ -265,7 +264,7 @@ static void run_table(const table_spec *ts)
             rr->meas = meas;
             rr->done = true;
         }
-        pp_cli_free(&t.c);
+        tt_free(&t);
     }
     double mape = n ? sum_abs / n : NAN;
     printf("# %s: MAPE %.1f%% over %d rows (tokens/s/GPU, uncalibrated)", ts->name, 100 * mape, n);

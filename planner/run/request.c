@@ -1,0 +1,450 @@
+/* The request (pp_request.h): its option table and the one merge of catalog, --megatron-args
+ * and flags into the work and layout every command plans from. */
+#include "pp_request.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Upper bounds: no count beyond these is meaningful, and they keep products within int64. */
+#define MAX_GPUS 10000000.0
+#define MAX_DIM 100000000.0
+
+static const char *const zero_names[] = {"0", "1", "2", "3"};
+static const char *const stages_names[] = {"uniform", "ilp", "auto"};
+
+#define F(field) offsetof(pp_request, field)
+#define INT(n, f, k, lo, hi, h) {n, 0, PP_OPT_INT, F(f), k, lo, hi, NULL, 0, 0, h}
+#define NUM(n, f, k, lo, hi, h) {n, 0, PP_OPT_NUM, F(f), k, lo, hi, NULL, 0, 0, h}
+#define STR(n, f, k, h) {n, 0, PP_OPT_STR, F(f), k, 0, 0, NULL, 0, 0, h}
+#define ENUM(n, f, k, names, cnt, h) {n, 0, PP_OPT_ENUM, F(f), k, 0, 0, names, cnt, 0, h}
+#define FLAG(n, f, k, h) {n, 0, PP_OPT_FLAG, F(f), k, 0, 0, NULL, 0, 0, h}
+#define SET(n, f, k, v, h) {n, 0, PP_OPT_SET, F(f), k, 0, 0, NULL, 0, v, h}
+
+const pp_option pp_request_options[] = {
+    STR("--model", model, PP_RQ_MODEL, "NAME|FILE: catalog name, model YAML or HF config.json"),
+    STR("--gpu", gpu, PP_RQ_GPU, "NAME|FILE: catalog GPU or GPU YAML"),
+    STR("--profile", profile, PP_RQ_PROFILE, "FILE: hardware profile from `parplan probe`"),
+    INT("--gpus", gpus, PP_RQ_GPUS, 1, MAX_GPUS, "N: total GPUs"),
+    INT("--gpus-per-node", gpus_per_node, PP_RQ_GPN, 1, 1024, "N: GPUs per node (default: the GPU's)"),
+    INT("--gbs", gbs, PP_RQ_GBS, 1, 1099511627776.0, "N: global batch in sequences"),
+    ENUM("--framework", framework, PP_RQ_FRAMEWORK, pp_framework_names, PP_FW_COUNT, "megatron|deepspeed|fsdp"),
+    ENUM("--attention", attention, PP_RQ_ATTENTION, pp_attention_names, PP_ATTN_COUNT, "flash|unfused"),
+    INT("--layers", layers, PP_RQ_LAYERS, 1, 1000000, "N: override the model's layers"),
+    INT("--hidden", hidden, PP_RQ_HIDDEN, 1, MAX_DIM, "N: hidden size"),
+    INT("--heads", heads, PP_RQ_HEADS, 1, 1000000, "N: attention heads"),
+    INT("--kv-heads", kv_heads, PP_RQ_KV_HEADS, 1, 1000000, "N: KV heads (GQA groups)"),
+    INT("--ffn", ffn, PP_RQ_FFN, 1, MAX_DIM, "N: MLP inner size"),
+    INT("--vocab", vocab, PP_RQ_VOCAB, 1, MAX_DIM, "N: vocabulary"),
+    INT("--seq", seq, PP_RQ_SEQ, 1, MAX_DIM, "N: sequence length"),
+    SET("--swiglu", act, PP_RQ_ACT, PP_ACT_SWIGLU, "SwiGLU MLP"),
+    SET("--gelu", act, PP_RQ_ACT, PP_ACT_GELU, "GELU MLP"),
+    SET("--untied", tied, PP_RQ_TIED, 0, "separate output layer"),
+    SET("--tied", tied, PP_RQ_TIED, 1, "output layer shares the embedding"),
+    SET("--rmsnorm", norm, PP_RQ_NORM, PP_NORM_RMSNORM, "RMSNorm"),
+    SET("--layernorm", norm, PP_RQ_NORM, PP_NORM_LAYERNORM, "LayerNorm"),
+    SET("--no-bias", bias, PP_RQ_BIAS, 0, "no linear-layer biases"),
+    INT("--experts", experts, PP_RQ_EXPERTS, 1, 100000, "N: MoE experts per layer"),
+    INT("--topk", topk, PP_RQ_TOPK, 1, 100000, "N: experts per token"),
+    STR("--megatron-args", megatron_args, PP_RQ_MEGATRON_ARGS,
+        "FILE: model, layout and stack from a Megatron-LM command line, launch script or training log "
+        "('-': stdin); the flags given beside it override it"),
+    ENUM("--precision", precision, PP_RQ_PRECISION, pp_precision_names, PP_PREC_COUNT,
+         "bf16|fp16|fp8: training precision (default bf16)"),
+    /* dropout is a probability: [0, 1) as in torch.nn.Dropout (p = 1 zeroes everything) */
+    NUM("--dropout", dropout, PP_RQ_DROPOUT, 0, 0.999, "P: attention and hidden dropout (default: the model's)"),
+    NUM("--attention-dropout", attention_dropout, PP_RQ_ATTN_DROPOUT, 0, 0.999, "P: attention dropout (overrides --dropout)"),
+    NUM("--hidden-dropout", hidden_dropout, PP_RQ_HIDDEN_DROPOUT, 0, 0.999, "P: hidden dropout (overrides --dropout)"),
+    FLAG("--no-overlap", no_overlap, PP_RQ_NO_OVERLAP,
+         "no DP gradient-reduce, parameter-gather or pipeline overlap (2021 Megatron, DeepSpeed's pipeline engine)"),
+    FLAG("--tp-comm-overlap", tp_comm_overlap, PP_RQ_TP_COMM_OVERLAP,
+         "TP collectives hidden behind the GEMMs (TransformerEngine userbuffers, with --sp)"),
+    ENUM("--impl", impl, PP_RQ_IMPL, pp_impl_names, PP_IMPL_COUNT,
+         "te|local: Megatron-LM transformer implementation (default te; local with --attention unfused)"),
+    ENUM("--moe-dispatcher", dispatcher, PP_RQ_DISPATCHER, pp_dispatch_names, PP_DISPATCH_COUNT,
+         "alltoall|allgather: MoE token dispatch (default alltoall)"),
+    FLAG("--moe-grouped-gemm", grouped_gemm, PP_RQ_GROUPED_GEMM, "MoE experts as one grouped GEMM (TransformerEngine)"),
+    NUM("--max-mem-frac", max_mem_frac, PP_RQ_MAX_MEM_FRAC, 0.05, 1,
+        "X: a layout fits when peak + reserved <= X of the GPU's usable memory (default 1)"),
+    /* 0 is dropless; a factor caps each expert at factor x its fair share of the tokens */
+    NUM("--capacity-factor", capacity_factor, PP_RQ_CAPACITY, 0, 1000, "X: MoE expert capacity factor (0: dropless, the default)"),
+    NUM("--moe-imbalance", moe_imbalance, PP_RQ_IMBALANCE, 1, 100000,
+        "X: tokens of the busiest expert over the mean (>= 1, default 1)"),
+    FLAG("--grad-reduce-bf16", grad_bf16, PP_RQ_GRAD_BF16,
+         "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"),
+    FLAG("--ep-overlap", ep_overlap, PP_RQ_EP_OVERLAP,
+         "EP all-to-alls overlapped with another micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm)"),
+    INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
+    INT("--pp", pp, PP_RQ_PP, 1, 1000000, "N: pipeline parallel"),
+    INT("--dp", dp, PP_RQ_DP, 1, MAX_GPUS, "N: data parallel (default gpus/(tp*pp*cp))"),
+    INT("--vpp", vpp, PP_RQ_VPP, 1, 1000000, "N: virtual stages per rank (interleaved)"),
+    INT("--cp", cp, PP_RQ_CP, 1, 1000000, "N: context parallel"),
+    INT("--ep", ep, PP_RQ_EP, 1, 1000000, "N: expert parallel"),
+    INT("--etp", etp, PP_RQ_ETP, 1, 1000000, "N: expert tensor parallel (default: --tp)"),
+    INT("--mbs", mbs, PP_RQ_MBS, 1, 1000000, "N: micro-batch size"),
+    ENUM("--zero", zero, PP_RQ_ZERO, zero_names, 4, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"),
+    FLAG("--dist-opt", dist_opt, PP_RQ_DIST_OPT, "Megatron's distributed optimizer"),
+    FLAG("--sp", sp, PP_RQ_SP, "sequence parallel"),
+    ENUM("--recompute", recompute, PP_RQ_RECOMPUTE, pp_recompute_names, PP_RC_COUNT,
+         "none|selective|full (fsdp: selective is torchtitan's op-level SAC)"),
+    INT("--recompute-layers", recompute_layers, PP_RQ_RECOMPUTE_LAYERS, 0, 1000000, "K: layers per stage fully recomputed"),
+    {"--recompute-modules", 0, PP_OPT_MODULES, F(recompute_modules), PP_RQ_RECOMPUTE_MODULES, 0, 0,
+     pp_rc_module_names, PP_RCM_COUNT, 0,
+     "LIST: what selective recompute recomputes: core_attn,layernorm,mla_up_proj,moe_act,mlp,moe,shared_experts "
+     "(default core_attn)"},
+    ENUM("--offload", offload, PP_RQ_OFFLOAD, pp_offload_names, PP_OFF_COUNT, "none|optimizer|params"),
+    ENUM("--optimizer-impl", optimizer_impl, PP_RQ_OPTIMIZER_IMPL, pp_adam_impl_names, PP_ADAM_COUNT,
+         "fused|foreach: torch AdamW under --framework fsdp (default fused, torchtitan's)"),
+    INT("--replicate", replicate, PP_RQ_REPLICATE, 1, MAX_GPUS,
+        "N: HSDP replicas (--framework fsdp): shard over dp/N ranks, replicate N ways"),
+    ENUM("--stages", stages, PP_RQ_STAGES, stages_names, 3, "uniform|ilp|auto: pipeline stage split (plan: auto)"),
+};
+const size_t pp_request_n_options = sizeof pp_request_options / sizeof pp_request_options[0];
+
+const pp_option *pp_request_option(const char *name)
+{
+    for (size_t i = 0; i < pp_request_n_options; i++)
+        if (!strcmp(pp_request_options[i].name, name)) return &pp_request_options[i];
+    return NULL;
+}
+
+void pp_request_init(pp_request *r)
+{
+    memset(r, 0, sizeof *r);
+    r->framework = PP_FW_MEGATRON;
+    r->attention = PP_ATTN_FLASH;
+    r->precision = PP_PREC_BF16;
+    r->impl = PP_IMPL_TE;
+    r->dispatcher = PP_DISPATCH_ALLTOALL;
+    r->moe_imbalance = 1.0;
+    r->tp = r->pp = r->vpp = r->cp = r->ep = r->mbs = 1;
+    r->act = r->norm = r->tied = r->bias = -1;
+}
+
+void pp_request_free(pp_request *r)
+{
+    if (!r) return;
+    free(r->owned);
+    r->owned = NULL;
+}
+
+const char *pp_request_stages(const pp_request *r)
+{
+    return r->given[PP_RQ_STAGES] ? stages_names[r->stages] : NULL;
+}
+
+unsigned pp_request_fixed(const pp_request *r)
+{
+    static const struct { int key; unsigned bit; } map[] = {
+        {PP_RQ_TP, PP_SEARCH_FIX_TP}, {PP_RQ_PP, PP_SEARCH_FIX_PP}, {PP_RQ_DP, PP_SEARCH_FIX_DP}, {PP_RQ_VPP, PP_SEARCH_FIX_VPP},
+        {PP_RQ_CP, PP_SEARCH_FIX_CP}, {PP_RQ_EP, PP_SEARCH_FIX_EP}, {PP_RQ_MBS, PP_SEARCH_FIX_MBS}, {PP_RQ_ZERO, PP_SEARCH_FIX_ZERO},
+        {PP_RQ_DIST_OPT, PP_SEARCH_FIX_DIST_OPT}, {PP_RQ_SP, PP_SEARCH_FIX_SP}, {PP_RQ_RECOMPUTE, PP_SEARCH_FIX_RECOMPUTE},
+        {PP_RQ_OFFLOAD, PP_SEARCH_FIX_OFFLOAD}, {PP_RQ_ETP, PP_SEARCH_FIX_ETP},
+    };
+    unsigned f = 0;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (r->given[map[i].key]) f |= map[i].bit;
+    return f;
+}
+
+pp_layout pp_request_layout(const pp_request *r)
+{
+    pp_layout l;
+    pp_layout_init(&l);
+    l.tp = r->tp, l.pp = r->pp, l.dp = r->dp, l.vpp = r->vpp, l.cp = r->cp, l.ep = r->ep;
+    l.etp = r->etp, l.mbs = r->mbs, l.zero = r->zero, l.dist_opt = r->dist_opt, l.sp = r->sp;
+    l.recompute = (pp_recompute)r->recompute;
+    l.recompute_layers = r->recompute_layers;
+    l.recompute_modules = r->recompute_modules;
+    l.offload = (pp_offload)r->offload;
+    l.replicate = r->replicate;
+    return l;
+}
+
+static bool any_override(const pp_request *r)
+{
+    return r->layers || r->hidden || r->heads || r->kv_heads || r->ffn || r->vocab || r->seq ||
+           r->experts || r->topk || r->act >= 0 || r->norm >= 0 || r->tied >= 0 || r->bias >= 0;
+}
+
+static void apply_overrides(const pp_request *o, pp_model *m)
+{
+    if (o->layers) m->layers = o->layers;
+    if (o->hidden) {
+        m->hidden = o->hidden;
+        m->head_dim = 0; /* re-derived from hidden / heads */
+    }
+    if (o->heads) {
+        if (m->kv_heads == m->heads && !o->kv_heads) m->kv_heads = o->heads;
+        m->heads = o->heads;
+        m->head_dim = 0;
+    }
+    if (o->kv_heads) m->kv_heads = o->kv_heads;
+    if (o->ffn) m->ffn = o->ffn;
+    if (o->vocab) m->vocab = o->vocab;
+    if (o->seq) m->seq = o->seq;
+    if (o->experts) m->experts = o->experts;
+    if (o->topk) m->topk = o->topk;
+    if (o->act >= 0) {
+        if ((pp_act)o->act != m->act && !o->ffn) m->ffn = 0; /* default for the new MLP */
+        m->act = (pp_act)o->act;
+    }
+    if (o->norm >= 0) m->norm = (pp_norm)o->norm;
+    if (o->tied >= 0) m->tied = o->tied;
+    if (o->bias >= 0) m->bias = o->bias;
+}
+
+static pp_status margs_load(const char *path, pp_margs_config **out, pp_error *err)
+{
+    pp_margs a;
+    pp_status st = pp_margs_load(&a, path, err);
+    if (st) return st;
+    *out = calloc(1, sizeof **out);
+    if (!*out) {
+        pp_margs_free(&a);
+        return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    st = pp_margs_read(&a, *out, err);
+    pp_margs_free(&a);
+    return st;
+}
+
+/* The file's layout with the layout flags given beside it on top. */
+static void margs_layout(const pp_request *r, const pp_margs_config *mc, pp_layout *l)
+{
+    pp_layout cl = pp_request_layout(r);
+    *l = pp_margs_config_layout(mc);
+    const unsigned char *g = r->given;
+    if (g[PP_RQ_TP]) l->tp = cl.tp;
+    if (g[PP_RQ_PP]) l->pp = cl.pp;
+    if (g[PP_RQ_DP]) l->dp = cl.dp;
+    if (g[PP_RQ_VPP]) l->vpp = cl.vpp;
+    if (g[PP_RQ_CP]) l->cp = cl.cp;
+    if (g[PP_RQ_EP]) l->ep = cl.ep;
+    if (g[PP_RQ_ETP]) l->etp = cl.etp;
+    if (g[PP_RQ_MBS]) l->mbs = cl.mbs;
+    if (g[PP_RQ_ZERO]) l->zero = cl.zero;
+    if (g[PP_RQ_DIST_OPT]) l->dist_opt = cl.dist_opt;
+    if (g[PP_RQ_SP]) l->sp = cl.sp;
+    if (g[PP_RQ_RECOMPUTE]) l->recompute = cl.recompute;
+    if (g[PP_RQ_OFFLOAD]) l->offload = cl.offload;
+    if (g[PP_RQ_RECOMPUTE_LAYERS]) l->recompute_layers = cl.recompute_layers;
+    if (g[PP_RQ_RECOMPUTE_MODULES]) l->recompute_modules = cl.recompute_modules;
+    if (g[PP_RQ_REPLICATE]) l->replicate = cl.replicate;
+    if (l->recompute != PP_RC_FULL) l->recompute_layers = 0;
+    /* the file's uneven stages hold while its pipeline and recompute do */
+    if (l->stage_layers && (g[PP_RQ_PP] || g[PP_RQ_VPP] || g[PP_RQ_RECOMPUTE] || g[PP_RQ_RECOMPUTE_LAYERS]))
+        l->stage_layers = l->stage_recompute = NULL;
+}
+
+/* The stack the flags give, over base (the file's, or the defaults). */
+static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_framework fw)
+{
+    const unsigned char *g = r->given;
+    if (g[PP_RQ_PRECISION]) s->precision = (pp_precision)r->precision;
+    if (g[PP_RQ_NO_OVERLAP]) s->no_overlap = true;
+    if (g[PP_RQ_TP_COMM_OVERLAP]) s->tp_comm_overlap = true;
+    if (g[PP_RQ_IMPL]) s->impl = (pp_impl)r->impl, s->impl_given = true;
+    if (g[PP_RQ_DISPATCHER]) s->dispatcher = (pp_dispatch)r->dispatcher;
+    if (g[PP_RQ_GROUPED_GEMM]) s->grouped_gemm = true;
+    if (g[PP_RQ_CAPACITY]) s->moe_capacity_factor = r->capacity_factor;
+    if (g[PP_RQ_IMBALANCE]) s->moe_imbalance = r->moe_imbalance;
+    if (g[PP_RQ_EP_OVERLAP]) s->ep_overlap = true;
+    if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
+    if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
+    /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
+     * userbuffers do not carry over (a conversion, not a contradiction) */
+    if (from_file && g[PP_RQ_FRAMEWORK] && fw != PP_FW_MEGATRON) {
+        if (!g[PP_RQ_IMPL]) s->impl_given = false, s->impl = PP_IMPL_TE;
+        if (!g[PP_RQ_TP_COMM_OVERLAP]) s->tp_comm_overlap = false;
+    }
+}
+
+static void warn(pp_resolved *out, bool quiet, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#include <stdarg.h>
+static void warn(pp_resolved *out, bool quiet, const char *fmt, ...)
+{
+    if (quiet || out->n_warnings >= (int)(sizeof out->warnings / sizeof out->warnings[0])) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->warnings[out->n_warnings++], sizeof out->warnings[0], fmt, ap);
+    va_end(ap);
+}
+
+pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
+                             pp_resolved *out, pp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const unsigned char *g = r->given;
+    pp_work *w = &out->work;
+    w->framework = (pp_framework)r->framework;
+    w->attention = (pp_attention)r->attention;
+    pp_stack_init(&w->stack);
+    out->layout = pp_request_layout(r);
+    out->fixed = pp_request_fixed(r);
+    pp_status st;
+    if (r->megatron_args) {
+        st = margs_load(r->megatron_args, &out->margs, err);
+        if (st != PP_OK) return st;
+    }
+    pp_margs_config *mc = out->margs;
+    if (r->model) {
+        st = pp_model_resolve(&w->model, cat, r->model, err);
+        if (st != PP_OK) return st;
+    } else if (mc) {
+        w->model = mc->model;
+        if (mc->need_vocab && !r->vocab)
+            return pp_error_set(err, PP_ERR_INPUT, r->megatron_args, 0, 0,
+                                "the Megatron arguments do not give the vocabulary (the script's tokenizer does): "
+                                "give --vocab N");
+    } else if (r->layers && r->hidden && r->heads && r->vocab && r->seq) {
+        /* An inline model: all shape flags given, GPT defaults for the rest. */
+        pp_model_init(&w->model);
+        snprintf(w->model.name, sizeof w->model.name, "inline");
+        w->model.bias = true;
+        w->model.tied = true;
+    } else {
+        return pp_error_set(err, PP_ERR_INPUT, 0, 0, 0,
+                            "--model is required (or all of --layers --hidden --heads --vocab --seq, or --megatron-args)");
+    }
+    /* A config.json's max_position_embeddings is the longest context the model serves (DeepSeek-V3:
+     * 163840, after YaRN extension), rarely the length it is trained at; the loader takes it since
+     * the file gives no other, and a silent 160K sequence would read as out of memory everywhere. */
+    if (r->model && !r->seq && w->model.seq > 8192 && !strncmp(w->model.source, "Hugging Face config.json", 24))
+        warn(out, quiet,
+             "sequence length %lld is the config.json's longest context (max_position_embeddings), not a "
+             "training length: --seq N sets the one you train at",
+             (long long)w->model.seq);
+    if (any_override(r)) {
+        apply_overrides(r, &w->model);
+        st = pp_model_validate(&w->model, err);
+        if (st != PP_OK) {
+            err->file[0] = 0; /* about the flags, not the file */
+            err->line = err->col = 0;
+            return st;
+        }
+    }
+    if (!pp_model_is_moe(&w->model) &&
+        (g[PP_RQ_DISPATCHER] || g[PP_RQ_GROUPED_GEMM] || g[PP_RQ_CAPACITY] || g[PP_RQ_IMBALANCE] || g[PP_RQ_EP_OVERLAP]))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a model with experts (model %s has none)",
+                            g[PP_RQ_DISPATCHER] ? "--moe-dispatcher" : g[PP_RQ_GROUPED_GEMM] ? "--moe-grouped-gemm"
+                            : g[PP_RQ_CAPACITY] ? "--capacity-factor" : g[PP_RQ_EP_OVERLAP] ? "--ep-overlap"
+                            : "--moe-imbalance", w->model.name);
+    if (!r->gpu) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu is required (see parplan models)");
+    st = pp_gpu_resolve(&w->gpu, cat, r->gpu, err);
+    if (st != PP_OK) return st;
+    /* --max-mem-frac: room the user keeps (another process, fragmentation the model does not
+     * track); every fits verdict, the search's pruning and the printed capacity use the reduced
+     * figure. */
+    if (r->max_mem_frac > 0) w->gpu.memory_bytes *= r->max_mem_frac;
+    pp_layout *l = &out->layout;
+    if (mc) margs_layout(r, mc, l);
+    w->gpus = r->gpus;
+    if (!w->gpus && mc) {
+        /* the log's world size, the launcher's GPU count, or the log's data-parallel size */
+        if (mc->has & PP_MARGS_HAS_WORLD) w->gpus = mc->world_size;
+        else if (mc->has & PP_MARGS_HAS_DP) w->gpus = l->tp * l->pp * l->cp * mc->dp;
+    }
+    if (!w->gpus)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, mc ? "--gpus is required: the Megatron arguments do not say "
+                                                                "how many GPUs (no world size, no torchrun --nproc-per-node)"
+                                                              : "--gpus is required");
+    w->gpus_per_node = r->gpus_per_node ? r->gpus_per_node
+                       : mc && (mc->has & PP_MARGS_HAS_GPN) ? mc->gpus_per_node : w->gpu.gpus_per_node;
+    if (w->gpus_per_node < 1) w->gpus_per_node = 8;
+    if (w->gpus > w->gpus_per_node && w->gpus % w->gpus_per_node)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--gpus %lld is not a whole number of nodes of %lld (--gpus-per-node)",
+                            (long long)w->gpus, (long long)w->gpus_per_node);
+    if (w->gpus < w->gpus_per_node) w->gpus_per_node = w->gpus;
+    int64_t mp = l->tp * l->pp * l->cp;
+    int64_t dp = l->dp > 0 ? l->dp : mp > 0 && w->gpus % mp == 0 ? w->gpus / mp : 0;
+    w->gbs = r->gbs;
+    if (!w->gbs && mc) w->gbs = mc->gbs > 0 ? mc->gbs : l->mbs * (dp > 0 ? dp : 1); /* Megatron's default */
+    if (!w->gbs) w->gbs = w->model.gbs ? w->model.gbs : 1024;
+    if (mc) {
+        if (!g[PP_RQ_FRAMEWORK]) w->framework = mc->framework;
+        if (!g[PP_RQ_ATTENTION]) w->attention = mc->attention;
+        w->stack = mc->stack;
+        stack_merge(r, &w->stack, true, w->framework);
+        if (!g[PP_RQ_NO_OVERLAP]) {
+            pp_layout t = *l;
+            t.dp = dp;
+            pp_margs_config_overlap(mc, &t);
+            w->stack.no_overlap = mc->stack.no_overlap;
+        }
+    } else {
+        stack_merge(r, &w->stack, false, w->framework);
+    }
+    /* dropout: the specific flags over --dropout over the file's (or the model's) */
+    if (g[PP_RQ_DROPOUT] || g[PP_RQ_ATTN_DROPOUT] || g[PP_RQ_HIDDEN_DROPOUT]) {
+        double a = 0, h = 0;
+        pp_work_dropout(w, &a, &h);
+        if (g[PP_RQ_DROPOUT]) a = h = r->dropout;
+        if (g[PP_RQ_ATTN_DROPOUT]) a = r->attention_dropout;
+        if (g[PP_RQ_HIDDEN_DROPOUT]) h = r->hidden_dropout;
+        w->stack.attention_dropout = a;
+        w->stack.hidden_dropout = h;
+        w->stack.dropout_given = true;
+    }
+    st = pp_stack_check(w, err);
+    if (st != PP_OK) return st;
+    if (g[PP_RQ_OPTIMIZER_IMPL] && w->framework != PP_FW_FSDP)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--optimizer-impl is torch AdamW's implementation under --framework fsdp, not %s",
+                            pp_framework_names[w->framework]);
+    pp_stack_resolve(w);
+    if (r->profile) {
+        st = pp_profile_load_file(&out->profile, r->profile, err);
+        if (st != PP_OK) return st;
+        out->have_profile = true;
+        w->profile = &out->profile;
+    }
+    if (needs_layout) {
+        st = pp_layout_validate(w, l, err);
+        if (st != PP_OK) return st;
+    }
+    /* what the file sets that parplan does not model: one line, never dropped */
+    if (mc && (mc->unmodelled[0] || mc->overlap_note[0]))
+        warn(out, quiet, "%s: not modelled (they change memory or time): %s%s%s", r->megatron_args,
+             mc->unmodelled, mc->unmodelled[0] && mc->overlap_note[0] ? "; " : "", mc->overlap_note);
+    return PP_OK;
+}
+
+void pp_resolved_free(pp_resolved *res)
+{
+    if (!res) return;
+    if (res->have_profile) pp_profile_free(&res->profile);
+    res->have_profile = false;
+    res->work.profile = NULL;
+    free(res->margs);
+    res->margs = NULL;
+}
+
+pp_status pp_request_parse(pp_request *r, int argc, char **argv, pp_error *err)
+{
+    pp_option_set set = {pp_request_options, pp_request_n_options, r, r->given};
+    char **pos = NULL;
+    int npos = 0;
+    pp_status st = pp_options_parse(&set, 1, "check", argc, argv, &pos, &npos, err);
+    if (st == PP_OK && npos)
+        st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unexpected argument '%s'", pos[0]);
+    free(pos);
+    return st;
+}
+
+pp_status pp_request_parse_line(pp_request *r, const char *line, pp_error *err)
+{
+    free(r->owned);
+    r->owned = strdup(line);
+    if (!r->owned) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    char *argv[256];
+    int argc = 0;
+    for (char *save = NULL, *tok = strtok_r(r->owned, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
+        if (argc == (int)(sizeof argv / sizeof argv[0]))
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "too many arguments in '%.60s'", line);
+        argv[argc++] = tok;
+    }
+    return pp_request_parse(r, argc, argv, err);
+}
