@@ -45,6 +45,11 @@ void pp_work_dropout(const pp_work *w, double *attention, double *hidden)
     }
 }
 
+bool pp_work_torch_norms(const pp_work *w)
+{
+    return w->framework == PP_FW_MEGATRON && w->stack.impl_given && w->stack.impl == PP_IMPL_LOCAL;
+}
+
 pp_impl pp_work_impl(const pp_work *w)
 {
     if (w->stack.impl_given) return w->stack.impl;
@@ -315,6 +320,18 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                               (long long)l->tp);
     }
     if (l->sp && l->tp < 2) return LAYOUT_BAD("--sp needs --tp of at least 2");
+    /* Sequence parallelism scatters the [s/cp, b, h] activations along the sequence over the TP
+     * ranks (megatron/core/tensor_parallel/mappings.py: "First dimension of the tensor should be
+     * divisible by tensor parallel size"). */
+    if (l->sp && (m->seq / (l->cp > 0 ? l->cp : 1)) % l->tp)
+        return LAYOUT_BAD("--sp: the sequence shard %lld (sequence %lld / cp %lld) is not divisible by --tp %lld",
+                          (long long)(m->seq / (l->cp > 0 ? l->cp : 1)), (long long)m->seq, (long long)l->cp,
+                          (long long)l->tp);
+    /* Megatron's local (torch) norm modules refuse sequence parallelism
+     * (megatron/core/transformer/torch_norm.py asserts on config.sequence_parallel). */
+    if (l->sp && pp_work_torch_norms(w))
+        return LAYOUT_BAD("--sp needs Transformer Engine's norms: Megatron's local implementation (--impl local) "
+                          "refuses sequence parallelism (megatron/core/transformer/torch_norm.py)");
     if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");
     if (l->zero > 0 && l->dist_opt) return LAYOUT_BAD("--zero and --dist-opt exclude each other");
     if (l->zero > 0 && w->framework == PP_FW_MEGATRON)

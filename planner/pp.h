@@ -288,6 +288,11 @@ typedef struct {
  * TransformerEngine for flash. */
 void pp_work_dropout(const pp_work *w, double *attention, double *hidden);
 pp_impl pp_work_impl(const pp_work *w);
+/* Megatron's local implementation given explicitly (--impl local, or a script's
+ * --transformer-impl local): its norms are torch modules, which refuse sequence parallelism
+ * (megatron/core/transformer/torch_norm.py). Unfused attention alone does not imply it: the 2021-22
+ * Megatron with apex's fused LayerNorm ran sequence parallelism with unfused attention. */
+bool pp_work_torch_norms(const pp_work *w);
 /* Which norms of a layer are modules of their own, which --recompute-modules layernorm recomputes
  * (Megatron-Core gpt_layer_specs.py): TransformerEngine's spec fuses the input norm into the QKV
  * linear except under MLA, and the pre-MLP norm into fc1 except in MoE layers (the router needs

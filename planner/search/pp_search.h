@@ -33,12 +33,14 @@ typedef enum {
     PP_PRUNE_EP,           /* ep does not divide the experts, or ep x etp the tp x cp x dp grid */
     PP_PRUNE_MOE,          /* MoE rules: TP > 1 needs sequence parallelism (Megatron-Core), expert
                               TP inside a node, etp dividing the expert FFN */
+    PP_PRUNE_SP,           /* sequence parallel: the sequence shard seq/cp not divisible by tp, or
+                              Megatron's local norm modules (pp_work_torch_norms) */
     PP_PRUNE_REDUNDANT,    /* same run as another candidate: sp with tp 1, sharding with dp x cp 1 */
     PP_PRUNE_PP_LAYERS,    /* more stages than layers */
     PP_PRUNE_GBS,          /* global batch not divisible by dp x mbs */
     PP_PRUNE_VPP,          /* interleaving: pp < 2, pp x vpp does not divide the layers, or the
                               micro-batches are not a multiple of pp */
-    PP_PRUNE_FRAMEWORK,    /* the framework cannot run it (DeepSpeed ZeRO-2/3 with PP, sp with --impl local) */
+    PP_PRUNE_FRAMEWORK,    /* the framework cannot run it (DeepSpeed ZeRO-2/3 with PP) */
     PP_PRUNE_OOM,          /* the memory model: peak + reserved above the GPU's memory */
     PP_PRUNE_COUNT
 } pp_prune_reason;

@@ -24,7 +24,7 @@
 #include "pp_memory.h"
 
 const char *const pp_prune_names[PP_PRUNE_COUNT] = {
-    "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "moe", "redundant", "pp_layers", "gbs", "vpp",
+    "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "moe", "sp", "redundant", "pp_layers", "gbs", "vpp",
     "framework", "oom",
 };
 
@@ -36,12 +36,12 @@ const char *const pp_prune_help[PP_PRUNE_COUNT] = {
     "expert parallel: ep does not divide the experts, or ep x etp the tp x cp x dp ranks of a stage",
     "MoE: TP > 1 without sequence parallelism (Megatron-Core refuses it), expert TP across nodes, "
     "or etp not dividing the expert FFN",
+    "sequence parallel: sequence / cp not divisible by tp, or Megatron's local norms (--impl local)",
     "the same run as another candidate (sp with tp 1, optimizer sharding over 1 rank)",
     "more pipeline stages (or recomputed layers) than layers",
     "global batch not divisible by dp x micro-batch",
     "interleaving needs pp >= 2, pp x vpp dividing the layers, micro-batches a multiple of pp",
-    "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism, sequence "
-    "parallelism with Megatron's local norm modules)",
+    "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism)",
     "does not fit in GPU memory (memory model: peak + reserved > capacity)",
 };
 
@@ -439,11 +439,11 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                             pruned[PP_PRUNE_REDUNDANT] += inner[D_SP + 1];
                             continue;
                         }
-                        /* Megatron's local (torch) norm modules refuse sequence parallelism
-                         * (megatron/core/transformer/torch_norm.py asserts on it), so with
-                         * --impl local a layout with sp cannot run as written. */
-                        if (l.sp && w->framework == PP_FW_MEGATRON && pp_work_impl(w) == PP_IMPL_LOCAL) {
-                            pruned[PP_PRUNE_FRAMEWORK] += inner[D_SP + 1];
+                        /* Megatron splits the [s/cp, b, h] activations along the sequence over
+                         * the TP ranks, and its local (torch) norms refuse sequence parallelism
+                         * (pp_layout_validate says where each rule comes from). */
+                        if (l.sp && ((m->seq / cp) % tp || pp_work_torch_norms(w))) {
+                            pruned[PP_PRUNE_SP] += inner[D_SP + 1];
                             continue;
                         }
                         /* Megatron-Core: "During training, performance may degrade if MoE and
