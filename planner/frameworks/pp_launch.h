@@ -1,4 +1,4 @@
-/* Launch configs (issue 6): a layout turned into what starts the training run.
+/* Launch configs: a layout turned into what starts the training run.
  *
  *   megatron   a bash script: torchrun ... pretrain_gpt.py with the full Megatron-LM argument
  *              list (shape, parallel sizes, batch, optimizer, recompute, precision, overlap,
@@ -13,7 +13,10 @@
  *
  * Every output names the parplan version and the predicted memory and throughput in a
  * comment. Megatron flags are names that Megatron-LM's parser accepts; the list they are
- * tested against is tests/data/megatron_flags.txt (tests/launch/). */
+ * tested against is tests/data/megatron_flags.txt (tests/launch/).
+ *
+ * The writers: launch_megatron.c (megatron, torchrun, slurm), launch_deepspeed.c,
+ * launch_nemo.c, launch_torchtitan.c; what they share is launch_common.c, the entry launch.c. */
 #ifndef PP_LAUNCH_H
 #define PP_LAUNCH_H
 

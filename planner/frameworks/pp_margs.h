@@ -16,7 +16,11 @@
  *     ----" (megatron/training/arguments.py, _print_args); a log without one may record its command
  *     line as "# cmd ..." (tests/megatron/run_configs.py) or echo the pretrain_*.py line.
  * pp_margs_read turns the table into parplan's model, layout and training stack; what it cannot
- * model is named (pp_margs_config.unmodelled), never dropped: see the tables in megatron_args.c. */
+ * model is named (pp_margs_config.unmodelled), never dropped: see the tables in megatron_args.c.
+ *
+ * The files: megatron_args.c (the table, flags to dest names, scripts), shell.c and shell_lex.c
+ * (the reading of bash), megatron_log.c (logs, pp_margs_load), pylist.c (pp_margs_list_expr),
+ * megatron_config.c (pp_margs_read). */
 #ifndef PP_MARGS_H
 #define PP_MARGS_H
 

@@ -1,4 +1,5 @@
-/* Unit tests of the reader of Megatron-LM arguments (planner/frameworks/megatron_args.c): Megatron's list
+/* Unit tests of the reader of Megatron-LM arguments (planner/frameworks/megatron_args.c and the files
+ * it reads with: pylist.c, shell.c, shell_lex.c, megatron_log.c, megatron_config.c): Megatron's list
  * expressions, the reading of bash (variables, arrays, continuations, quotes, arithmetic,
  * here-documents, which command is Megatron's), dest names, the argument dumps of real logs
  * (tests/data/megatron/args.tar.xz, extracted into argv[1]), the model, layout and stack read

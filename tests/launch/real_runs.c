@@ -1,4 +1,4 @@
-/* Writes the launch scripts of the real runs on the lent 2 x H200 machine (issue 6) into
+/* Writes the launch scripts of the real runs on the lent 2 x H200 machine into
  * DIR: parplan's Megatron format, target device-local, 5 iterations each. Run by hand:
  *     build/tests/launch/gen_real_runs tests/data/launch/scripts
  * then on the device: bash tests/launch/real_runs.sh (results: tests/data/launch/).
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
                 if (predict(r->name, &w, &ran, "plan with Megatron's block 2 on both stages (no dropout)")) return 1;
             }
             if (!w.model.bias) {
-                /* The scripts that ran (before launch.c emitted --attention-dropout 0.0
+                /* The scripts that ran (before launch_megatron.c emitted --attention-dropout 0.0
                  * --hidden-dropout 0.0 for bias-free models) kept Megatron's dropout 0.1. The
                  * memory model counts dropout for models with biases (memory.c mem_dropout):
                  * bias = true stands in for "with dropout" (the bias parameters add < 0.1%). */

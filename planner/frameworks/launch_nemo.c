@@ -1,0 +1,155 @@
+/* launch --format nemo: NeMo 1.x (Megatron GPT) YAML overrides, trainer.* and model.* (pp_launch.h).
+ * The keys are those of NeMo 1.x examples/nlp/language_modeling/conf/megatron_gpt_config.yaml. */
+#include "launch_common.h"
+
+#define BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
+
+pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
+{
+    const pp_work *w = p->work;
+    const pp_model *m = &w->model;
+    const pp_layout *l = p->layout;
+    if (l->zero > 0)
+        return BAD("NeMo's Megatron GPT shards the optimizer with --dist-opt (distributed_fused_adam), "
+                   "not ZeRO-%d", l->zero);
+    if (l->offload != PP_OFF_NONE)
+        return BAD("--offload %s: NeMo's Megatron GPT config has no offload setting",
+                   pp_offload_names[l->offload]);
+    const pp_stack *stk = &w->stack;
+    if (stk->tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
+    if (l->pp > 1 && !pp_launch_stages_even(w, l))
+        return BAD("NeMo's config splits layers evenly over the %lld pipeline stages: uneven stages "
+                   "(%s) cannot be written (use --format megatron)",
+                   (long long)l->pp, l->stage_layers ? "from the ILP" : "layers not divisible by --pp");
+    pp_status st = pp_launch_cluster_check(w, err);
+    if (st != PP_OK) return st;
+    int64_t nodes = pp_launch_nodes(w), gpn = pp_launch_gpus_per_node(w);
+    pp_launch_header_write(b, "#", PP_LAUNCH_NEMO, p);
+    pp_sbuf_printf(b, "# NeMo 1.x Megatron GPT (megatron_gpt_config.yaml) overrides: merge into the config, or\n"
+                 "# pass each key as a Hydra override, e.g. trainer.devices=%lld model.tensor_model_parallel_size=%lld\n",
+              (long long)gpn, (long long)l->tp);
+    pp_sbuf_printf(b, "trainer:\n");
+    pp_sbuf_printf(b, "  devices: %lld\n", (long long)gpn);
+    pp_sbuf_printf(b, "  num_nodes: %lld\n", (long long)nodes);
+    pp_sbuf_printf(b, "  precision: %s\n", stk->precision == PP_PREC_FP16 ? "16-mixed" : "bf16-mixed");
+    pp_sbuf_printf(b, "  accumulate_grad_batches: 1  # NeMo accumulates global_batch_size / (micro x dp) = %lld itself\n",
+              (long long)pp_layout_microbatches(w, l));
+    pp_sbuf_printf(b, "model:\n");
+    pp_sbuf_printf(b, "  mcore_gpt: true\n");
+    pp_sbuf_printf(b, "  micro_batch_size: %lld\n", (long long)l->mbs);
+    pp_sbuf_printf(b, "  global_batch_size: %lld\n", (long long)w->gbs);
+    pp_sbuf_printf(b, "  tensor_model_parallel_size: %lld\n", (long long)l->tp);
+    pp_sbuf_printf(b, "  pipeline_model_parallel_size: %lld\n", (long long)l->pp);
+    if (l->vpp > 1) pp_sbuf_printf(b, "  virtual_pipeline_model_parallel_size: %lld\n", (long long)l->vpp);
+    else pp_sbuf_printf(b, "  virtual_pipeline_model_parallel_size: null\n");
+    pp_sbuf_printf(b, "  context_parallel_size: %lld\n", (long long)l->cp);
+    if (m->experts > 1) {
+        pp_sbuf_printf(b, "  expert_model_parallel_size: %lld\n", (long long)l->ep);
+        pp_sbuf_printf(b, "  expert_tensor_parallel_size: %lld\n", (long long)pp_layout_etp(l));
+    }
+    pp_sbuf_printf(b, "  sequence_parallel: %s\n", l->sp ? "true" : "false");
+    pp_sbuf_printf(b, "  encoder_seq_length: %lld\n", (long long)m->seq);
+    pp_sbuf_printf(b, "  max_position_embeddings: %lld\n", (long long)m->seq);
+    pp_sbuf_printf(b, "  num_layers: %lld\n", (long long)m->layers);
+    pp_sbuf_printf(b, "  hidden_size: %lld\n", (long long)m->hidden);
+    pp_sbuf_printf(b, "  ffn_hidden_size: %lld\n", (long long)m->ffn);
+    pp_sbuf_printf(b, "  num_attention_heads: %lld\n", (long long)m->heads);
+    if (m->kv_heads > 0 && m->kv_heads != m->heads)
+        pp_sbuf_printf(b, "  num_query_groups: %lld\n", (long long)m->kv_heads);
+    else pp_sbuf_printf(b, "  num_query_groups: null\n");
+    if (!pp_model_is_mla(m) && m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
+        pp_sbuf_printf(b, "  kv_channels: %lld\n", (long long)m->head_dim);
+    pp_sbuf_printf(b, "  normalization: %s\n", m->norm == PP_NORM_RMSNORM ? "rmsnorm" : "layernorm");
+    pp_sbuf_printf(b, "  activation: %s\n",
+              m->act == PP_ACT_SWIGLU ? "fast-swiglu" : m->act == PP_ACT_RELU ? "relu" : "gelu");
+    pp_sbuf_printf(b, "  bias: %s\n", m->bias ? "true" : "false");
+    if (!m->bias && m->qkv_bias) pp_sbuf_printf(b, "  add_qkv_bias: true\n");
+    if (m->qk_norm != PP_QKNORM_NONE) pp_sbuf_printf(b, "  qk_layernorm: true\n");
+    double attn_drop = 0, hidden_drop = 0;
+    pp_work_dropout(w, &attn_drop, &hidden_drop);
+    char pa[32], ph[32];
+    pp_sbuf_printf(b, "  hidden_dropout: %s\n  attention_dropout: %s\n", pp_launch_prob(hidden_drop, ph, sizeof ph),
+              pp_launch_prob(attn_drop, pa, sizeof pa));
+    /* TransformerEngine, FP8 and TP communication overlap (NeMo 1.x model keys) */
+    pp_sbuf_printf(b, "  transformer_engine: %s\n", pp_work_impl(w) == PP_IMPL_TE ? "true" : "false");
+    if (stk->precision == PP_PREC_FP8) pp_sbuf_printf(b, "  fp8: true\n  fp8_hybrid: true\n");
+    if (stk->tp_comm_overlap) pp_sbuf_printf(b, "  ub_tp_comm_overlap: true\n");
+    if (pp_model_is_mla(m)) {
+        pp_sbuf_printf(b, "  multi_latent_attention: true\n");
+        if (m->q_lora_rank > 0) pp_sbuf_printf(b, "  q_lora_rank: %lld\n", (long long)m->q_lora_rank);
+        pp_sbuf_printf(b, "  kv_lora_rank: %lld\n  qk_head_dim: %lld\n  qk_pos_emb_head_dim: %lld\n  v_head_dim: %lld\n",
+                  (long long)m->kv_lora_rank, (long long)m->qk_nope_dim, (long long)m->qk_rope_dim,
+                  (long long)m->v_head_dim);
+    }
+    if (m->mtp_layers > 0) pp_sbuf_printf(b, "  mtp_num_layers: %lld\n", (long long)m->mtp_layers);
+    if (m->window > 0) {
+        pp_sbuf_printf(b, "  window_size: [%lld, 0]\n", (long long)m->window);
+        if (m->window_full_every > 0) {
+            /* TransformerConfig.window_attn_skip_freq: the list marks windowed layers with 1 */
+            pp_sbuf_printf(b, "  window_attn_skip_freq: [");
+            for (int64_t i = 0; i < m->layers; i++)
+                pp_sbuf_printf(b, "%s%d", i ? ", " : "", pp_model_layer_is_window(m, i) ? 1 : 0);
+            pp_sbuf_printf(b, "]\n");
+        }
+    }
+    pp_sbuf_printf(b, "  position_embedding_type: %s\n",
+              m->pos == PP_POS_ROPE ? "rope" : m->pos == PP_POS_ALIBI ? "alibi"
+              : m->pos == PP_POS_NONE ? "none" : "learned_absolute");
+    pp_sbuf_printf(b, "  share_embeddings_and_output_weights: %s\n", m->tied ? "true" : "false");
+    if (m->experts > 1) {
+        pp_sbuf_printf(b, "  num_moe_experts: %lld\n", (long long)m->experts);
+        pp_sbuf_printf(b, "  moe_router_topk: %lld\n", (long long)(m->topk > 0 ? m->topk : 1));
+        pp_sbuf_printf(b, "  moe_ffn_hidden_size: %lld\n", (long long)pp_model_expert_ffn(m));
+        if (m->shared_ffn > 0)
+            pp_sbuf_printf(b, "  moe_shared_expert_intermediate_size: %lld\n", (long long)m->shared_ffn);
+        if (m->shared_gate) pp_sbuf_printf(b, "  moe_shared_expert_gate: true\n");
+        if (m->router_bias) pp_sbuf_printf(b, "  moe_router_enable_expert_bias: true\n  moe_router_score_function: sigmoid\n");
+        /* TransformerConfig.moe_layer_freq: an integer, or the list of MoE (1) and dense (0) layers */
+        bool all = true;
+        for (int64_t i = 0; i < m->layers; i++) all &= pp_model_layer_is_moe(m, i);
+        if (all) {
+            pp_sbuf_printf(b, "  moe_layer_freq: 1\n");
+        } else {
+            pp_sbuf_printf(b, "  moe_layer_freq: [");
+            for (int64_t i = 0; i < m->layers; i++) pp_sbuf_printf(b, "%s%d", i ? ", " : "", pp_model_layer_is_moe(m, i) ? 1 : 0);
+            pp_sbuf_printf(b, "]\n");
+        }
+        pp_sbuf_printf(b, "  moe_token_dispatcher_type: %s\n", pp_dispatch_names[stk->dispatcher]);
+        pp_sbuf_printf(b, "  moe_grouped_gemm: %s\n", stk->grouped_gemm ? "true" : "false");
+        if (stk->moe_capacity_factor > 0) pp_sbuf_printf(b, "  moe_expert_capacity_factor: %.6g\n", stk->moe_capacity_factor);
+    }
+    if (l->recompute == PP_RC_SELECTIVE) {
+        pp_sbuf_printf(b, "  activations_checkpoint_granularity: selective\n");
+        pp_sbuf_printf(b, "  activations_checkpoint_method: null\n");
+        pp_sbuf_printf(b, "  activations_checkpoint_num_layers: null\n");
+    } else if (l->recompute == PP_RC_FULL) {
+        int64_t kmax = 0;
+        bool all = true;
+        for (int64_t i = 0; i < l->pp; i++) {
+            int64_t k = pp_launch_stage_recompute(w, l, i);
+            if (k > kmax) kmax = k;
+            if (k != pp_layout_stage_layers(w, l, i)) all = false;
+        }
+        pp_sbuf_printf(b, "  activations_checkpoint_granularity: full\n");
+        if (all) {
+            pp_sbuf_printf(b, "  activations_checkpoint_method: uniform\n");
+            pp_sbuf_printf(b, "  activations_checkpoint_num_layers: 1\n");
+        } else {
+            pp_sbuf_printf(b, "  activations_checkpoint_method: block\n");
+            pp_sbuf_printf(b, "  activations_checkpoint_num_layers: %lld\n",
+                      (long long)((kmax + l->vpp - 1) / l->vpp));
+        }
+    } else {
+        pp_sbuf_printf(b, "  activations_checkpoint_granularity: null\n");
+        pp_sbuf_printf(b, "  activations_checkpoint_method: null\n");
+        pp_sbuf_printf(b, "  activations_checkpoint_num_layers: null\n");
+    }
+    pp_sbuf_printf(b, "  optim:\n");
+    pp_sbuf_printf(b, "    name: %s\n", l->dist_opt ? "distributed_fused_adam" : "fused_adam");
+    if (l->dist_opt) {
+        bool ov = l->dp > 1 && !stk->no_overlap;
+        pp_sbuf_printf(b, "    overlap_grad_sync: %s\n", ov ? "true" : "false");
+        pp_sbuf_printf(b, "    overlap_param_sync: %s\n", ov ? "true" : "false");
+    }
+    return PP_OK;
+}
