@@ -404,3 +404,35 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     }
     return PP_OK;
 }
+
+/* The one label of a layout (pp.h). */
+const char *pp_layout_label(const pp_layout *l, char *buf, size_t n)
+{
+    if (!n) return buf;
+    buf[0] = 0;
+    pp_strcatf(buf, n, "tp%lld pp%lld dp%lld", (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    if (l->vpp > 1) pp_strcatf(buf, n, " vpp%lld", (long long)l->vpp);
+    if (l->cp > 1) pp_strcatf(buf, n, " cp%lld", (long long)l->cp);
+    if (l->ep > 1) pp_strcatf(buf, n, " ep%lld", (long long)l->ep);
+    if (l->etp > 0 && l->etp != l->tp) pp_strcatf(buf, n, " etp%lld", (long long)l->etp);
+    pp_strcatf(buf, n, " mbs%lld", (long long)l->mbs);
+    if (l->zero > 0) pp_strcatf(buf, n, " zero%d", l->zero);
+    if (l->dist_opt) pp_strcatf(buf, n, " dist-opt");
+    if (l->sp) pp_strcatf(buf, n, " sp");
+    if (l->recompute > PP_RC_NONE && l->recompute < PP_RC_COUNT) pp_strcatf(buf, n, " %s", pp_recompute_names[l->recompute]);
+    if (l->recompute == PP_RC_FULL && l->recompute_layers > 0) pp_strcatf(buf, n, "(%lld)", (long long)l->recompute_layers);
+    if (l->offload > PP_OFF_NONE && l->offload < PP_OFF_COUNT) pp_strcatf(buf, n, " offload=%s", pp_offload_names[l->offload]);
+    if (l->replicate > 1) pp_strcatf(buf, n, " hsdp%lld", (long long)l->replicate);
+    if (l->stage_layers) {
+        /* uneven stages: "stages 21/19" (+ "rc 0/2" when some are recomputed) */
+        pp_strcatf(buf, n, " stages ");
+        for (int64_t i = 0; i < l->pp; i++) pp_strcatf(buf, n, "%s%d", i ? "/" : "", l->stage_layers[i]);
+        bool any = false;
+        for (int64_t i = 0; l->stage_recompute && i < l->pp; i++) any |= l->stage_recompute[i] > 0;
+        if (any) {
+            pp_strcatf(buf, n, " rc ");
+            for (int64_t i = 0; i < l->pp; i++) pp_strcatf(buf, n, "%s%d", i ? "/" : "", l->stage_recompute[i]);
+        }
+    }
+    return buf;
+}

@@ -345,6 +345,9 @@ int64_t pp_layout_edp(const pp_layout *l);
 /* Selective recompute's modules as a bit set (1 << PP_RCM_CORE_ATTN when none was given; 0 when
  * the layout's recompute is not selective). */
 unsigned pp_layout_rc_modules(const pp_layout *l);
+/* "tp2 pp1 dp8 mbs4 dist-opt sp selective" (sizes of 1 left out except tp, pp, dp, mbs; an uneven
+ * split as " stages 21/19 rc 0/2"): the one label of a layout, in every table and report. */
+const char *pp_layout_label(const pp_layout *l, char *buf, size_t n);
 /* First decoder layer of pipeline stage i (sum of the earlier stages' layers). */
 int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage);
 

@@ -46,14 +46,8 @@ static pp_status parse_fit(const char *s, unsigned *mask, pp_error *err)
 
 static const char *run_label(const pp_calib_run *r, char *buf, size_t n)
 {
-    const pp_layout *l = &r->layout;
-    int k = snprintf(buf, n, "tp%lld pp%lld dp%lld mbs%lld gbs%lld", (long long)l->tp, (long long)l->pp,
-                     (long long)l->dp, (long long)l->mbs, (long long)r->work.gbs);
-    if (l->vpp > 1 && k > 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, " vpp%lld", (long long)l->vpp);
-    if (l->dist_opt && k > 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, " do");
-    if (l->recompute != PP_RC_NONE && k > 0 && (size_t)k < n)
-        k += snprintf(buf + k, n - (size_t)k, " %s", l->recompute == PP_RC_FULL ? "full" : "sel");
-    if (r->uneven && k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, " uneven");
+    pp_layout_label(&r->layout, buf, n);
+    pp_strcatf(buf, n, " gbs%lld%s", (long long)r->work.gbs, r->uneven ? " uneven" : "");
     return buf;
 }
 

@@ -12,46 +12,31 @@
 #include "pp_stages.h"
 #include "report.h"
 #include "pp_memory.h"
+#include "pp_run.h"
 #include "pp_time.h"
 
-/* Byte counts are whole numbers in the JSON (the model's doubles carry fractions). */
-static void kbytes(pp_json *j, const char *k, double v) { pp_json_knum(j, k, round(v)); }
-
-static void check_json(const pp_cli *c, const pp_work *w, const pp_layout *l, const pp_mem_result *r,
-                       const pp_time_result *t)
+static void check_json(const pp_cli *c, const pp_run *run)
 {
+    const pp_work *w = run->work;
+    const pp_layout *l = &run->layout;
+    const pp_mem_result *r = &run->mem;
     pp_json j;
     pp_json_init(&j, stdout, true);
     pp_json_obj_begin(&j);
     pp_json_kstr(&j, "model", w->model.name);
     pp_json_kstr(&j, "gpu", w->gpu.name);
     pp_json_kint(&j, "gpus", w->gpus);
+    pp_json_kint(&j, "seq", w->model.seq);
     pp_json_key(&j, "layout");
     pp_json_obj_begin(&j);
-    pp_json_kint(&j, "tp", l->tp);
-    pp_json_kint(&j, "pp", l->pp);
-    pp_json_kint(&j, "dp", l->dp);
-    pp_json_kint(&j, "vpp", l->vpp);
-    pp_json_kint(&j, "cp", l->cp);
-    pp_json_kint(&j, "ep", l->ep);
-    pp_json_kint(&j, "etp", pp_layout_etp(l));
-    pp_json_kint(&j, "mbs", l->mbs);
+    pp_layout_json_keys(&j, l);
     pp_json_kint(&j, "gbs", w->gbs);
-    pp_json_kint(&j, "zero", l->zero);
-    pp_json_kbool(&j, "dist_opt", l->dist_opt);
-    pp_json_kbool(&j, "sp", l->sp);
-    pp_json_kstr(&j, "recompute", pp_recompute_names[l->recompute]);
-    pp_json_kint(&j, "recompute_layers", l->recompute_layers);
-    pp_json_kstr(&j, "offload", pp_offload_names[l->offload]);
-    pp_json_kint(&j, "replicate", l->replicate > 1 ? l->replicate : 1);
     pp_json_kstr(&j, "framework", pp_framework_names[w->framework]);
     pp_json_kstr(&j, "attention", pp_attention_names[w->attention]);
-    pp_json_kstr(&j, "stage_split", !l->stage_layers ? "uniform" : c->margs && c->margs->uneven && !c->stages ? "megatron-args" : "ilp");
+    pp_json_kstr(&j, "stage_split", run->stage_split);
     pp_json_obj_end(&j);
     pp_cli_stack_json(&j, c);
-    pp_json_kbool(&j, "fits", r->fits);
-    kbytes(&j, "capacity_bytes", r->capacity_bytes);
-    kbytes(&j, "peak_bytes", r->peak_bytes);
+    pp_run_json_figures(&j, run);
     pp_json_kint(&j, "largest_stage", r->largest_stage);
     pp_json_key(&j, "why");
     if (r->fits) pp_json_null(&j);
@@ -65,33 +50,32 @@ static void check_json(const pp_cli *c, const pp_work *w, const pp_layout *l, co
         pp_json_kint(&j, "layers", s->layers);
         pp_json_kint(&j, "recompute_layers", s->recompute_layers);
         pp_json_kint(&j, "inflight", s->inflight);
-        kbytes(&j, "peak_bytes", s->peak_bytes);
+        pp_json_knum(&j, "peak_bytes", round(s->peak_bytes));
         pp_json_kbool(&j, "fits", s->fits);
         if (s->peak_moment) pp_json_kstr(&j, "peak_moment", s->peak_moment);
         pp_json_key(&j, "breakdown");
         pp_json_obj_begin(&j);
-        kbytes(&j, "weights", s->weights_bytes);
-        kbytes(&j, "grads", s->grads_bytes);
-        kbytes(&j, "optimizer", s->optimizer_bytes);
-        kbytes(&j, "activations", s->activations_bytes);
-        kbytes(&j, "transient", s->transient_bytes);
-        kbytes(&j, "reserved", s->reserved_bytes);
+        pp_json_knum(&j, "weights", round(s->weights_bytes));
+        pp_json_knum(&j, "grads", round(s->grads_bytes));
+        pp_json_knum(&j, "optimizer", round(s->optimizer_bytes));
+        pp_json_knum(&j, "activations", round(s->activations_bytes));
+        pp_json_knum(&j, "transient", round(s->transient_bytes));
+        pp_json_knum(&j, "reserved", round(s->reserved_bytes));
         pp_json_obj_end(&j);
         pp_json_obj_end(&j);
     }
     pp_json_arr_end(&j);
-    pp_json_knum(&j, "step_time_s", t->step_time_s);
-    pp_json_knum(&j, "samples_per_s", t->samples_per_s);
-    pp_json_knum(&j, "tokens_per_s", t->tokens_per_s);
-    pp_json_knum(&j, "model_tflops_per_gpu", t->model_tflops_per_gpu);
-    pp_json_knum(&j, "mfu", t->mfu);
+    pp_run_json_breakdown(&j, &run->time);
     pp_json_obj_end(&j);
     pp_json_end(&j);
 }
 
-static void check_table(const pp_cli *c, const pp_work *w, const pp_layout *l, const pp_mem_result *r,
-                        const pp_time_result *t)
+static void check_table(const pp_cli *c, const pp_run *run)
 {
+    const pp_work *w = run->work;
+    const pp_layout *l = &run->layout;
+    const pp_mem_result *r = &run->mem;
+    const pp_time_result *t = &run->time;
     char b[12][24];
     printf("parplan check: %s on %lld x %s (%s), %s attention\n", w->model.name, (long long)w->gpus,
            w->gpu.name, pp_framework_names[w->framework], pp_attention_names[w->attention]);
@@ -152,56 +136,26 @@ int pp_cmd_check(pp_cli *c)
     }
     pp_status st = pp_cli_work(c, true, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
-    /* --stages ilp|auto: the stage MILP's split (issue 5); uniform by default, or the uneven
-     * stages a --megatron-args file gives (its --pipeline-model-parallel-layout). */
-    static int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
-    bool file_stages = c->layout.stage_layers && !c->stages;
-    pp_stages_result *sres = calloc(1, sizeof *sres);
-    if (!sres) {
+    pp_run *run = calloc(1, sizeof *run);
+    if (!run) {
         pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         return pp_cli_fail(&err);
     }
-    if (!file_stages)
-        st = pp_stages_apply(&c->work, &c->layout, c->stages, c->dump_ilp, stage_layers, stage_recompute,
-                             sres, &err);
-    if (st == PP_OK && sres->warning[0] && !c->quiet)
-        fprintf(stderr, "parplan: warning: %s\n", sres->warning);
-    free(sres);
-    if (st != PP_OK) return pp_cli_fail(&err);
-    const pp_work *w = &c->work;
-    const pp_layout *l = &c->layout;
-    /* Dropless routing over several expert-parallel ranks sends the busiest rank more than its
-     * share; the peak is priced at the --moe-imbalance the user states (1: balanced, which is
-     * exact for EP 1 and was measured there, but not for EP > 1, which no run here measured). */
-    if (w->model.experts > 1 && l->ep > 1 && w->stack.moe_imbalance <= 1.0 &&
-        w->stack.moe_capacity_factor <= 0 && !c->quiet)
-        fprintf(stderr, "parplan: warning: dropless MoE over %lld EP ranks priced with balanced routing; "
-                        "--moe-imbalance X adds the margin for a busiest rank that gets X times its share\n",
-                (long long)l->ep);
-    pp_mem_result *r = calloc(1, sizeof *r);
-    if (!r) {
-        pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        return pp_cli_fail(&err);
-    }
+    /* --stages ilp|auto: the stage MILP's split; uniform by default, or the uneven stages a
+     * --megatron-args file gives (its --pipeline-model-parallel-layout) */
+    pp_run_opts ro = {.stages = c->stages, .given_split = "megatron-args", .dump_ilp = c->dump_ilp};
     int rc = 0;
-    st = pp_memory_estimate(w, l, r, &err);
-    pp_time_result t;
-    if (st == PP_OK) st = pp_time_estimate(w, l, &t, &err);
+    st = pp_run_build(&c->work, &c->layout, &ro, run, &err);
     if (st != PP_OK) {
         rc = pp_cli_fail(&err);
         goto done;
     }
-    /* FSDP2 near the capacity (pp_memory_fsdp_tight): a warning, the model has no retry cost */
-    if (r->fits && !c->quiet && pp_memory_fsdp_tight(w, r->peak_bytes, r->capacity_bytes))
-        fprintf(stderr, "parplan: warning: allocator peak %.1f GiB is %.0f%% of the %.1f GiB usable: "
-                        "PyTorch's caching allocator may free its cache and retry (2 of 6 such FSDP2 runs "
-                        "measured on H200 did, 35-45%% slower steps); a smaller micro-batch or more "
-                        "recompute leaves room\n",
-                r->peak_bytes / 1073741824.0, 100.0 * r->peak_bytes / r->capacity_bytes,
-                r->capacity_bytes / 1073741824.0);
+    if (!c->quiet)
+        for (int i = 0; i < run->n_notes; i++) fprintf(stderr, "parplan: warning: %s\n", run->notes[i]);
     if (c->report) {
         int tgt = c->launch_target ? pp_name_lookup(pp_launch_target_names, PP_TARGET_COUNT, c->launch_target) : 0;
-        pp_report_page pg = {.work = w, .layout = l, .time = &t, .mem = r, .launch_format = -1,
+        pp_report_page pg = {.work = &c->work, .layout = &run->layout, .time = &run->time, .mem = &run->mem,
+                             .launch_format = -1,
                              .launch_target = tgt > 0 ? (pp_launch_target)tgt : PP_TARGET_STANDARD,
                              .train_iters = c->train_iters};
         st = pp_report_write_page(c->report, "check", &pg, &err);
@@ -210,9 +164,9 @@ int pp_cmd_check(pp_cli *c)
             goto done;
         }
     }
-    if (c->json) check_json(c, w, l, r, &t);
-    else check_table(c, w, l, r, &t);
+    if (c->json) check_json(c, run);
+    else check_table(c, run);
 done:
-    free(r);
+    free(run);
     return rc;
 }

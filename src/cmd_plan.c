@@ -31,39 +31,6 @@ _Static_assert((int)PP_SEARCH_FIX_TP == (int)PP_FIX_TP &&
                    (int)PP_SEARCH_FIX_ETP == (int)PP_FIX_ETP,
                "PP_SEARCH_FIX_* must match PP_FIX_*");
 
-/* "tp2 pp1 dp8 mbs4 dist-opt sp selective": sizes of 1 left out except tp, pp, dp, mbs. */
-static const char *layout_label(const pp_layout *l, char *buf, size_t n)
-{
-    int k = snprintf(buf, n, "tp%lld pp%lld dp%lld", (long long)l->tp, (long long)l->pp, (long long)l->dp);
-    if (l->vpp > 1) k += snprintf(buf + k, n - (size_t)k, " vpp%lld", (long long)l->vpp);
-    if (l->cp > 1) k += snprintf(buf + k, n - (size_t)k, " cp%lld", (long long)l->cp);
-    if (l->ep > 1) k += snprintf(buf + k, n - (size_t)k, " ep%lld", (long long)l->ep);
-    if (l->etp > 0 && l->etp != l->tp) k += snprintf(buf + k, n - (size_t)k, " etp%lld", (long long)l->etp);
-    k += snprintf(buf + k, n - (size_t)k, " mbs%lld", (long long)l->mbs);
-    if (l->zero > 0) k += snprintf(buf + k, n - (size_t)k, " zero%d", l->zero);
-    if (l->dist_opt) k += snprintf(buf + k, n - (size_t)k, " dist-opt");
-    if (l->sp) k += snprintf(buf + k, n - (size_t)k, " sp");
-    if (l->recompute != PP_RC_NONE)
-        k += snprintf(buf + k, n - (size_t)k, " %s", pp_recompute_names[l->recompute]);
-    if (l->recompute_layers > 0) k += snprintf(buf + k, n - (size_t)k, "(%lld)", (long long)l->recompute_layers);
-    if (l->offload != PP_OFF_NONE)
-        k += snprintf(buf + k, n - (size_t)k, " offload=%s", pp_offload_names[l->offload]);
-    if (l->stage_layers && (size_t)k < n) {
-        /* uneven stages from the ILP: "stages 21/19" (+ "rc 0/2" when some are recomputed) */
-        k += snprintf(buf + k, n - (size_t)k, " stages ");
-        for (int64_t i = 0; i < l->pp && (size_t)k < n; i++)
-            k += snprintf(buf + k, n - (size_t)k, "%s%d", i ? "/" : "", l->stage_layers[i]);
-        bool any = false;
-        for (int64_t i = 0; l->stage_recompute && i < l->pp; i++) any |= l->stage_recompute[i] > 0;
-        if (any && (size_t)k < n) {
-            k += snprintf(buf + k, n - (size_t)k, " rc ");
-            for (int64_t i = 0; i < l->pp && (size_t)k < n; i++)
-                k += snprintf(buf + k, n - (size_t)k, "%s%d", i ? "/" : "", l->stage_recompute[i]);
-        }
-    }
-    return buf;
-}
-
 /* 12.3k, 4.5M */
 static const char *fmt_rate(double v, char *buf, size_t n)
 {
@@ -209,7 +176,7 @@ static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int
         for (int64_t k = 1; k < n && k < 3; k++) listed |= same_shape(&shapes[i].layout, &c[k].layout);
         if (listed) continue;
         if (!shown) fprintf(f, "  the best layouts of other shapes:\n");
-        snprintf(name, sizeof name, "  %s", layout_label(&shapes[i].layout, lab, sizeof lab));
+        snprintf(name, sizeof name, "  %s", pp_layout_label(&shapes[i].layout, lab, sizeof lab));
         explain_one(f, name, &c[0], &shapes[i], gpn);
         shown++;
     }
@@ -235,7 +202,7 @@ static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int
     if (simple != &c[0])
         fprintf(f, "  note: %s is within %.1f%% of #1, closer than the model's accuracy (5-10%% on published "
                    "runs); it is the simpler layout to run.\n",
-                layout_label(&simple->layout, lab, sizeof lab),
+                pp_layout_label(&simple->layout, lab, sizeof lab),
                 100.0 * (simple->time.step_time_s / c[0].time.step_time_s - 1));
 }
 
@@ -264,7 +231,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
         const pp_search_candidate *k = &cand[i];
         char lab[160], mem[32], tok[32];
         fprintf(f, "%2lld  %-44s %10s %9.4g %10.4g %9s %9.1f %5.1f%%%s\n", (long long)(i + 1),
-                layout_label(&k->layout, lab, sizeof lab), pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
+                pp_layout_label(&k->layout, lab, sizeof lab), pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
                 k->time.step_time_s, k->time.samples_per_s, fmt_rate(k->time.tokens_per_s, tok, sizeof tok),
                 k->time.model_tflops_per_gpu, 100 * k->time.mfu, k->fits ? "" : "  OOM");
     }
@@ -461,7 +428,7 @@ static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, c
     snprintf(v_gpus, sizeof v_gpus, "%lld x %s, %lld per node", (long long)w->gpus, w->gpu.name,
              (long long)w->gpus_per_node);
     snprintf(v_batch, sizeof v_batch, "%lld sequences of %lld tokens", (long long)w->gbs, (long long)w->model.seq);
-    snprintf(v_best, sizeof v_best, "%s", r->n ? layout_label(&cand[0].layout, lab, sizeof lab) : "none");
+    snprintf(v_best, sizeof v_best, "%s", r->n ? pp_layout_label(&cand[0].layout, lab, sizeof lab) : "none");
     snprintf(v_time, sizeof v_time, "%.4g s per step (%.1f%% MFU)", r->n ? cand[0].time.step_time_s : 0,
              r->n ? 100 * cand[0].time.mfu : 0);
     const char *keys[] = {"model", "GPUs", "global batch", "framework", "best layout", "predicted"};
@@ -492,7 +459,7 @@ static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, c
         char (*buf)[160] = calloc((size_t)n, sizeof *buf);
         if (buf) {
             for (int i = 0; i < n; i++) {
-                labels[i] = layout_label(&cand[i].layout, buf[i], sizeof buf[i]);
+                labels[i] = pp_layout_label(&cand[i].layout, buf[i], sizeof buf[i]);
                 pts[i] = (pp_report_point){labels[i], cand[i].headroom_bytes, cand[i].time.samples_per_s};
                 times[i] = cand[i].time;
             }
@@ -603,7 +570,7 @@ int pp_cmd_plan(pp_cli *c)
         fprintf(stderr, "parplan: no layout fits in %s per GPU; the closest (%s) needs %s (more GPUs, "
                         "a smaller --gbs, or offload)\n",
                 pp_fmt_bytes(c->work.gpu.memory_bytes, have, sizeof have),
-                layout_label(&cand[0].layout, lab, sizeof lab),
+                pp_layout_label(&cand[0].layout, lab, sizeof lab),
                 pp_fmt_bytes(cand[0].worst_bytes, need, sizeof need));
         rc = 1;
         goto done;

@@ -199,18 +199,6 @@ static void append(char *dst, size_t n, const char *what)
     snprintf(dst + k, n - k, "%s%s", k ? "; " : "", what);
 }
 
-/* "tp1 pp1 dp2 mbs4", with cp, ep and expert TP where they are not 1 (or tp) */
-static const char *layout_label(const pp_layout *l, char *buf, size_t n)
-{
-    buf[0] = 0;
-    pp_strcatf(buf, n, "tp%lld pp%lld dp%lld", (long long)l->tp, (long long)l->pp, (long long)l->dp);
-    if (l->cp > 1) pp_strcatf(buf, n, " cp%lld", (long long)l->cp);
-    if (l->ep > 1) pp_strcatf(buf, n, " ep%lld", (long long)l->ep);
-    if (l->etp > 0 && l->etp != l->tp) pp_strcatf(buf, n, " etp%lld", (long long)l->etp);
-    pp_strcatf(buf, n, " mbs%lld", (long long)l->mbs);
-    return buf;
-}
-
 /* The collective group sizes the candidate needs measured, and notes for what stays modelled. */
 static int groups_of(const pp_work *w, const pp_layout *l, int local, int *sizes, char *modelled, size_t mn)
 {
@@ -805,7 +793,7 @@ int pp_plan_probe_run(pp_cli *c, const pp_plan_probe_env *env, pp_search_candida
         in->model_step_s = cand[k].time.step_time_s;
         const pp_layout *l = &cand[k].layout;
         char lab[96];
-        layout_label(l, lab, sizeof lab);
+        pp_layout_label(l, lab, sizeof lab);
         int sizes[5];
         int ns = groups_of(w, l, env->gpus, sizes, in->modelled, sizeof in->modelled);
         cand_parts cp;
@@ -1163,13 +1151,13 @@ void pp_plan_probe_print(FILE *f, const pp_search_candidate *cand, int64_t n, co
         if (in->probed)
             fprintf(f, "  #%lld %s: layer fwd %.3g ms, fwd+bwd %.3g ms%s (%s attention, %s%s)%s; "
                        "step %.4g s (model %.4g s, %+.1f%%); modelled: %s\n",
-                    (long long)(k + 1), layout_label(l, lab, sizeof lab), in->layer_fwd_ms, in->layer_fwdbwd_ms, parts_note(in, parts, sizeof parts),
+                    (long long)(k + 1), pp_layout_label(l, lab, sizeof lab), in->layer_fwd_ms, in->layer_fwdbwd_ms, parts_note(in, parts, sizeof parts),
                     in->attention[0] ? in->attention : "no", in->device, in->cached ? ", cached" : "",
                     stack_note(in, note, sizeof note),
                     cand[k].time.step_time_s, in->model_step_s,
                     100 * (cand[k].time.step_time_s / in->model_step_s - 1), in->modelled[0] ? in->modelled : "-");
         else if (in->model_step_s > 0)
-            fprintf(f, "  #%lld %s: not measured, modelled: %s\n", (long long)(k + 1), layout_label(l, lab, sizeof lab),
+            fprintf(f, "  #%lld %s: not measured, modelled: %s\n", (long long)(k + 1), pp_layout_label(l, lab, sizeof lab),
                     in->modelled[0] ? in->modelled : "-");
     }
 }

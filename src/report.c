@@ -1182,36 +1182,6 @@ void pp_report_step_breakdown(pp_report *r, const char *const *labels, const pp_
 
 /* ------------------------------------------------------------------ labels */
 
-const char *pp_report_layout_label(const pp_layout *l, char *buf, size_t n)
-{
-    if (!n) return buf;
-    size_t o = 0;
-    buf[0] = 0;
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        if (o < n) {                                                                               \
-            int k_ = snprintf(buf + o, n - o, __VA_ARGS__);                                        \
-            if (k_ > 0) o += (size_t)k_;                                                           \
-        }                                                                                          \
-    } while (0)
-    ADD("tp%lld pp%lld dp%lld", (long long)l->tp, (long long)l->pp, (long long)l->dp);
-    if (l->vpp > 1) ADD(" vpp%lld", (long long)l->vpp);
-    if (l->cp > 1) ADD(" cp%lld", (long long)l->cp);
-    if (l->ep > 1) ADD(" ep%lld", (long long)l->ep);
-    if (l->etp > 0 && l->etp != l->tp) ADD(" etp%lld", (long long)l->etp);
-    ADD(" mbs%lld", (long long)l->mbs);
-    if (l->zero) ADD(" zero%d", l->zero);
-    if (l->dist_opt) ADD(" dist-opt");
-    if (l->sp) ADD(" sp");
-    if (l->recompute > PP_RC_NONE && l->recompute < PP_RC_COUNT) {
-        ADD(" %s", pp_recompute_names[l->recompute]);
-        if (l->recompute == PP_RC_FULL && l->recompute_layers) ADD("(%lld)", (long long)l->recompute_layers);
-    }
-    if (l->offload > PP_OFF_NONE && l->offload < PP_OFF_COUNT) ADD(" offload=%s", pp_offload_names[l->offload]);
-#undef ADD
-    return buf;
-}
-
 /* ------------------------------------------------------------------ whole pages */
 
 static const char *fmt_kv(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1269,7 +1239,7 @@ pp_status pp_report_write_page(const char *path, const char *command, const pp_r
            fmt_count(p->search->fitting, b2, sizeof b2), fin(p->search->search_time_s));
     }
     char lab[160] = "none";
-    if (best) pp_report_layout_label(best, lab, sizeof lab);
+    if (best) pp_layout_label(best, lab, sizeof lab);
     KV(plan ? "best layout" : "layout", "%s", lab);
     if (p->mem) {
         double worst = 0;
@@ -1306,7 +1276,7 @@ pp_status pp_report_write_page(const char *path, const char *command, const pp_r
             return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         }
         for (int i = 0; i < n; i++) {
-            pp_report_layout_label(&p->cand[i].layout, labels[i], sizeof labels[i]);
+            pp_layout_label(&p->cand[i].layout, labels[i], sizeof labels[i]);
             pts[i] = (pp_report_point){labels[i], p->cand[i].headroom_bytes, p->cand[i].time.samples_per_s};
         }
         pp_report_candidates(&r, pts, n, n > 0 ? 0 : -1);

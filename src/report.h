@@ -117,8 +117,5 @@ typedef struct {
 pp_status pp_report_write_page(const char *path, const char *command, const pp_report_page *p,
                                pp_error *err);
 
-/* "tp2 pp4 dp2 vpp2 cp2 ep2 mbs1 zero1 dist-opt sp selective offload=optimizer": the layout in
- * the words of the flags, the sizes of 1 and the defaults left out (tp, pp, dp, mbs always). */
-const char *pp_report_layout_label(const pp_layout *l, char *buf, size_t n);
 
 #endif

@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         l.dist_opt = true;
         l.sp = true;
         l.recompute = i % 2 ? PP_RC_FULL : PP_RC_SELECTIVE;
-        pp_report_layout_label(&l, tl[i], sizeof tl[i]);
+        pp_layout_label(&l, tl[i], sizeof tl[i]);
         tlabels[i] = tl[i];
     }
 

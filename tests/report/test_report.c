@@ -642,7 +642,7 @@ int main(void)
     l.recompute = PP_RC_FULL;
     l.recompute_layers = 3;
     char lb[128];
-    pp_report_layout_label(&l, lb, sizeof lb);
+    pp_layout_label(&l, lb, sizeof lb);
     tap_ok(!strcmp(lb, "tp2 pp4 dp8 vpp2 mbs1 dist-opt sp full(3)"), "layout label '%s'", lb);
     l.zero = 3;
     l.dist_opt = false;
@@ -651,10 +651,10 @@ int main(void)
     l.cp = 2;
     l.recompute = PP_RC_NONE;
     l.offload = PP_OFF_OPTIMIZER;
-    pp_report_layout_label(&l, lb, sizeof lb);
+    pp_layout_label(&l, lb, sizeof lb);
     tap_ok(!strcmp(lb, "tp2 pp4 dp8 cp2 mbs1 zero3 offload=optimizer"), "layout label '%s'", lb);
     char small[8];
-    pp_report_layout_label(&l, small, sizeof small);
+    pp_layout_label(&l, small, sizeof small);
     tap_ok(strlen(small) == 7, "label truncated to its buffer");
 
     unlink(path);

@@ -1,0 +1,61 @@
+/* One resolved run: a work and a layout as the framework runs it (the stage split, per-stage
+ * recompute as the framework can say it), with its memory per stage, its step time and its
+ * verdict against the GPU's capacity. Every command that answers "what does this layout need and
+ * how fast is it" builds one with pp_run_build and renders it: check's table and JSON, plan's
+ * rows, estimate, the launch script's header, the HTML report. One figure each:
+ *   need  = peak + reserved on the fullest stage (what "mem/GPU" means everywhere);
+ *   peak  = the largest allocator peak over the stages (torch.cuda.max_memory_allocated of a
+ *           real run's fullest rank; docs/cli.md's "peak_bytes");
+ *   fits  = need <= capacity on every stage. */
+#ifndef PP_RUN_H
+#define PP_RUN_H
+
+#include "pp.h"
+#include "pp_json.h"
+#include "pp_memory.h"
+#include "pp_time.h"
+
+#define PP_RUN_MAX_NOTES 4
+
+typedef struct {
+    const pp_work *work;
+    pp_layout layout;            /* stage_layers / stage_recompute point into the arrays below */
+    int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    const char *stage_split;     /* "uniform", "ilp", or the caller's name for a split it gave */
+    pp_mem_result mem;
+    pp_time_result time;
+    double need_bytes;           /* peak + reserved of the fullest stage (mem.largest_stage) */
+    double need_peak_bytes;      /* that stage's allocator peak */
+    double need_reserved_bytes;  /* that stage's reserve */
+    double peak_bytes;           /* the largest allocator peak over the stages */
+    double capacity_bytes;
+    double headroom_bytes;       /* capacity - need (negative: out of memory) */
+    bool fits;
+    /* warnings and adjustments, one line each (without "parplan: warning: ") */
+    char notes[PP_RUN_MAX_NOTES][640];
+    int n_notes;
+} pp_run;
+
+typedef struct {
+    const char *stages;     /* "uniform", "ilp", "auto", or NULL: the layout's own split (a file's or
+                               a plan candidate's), else uniform */
+    const char *given_split;/* the name of the layout's own split ("megatron-args", "plan") */
+    const char *dump_ilp;   /* write the stage MILP there (CPLEX LP), or NULL */
+} pp_run_opts;
+
+/* Resolve l (validated against w) into r: the stage split, what the framework can express
+ * (pp_framework_express), memory and time. r keeps a pointer to w. Bad input is PP_ERR_INPUT. */
+pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *o, pp_run *r, pp_error *err);
+
+/* The layout's keys, written into the JSON object being built ("tp", "pp", "dp", "vpp", "cp",
+ * "ep", "etp", "mbs", "zero", "dist_opt", "sp", "recompute", "recompute_layers", "offload",
+ * "replicate", and "stage_layers"/"stage_recompute" for an uneven split): the one layout JSON
+ * writer, read by check ("layout": {...}) and plan (each candidate). */
+void pp_layout_json_keys(pp_json *j, const pp_layout *l);
+/* The run's figures: "fits", "capacity_bytes", "peak_bytes", "need_bytes",
+ * "headroom_bytes", "step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu", "mfu". */
+void pp_run_json_figures(pp_json *j, const pp_run *r);
+/* The step's terms ("compute_s", ..., "optimizer_s") as the object "breakdown". */
+void pp_run_json_breakdown(pp_json *j, const pp_time_result *t);
+
+#endif

@@ -1,0 +1,142 @@
+/* The resolved run (pp_run.h). */
+#include "pp_run.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_express.h"
+#include "pp_stages.h"
+
+static void note(pp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(pp_run *r, const char *fmt, ...)
+{
+    if (r->n_notes >= PP_RUN_MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *o, pp_run *r, pp_error *err)
+{
+    static const pp_run_opts none = {0};
+    if (!o) o = &none;
+    memset(r, 0, sizeof *r);
+    r->work = w;
+    r->layout = *l;
+    pp_layout *rl = &r->layout;
+    pp_status st = PP_OK;
+    if (l->stage_layers && !o->stages) {
+        /* the split the layout comes with */
+        for (int64_t i = 0; i < l->pp && i < PP_MAX_STAGES; i++) {
+            r->stage_layers[i] = l->stage_layers[i];
+            r->stage_recompute[i] = l->stage_recompute ? l->stage_recompute[i] : 0;
+        }
+        rl->stage_layers = r->stage_layers;
+        rl->stage_recompute = r->stage_recompute;
+        r->stage_split = o->given_split ? o->given_split : "given";
+    } else {
+        rl->stage_layers = rl->stage_recompute = NULL;
+        pp_stages_result *sres = calloc(1, sizeof *sres);
+        if (!sres) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        st = pp_stages_apply(w, rl, o->stages, o->dump_ilp, r->stage_layers, r->stage_recompute, sres, err);
+        if (st == PP_OK && sres->warning[0]) note(r, "%s", sres->warning);
+        free(sres);
+        if (st != PP_OK) return st;
+        r->stage_split = rl->stage_layers ? "ilp" : "uniform";
+    }
+    char what[640];
+    if (pp_framework_express(w, rl, rl->stage_layers ? r->stage_recompute : NULL, what, sizeof what))
+        note(r, "%s", what);
+    st = pp_memory_estimate(w, rl, &r->mem, err);
+    if (st == PP_OK) st = pp_time_estimate(w, rl, &r->time, err);
+    if (st != PP_OK) return st;
+    const pp_mem_stage *big = &r->mem.stages[r->mem.largest_stage];
+    r->need_peak_bytes = big->peak_bytes;
+    r->need_reserved_bytes = big->reserved_bytes;
+    r->need_bytes = big->peak_bytes + big->reserved_bytes;
+    r->peak_bytes = r->mem.peak_bytes;
+    r->capacity_bytes = r->mem.capacity_bytes;
+    r->headroom_bytes = r->capacity_bytes - r->need_bytes;
+    r->fits = r->mem.fits;
+    /* Dropless routing over several expert-parallel ranks sends the busiest rank more than its
+     * share; the peak is priced at the --moe-imbalance the user states (1: balanced). */
+    if (w->model.experts > 1 && rl->ep > 1 && w->stack.moe_imbalance <= 1.0 && w->stack.moe_capacity_factor <= 0)
+        note(r, "dropless MoE over %lld EP ranks priced with balanced routing; --moe-imbalance X adds the margin "
+                "for a busiest rank that gets X times its share",
+             (long long)rl->ep);
+    /* FSDP2 near the capacity (pp_memory_fsdp_tight): the model has no cost for the retries */
+    if (r->fits && pp_memory_fsdp_tight(w, r->mem.peak_bytes, r->capacity_bytes))
+        note(r, "allocator peak %.1f GiB is %.0f%% of the %.1f GiB usable: PyTorch's caching allocator may free its "
+                "cache and retry (2 of 6 such FSDP2 runs measured on H200 did, 35-45%% slower steps); a smaller "
+                "micro-batch or more recompute leaves room",
+             r->mem.peak_bytes / 1073741824.0, 100.0 * r->mem.peak_bytes / r->capacity_bytes,
+             r->capacity_bytes / 1073741824.0);
+    return PP_OK;
+}
+
+void pp_layout_json_keys(pp_json *j, const pp_layout *l)
+{
+    pp_json_kint(j, "tp", l->tp);
+    pp_json_kint(j, "pp", l->pp);
+    pp_json_kint(j, "dp", l->dp);
+    pp_json_kint(j, "vpp", l->vpp);
+    pp_json_kint(j, "cp", l->cp);
+    pp_json_kint(j, "ep", l->ep);
+    pp_json_kint(j, "etp", pp_layout_etp(l));
+    pp_json_kint(j, "mbs", l->mbs);
+    pp_json_kint(j, "zero", l->zero);
+    pp_json_kbool(j, "dist_opt", l->dist_opt);
+    pp_json_kbool(j, "sp", l->sp);
+    pp_json_kstr(j, "recompute", pp_recompute_names[l->recompute]);
+    pp_json_kint(j, "recompute_layers", l->recompute_layers);
+    pp_json_kstr(j, "offload", pp_offload_names[l->offload]);
+    pp_json_kint(j, "replicate", l->replicate > 1 ? l->replicate : 1);
+    if (l->stage_layers) {
+        pp_json_key(j, "stage_layers");
+        pp_json_arr_begin(j);
+        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, l->stage_layers[s]);
+        pp_json_arr_end(j);
+        pp_json_key(j, "stage_recompute");
+        pp_json_arr_begin(j);
+        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, l->stage_recompute ? l->stage_recompute[s] : 0);
+        pp_json_arr_end(j);
+    }
+}
+
+/* Byte counts are whole numbers in the JSON (the model's doubles carry fractions). */
+static void kbytes(pp_json *j, const char *k, double v) { pp_json_knum(j, k, round(v)); }
+
+void pp_run_json_figures(pp_json *j, const pp_run *r)
+{
+    pp_json_kbool(j, "fits", r->fits);
+    kbytes(j, "capacity_bytes", r->capacity_bytes);
+    kbytes(j, "peak_bytes", r->peak_bytes);
+    kbytes(j, "need_bytes", r->need_bytes);
+    kbytes(j, "headroom_bytes", r->headroom_bytes);
+    pp_json_knum(j, "step_time_s", r->time.step_time_s);
+    pp_json_knum(j, "samples_per_s", r->time.samples_per_s);
+    pp_json_knum(j, "tokens_per_s", r->time.tokens_per_s);
+    pp_json_knum(j, "model_tflops_per_gpu", r->time.model_tflops_per_gpu);
+    pp_json_knum(j, "mfu", r->time.mfu);
+}
+
+void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)
+{
+    pp_json_key(j, "breakdown");
+    pp_json_obj_begin(j);
+    pp_json_knum(j, "compute_s", t->compute_s);
+    pp_json_knum(j, "recompute_s", t->recompute_s);
+    pp_json_knum(j, "tp_comm_s", t->tp_comm_s);
+    pp_json_knum(j, "cp_comm_s", t->cp_comm_s);
+    pp_json_knum(j, "ep_comm_s", t->ep_comm_s);
+    pp_json_knum(j, "pp_comm_s", t->pp_comm_s);
+    pp_json_knum(j, "bubble_s", t->bubble_s);
+    pp_json_knum(j, "dp_comm_s", t->dp_comm_s);
+    pp_json_knum(j, "zero_gather_s", t->zero_gather_s);
+    pp_json_knum(j, "optimizer_s", t->optimizer_s);
+    pp_json_obj_end(j);
+}
