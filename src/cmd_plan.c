@@ -11,6 +11,7 @@
 #include "pp_memory.h"
 #include "pp_search.h"
 #include "pp_stages.h"
+#include "pp_run.h"
 #include "pp_time.h"
 #include "plan_probe.h"
 #include "report.h"
@@ -413,7 +414,49 @@ static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, pp_search_res
     return st;
 }
 
-/* ------------------------------------------------------------------ HTML report (issue 10) */
+/* ------------------------------------------------------------------ the resolved runs */
+
+static int cand_order(const void *pa, const void *pb)
+{
+    const pp_search_candidate *a = pa, *b = pb;
+    if (a->fits != b->fits) return a->fits ? -1 : 1;
+    if (!a->fits) return a->worst_bytes < b->worst_bytes ? -1 : a->worst_bytes > b->worst_bytes;
+    return pp_search_better(a, b) ? -1 : pp_search_better(b, a) ? 1 : 0;
+}
+
+/* Every candidate of the window as check resolves it (pp_run_build with its own split): what the
+ * framework can express (Megatron's one recompute count for every stage) is applied and
+ * re-priced, so a row's figures are check's for the same layout, and the window is re-ranked by
+ * them: plan ranks only layouts the framework runs as written. */
+static pp_status plan_resolve(pp_cli *c, pp_search_candidate *cand, pp_search_result *r, pp_error *err)
+{
+    pp_run *run = calloc(1, sizeof *run);
+    if (!run) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    pp_run_opts ro = {.given_split = "plan"};
+    pp_status st = PP_OK;
+    for (int64_t i = 0; i < r->n && st == PP_OK; i++) {
+        pp_search_candidate *k = &cand[i];
+        /* beyond the stages the per-stage models hold, the search's own figures stand (such a
+         * layout is only ever shown as the closest when nothing fits) */
+        if (k->layout.pp > PP_MAX_STAGES) continue;
+        st = pp_run_build(&c->work, &k->layout, &ro, run, err);
+        if (st != PP_OK) break;
+        if (k->layout.stage_recompute)
+            for (int64_t s = 0; s < k->layout.pp; s++) ((int *)k->layout.stage_recompute)[s] = run->stage_recompute[s];
+        k->time = run->time;
+        k->peak_bytes = run->need_peak_bytes;
+        k->worst_bytes = run->need_bytes;
+        k->headroom_bytes = run->headroom_bytes;
+        k->fits = run->fits;
+    }
+    free(run);
+    if (st != PP_OK) return st;
+    qsort(cand, (size_t)r->n, sizeof *cand, cand_order);
+    r->none_fit = r->n == 0 || !cand[0].fits;
+    return PP_OK;
+}
+
+/* ------------------------------------------------------------------ HTML report */
 
 static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r,
                              pp_error *err)
@@ -528,6 +571,7 @@ int pp_cmd_plan(pp_cli *c)
     }
     if (r.n > 0) {
         st = plan_stages(c, cand, &r, want, stage_mem, &err);
+        if (st == PP_OK) st = plan_resolve(c, cand, &r, &err);
         if (st != PP_OK) {
             rc = pp_cli_fail(&err);
             goto done;

@@ -171,7 +171,7 @@ static void params(void)
     w.attention = PP_ATTN_UNFUSED;
     pp_layout l;
     pp_layout_init(&l);
-    pp_error err;
+    pp_error err = {0};
     tap_ok(pp_layout_validate(&w, &l, &err) == PP_OK, "gpt-2.7b layout valid");
     static pp_mem_result r;
     tap_ok(pp_memory_estimate(&w, &l, &r, &err) == PP_OK, "estimate");
@@ -192,7 +192,7 @@ static void schedules(void)
     pp_layout l;
     pp_layout_init(&l);
     l.pp = 4;
-    pp_error err;
+    pp_error err = {0};
     tap_ok(pp_layout_validate(&w, &l, &err) == PP_OK, "pp 4 layout valid");
     static pp_mem_result r;
     pp_memory_estimate(&w, &l, &r, &err);
@@ -234,7 +234,7 @@ static void recompute_and_agreement(void)
     l.tp = 2;
     l.recompute = PP_RC_FULL;
     l.recompute_layers = 3;
-    pp_error err;
+    pp_error err = {0};
     tap_ok(pp_layout_validate(&w, &l, &err) == PP_OK, "recompute-layers layout valid");
     static pp_mem_result r;
     pp_memory_estimate(&w, &l, &r, &err);
@@ -300,7 +300,7 @@ static void verdicts(void)
     pp_layout l;
     pp_layout_init(&l);
     l.mbs = 4;
-    pp_error err;
+    pp_error err = {0};
     pp_layout_validate(&w, &l, &err);
     static pp_mem_result r;
     pp_memory_estimate(&w, &l, &r, &err);

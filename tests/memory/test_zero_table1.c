@@ -64,7 +64,7 @@ int main(void)
     pp_layout l;
     pp_layout_init(&l);
     l.zero = 2;
-    pp_error err;
+    pp_error err = {0};
     tap_ok(pp_layout_validate(&w, &l, &err) == PP_OK, "ZeRO-2 layout valid (%s)", err.msg);
     static pp_mem_result r;
     tap_ok(pp_memory_estimate(&w, &l, &r, &err) == PP_OK, "estimate");
