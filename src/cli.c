@@ -76,7 +76,6 @@ static const char *const probe_only[] = {"--model", "--attention", "--moe-groupe
                                          "--etp", "--mbs", "--sp", NULL};
 static const char *const calibrate_only[] = {"--gpu", "--profile", NULL};
 static const char *const plan_except[] = {"--replicate", NULL};
-static const char *const estimate_except[] = {"--stages", NULL};
 
 static const cmd_spec cmd_specs[] = {
     {"models", no_opts, 0, models_only, NULL},
@@ -84,7 +83,7 @@ static const cmd_spec cmd_specs[] = {
     {"plan", plan_opts, sizeof plan_opts / sizeof plan_opts[0], NULL, plan_except},
     {"launch", launch_opts, sizeof launch_opts / sizeof launch_opts[0], NULL, NULL},
     {"probe", probe_opts, sizeof probe_opts / sizeof probe_opts[0], probe_only, NULL},
-    {"estimate", estimate_opts, sizeof estimate_opts / sizeof estimate_opts[0], NULL, estimate_except},
+    {"estimate", estimate_opts, sizeof estimate_opts / sizeof estimate_opts[0], NULL, NULL},
     {"calibrate", calibrate_opts, sizeof calibrate_opts / sizeof calibrate_opts[0], calibrate_only, NULL},
 };
 

@@ -87,10 +87,11 @@ int pp_cmd_calibrate(pp_cli *c); /* cmd_calibrate.c (issue 8) */
  * libexecdir); false with the places tried. Defined in cmd_probe.c. */
 bool pp_probe_find(const char *argv0, char *out, size_t n, char *tried, size_t tried_n);
 /* Write the launch config of layout l (validated against w) in format `format` (a
- * pp_launch_format_names entry): predictions from the memory and time models, --launch-target,
+ * pp_launch_format_names entry), as the resolved run of l (pp_run_build with `stages`: NULL
+ * keeps l's own split) says it: the layout and the header's figures; --launch-target,
  * --train-iters, -o DIR and --json from c; stdout when no -o. For launch and plan --emit.
  * Returns the exit status (errors printed). Defined in cmd_launch.c. */
-int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *format);
+int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *format, const char *stages);
 
 /* The training stack check and plan assumed: one line (pp_stack_describe, and the
  * --megatron-args file), and the "stack" (and "megatron_args") objects of their JSON. */

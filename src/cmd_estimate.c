@@ -29,8 +29,8 @@ int pp_cmd_estimate(pp_cli *c)
         pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         return pp_cli_fail(&err);
     }
-    /* the same run check resolves: a --megatron-args file's stages, else uniform */
-    pp_run_opts ro = {.given_split = "megatron-args"};
+    /* the same run check resolves: --stages, a --megatron-args file's stages, else uniform */
+    pp_run_opts ro = {.stages = c->stages, .given_split = "megatron-args"};
     st = pp_run_build(w, &c->layout, &ro, run, &err);
     if (st != PP_OK) {
         free(run);

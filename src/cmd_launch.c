@@ -7,9 +7,7 @@
 #include "cli.h"
 #include "pp_json.h"
 #include "pp_launch.h"
-#include "pp_memory.h"
-#include "pp_stages.h"
-#include "pp_time.h"
+#include "pp_run.h"
 
 static pp_status format_lookup(const char *name, pp_launch_format *fmt, pp_error *err)
 {
@@ -38,56 +36,7 @@ static pp_status target_lookup(const char *name, pp_launch_target *t, pp_error *
     return PP_OK;
 }
 
-/* Predictions for the comment: the memory and time models. A model that fails at run time
- * leaves the figure "not predicted" with a warning; bad input is an error. The warnings are
- * collected in warn (printed once the config is written: a layout the format refuses is one
- * error line, not a warning and an error). */
-static pp_status predict(const pp_work *w, const pp_layout *l, pp_launch_params *p, bool quiet,
-                         char *warn, size_t warn_n, pp_error *err)
-{
-    FILE *ws = fmemopen(warn, warn_n, "w");
-    if (ws) setvbuf(ws, NULL, _IONBF, 0);
-    FILE *out = ws ? ws : stderr;
-    pp_mem_result *mem = calloc(1, sizeof *mem);
-    if (!mem) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    pp_error e = {0};
-    pp_status st = pp_memory_estimate(w, l, mem, &e);
-    if (st == PP_OK) {
-        p->peak_bytes = mem->peak_bytes;
-        p->capacity_bytes = mem->capacity_bytes;
-        if (mem->largest_stage >= 0 && mem->largest_stage < mem->n_stages)
-            p->reserved_bytes = mem->stages[mem->largest_stage].reserved_bytes;
-        if (!mem->fits && !quiet)
-            fprintf(out, "parplan: warning: the layout is predicted not to fit (%s); writing the "
-                         "config anyway\n", mem->why[0] ? mem->why : "out of memory");
-    } else if (st == PP_ERR_INPUT) {
-        free(mem);
-        *err = e;
-        if (ws) fclose(ws);
-        return st;
-    } else if (!quiet) {
-        fprintf(out, "parplan: warning: no memory prediction (%s)\n", e.msg);
-    }
-    free(mem);
-    pp_time_result t;
-    memset(&t, 0, sizeof t);
-    e = (pp_error){0};
-    st = pp_time_estimate(w, l, &t, &e);
-    if (st == PP_OK) {
-        p->step_time_s = t.step_time_s;
-        p->samples_per_s = t.samples_per_s;
-    } else if (st == PP_ERR_INPUT) {
-        *err = e;
-        if (ws) fclose(ws);
-        return st;
-    } else if (!quiet) {
-        fprintf(out, "parplan: warning: no step-time prediction (%s)\n", e.msg);
-    }
-    if (ws) fclose(ws);
-    return PP_OK;
-}
-
-int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *format)
+int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *format, const char *stages)
 {
     pp_error err = {0};
     pp_launch_format fmt;
@@ -99,15 +48,40 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
         st = pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
                           "--json needs -o DIR (the launch config itself goes to stdout otherwise)");
     if (st != PP_OK) return pp_cli_fail(&err);
+    /* The run check resolves for the same layout: the script's layout and its header's figures
+     * are that run's (stage split, recompute as the framework says it, peak and reserve of the
+     * fullest stage). */
+    pp_run *run = calloc(1, sizeof *run);
+    if (!run) {
+        pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        return pp_cli_fail(&err);
+    }
+    pp_run_opts ro = {.stages = stages, .given_split = "plan"};
+    st = pp_run_build(w, l, &ro, run, &err);
+    if (st != PP_OK) {
+        free(run);
+        return pp_cli_fail(&err);
+    }
     p.work = w;
-    p.layout = l;
+    p.layout = &run->layout;
     p.train_iters = c->train_iters;
-    char warn[2048] = "";
+    p.peak_bytes = run->need_peak_bytes;
+    p.reserved_bytes = run->need_reserved_bytes;
+    p.capacity_bytes = run->capacity_bytes;
+    p.step_time_s = run->time.step_time_s;
+    p.samples_per_s = run->time.samples_per_s;
     if (c->model_arg && !strncmp(w->model.source, "Hugging Face config.json", 24)) p.hf_config_path = c->model_arg;
-    st = predict(w, l, &p, c->quiet, warn, sizeof warn, &err);
-    if (st == PP_OK) st = pp_launch_write(fmt, &p, c->output ? NULL : stdout, c->output, &err);
-    if (st != PP_OK) return pp_cli_fail(&err);
-    fputs(warn, stderr);
+    st = pp_launch_write(fmt, &p, c->output ? NULL : stdout, c->output, &err);
+    if (st != PP_OK) {
+        free(run);
+        return pp_cli_fail(&err);
+    }
+    if (!c->quiet) {
+        for (int i = 0; i < run->n_notes; i++) fprintf(stderr, "parplan: warning: %s\n", run->notes[i]);
+        if (!run->fits)
+            fprintf(stderr, "parplan: warning: the layout is predicted not to fit (%s); writing the config anyway\n",
+                    run->mem.why[0] ? run->mem.why : "out of memory");
+    }
     if (c->json) {
         pp_json j;
         pp_json_init(&j, stdout, true);
@@ -136,6 +110,7 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
             fprintf(stderr, " %s/%s", c->output, *f);
         fprintf(stderr, "\n");
     }
+    free(run);
     return 0;
 }
 
@@ -153,19 +128,5 @@ int pp_cmd_launch(pp_cli *c)
         return pp_cli_fail(&err);
     }
     if (pp_cli_work(c, true, &err) != PP_OK) return pp_cli_fail(&err);
-    static int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
-    if (c->stages && strcmp(c->stages, "uniform") != 0) {
-        pp_stages_result *res = calloc(1, sizeof *res);
-        if (!res) {
-            pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            return pp_cli_fail(&err);
-        }
-        pp_status st = pp_stages_apply(&c->work, &c->layout, c->stages, NULL, stage_layers,
-                                       stage_recompute, res, &err);
-        if (st == PP_OK && res->warning[0] && !c->quiet)
-            fprintf(stderr, "parplan: warning: %s\n", res->warning);
-        free(res);
-        if (st != PP_OK) return pp_cli_fail(&err);
-    }
-    return pp_launch_emit(c, &c->work, &c->layout, c->format);
+    return pp_launch_emit(c, &c->work, &c->layout, c->format, c->stages);
 }

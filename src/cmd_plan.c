@@ -272,6 +272,12 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
     pp_json j;
     pp_json_init(&j, stdout, true);
     pp_json_obj_begin(&j);
+    pp_json_kstr(&j, "model", w->model.name);
+    pp_json_kstr(&j, "gpu", w->gpu.name);
+    pp_json_kint(&j, "gpus", w->gpus);
+    pp_json_kint(&j, "gpus_per_node", w->gpus_per_node);
+    pp_json_kint(&j, "seq", w->model.seq);
+    pp_json_kint(&j, "gbs", w->gbs);
     pp_json_kint(&j, "evaluated", r->evaluated);
     pp_json_key(&j, "pruned");
     pp_json_obj_begin(&j);
@@ -289,52 +295,17 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         const pp_layout *l = &k->layout;
         const pp_time_result *t = &k->time;
         pp_json_obj_begin(&j);
-        pp_json_kint(&j, "tp", l->tp);
-        pp_json_kint(&j, "pp", l->pp);
-        pp_json_kint(&j, "dp", l->dp);
-        pp_json_kint(&j, "vpp", l->vpp);
-        pp_json_kint(&j, "cp", l->cp);
-        pp_json_kint(&j, "ep", l->ep);
-        pp_json_kint(&j, "etp", pp_layout_etp(l));
-        pp_json_kint(&j, "mbs", l->mbs);
-        pp_json_kint(&j, "zero", l->zero);
-        pp_json_kbool(&j, "dist_opt", l->dist_opt);
-        pp_json_kbool(&j, "sp", l->sp);
-        pp_json_kstr(&j, "recompute", pp_recompute_names[l->recompute]);
-        if (l->recompute_layers > 0) pp_json_kint(&j, "recompute_layers", l->recompute_layers);
-        pp_json_kstr(&j, "offload", pp_offload_names[l->offload]);
-        if (l->stage_layers) {
-            pp_json_key(&j, "stage_layers");
-            pp_json_arr_begin(&j);
-            for (int64_t s = 0; s < l->pp; s++) pp_json_int(&j, l->stage_layers[s]);
-            pp_json_arr_end(&j);
-            pp_json_key(&j, "stage_recompute");
-            pp_json_arr_begin(&j);
-            for (int64_t s = 0; s < l->pp; s++) pp_json_int(&j, l->stage_recompute ? l->stage_recompute[s] : 0);
-            pp_json_arr_end(&j);
-        }
-        pp_json_knum(&j, "peak_bytes", k->peak_bytes);
-        pp_json_knum(&j, "reserved_bytes", k->worst_bytes - k->peak_bytes);
-        pp_json_knum(&j, "headroom_bytes", k->headroom_bytes);
+        pp_layout_json_keys(&j, l);
+        pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
+        pp_json_knum(&j, "need_bytes", round(k->worst_bytes));
+        pp_json_knum(&j, "headroom_bytes", round(k->headroom_bytes));
         pp_json_kbool(&j, "fits", k->fits);
         pp_json_knum(&j, "step_time_s", t->step_time_s);
         pp_json_knum(&j, "samples_per_s", t->samples_per_s);
         pp_json_knum(&j, "tokens_per_s", t->tokens_per_s);
         pp_json_knum(&j, "model_tflops_per_gpu", t->model_tflops_per_gpu);
         pp_json_knum(&j, "mfu", t->mfu);
-        pp_json_key(&j, "breakdown");
-        pp_json_obj_begin(&j);
-        pp_json_knum(&j, "compute_s", t->compute_s);
-        pp_json_knum(&j, "recompute_s", t->recompute_s);
-        pp_json_knum(&j, "tp_comm_s", t->tp_comm_s);
-        pp_json_knum(&j, "cp_comm_s", t->cp_comm_s);
-        pp_json_knum(&j, "ep_comm_s", t->ep_comm_s);
-        pp_json_knum(&j, "pp_comm_s", t->pp_comm_s);
-        pp_json_knum(&j, "bubble_s", t->bubble_s);
-        pp_json_knum(&j, "dp_comm_s", t->dp_comm_s);
-        pp_json_knum(&j, "zero_gather_s", t->zero_gather_s);
-        pp_json_knum(&j, "optimizer_s", t->optimizer_s);
-        pp_json_obj_end(&j);
+        pp_run_json_breakdown(&j, t);
         const pp_plan_probe_info *pi = plan_probe_info && i < plan_probe_n ? &plan_probe_info[i] : NULL;
         pp_json_kstr(&j, "source", pi && pi->probed ? "probe" : "model");
         if (pi && pi->model_step_s > 0) {
@@ -444,7 +415,7 @@ static pp_status plan_resolve(pp_cli *c, pp_search_candidate *cand, pp_search_re
         if (k->layout.stage_recompute)
             for (int64_t s = 0; s < k->layout.pp; s++) ((int *)k->layout.stage_recompute)[s] = run->stage_recompute[s];
         k->time = run->time;
-        k->peak_bytes = run->need_peak_bytes;
+        k->peak_bytes = run->peak_bytes;
         k->worst_bytes = run->need_bytes;
         k->headroom_bytes = run->headroom_bytes;
         k->fits = run->fits;
@@ -623,7 +594,7 @@ int pp_cmd_plan(pp_cli *c)
         /* One JSON document on stdout: plan's. The launch files go to -o DIR. */
         bool json = c->json;
         c->json = false;
-        rc = pp_launch_emit(c, &c->work, &cand[0].layout, c->emit);
+        rc = pp_launch_emit(c, &c->work, &cand[0].layout, c->emit, NULL);
         c->json = json;
     }
 done:
