@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../cli/pp_jscan.h"
-#include "../cli/pp_run.h"
+#include "jscan.h"
+#include "proc.h"
 #include "pp_calibrate.h"
 #include "pp_load.h"
 #include "pp_probe_cache.h"
@@ -53,15 +53,15 @@ static char *one_tap_line(char *s)
     return s;
 }
 
-static void run(pp_run_result *r, char **argv) { pp_run(argv, r); }
+static void run(tc_proc *r, char **argv) { tc_run(argv, r); }
 
 static void test_calibrate(const char *logdir)
 {
-    pp_run_result r;
+    tc_proc r;
     char *a0[] = {(char *)parplan, "calibrate", "--gpu", "h200", NULL};
     run(&r, a0);
     tap_ok(r.status == 2 && one_line(r.err) == 1 && !r.out[0], "calibrate without logs: exit 2, one line (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char lg[1024];
     snprintf(lg, sizeof lg, "%s/g27_b1.log", logdir);
@@ -69,23 +69,23 @@ static void test_calibrate(const char *logdir)
     run(&r, a1);
     tap_ok(r.status == 2 && strstr(r.err, "--gpu") && one_line(r.err) == 1, "calibrate without --gpu: exit 2 (%s)",
            r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *a2[] = {(char *)parplan, "calibrate", "--gpu", "h200", "--fit", "gemm,warp", lg, NULL};
     run(&r, a2);
     tap_ok(r.status == 2 && strstr(r.err, "warp"), "--fit warp: exit 2 naming it (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *a3[] = {(char *)parplan, "calibrate", "--gpu", "h200", "/nonexistent/x.log", NULL};
     run(&r, a3);
     tap_ok(r.status != 0 && one_line(r.err) == 1 && strstr(r.err, "/nonexistent/x.log"),
            "a missing log: one line naming it (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *a4[] = {(char *)parplan, "calibrate", "--gpu", "h200", lg, NULL};
     run(&r, a4);
     tap_ok(r.status == 2 && strstr(r.err, "at least"), "one log cannot determine 4 factors: exit 2 (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     /* FSDP2 runs tables (pp_calib_fsdp_csv_load): a table without a needed column, a bad value */
     char csv[] = "/tmp/pp-cal-fsdp-XXXXXX.csv";
@@ -99,7 +99,7 @@ static void test_calibrate(const char *logdir)
     run(&r, a5);
     tap_ok(r.status == 2 && one_line(r.err) == 1 && strstr(r.err, "not an FSDP runs table") && strstr(r.err, "replicate"),
            "an FSDP runs table without a column: exit 2 naming it (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     char src_csv[1024];
     const char *srcdir = getenv("PARPLAN_SOURCE_DIR");
     snprintf(src_csv, sizeof src_csv, "%s/tests/data/fsdp/runs.csv", srcdir ? srcdir : ".");
@@ -119,7 +119,7 @@ static void test_calibrate(const char *logdir)
     run(&r, a5);
     tap_ok(r.status == 2 && one_line(r.err) == 1 && strstr(r.err, "'nope'") && strstr(r.err, ".csv:3:"),
            "an FSDP runs table with a bad ac value: exit 2 naming the line (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     unlink(csv);
 
     /* the fit on 16 + 5 logs (a glob of the extracted directory with non-training files in it) */
@@ -163,7 +163,7 @@ static void test_calibrate(const char *logdir)
            loo = js_num(doc, "mape_loo_pct");
     tap_ok(before > 40 && after < 3 && loo < 3.5, "MAPE %.1f%% -> %.2f%% (leave-one-out %.2f%%)", before, after, loo);
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     /* --probe-cache: the same logs on their layers as plan --probe measured them on the lent 2 x H200
      * (tests/data/calibrate/probe): the 16 memory-helper runs that timed and r1-r3 (r4, r5: TinyLlama
@@ -201,7 +201,7 @@ static void test_calibrate(const char *logdir)
         tap_ok(before > 35 && after < 4 && loo < 4, "measured layers: MAPE %.1f%% -> %.2f%% (leave-one-out %.2f%%)",
                before, after, loo);
         js_free(doc);
-        pp_run_result_free(&r);
+        tc_proc_result_free(&r);
         pp_profile pq;
         pp_error eq = {0};
         pp_status sq = pp_profile_load_file(&pq, pprof, &eq);
@@ -217,7 +217,7 @@ static void test_calibrate(const char *logdir)
         tap_ok(r.status == 2 && last && one_line(last) == 1 && strstr(last, "r5-tinyllama") &&
                    strstr(last, "plan --probe"),
                "a log whose layer is not in the cache: exit 2, one line naming it (after the 3 skipped logs' warnings)");
-        pp_run_result_free(&r);
+        tc_proc_result_free(&r);
     }
 
     /* two software stacks in one fit: refused */
@@ -239,7 +239,7 @@ static void test_calibrate(const char *logdir)
     run(&r, am);
     tap_ok(r.status == 2 && one_line(r.err) == 1 && strstr(r.err, "one software stack"),
            "a Transformer Engine log with a local one: exit 2 (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     remove(te);
 
     /* the profile it wrote loads, and check --profile applies it */
@@ -292,7 +292,7 @@ static void test_calibrate(const char *logdir)
                 tap_ok(e < -0.3, "check %s uncalibrated: %.1f ms vs %.1f (%+.1f%%): the fused-stack model is fast",
                        lay[i].name, s, lay[i].ms, 100 * e);
             js_free(d);
-            pp_run_result_free(&r);
+            tc_proc_result_free(&r);
         }
     }
 }
@@ -309,7 +309,7 @@ static void test_plan_no_duplicates(void)
                  "--kv-heads", "8", "--ffn", "8192", "--vocab", "128256", "--untied", "--seq", "4096", "--gpu", "h200",
                  "--gpus", "2", "--gpus-per-node", "2", "--attention", "unfused", "--profile", prof, "--gbs", "8",
                  "--top", "8", "--json", NULL};
-    pp_run_result r;
+    tc_proc r;
     run(&r, a);
     char jerr[256] = "";
     js_val *d = r.status == 0 ? js_parse(r.out, jerr, sizeof jerr) : NULL;
@@ -331,20 +331,20 @@ static void test_plan_no_duplicates(void)
     tap_ok(c && c->n == 8 && dups == 0, "plan --top 8 on the Llama-3.2-3B shape: 8 distinct runs, %d one-stage duplicates",
            dups);
     js_free(d);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 }
 
 /* Run argv (a plan with --json): its exit status, its JSON (NULL unless exit 0), its stderr (err_out:
  * the caller frees it) */
 static js_val *run_json(char **argv, int *status, char **err_out)
 {
-    pp_run_result r;
+    tc_proc r;
     run(&r, argv);
     *status = r.status;
     char jerr[256];
     js_val *d = r.status == 0 ? js_parse(r.out, jerr, sizeof jerr) : NULL;
     if (err_out) *err_out = strdup(r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     return d;
 }
 
@@ -368,18 +368,18 @@ static void test_probe(const char *fake)
     /* no GPU: one line, exit 1, before any search output */
     setenv("PARPLAN_PROBE", fake, 1);
     setenv("FAKE_PROBE_GPUS", "0", 1);
-    pp_run_result r;
+    tc_proc r;
     char *a[] = {(char *)parplan, "plan", "--model", "gpt3-1.3b", "--gpu", "h200", "--gpus", "2", "--probe", "4", NULL};
     run(&r, a);
     tap_ok(r.status == 1 && one_line(r.err) == 1 && !r.out[0] && strstr(r.err, "no CUDA GPU"),
            "plan --probe without a GPU: exit 1, one line, no table (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     setenv("FAKE_PROBE_GPUS", "2", 1);
     /* bad input still comes first (exit 2) */
     char *ab[] = {(char *)parplan, "plan", "--model", "nosuchmodel", "--gpu", "h200", "--gpus", "2", "--probe", "4", NULL};
     run(&r, ab);
     tap_ok(r.status == 2, "plan --probe with a bad model: exit 2 before probing");
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     /* the real parplan-probe on this machine: without a GPU (or a GPU build) it must say so */
     if (access("/dev/nvidia0", F_OK) != 0) {
@@ -387,7 +387,7 @@ static void test_probe(const char *fake)
         run(&r, a);
         tap_ok(r.status == 1 && one_line(r.err) == 1 && !r.out[0], "no GPU here, real probes: exit 1, one line (%s)",
                r.err);
-        pp_run_result_free(&r);
+        tc_proc_result_free(&r);
         setenv("PARPLAN_PROBE", fake, 1);
     }
 
@@ -500,7 +500,7 @@ static void test_probe(const char *fake)
     tap_ok(r.status == 0 && spent >= 1 && strstr(r.err, "--probe-budget of 1 s spent") && count_lines(flog) == 1,
            "--probe-budget 1 with 1.2 s calls: one call, %d candidates left modelled, a warning", spent);
     js_free(d);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     remove(cache);
     remove(flog);

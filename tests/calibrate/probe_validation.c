@@ -29,8 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../cli/pp_jscan.h"
-#include "../cli/pp_run.h"
+#include "jscan.h"
+#include "proc.h"
 #include "tap.h"
 
 #define MAX_ROWS 64
@@ -120,8 +120,8 @@ static double plan_ms(const row *r, const char *profile, bool probe, char *sourc
         a[k++] = "1";
     }
     a[k] = NULL;
-    pp_run_result res;
-    pp_run(a, &res);
+    tc_proc res;
+    tc_run(a, &res);
     double ms = -1;
     char jerr[256];
     js_val *d = res.status == 0 ? js_parse(res.out, jerr, sizeof jerr) : NULL;
@@ -137,7 +137,7 @@ static double plan_ms(const row *r, const char *profile, bool probe, char *sourc
         snprintf(why, wn, "exit %d: %.200s", res.status, res.err);
     }
     js_free(d);
-    pp_run_result_free(&res);
+    tc_proc_result_free(&res);
     return ms;
 }
 
@@ -165,8 +165,8 @@ static void check_logs(const char *logdir, row *rows, int n, const char *cache, 
         a[k++] = paths[np++];
     }
     a[k] = NULL;
-    pp_run_result res;
-    pp_run(a, &res);
+    tc_proc res;
+    tc_run(a, &res);
     char jerr[256] = "";
     js_val *d = res.status == 0 ? js_parse(res.out, jerr, sizeof jerr) : NULL;
     const js_val *logs = js_get(d, "logs");
@@ -185,7 +185,7 @@ static void check_logs(const char *logdir, row *rows, int n, const char *cache, 
                "vs %.1f ms (%+.1f%%)", nm ? nm->str : "?", pred, meas, 100 * (pred / meas - 1));
     }
     js_free(d);
-    pp_run_result_free(&res);
+    tc_proc_result_free(&res);
 }
 
 int main(int argc, char **argv)

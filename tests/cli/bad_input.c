@@ -17,7 +17,7 @@
  */
 #include <regex.h>
 
-#include "pp_run.h"
+#include "proc.h"
 #include "tap.h"
 
 #define MAX_ARGS 128
@@ -206,7 +206,7 @@ static int run_case(int lineno, const char *line, const char *parplan, const cha
     regex_t re[MAX_PATTERNS];
     int n_re = 0;
     char *patterns[MAX_PATTERNS];
-    pp_run_result r;
+    tc_proc r;
     memset(&r, 0, sizeof r);
 
     const char *bar = strstr(line, " | ");
@@ -248,7 +248,7 @@ static int run_case(int lineno, const char *line, const char *parplan, const cha
         p = amp ? amp + 4 : NULL;
     }
 
-    pp_run(argv, &r);
+    tc_run(argv, &r);
 
     char why[1024] = "";
     size_t wl = 0;
@@ -260,7 +260,7 @@ static int run_case(int lineno, const char *line, const char *parplan, const cha
     bool one_line = nl && (size_t)(nl - r.err) + 1 == r.err_len;
     if (!one_line) WHY(" stderr is not exactly one line;");
     if (strncmp(r.err, "parplan: ", 9) != 0) WHY(" stderr does not start with 'parplan: ';");
-    if (pp_run_find_nonfinite_msg(r.err)) WHY(" nan/inf in the message;");
+    if (tc_proc_find_nonfinite_msg(r.err)) WHY(" nan/inf in the message;");
     /* One line means one terminal line: no control characters echoed from the input (a
      * newline, carriage return or escape sequence in a bad name must not reach the terminal). */
     for (size_t i = 0; i + 1 < r.err_len && one_line; i++) {
@@ -294,7 +294,7 @@ done:
         regfree(&re[i]);
         free(patterns[i]);
     }
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     free(exp);
     free(args_x);
     free(argbuf);
@@ -329,7 +329,7 @@ int main(int argc, char **argv)
         rm_tmp();
         return 1;
     }
-    long rss_kib = (long)(pp_run_env_num("PARPLAN_TEST_RSS_MIB", 256) * 1024);
+    long rss_kib = (long)(tc_proc_env_num("PARPLAN_TEST_RSS_MIB", 256) * 1024);
     const char *only = getenv("PARPLAN_TEST_ONLY"); /* run the cases whose line matches this substring */
     char line[8192];
     int lineno = 0, cases = 0;

@@ -7,8 +7,8 @@
  * The 1e15 model: L = 8192, h = 102400, a = 800, V = 256000, s = 4096:
  *   12 L h^2 = 12 * 8192 * 102400^2 = 1.0308e15 parameters in the layers (GPT, 4h MLP).
  * The cluster: 1,000,000 GPUs, 8 per node; layout tp 8 x pp 125 -> dp 1000, gbs 1,000,000. */
-#include "pp_jscan.h"
-#include "pp_run.h"
+#include "jscan.h"
+#include "proc.h"
 #include "tap.h"
 
 #define MODEL_1E15 "--layers", "8192", "--hidden", "102400", "--heads", "800", "--vocab", "256000", \
@@ -19,17 +19,17 @@
 static const char *parplan;
 
 /* Run parplan with the NULL-terminated args. */
-static void run(pp_run_result *r, const char *const *args)
+static void run(tc_proc *r, const char *const *args)
 {
     const char *argv[64];
     int n = 0;
     argv[n++] = parplan;
     for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    pp_run((char *const *)argv, r);
+    tc_run((char *const *)argv, r);
 }
 
-static void show_fail(const pp_run_result *r)
+static void show_fail(const tc_proc *r)
 {
     tap_diag("exit %d%s, %.2f s, %ld MiB", r->status, r->timed_out ? " (timed out)" : "", r->wall_s,
              r->maxrss_kib / 1024);
@@ -73,17 +73,17 @@ static int figure_nulls(const js_val *v, const char *path, char *where, size_t w
 }
 
 /* stderr is empty, or (with exit 1) one "parplan: " line: a result, not a crash report. */
-static int err_is_clean(const pp_run_result *r)
+static int err_is_clean(const tc_proc *r)
 {
     if (r->err_len == 0) return 1;
     const char *nl = memchr(r->err, '\n', r->err_len);
     return nl && (size_t)(nl - r->err) + 1 == r->err_len && !strncmp(r->err, "parplan: ", 9) &&
-           !pp_run_find_nonfinite_msg(r->err);
+           !tc_proc_find_nonfinite_msg(r->err);
 }
 
 /* Common checks of one --json run; returns the parsed document. allow_1: exit 1 is a valid
  * answer too (plan: "no layout fits", with the JSON of the closest layouts on stdout). */
-static js_val *check_json_run(const char *name, pp_run_result *r, int allow_1)
+static js_val *check_json_run(const char *name, tc_proc *r, int allow_1)
 {
     int rc_ok = !r->timed_out && (r->status == 0 || (allow_1 && r->status == 1));
     if (!tap_ok(rc_ok, "%s: exit %s in bounded time (got %d)", name, allow_1 ? "0 or 1" : "0", r->status))
@@ -105,7 +105,7 @@ static int in_range(double v, double lo, double hi) { return isfinite(v) && v >=
 static void test_check_1e15(void)
 {
     const char *args[] = {"check", MODEL_1E15, CLUSTER_1E6, LAYOUT_1E6, "--json", NULL};
-    pp_run_result r;
+    tc_proc r;
     run(&r, args);
     js_val *doc = check_json_run("check 1e15 params / 1e6 GPUs", &r, 0);
     const js_val *fits = js_get(doc, "fits");
@@ -156,22 +156,22 @@ static void test_check_1e15(void)
     tap_ok(in_range(mfu, 1e-9, 1.0), "check 1e15: 0 < mfu %.4g <= 1", mfu);
     tap_ok(in_range(tflops, 1e-6, 1e4), "check 1e15: model_tflops_per_gpu %.4g finite", tflops);
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     /* The same as a table. */
     const char *targs[] = {"check", MODEL_1E15, CLUSTER_1E6, LAYOUT_1E6, NULL};
     run(&r, targs);
     if (!tap_ok(!r.timed_out && r.status == 0 && r.out_len > 0, "check 1e15 (table): exit 0 with output")) show_fail(&r);
-    const char *bad = pp_run_find_nonfinite(r.out);
-    if (!tap_ok(!bad && !pp_run_find_nonfinite(r.err), "check 1e15 (table): no nan/inf printed"))
+    const char *bad = tc_proc_find_nonfinite(r.out);
+    if (!tap_ok(!bad && !tc_proc_find_nonfinite(r.err), "check 1e15 (table): no nan/inf printed"))
         tap_diag("at: %.60s", bad ? bad : "stderr");
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 }
 
 static void test_plan_1e15(void)
 {
     const char *args[] = {"plan", MODEL_1E15, CLUSTER_1E6, "--top", "20", "--json", NULL};
-    pp_run_result r;
+    tc_proc r;
     run(&r, args);
     js_val *doc = check_json_run("plan 1e15 params / 1e6 GPUs", &r, 1);
     double ev = js_num(doc, "evaluated");
@@ -192,32 +192,32 @@ static void test_plan_1e15(void)
     if (!tap_ok(bad < 0, "plan 1e15: every candidate uses the 1e6 GPUs with finite, positive figures"))
         tap_diag("first bad candidate %d", bad);
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     const char *targs[] = {"plan", MODEL_1E15, CLUSTER_1E6, NULL};
     run(&r, targs);
     if (!tap_ok(!r.timed_out && (r.status == 0 || r.status == 1) && err_is_clean(&r) && r.out_len > 0,
                 "plan 1e15 (table): a table, exit 0 or 1 (nothing fits)"))
         show_fail(&r);
-    tap_ok(!pp_run_find_nonfinite(r.out) && !pp_run_find_nonfinite(r.err), "plan 1e15 (table): no nan/inf printed");
-    pp_run_result_free(&r);
+    tap_ok(!tc_proc_find_nonfinite(r.out) && !tc_proc_find_nonfinite(r.err), "plan 1e15 (table): no nan/inf printed");
+    tc_proc_result_free(&r);
 }
 
 static void test_estimate_1e15(void)
 {
     const char *args[] = {"estimate", MODEL_1E15, CLUSTER_1E6, LAYOUT_1E6, "--tokens", "1e18",
                           "--price-per-gpu-hour", "1e6", "--json", NULL};
-    pp_run_result r;
+    tc_proc r;
     run(&r, args);
     js_val *doc = check_json_run("estimate 1e15 params / 1e6 GPUs / 1e18 tokens", &r, 0);
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
     const char *targs[] = {"estimate", MODEL_1E15, CLUSTER_1E6, LAYOUT_1E6, "--tokens", "1e18",
                            "--price-per-gpu-hour", "1e6", NULL};
     run(&r, targs);
     if (!tap_ok(!r.timed_out && r.status == 0, "estimate 1e15 (table): exit 0")) show_fail(&r);
-    tap_ok(!pp_run_find_nonfinite(r.out) && !pp_run_find_nonfinite(r.err), "estimate 1e15 (table): no nan/inf printed");
-    pp_run_result_free(&r);
+    tap_ok(!tc_proc_find_nonfinite(r.out) && !tc_proc_find_nonfinite(r.err), "estimate 1e15 (table): no nan/inf printed");
+    tc_proc_result_free(&r);
 }
 
 /* Shapes at the flags' limits: the answer may be "bad input" (exit 2), "nothing fits / no
@@ -259,7 +259,7 @@ static void test_edges(void)
          "--price-per-gpu-hour", "1e6", "--json", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pp_run_result r;
+        tc_proc r;
         run(&r, cases[i]);
         char err[256] = "", where[512] = "";
         bool ok;
@@ -292,7 +292,7 @@ static void test_edges(void)
         } else if (r.status) {
             tap_diag("%.300s", r.err);
         }
-        pp_run_result_free(&r);
+        tc_proc_result_free(&r);
     }
 }
 

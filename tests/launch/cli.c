@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tap.h"
+#include "tap.h"
 
 static char out_path[256], err_path[256], outbuf[1 << 16], errbuf[4096];
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "fixtures.h"
 #include "pp_margs.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "fixtures.h"
 
 static char golden_dir[1024];

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "pp_margs.h"
 
 static const char *logdir = ".";

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../cli/pp_jscan.h"
-#include "../tap.h"
+#include "jscan.h"
+#include "tap.h"
 
 static char out[1 << 20];
 

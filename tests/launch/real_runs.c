@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "fixtures.h"
 #include "pp_load.h"
 #include "pp_memory.h"

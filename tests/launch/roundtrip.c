@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../cli/pp_jscan.h"
-#include "../tap.h"
+#include "jscan.h"
+#include "tap.h"
 
 static char tmpdir[256];
 static char out[1 << 20], err[1 << 14];

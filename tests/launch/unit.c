@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "fixtures.h"
 
 static pp_work W;

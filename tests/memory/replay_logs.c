@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "../cli/pp_jscan.h"
-#include "../tap.h"
+#include "jscan.h"
+#include "tap.h"
 #include "csv_cols.h"
 
 #define MIB (1024.0 * 1024.0)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli/pp_run.h"
+#include "proc.h"
 #include "tap.h"
 
 typedef struct {
@@ -64,15 +64,15 @@ int main(void)
             strncat(cmd, cases[i].args[k], sizeof cmd - strlen(cmd) - 1);
         }
         argv[n] = NULL;
-        pp_run_result r;
-        pp_run(argv, &r);
+        tc_proc r;
+        tc_run(argv, &r);
         const char *nl = strchr(r.err, '\n');
         bool one_line = nl && nl[1] == 0;
         bool ok = r.status == 2 && one_line && strncmp(r.err, "parplan: ", 9) == 0 &&
                   strstr(r.err, cases[i].why) && r.out_len == 0;
         tap_ok(ok, "exit 2 \"%s\": %s", cases[i].why, cmd);
         if (!ok) tap_diag("status %d, stderr: %s, stdout %zu bytes", r.status, r.err, r.out_len);
-        pp_run_result_free(&r);
+        tc_proc_result_free(&r);
     }
     return tap_done();
 }

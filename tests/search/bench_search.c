@@ -19,7 +19,7 @@
 #include "pp_search.h"
 #include "pp_time.h"
 #include "tap.h"
-#include "../time/time_test.h"
+#include "time_test.h"
 
 extern char **environ;
 

@@ -5,20 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cli/pp_jscan.h"
-#include "../cli/pp_run.h"
+#include "jscan.h"
+#include "proc.h"
 #include "tap.h"
 
 static const char *exe;
 
-static bool run(pp_run_result *r, char **args)
+static bool run(tc_proc *r, char **args)
 {
     char *argv[64];
     int n = 0;
     argv[n++] = (char *)exe;
     for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    pp_run(argv, r);
+    tc_run(argv, r);
     return r->status == 0;
 }
 
@@ -26,12 +26,12 @@ static void test_plan_json(void)
 {
     char *args[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--gpus-per-node", "8",
                     "--json", "--top", "3", NULL};
-    pp_run_result r;
+    tc_proc r;
     bool ok = run(&r, args);
     char err[256] = "";
     js_val *doc = ok ? js_parse(r.out, err, sizeof err) : NULL;
     if (!tap_ok(ok && doc, "plan --json: exit 0 and one JSON document (%s%s)", err, ok ? "" : r.err)) {
-        pp_run_result_free(&r);
+        tc_proc_result_free(&r);
         return;
     }
     double evaluated = js_num(doc, "evaluated");
@@ -72,20 +72,20 @@ static void test_plan_json(void)
     tap_near(sps * st, 1024, 1e-6, "samples_per_s x step_time_s = global batch");
     tap_ok(mtf > 100 && mtf < 312, "model TFLOP/s per GPU %.1f below the A100's 312 peak", mtf);
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 }
 
 static void test_plan_table(void)
 {
     char *args[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--gpus-per-node", "8",
                     NULL};
-    pp_run_result r;
+    tc_proc r;
     bool ok = run(&r, args);
     tap_ok(ok && strstr(r.out, "pruning funnel") && strstr(r.out, "fit and were ranked") &&
                strstr(r.out, "why #1 wins") && strstr(r.out, "#2 (") && strstr(r.out, "#3 ("),
            "plan: table, funnel and why #1 beats #2 and #3");
     tap_ok(r.err_len == 0, "plan: nothing on stderr (%s)", r.err);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *fixed[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--tp", "4", "--pp",
                      "1", "--json", "--top", "2", NULL};
@@ -98,19 +98,19 @@ static void test_plan_table(void)
         all = all && js_num(c->items[i], "tp") == 4 && js_num(c->items[i], "pp") == 1 && js_num(c->items[i], "dp") == 4;
     tap_ok(all, "plan --tp 4 --pp 1: every candidate keeps them (dp 4)");
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *bad[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--zero", "2", NULL};
     run(&r, bad);
     tap_ok(r.status == 2 && strstr(r.err, "parplan: ") && strstr(r.err, "--zero") && r.out_len == 0,
            "plan --zero 2 with megatron: exit 2, one line naming --zero");
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *nofit[] = {"plan", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "8", "--top", "2", NULL};
     run(&r, nofit);
     tap_ok(r.status == 1 && strstr(r.err, "no layout fits") && strstr(r.out, "OOM"),
            "plan 175B on 8 GPUs: exit 1, closest OOM layouts shown, reason on stderr");
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 }
 
 static void test_estimate(void)
@@ -120,7 +120,7 @@ static void test_estimate(void)
     char *args[] = {"estimate", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "1024", "--gbs", "1536",
                     "--tp", "8", "--pp", "8", "--mbs", "1", "--attention", "unfused", "--recompute", "full",
                     "--tokens", "300e9", "--price-per-gpu-hour", "2", "--json", NULL};
-    pp_run_result r;
+    tc_proc r;
     bool ok = run(&r, args);
     char err[256] = "";
     js_val *doc = ok ? js_parse(r.out, err, sizeof err) : NULL;
@@ -134,12 +134,12 @@ static void test_estimate(void)
     tap_near(cost, 2 * gh, 1e-5, "cost = GPU-hours x price");
     tap_near(days, 34, 0.15, "about the 34 days of SC'21 sec. 5.1");
     js_free(doc);
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 
     char *notok[] = {"estimate", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", NULL};
     run(&r, notok);
     tap_ok(r.status == 2 && strstr(r.err, "--tokens"), "estimate without --tokens: exit 2 naming --tokens");
-    pp_run_result_free(&r);
+    tc_proc_result_free(&r);
 }
 
 int main(void)

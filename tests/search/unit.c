@@ -15,7 +15,7 @@
 #include "pp_search.h"
 #include "pp_time.h"
 #include "tap.h"
-#include "../time/time_test.h"
+#include "time_test.h"
 
 static int64_t sum_pruned(const pp_search_result *r)
 {

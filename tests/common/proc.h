@@ -9,8 +9,8 @@
  *   PARPLAN_TEST_RSS_MIB     peak RSS allowed (default 256; valgrind.sh raises it).
  *   PARPLAN_TEST_NO_RLIMIT   set: no address-space limit (valgrind and ASan need a large one).
  */
-#ifndef PP_RUN_H
-#define PP_RUN_H
+#ifndef TC_PROC_H
+#define TC_PROC_H
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,13 +33,13 @@ typedef struct {
     bool timed_out;
     double wall_s;
     long maxrss_kib;   /* peak resident set of the child */
-    char *out, *err;   /* NUL-terminated captures (never NULL after pp_run) */
+    char *out, *err;   /* NUL-terminated captures (never NULL after tc_run) */
     size_t out_len, err_len;
-} pp_run_result;
+} tc_proc;
 
-#define PP_RUN_CAP (4u << 20) /* keep at most 4 MiB of each stream; a flood counts as a failure */
+#define TC_PROC_CAP (4u << 20) /* keep at most 4 MiB of each stream; a flood counts as a failure */
 
-static inline void pp_run_result_free(pp_run_result *r)
+static inline void tc_proc_result_free(tc_proc *r)
 {
     if (!r) return;
     free(r->out);
@@ -47,14 +47,14 @@ static inline void pp_run_result_free(pp_run_result *r)
     r->out = r->err = NULL;
 }
 
-static inline double pp_run_now_s(void)
+static inline double tc_proc_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static inline double pp_run_env_num(const char *name, double def)
+static inline double tc_proc_env_num(const char *name, double def)
 {
     const char *s = getenv(name);
     if (!s || !*s) return def;
@@ -63,14 +63,14 @@ static inline double pp_run_env_num(const char *name, double def)
     return (*end || v <= 0) ? def : v;
 }
 
-/* Append up to n bytes read from fd into *buf (cap PP_RUN_CAP). Returns bytes read, 0 at EOF. */
-static inline ssize_t pp_run_drain(int fd, char **buf, size_t *len, size_t *cap)
+/* Append up to n bytes read from fd into *buf (cap TC_PROC_CAP). Returns bytes read, 0 at EOF. */
+static inline ssize_t tc_proc_drain(int fd, char **buf, size_t *len, size_t *cap)
 {
     char tmp[65536];
     ssize_t k = read(fd, tmp, sizeof tmp);
     if (k <= 0) return k;
     size_t keep = (size_t)k;
-    if (*len + keep > PP_RUN_CAP) keep = PP_RUN_CAP - *len;
+    if (*len + keep > TC_PROC_CAP) keep = TC_PROC_CAP - *len;
     if (*len + keep + 1 > *cap) {
         size_t nc = *cap ? *cap : 4096;
         while (nc < *len + keep + 1) nc *= 2;
@@ -86,7 +86,7 @@ static inline ssize_t pp_run_drain(int fd, char **buf, size_t *len, size_t *cap)
 }
 
 /* Run argv (argv[0] is a path; PARPLAN_WRAPPER is put in front). stdin is /dev/null. */
-static inline void pp_run(char *const *argv, pp_run_result *r)
+static inline void tc_run(char *const *argv, tc_proc *r)
 {
     memset(r, 0, sizeof *r);
     r->status = -1;
@@ -124,7 +124,7 @@ static inline void pp_run(char *const *argv, pp_run_result *r)
     rlimit = false;
 #endif
 #endif
-    double t0 = pp_run_now_s();
+    double t0 = tc_proc_now_s();
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0); /* its own group: a timeout kills wrappers and their children too */
@@ -154,11 +154,11 @@ static inline void pp_run(char *const *argv, pp_run_result *r)
         return;
     }
     setpgid(pid, pid);
-    double limit_s = pp_run_env_num("PARPLAN_TEST_TIMEOUT_S", 20);
+    double limit_s = tc_proc_env_num("PARPLAN_TEST_TIMEOUT_S", 20);
     struct pollfd fds[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
     int open_fds = 2;
     while (open_fds > 0) {
-        double left = limit_s - (pp_run_now_s() - t0);
+        double left = limit_s - (tc_proc_now_s() - t0);
         if (left <= 0) {
             r->timed_out = true;
             kill(-pid, SIGKILL);
@@ -169,8 +169,8 @@ static inline void pp_run(char *const *argv, pp_run_result *r)
         if (rc < 0) break;
         for (int i = 0; i < 2; i++) {
             if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            ssize_t k = i == 0 ? pp_run_drain(fds[i].fd, &r->out, &r->out_len, &out_cap)
-                               : pp_run_drain(fds[i].fd, &r->err, &r->err_len, &err_cap);
+            ssize_t k = i == 0 ? tc_proc_drain(fds[i].fd, &r->out, &r->out_len, &out_cap)
+                               : tc_proc_drain(fds[i].fd, &r->err, &r->err_len, &err_cap);
             if (k <= 0) {
                 close(fds[i].fd);
                 fds[i].fd = -1;
@@ -188,7 +188,7 @@ static inline void pp_run(char *const *argv, pp_run_result *r)
         pid_t k = wait4(pid, &st, WNOHANG, &ru);
         if (k == pid) break;
         if (k < 0 && errno != EINTR) break;
-        if (pp_run_now_s() - t0 > limit_s) {
+        if (tc_proc_now_s() - t0 > limit_s) {
             r->timed_out = true;
             kill(-pid, SIGKILL);
             wait4(pid, &st, 0, &ru);
@@ -196,7 +196,7 @@ static inline void pp_run(char *const *argv, pp_run_result *r)
         }
         usleep(2000);
     }
-    r->wall_s = pp_run_now_s() - t0;
+    r->wall_s = tc_proc_now_s() - t0;
     r->maxrss_kib = ru.ru_maxrss;
     if (WIFEXITED(st)) r->status = WEXITSTATUS(st);
     else if (WIFSIGNALED(st)) r->status = 128 + WTERMSIG(st);
@@ -205,7 +205,7 @@ static inline void pp_run(char *const *argv, pp_run_result *r)
 }
 
 /* Does text start with the lower-case word w, ignoring case? Stops at text's end. */
-static inline bool pp_run_prefix_ci(const char *text, const char *w)
+static inline bool tc_proc_prefix_ci(const char *text, const char *w)
 {
     for (; *w; w++, text++)
         if (!*text || (*text | 0x20) != *w) return false;
@@ -213,16 +213,16 @@ static inline bool pp_run_prefix_ci(const char *text, const char *w)
 }
 
 /* Case-insensitive: does text contain "nan" or "inf" as a word (inf, -inf, infinity, nan)? */
-static inline const char *pp_run_find_nonfinite(const char *text)
+static inline const char *tc_proc_find_nonfinite(const char *text)
 {
     for (const char *p = text; *p; p++) {
         bool start = p == text || !((p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z') ||
                                     p[-1] == '_');
         if (!start) continue;
         size_t n = 0;
-        if (pp_run_prefix_ci(p, "nan")) n = 3;
-        else if (pp_run_prefix_ci(p, "infinity")) n = 8;
-        else if (pp_run_prefix_ci(p, "inf")) n = 3;
+        if (tc_proc_prefix_ci(p, "nan")) n = 3;
+        else if (tc_proc_prefix_ci(p, "infinity")) n = 8;
+        else if (tc_proc_prefix_ci(p, "inf")) n = 3;
         if (!n) continue;
         char c = p[n];
         bool end = !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_');
@@ -233,7 +233,7 @@ static inline const char *pp_run_find_nonfinite(const char *text)
 
 /* The same for an error message, skipping '...'-quoted spans: a message may echo the user's
  * own bad value ("--tokens expects a number, got 'inf'"), but never compute one. */
-static inline const char *pp_run_find_nonfinite_msg(const char *msg)
+static inline const char *tc_proc_find_nonfinite_msg(const char *msg)
 {
     size_t n = strlen(msg);
     char *copy = malloc(n + 1);
@@ -244,7 +244,7 @@ static inline const char *pp_run_find_nonfinite_msg(const char *msg)
         if (c == '\'') quoted = !quoted;
         copy[i] = quoted && c != '\'' && c ? ' ' : c; /* an unclosed quote keeps the NUL */
     }
-    const char *hit = pp_run_find_nonfinite(copy);
+    const char *hit = tc_proc_find_nonfinite(copy);
     const char *at = hit ? msg + (hit - copy) : NULL;
     free(copy);
     return at;
