@@ -64,6 +64,7 @@ static pp_status apply(const pp_option *o, void *base, const char *v, pp_error *
     char *field = (char *)base + o->offset;
     switch (o->kind) {
     case PP_OPT_FLAG: *(bool *)field = true; return PP_OK;
+    case PP_OPT_CLEAR: *(bool *)field = false; return PP_OK;
     case PP_OPT_SET: *(int *)field = o->set; return PP_OK;
     case PP_OPT_INT: return parse_int(o->name, v, (int64_t)o->min, (int64_t)o->max, (int64_t *)field, err);
     case PP_OPT_NUM: return parse_num(o->name, v, o->min, o->max, (double *)field, err);
@@ -91,7 +92,10 @@ static pp_status apply(const pp_option *o, void *base, const char *v, pp_error *
     return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s: bad option table entry", o->name);
 }
 
-static bool takes_value(const pp_option *o) { return o->kind != PP_OPT_FLAG && o->kind != PP_OPT_SET; }
+static bool takes_value(const pp_option *o)
+{
+    return o->kind != PP_OPT_FLAG && o->kind != PP_OPT_CLEAR && o->kind != PP_OPT_SET;
+}
 
 /* The option named name (long, or -c short) in the sets, and its set. */
 static const pp_option *find(const pp_option_set *sets, int n_sets, const char *name, const pp_option_set **set)

@@ -14,6 +14,7 @@
 
 typedef enum {
     PP_OPT_FLAG,    /* no value: bool field := true */
+    PP_OPT_CLEAR,   /* no value: bool field := false ("--no-sp") */
     PP_OPT_SET,     /* no value: int field := set */
     PP_OPT_INT,     /* int64_t field in [min, max]; "1e6" accepted when exact */
     PP_OPT_NUM,     /* double field in [min, max] */

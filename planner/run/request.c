@@ -86,6 +86,7 @@ const pp_option pp_request_options[] = {
     ENUM("--zero", zero, PP_RQ_ZERO, zero_names, 4, "0|1|2|3: ZeRO stage (deepspeed/fsdp)"),
     FLAG("--dist-opt", dist_opt, PP_RQ_DIST_OPT, "Megatron's distributed optimizer"),
     FLAG("--sp", sp, PP_RQ_SP, "sequence parallel"),
+    {"--no-sp", 0, PP_OPT_CLEAR, F(sp), PP_RQ_SP, 0, 0, NULL, 0, 0, "no sequence parallel (plan: do not search it)"},
     ENUM("--recompute", recompute, PP_RQ_RECOMPUTE, pp_recompute_names, PP_RC_COUNT,
          "none|selective|full (fsdp: selective is torchtitan's op-level SAC)"),
     INT("--recompute-layers", recompute_layers, PP_RQ_RECOMPUTE_LAYERS, 0, 1000000, "K: layers per stage fully recomputed"),
