@@ -79,7 +79,8 @@
  * time models do; Megatron's rank j really holds chunks j, j+p, ..., whose kinds mix differs
  * from that block (DeepSeek's dense layers are all in chunk 0 either way), so kinds make the
  * interleaved prices approximate.
- * All GLPK code is in stages.c. */
+ * All GLPK code is in stages.c, stages_milp.c (by counts) and stages_kinds.c (by kind); the
+ * files and what they share: stages_internal.h. */
 #ifndef PP_STAGES_H
 #define PP_STAGES_H
 
