@@ -1,4 +1,4 @@
-/* Uneven pipeline stages and per-stage recompute as a small MILP solved with GLPK (issue 5).
+/* Uneven pipeline stages and per-stage recompute as a small MILP solved with GLPK.
  *
  * One layer kind. When every decoder layer is alike (and there are no MTP layers), a contiguous
  * assignment of L layers to p stages is fully described by the layer COUNT n_j of each stage
@@ -79,7 +79,8 @@
  * time models do; Megatron's rank j really holds chunks j, j+p, ..., whose kinds mix differs
  * from that block (DeepSeek's dense layers are all in chunk 0 either way), so kinds make the
  * interleaved prices approximate.
- * All GLPK code is in stages.c. */
+ * All GLPK code is in stages.c, stages_milp.c (by counts) and stages_kinds.c (by kind); the
+ * files and what they share: stages_internal.h. */
 #ifndef PP_STAGES_H
 #define PP_STAGES_H
 
@@ -208,14 +209,15 @@ typedef struct {
     char warning[512];            /* "" when none; printed by the CLI as a warning */
 } pp_stages_result;
 
-/* A stage evaluator for pp_stages_brute: time (s per micro-batch) and memory (peak + reserved
- * bytes) of stage `stage` holding `layers` layers of which `recompute` fully recomputed. */
+/* A stage evaluator for pp_stages_costs_tabulate (e.g. pp_stages_eval_model): time (s per
+ * micro-batch) and memory (peak + reserved bytes) of stage `stage` holding `layers` layers of
+ * which `recompute` fully recomputed. */
 typedef pp_status (*pp_stages_eval_fn)(void *ctx, int64_t stage, int64_t layers, int64_t recompute,
                                        double *time_s, double *mem_bytes);
 
-/* A stage evaluator by position for pp_stages_brute_range and
- * pp_stages_costs_tabulate_range: stage `stage` holding layers
- * [first, first + layers), the first `recompute` of them fully recomputed. */
+/* A stage evaluator by position for pp_stages_costs_tabulate_range (e.g.
+ * pp_stages_eval_model_range): stage `stage` holding layers [first, first + layers), the first
+ * `recompute` of them fully recomputed. */
 typedef pp_status (*pp_stages_eval_range_fn)(void *ctx, int64_t stage, int64_t first,
                                              int64_t layers, int64_t recompute, double *time_s,
                                              double *mem_bytes);
@@ -282,24 +284,6 @@ pp_status pp_stages_dump_lp_costs(const pp_stages_costs *c, const char *path, pp
 pp_status pp_stages_solve(const pp_work *w, const pp_layout *l, const pp_stages_params *params,
                           pp_stages_result *out, pp_error *err);
 pp_status pp_stages_dump_lp(const pp_work *w, const pp_layout *l, const char *path, pp_error *err);
-
-/* Reference for the tests: every integer vector n (lo_j <= n_j <= hi_j, sum L) and every
- * r_j in 0..n_j (0 when recompute is not allowed); the lowest pipeline time that fits, first
- * found on ties. eval NULL: the linear costs; else eval(ctx, ...) for time and memory (e.g.
- * pp_stages_eval_model). *evaluated (optional) counts the points. PP_ERR_INPUT when more than
- * max_points points would be visited. Status OPTIMAL when something fits, else FALLBACK with
- * the uniform split. */
-pp_status pp_stages_brute(const pp_stages_costs *c, pp_stages_eval_fn eval, void *ctx,
-                          int64_t max_points, pp_stages_result *out, int64_t *evaluated,
-                          pp_error *err);
-
-/* The positional reference (any costs, by_kind or not): every contiguous split (lo_j <= n_j <=
- * hi_j, sum L) and every r_j in 0..n_j (0 when recompute is not allowed), stage j starting after
- * the layers of stages 0..j-1; eval NULL: pp_stages_costs_eval_range, else eval(ctx, ...) (e.g.
- * pp_stages_eval_model_range). Otherwise as pp_stages_brute. */
-pp_status pp_stages_brute_range(const pp_stages_costs *c, pp_stages_eval_range_fn eval, void *ctx,
-                                int64_t max_points, pp_stages_result *out, int64_t *evaluated,
-                                pp_error *err);
 
 /* Context and evaluator running the real models for one stage (ctx: pp_stages_model_ctx). */
 typedef struct {

@@ -1,15 +1,17 @@
 /* Stage MILP by layer kind (the cut formulation of pp_stages.h) on synthetic costs: GLPK's answer
- * against the positional brute force (pp_stages_brute_range: every contiguous split and every
- * recompute count, each stage priced by the kinds of the layers it holds), with and without the
- * DP's incumbent, bounds and cuts (params.milp_only: the formulation by itself); dense-first,
- * alternating, windowed and MTP patterns; recompute priced exactly per kind; costs of one kind
- * give the count formulation's optimum; excluded configurations; bad costs; the LP dump. */
+ * against the positional brute force (brute_stages_range of brute.c: every contiguous split and
+ * every recompute count, each stage priced by the kinds of the layers it holds), with and
+ * without the DP's incumbent, bounds and cuts (params.milp_only: the formulation by itself);
+ * dense-first, alternating, windowed and MTP patterns; recompute priced exactly per kind; costs
+ * of one kind give the count formulation's optimum; excluded configurations; bad costs; the LP
+ * dump. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "brute.h"
 #include "pp_stages.h"
 #include "synth.h"
 #include "tap.h"
@@ -118,7 +120,7 @@ static bool check_vs_brute(const pp_stages_costs *c, const char *label, bool ver
     int64_t pts = 0;
     if (pp_stages_solve_costs(c, &prm, &R, &err) != PP_OK ||
         pp_stages_solve_costs(c, &bare, &R0, &err) != PP_OK ||
-        pp_stages_brute_range(c, NULL, NULL, max_points, &B, &pts, &err) != PP_OK) {
+        brute_stages_range(c, NULL, NULL, max_points, &B, &pts, &err) != PP_OK) {
         tap_diag("%s: %s", label, err.msg);
         return false;
     }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brute.h"
 #include "pp_load.h"
 #include "pp_memory.h"
 #include "pp_search.h"
@@ -159,7 +160,7 @@ static void test_vs_brute(void)
         pp_stages_model_ctx ctx;
         pp_stages_model_ctx_init(&ctx, &w, &l);
         int64_t pts = 0;
-        if (pp_stages_brute_range(&C, pp_stages_eval_model_range, &ctx, 60000000, &B, &pts, &err) != PP_OK) {
+        if (brute_stages_range(&C, pp_stages_eval_model_range, &ctx, 60000000, &B, &pts, &err) != PP_OK) {
             tap_ok(0, "%s: brute: %s", v->name, err.msg);
             continue;
         }

@@ -1,4 +1,4 @@
-/* Stage MILP (issue 5) on synthetic costs: the GLPK answer against brute force over every
+/* Stage MILP on synthetic costs: the GLPK answer against brute force over every
  * contiguous partition and recompute count, the 256k-vocabulary case against every uniform-ish
  * split, a case that fits only with per-stage recompute, the fallbacks, the LP dump. */
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "brute.h"
 #include "pp_stages.h"
 #include "synth.h"
 #include "tap.h"
@@ -59,7 +60,7 @@ static void test_random_vs_brute(void)
         pp_error err = {0};
         int64_t pts = 0;
         if (pp_stages_solve_costs(&C, &prm, &R, &err) != PP_OK ||
-            pp_stages_brute(&C, NULL, NULL, 10000000, &B, &pts, &err) != PP_OK) {
+            brute_stages(&C, NULL, NULL, 10000000, &B, &pts, &err) != PP_OK) {
             tap_ok(0, "random %d: solve/brute error: %s", k, err.msg);
             continue;
         }
@@ -108,7 +109,7 @@ static void test_larger_vs_brute(void)
         C.uniform_recompute = 0;
         pp_error err = {0};
         if (pp_stages_solve_costs(&C, NULL, &R, &err) != PP_OK ||
-            pp_stages_brute(&C, NULL, NULL, 100000000, &B, NULL, &err) != PP_OK) {
+            brute_stages(&C, NULL, NULL, 100000000, &B, NULL, &err) != PP_OK) {
             tap_ok(0, "p6 L14 %d: %s", k, err.msg);
             continue;
         }
@@ -126,8 +127,8 @@ static void test_larger_vs_brute(void)
            agree);
 }
 
-/* Issue 5's case: 30 layers, 4 stages, 256k vocabulary. Uniform-ish = per-stage counts that differ
- * by at most one (every arrangement of 8,8,7,7). The MILP must beat all of them and fit. */
+/* The 30-layer, 4-stage, 256k-vocabulary case. Uniform-ish = per-stage counts that differ by at
+ * most one (every arrangement of 8,8,7,7). The MILP must beat all of them and fit. */
 static void test_256k(void)
 {
     synth_work s;
@@ -181,7 +182,7 @@ static void test_256k(void)
         tap_near(R.uniform_pipeline_time_s, C.obj_max_weight * tmax + tsum, 1e-12,
                  "256k: the uniform comparison is the 8,8,7,7 split");
     }
-    pp_stages_brute(&C, NULL, NULL, 100000000, &B, NULL, &err);
+    brute_stages(&C, NULL, NULL, 100000000, &B, NULL, &err);
     tap_near(R.pipeline_time_s, B.pipeline_time_s, 1e-6, "256k: MILP == brute force");
 }
 
@@ -216,7 +217,7 @@ static void test_recompute_only(void)
     tap_diag("recompute case: device %.1f GB (least need without recompute %.1f GB)",
              s.capacity_bytes / 1e9, least / 1e9);
     pp_error err = {0};
-    pp_stages_brute(&C, NULL, NULL, 100000000, &B, NULL, &err);
+    brute_stages(&C, NULL, NULL, 100000000, &B, NULL, &err);
     tap_ok(B.status == PP_STAGES_FALLBACK, "recompute case: no split fits without recompute "
            "(brute force: %s)", pp_stages_status_names[B.status]);
     s.allow_recompute = true;
@@ -235,7 +236,7 @@ static void test_recompute_only(void)
     tap_ok(differ, "recompute case: the recompute counts differ between stages");
     tap_ok(R.stage_recompute[0] > R.stage_recompute[3],
            "recompute case: stage 0 (4 in flight) recomputes more than stage 3 (1 in flight)");
-    pp_stages_brute(&C, NULL, NULL, 100000000, &B, NULL, &err);
+    brute_stages(&C, NULL, NULL, 100000000, &B, NULL, &err);
     tap_near(R.pipeline_time_s, B.pipeline_time_s, 1e-6, "recompute case: MILP == brute force");
     /* Best with one recompute count K on every stage, r_j = min(K, n_j) (Megatron's global
      * --recompute-num-layers with --recompute-method block), over every split n. */
@@ -350,7 +351,7 @@ static void test_table_vs_brute(void)
             }
         }
         if (!ok || pp_stages_solve_costs(&C, NULL, &R, &err) != PP_OK ||
-            pp_stages_brute(&C, convex_eval, &X, 10000000, &B, NULL, &err) != PP_OK) {
+            brute_stages(&C, convex_eval, &X, 10000000, &B, NULL, &err) != PP_OK) {
             tap_ok(0, "table %d: %s", k, err.msg);
             pp_stages_costs_free(&C);
             continue;
@@ -403,7 +404,7 @@ static void test_bad_costs(void)
     tap_ok(pp_stages_solve_costs(&C, NULL, &R, &err) == PP_ERR_INPUT, "bounds below L rejected: %s",
            err.msg);
     synth_costs(&s, &C);
-    tap_ok(pp_stages_brute(&C, NULL, NULL, 10, &B, NULL, &err) == PP_ERR_INPUT,
+    tap_ok(brute_stages(&C, NULL, NULL, 10, &B, NULL, &err) == PP_ERR_INPUT,
            "brute force refuses past its point limit: %s", err.msg);
     tap_ok(pp_stages_dump_lp_costs(&C, "/nonexistent-dir/x.lp", &err) == PP_ERR_RUNTIME,
            "dump to an unwritable path is a runtime error: %s", err.msg);

@@ -1,4 +1,4 @@
-/* Stage MILP (issue 5) on costs from the memory model (pp_memory_stage) and the time model
+/* Stage MILP on costs from the memory model (pp_memory_stage) and the time model
  * (pp_time_parts_get), catalog models and GPUs:
  *   - per row: the MILP's pipeline time against brute force over every contiguous partition and
  *     recompute count priced by the models themselves (not the linear fit); error per row, MAPE;
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brute.h"
 #include "pp_memory.h"
 #include "pp_search.h"
 #include "pp_stages.h"
@@ -109,7 +110,7 @@ static void test_vs_brute(void)
         pp_stages_model_ctx ctx;
         pp_stages_model_ctx_init(&ctx, &w, &l);
         int64_t pts = 0;
-        if (pp_stages_brute(&C, pp_stages_eval_model, &ctx, 50000000, &B, &pts, &err) != PP_OK) {
+        if (brute_stages(&C, pp_stages_eval_model, &ctx, 50000000, &B, &pts, &err) != PP_OK) {
             tap_ok(0, "%s: brute: %s", v->name, err.msg);
             continue;
         }
@@ -178,7 +179,7 @@ static bool split_eval(const pp_work *w, const pp_layout *l0, const int *n, cons
     return true;
 }
 
-/* Issue 5: 30 layers, 4 stages, 256k vocabulary: a Llama-3-8B shape with 30 layers and a
+/* 30 layers, 4 stages, 256k vocabulary: a Llama-3-8B shape with 30 layers and a
  * 256000-token (untied) vocabulary, tp 2 x pp 4 on 8 H100 80 GB, 16 micro-batches. */
 static void test_256k(void)
 {
@@ -252,7 +253,7 @@ static void test_recompute_only(void)
     pp_stages_model_ctx ctx;
     pp_stages_model_ctx_init(&ctx, &w, &l);
     int64_t pts = 0;
-    pp_stages_brute(&C, pp_stages_eval_model, &ctx, 50000000, &B, &pts, &err);
+    brute_stages(&C, pp_stages_eval_model, &ctx, 50000000, &B, &pts, &err);
     tap_ok(B.status == PP_STAGES_FALLBACK,
            "recompute case: no split fits without recompute (brute force over the memory model, "
            "%lld splits: %s)", (long long)pts, pp_stages_status_names[B.status]);
