@@ -35,6 +35,10 @@ int64_t pp_launch_stage_recompute(const pp_work *w, const pp_layout *l, int64_t 
 bool pp_launch_stages_even(const pp_work *w, const pp_layout *l);
 /* "12.34 GiB", or "not predicted". */
 const char *pp_launch_gib(double bytes, char *buf, size_t n);
+/* The prediction line of every format's header, without its comment characters: "predicted by
+ * parplan V: peak P GiB allocated on the largest rank + R GiB reserved of C GiB (fits|PREDICTED
+ * OUT OF MEMORY); step S s, X samples/s, Y tokens/s" (P and R: the fullest stage's). */
+void pp_launch_prediction(const pp_launch_params *p, char *buf, size_t n);
 /* The header comment every format opens with, each line started by cc ("#"): the parplan version,
  * model, cluster, stack, layout, and the predicted memory and throughput. */
 void pp_launch_header_write(pp_sbuf *b, const char *cc, pp_launch_format fmt, const pp_launch_params *p);

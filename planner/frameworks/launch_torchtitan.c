@@ -24,6 +24,7 @@
  *                          and the float8 all-gather (output layer left in bf16)
  *   --optimizer-impl       optimizer.implementation */
 #include "pp_launch.h"
+#include "launch_common.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -72,8 +73,6 @@ static void tt_clean(const char *s, char *out, size_t n)
     }
     out[k] = 0;
 }
-
-static bool tt_known(double v) { return isfinite(v) && v >= 0; }
 
 /* ------------------------------------------------------------------ the model */
 
@@ -185,21 +184,9 @@ static void tt_header(tt_buf *b, const pp_launch_params *p)
               (long long)l->vpp, (long long)l->cp, (long long)l->ep, (long long)l->mbs, l->zero,
               pp_recompute_names[l->recompute], pp_offload_names[l->offload],
               pp_adam_impl_names[w->stack.optimizer_impl]);
-    double cap = tt_known(p->capacity_bytes) ? p->capacity_bytes : w->gpu.memory_bytes;
-    tt_printf(b, "# predicted by parplan %s: ", PP_VERSION);
-    if (tt_known(p->peak_bytes)) {
-        tt_printf(b, "peak %.2f GiB allocated on the largest rank", p->peak_bytes / 1073741824.0);
-        if (tt_known(p->reserved_bytes)) tt_printf(b, " + %.2f GiB reserved", p->reserved_bytes / 1073741824.0);
-        tt_printf(b, " of %.2f GiB (%s)", cap / 1073741824.0,
-                  p->peak_bytes + (tt_known(p->reserved_bytes) ? p->reserved_bytes : 0) <= cap
-                      ? "fits" : "PREDICTED OUT OF MEMORY");
-    } else {
-        tt_printf(b, "peak memory not predicted");
-    }
-    if (tt_known(p->step_time_s)) tt_printf(b, "; step %.3f s", p->step_time_s);
-    if (tt_known(p->samples_per_s))
-        tt_printf(b, ", %.2f samples/s, %.0f tokens/s", p->samples_per_s, p->samples_per_s * (double)m->seq);
-    tt_printf(b, "\n");
+    char line[512];
+    pp_launch_prediction(p, line, sizeof line);
+    tt_printf(b, "# %s\n", line);
 }
 
 /* The module names of model part s (pipeline split): torchtitan's Llama/Qwen3 modules

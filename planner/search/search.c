@@ -492,7 +492,9 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                                     for (int i_o = 0; i_o < n_opts; i_o++) {
                                         l.zero = opts[i_o].zero;
                                         l.dist_opt = opts[i_o].dist_opt;
-                                        if ((l.zero > 0 || l.dist_opt) && dp * cp == 1) {
+                                        /* the same run as no sharding, unless the user asked for it */
+                                        if ((l.zero > 0 || l.dist_opt) && dp * cp == 1 &&
+                                            !(fix & (PP_SEARCH_FIX_ZERO | PP_SEARCH_FIX_DIST_OPT))) {
                                             pruned[PP_PRUNE_REDUNDANT]++;
                                             continue;
                                         }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "jscan.h"
+#include "pp.h"
 #include "proc.h"
 #include "tap.h"
 
@@ -51,7 +52,7 @@ typedef struct {
     bool ok;
     double need, peak, step;
     bool fits;
-    char err[256];
+    char err[1024];
 } answer;
 
 static void answer_json(const tc_proc *r, const char *what, const char *path_in, answer *a)
@@ -105,7 +106,7 @@ static void answer_header(const char *path, answer *a)
         const char *q = strstr(p, ": peak ");
         if (q && sscanf(q, ": peak %lf GiB allocated on the largest rank + %lf GiB reserved of %lf GiB", &pk, &rs, &cap) == 3) {
             const char *s = strstr(q, "; step ");
-            if (s && sscanf(s, "; step %lf s", &st) == 1) {
+            if (s && sscanf(s, "; step %lf s", &st) == 1) { /* 4 significant digits */
                 a->need = (pk + rs) * 1073741824.0;
                 a->peak = NAN; /* the header states the fullest stage's peak, not the largest */
                 a->step = st;
@@ -159,10 +160,13 @@ int main(int argc, char **argv)
     int want = argc > 1 ? atoi(argv[1]) : 520;
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
     char dir[] = "/tmp/pp-consistency-XXXXXX";
-    if (!mkdtemp(dir)) return tap_bail("mkdtemp");
+    if (!mkdtemp(dir)) {
+        printf("Bail out! mkdtemp\n");
+        return 1;
+    }
     pair_stat st[4] = {{"plan", 0, 0, 0, 0}, {"estimate", 0, 0, 0, 0}, {"launch header", 0, 0, 0, 0},
                        {"script read back", 0, 0, 0, 0}};
-    int cases = 0, tries = 0, refused = 0, failed = 0, compared_modes = 0;
+    int cases = 0, tries = 0, refused = 0, failed = 0, compared_modes = 0, launch_refused = 0;
     while (cases < want && tries < 20 * want) {
         tries++;
         const cmodel *m = &models[rnd(sizeof models / sizeof models[0])];
@@ -228,7 +232,7 @@ int main(int argc, char **argv)
                 int n = 0;
                 argv_of(v, &n, parplan);
                 argv_of(v, &n, cmds[k]);
-                char tmp[1024];
+                char tmp[1100];
                 snprintf(tmp, sizeof tmp, "%s --stages %s", common, stages);
                 for (char *s = NULL, *t = strtok_r(tmp, " ", &s); t; t = strtok_r(NULL, " ", &s)) argv_of(v, &n, t);
                 argv_of(v, &n, "-q");
@@ -246,9 +250,18 @@ int main(int argc, char **argv)
                 tc_run(v, &r);
                 if (k == 3) {
                     char path[640];
-                    snprintf(path, sizeof path, "%s/%s", script_dir, fsdp ? "run_torchtitan.sh" : "pretrain_gpt.sh");
-                    if (r.status != 0) snprintf(a[3].err, sizeof a[3].err, "launch: exit %d: %.200s", r.status, r.err), a[3].ok = false;
-                    else answer_header(path, &a[3]);
+                    snprintf(path, sizeof path, "%s/%s", script_dir, fsdp ? "launch_torchtitan.sh" : "pretrain_gpt.sh");
+                    a[3].ok = false;
+                    if (r.status == 2 && fsdp && strstr(r.err, "torchtitan's models are")) {
+                        /* torchtitan trains its own model families: a refusal with the reason, not a
+                         * different answer (check and plan price the run as FSDP2 would) */
+                        launch_refused++;
+                        a[3].err[0] = 0;
+                    } else if (r.status != 0) {
+                        snprintf(a[3].err, sizeof a[3].err, "launch: exit %d: %.200s", r.status, r.err);
+                    } else {
+                        answer_header(path, &a[3]);
+                    }
                 } else {
                     answer_json(&r, cmds[k], k == 0 ? "candidates" : NULL, &a[k]);
                 }
@@ -306,13 +319,14 @@ int main(int argc, char **argv)
                 answer_json(&r, "check --megatron-args", NULL, &a[4]);
                 tc_proc_result_free(&r);
             }
-            char why[1024] = "";
+            char why[2048] = "";
             bool ok = a[1].ok;
             if (!a[1].ok) pp_strcatf(why, sizeof why, " %s", a[1].err);
             const int order[4] = {0, 2, 3, 4};
             for (int i = 0; i < 4 && a[1].ok; i++) {
                 const answer *x = &a[order[i]];
                 if (order[i] == 4 && !readback) continue;
+                if (order[i] == 3 && !x->ok && !x->err[0]) continue; /* refused with its reason */
                 if (!x->ok) {
                     ok = false;
                     pp_strcatf(why, sizeof why, " %s;", x->err);
@@ -320,7 +334,7 @@ int main(int argc, char **argv)
                 }
                 /* the header prints 2 decimals of GiB and 3 of a second */
                 double tn = order[i] == 3 ? 0.006 / (a[1].need / 1073741824.0) + 1e-3 : 1e-3;
-                double ts = order[i] == 3 ? 0.0006 / a[1].step + 1e-3 : 1e-3;
+                double ts = order[i] == 3 ? 6e-4 : 1e-3;
                 ok &= agree(&st[i], &a[1], x, tn, ts, why, sizeof why);
             }
             compared_modes++;
@@ -333,7 +347,8 @@ int main(int argc, char **argv)
                  st[i].name, 100 * st[i].worst_need, 100 * st[i].worst_step, st[i].verdicts, st[i].compared);
     tap_ok(cases >= want, "%d cases (%d stage modes compared, %d drawn layouts refused by check and redrawn)", cases,
            compared_modes, refused);
-    tap_diag("%d of %d disagree", failed, compared_modes);
+    tap_diag("%d of %d disagree; torchtitan refused %d FSDP launches of models it does not train", failed,
+             compared_modes, launch_refused);
     char rm[600];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     if (system(rm)) tap_diag("could not remove %s", dir);
