@@ -1,9 +1,11 @@
 /* Errors, enum name tables and the layout rules shared by every module. */
 #include "pp.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 const char *const pp_act_names[PP_ACT_COUNT] = {"gelu", "swiglu", "relu"};
 const char *const pp_norm_names[PP_NORM_COUNT] = {"layernorm", "rmsnorm"};
@@ -97,6 +99,11 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
 pp_status pp_stack_check(const pp_work *w, pp_error *err)
 {
     const pp_stack *s = &w->stack;
+    /* FP8 GEMMs need FP8 tensor cores (Hopper and later): the catalog gives the GPU's FP8 peak, 0
+     * where it has none (A100, V100) */
+    if (s->precision == PP_PREC_FP8 && w->gpu.name[0] && !(w->gpu.peak_flops[PP_DT_FP8] > 0))
+        return STACK_BAD("--precision fp8: GPU %s has no FP8 tensor cores (FP8 training needs Hopper or later); "
+                         "use --precision bf16", w->gpu.name);
     const pp_model *m = &w->model;
     double ad = 0, hd = 0;
     pp_work_dropout(w, &ad, &hd);
@@ -432,6 +439,53 @@ const char *pp_layout_label(const pp_layout *l, char *buf, size_t n)
         if (any) {
             pp_strcatf(buf, n, " rc ");
             for (int64_t i = 0; i < l->pp; i++) pp_strcatf(buf, n, "%s%d", i ? "/" : "", l->stage_recompute[i]);
+        }
+    }
+    return buf;
+}
+
+/* Levenshtein distance, case-insensitive, capped at cap + 1. */
+static int edit_distance(const char *a, const char *b, int cap)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return cap + 1;
+    int prev[65], cur[65];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        int best = cur[0];
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            if (cur[j] < best) best = cur[j];
+        }
+        if (best > cap) return cap + 1;
+        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
+    }
+    return prev[lb];
+}
+
+const char *pp_did_you_mean(const char *name, const char *const *names, int n, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (!name || !name[0]) return buf;
+    size_t ln = strlen(name);
+    /* names the given one begins (case-insensitive): "h100" -> h100-sxm, h100-pcie */
+    for (int i = 0; i < n; i++)
+        if (names[i] && strlen(names[i]) > ln && !strncasecmp(names[i], name, ln))
+            pp_strcatf(buf, len, "%s%s", buf[0] ? ", " : "", names[i]);
+    if (buf[0]) return buf;
+    /* else the closest within a third of the length (at least 2 edits) */
+    int cap = (int)ln / 3 > 2 ? (int)ln / 3 : 2, best = cap + 1;
+    for (int i = 0; i < n; i++) {
+        if (!names[i]) continue;
+        int d = edit_distance(name, names[i], cap);
+        if (d < best) {
+            best = d;
+            snprintf(buf, len, "%s", names[i]);
+        } else if (d == best && d <= cap) {
+            pp_strcatf(buf, len, ", %s", names[i]);
         }
     }
     return buf;

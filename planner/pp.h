@@ -223,6 +223,9 @@ extern const char *const pp_offload_names[PP_OFF_COUNT];
 typedef enum { PP_RCM_CORE_ATTN = 0, PP_RCM_LAYERNORM, PP_RCM_MLA_UP_PROJ, PP_RCM_MOE_ACT,
                PP_RCM_MLP, PP_RCM_MOE, PP_RCM_SHARED_EXPERTS, PP_RCM_COUNT } pp_rc_module;
 extern const char *const pp_rc_module_names[PP_RCM_COUNT];
+/* "Did you mean": the names of the table that name begins (case-insensitive), else the closest by
+ * edit distance (within a third of its length, at least 2); "" when none is close. Into buf. */
+const char *pp_did_you_mean(const char *name, const char *const *names, int n, char *buf, size_t len);
 /* Index of name in a names table of n entries, or -1. */
 int pp_name_lookup(const char *const *names, int n, const char *name);
 

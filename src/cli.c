@@ -301,3 +301,60 @@ const char *pp_fmt_bytes(double bytes, char *buf, size_t n)
     else snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
     return buf;
 }
+
+const char *pp_fmt_num(double v, int sig, char *buf, size_t n)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, n, "?");
+        return buf;
+    }
+    double a = fabs(v);
+    if (a != 0 && (a < 1e-4 || a >= 1e15)) {
+        snprintf(buf, n, "%.*g", sig, v); /* beyond what people write out */
+        return buf;
+    }
+    /* decimals so that `sig` significant digits show, none for large numbers */
+    int mag = a > 0 ? (int)floor(log10(a)) : 0;
+    int dec = sig - 1 - mag;
+    if (dec < 0) dec = 0;
+    char raw[64];
+    snprintf(raw, sizeof raw, "%.*f", dec, v);
+    if (strchr(raw, '.')) { /* no trailing zeros: "2", "1.5" */
+        char *e = raw + strlen(raw) - 1;
+        while (*e == '0') *e-- = 0;
+        if (*e == '.') *e = 0;
+    }
+    /* thousands separators in the integer part */
+    const char *s = raw;
+    char *o = buf;
+    size_t left = n;
+    if (*s == '-' && left > 1) *o++ = *s++, left--;
+    const char *dot = strchr(s, '.');
+    size_t ilen = dot ? (size_t)(dot - s) : strlen(s);
+    for (size_t i = 0; i < ilen && left > 1; i++) {
+        *o++ = s[i], left--;
+        if (ilen > 4 && (ilen - 1 - i) % 3 == 0 && i + 1 < ilen && left > 1) *o++ = ',', left--;
+    }
+    for (const char *p = s + ilen; *p && left > 1; p++) *o++ = *p, left--;
+    *o = 0;
+    return buf;
+}
+
+const char *pp_fmt_duration(double s, char *buf, size_t n)
+{
+    char a[48];
+    if (!isfinite(s)) snprintf(buf, n, "?");
+    else if (s < 120) snprintf(buf, n, "%s s", pp_fmt_num(s, 4, a, sizeof a));
+    else if (s < 2 * 3600.0) snprintf(buf, n, "%s min", pp_fmt_num(s / 60.0, 3, a, sizeof a));
+    else if (s < 3 * 86400.0) snprintf(buf, n, "%s h", pp_fmt_num(s / 3600.0, 3, a, sizeof a));
+    else snprintf(buf, n, "%s days", pp_fmt_num(s / 86400.0, 3, a, sizeof a));
+    return buf;
+}
+
+const char *pp_path_join(const char *dir, const char *file, char *buf, size_t n)
+{
+    size_t k = strlen(dir);
+    while (k > 1 && dir[k - 1] == '/') k--;
+    snprintf(buf, n, "%.*s/%s", (int)k, dir, file);
+    return buf;
+}

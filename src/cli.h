@@ -101,6 +101,13 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c);
 /* The option lines that apply to cmd, for --help. */
 void pp_cli_usage_options(FILE *f, const char *cmd);
 
+/* Numbers as people write them: `sig` significant digits, thousands separators, no exponent
+ * between 1e-4 and 1e15 ("54,960", "0.0312", "1.466"). */
+const char *pp_fmt_num(double v, int sig, char *buf, size_t n);
+/* A duration in the unit that reads best: "51.43 s", "15.3 h", "12.4 days". */
+const char *pp_fmt_duration(double s, char *buf, size_t n);
+/* "dir/file" without a doubled slash when dir ends with one. */
+const char *pp_path_join(const char *dir, const char *file, char *buf, size_t n);
 /* Human-readable sizes for tables: "12.3 GiB". */
 const char *pp_fmt_bytes(double bytes, char *buf, size_t n);
 

@@ -166,6 +166,7 @@ int pp_cmd_check(pp_cli *c)
     }
     if (c->json) check_json(c, run);
     else check_table(c, run);
+    rc = run->fits ? 0 : 1; /* exit status: 0 fits, 1 does not, 2 bad input (pp_cli_fail) */
 done:
     free(run);
     return rc;

@@ -69,19 +69,20 @@ int pp_cmd_estimate(pp_cli *c)
         pp_json_obj_end(&j);
         pp_json_end(&j);
     } else {
-        char tok[64], lab[256];
-        printf("parplan estimate: %s on %lld x %s, %s, global batch %lld x %lld tokens\n", w->model.name,
-               (long long)w->gpus, w->gpu.name, pp_layout_label(l, lab, sizeof lab), (long long)w->gbs,
-               (long long)w->model.seq);
-        snprintf(tok, sizeof tok, "%.4g", c->tokens);
-        printf("  tokens            %s (%.0f steps of %.0f tokens)\n", tok, steps, tokens_per_step);
-        printf("  step time         %.4g s   (%.4g samples/s, %.4g tokens/s)\n", t->step_time_s,
-               t->samples_per_s, t->tokens_per_s);
+        char lab[256], a[48], b[48], c2[48], d[48];
+        printf("parplan estimate: %s on %s x %s, %s, global batch %s x %s tokens\n", w->model.name,
+               pp_fmt_num((double)w->gpus, 6, a, sizeof a), w->gpu.name, pp_layout_label(l, lab, sizeof lab),
+               pp_fmt_num((double)w->gbs, 6, b, sizeof b), pp_fmt_num((double)w->model.seq, 6, c2, sizeof c2));
+        printf("  tokens            %s (%s steps of %s tokens)\n", pp_fmt_num(c->tokens, 4, a, sizeof a),
+               pp_fmt_num(steps, 12, b, sizeof b), pp_fmt_num(tokens_per_step, 12, c2, sizeof c2));
+        printf("  step time         %s   (%s samples/s, %s tokens/s)\n", pp_fmt_duration(t->step_time_s, a, sizeof a),
+               pp_fmt_num(t->samples_per_s, 4, b, sizeof b), pp_fmt_num(t->tokens_per_s, 4, c2, sizeof c2));
         printf("  model TFLOP/s     %.1f per GPU, MFU %.1f%%\n", t->model_tflops_per_gpu, 100 * t->mfu);
-        printf("  time to train     %.2f days (%.4g hours)\n", train_s / 86400.0, train_s / 3600.0);
-        printf("  GPU-hours         %.4g\n", gpu_hours);
+        printf("  time to train     %s (%s s)\n", pp_fmt_duration(train_s, a, sizeof a), pp_fmt_num(train_s, 4, b, sizeof b));
+        printf("  GPU-hours         %s\n", pp_fmt_num(gpu_hours, 4, a, sizeof a));
         if (priced)
-            printf("  cost              %.4g at %.4g per GPU-hour\n", cost, c->price_per_gpu_hour);
+            printf("  cost              %s at %s per GPU-hour\n", pp_fmt_num(cost, 4, a, sizeof a),
+                   pp_fmt_num(c->price_per_gpu_hour, 4, d, sizeof d));
         char need[32], pk[32], rs[32], cap[32];
         printf("  memory            %s per GPU (peak %s + reserved %s) of %s: %s\n",
                pp_fmt_bytes(run->need_bytes, need, sizeof need), pp_fmt_bytes(run->need_peak_bytes, pk, sizeof pk),

@@ -106,8 +106,9 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
         pp_json_end(&j);
     } else if (c->output && !c->quiet) {
         fprintf(stderr, "parplan: wrote");
+        char path[1024];
         for (const char *const *f = pp_launch_files(fmt); *f; f++)
-            fprintf(stderr, " %s/%s", c->output, *f);
+            fprintf(stderr, " %s", pp_path_join(c->output, *f, path, sizeof path));
         fprintf(stderr, "\n");
     }
     free(run);

@@ -220,21 +220,40 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
             (long long)w->gpus_per_node, (long long)w->gbs, (long long)w->model.seq,
             pp_framework_names[w->framework], pp_attention_names[w->attention]);
     pp_cli_stack_line(f, c);
-    fprintf(f, "searched %lld layouts in %.1f ms: %lld fit in memory", (long long)r->evaluated,
-            r->search_time_s * 1e3, (long long)r->fitting);
-    if (r->none_fit)
-        fprintf(f, "; NONE fits: the %lld closest are shown\n\n", (long long)r->n);
-    else
-        fprintf(f, "; the best %lld by predicted step time\n\n", (long long)r->n);
-    fprintf(f, " #  %-44s %10s %9s %10s %9s %9s %6s\n", "layout", "mem/GPU", "step s", "samples/s",
+    char nb[48];
+    fprintf(f, "searched %s layouts in %.1f ms: ", pp_fmt_num((double)r->evaluated, 15, nb, sizeof nb),
+            r->search_time_s * 1e3);
+    if (r->n == 0) {
+        /* nothing passed the rules: the last rule of the funnel removed the last layouts */
+        int last = -1;
+        for (int i = 0; i < PP_PRUNE_COUNT; i++)
+            if (r->pruned[i] && i != PP_PRUNE_OOM) last = i;
+        fprintf(f, "none passes the rules; the last to go fell to '%s' (%s)\n\n", last >= 0 ? pp_prune_names[last] : "?",
+                last >= 0 ? pp_prune_help[last] : "?");
+    } else if (r->none_fit) {
+        fprintf(f, "%s pass the rules, NONE fits in memory: the %lld closest are shown\n\n",
+                pp_fmt_num((double)r->leaves, 15, nb, sizeof nb), (long long)r->n);
+    } else {
+        fprintf(f, "%s fit in memory; the best %lld by predicted step time\n\n",
+                pp_fmt_num((double)r->fitting, 15, nb, sizeof nb), (long long)r->n);
+    }
+    /* the layout column as wide as its longest label (uneven stages make long ones) */
+    int width = 44;
+    for (int64_t i = 0; i < r->n; i++) {
+        char lab[320];
+        int len = (int)strlen(pp_layout_label(&cand[i].layout, lab, sizeof lab));
+        if (len > width) width = len;
+    }
+    fprintf(f, " #  %-*s %10s %9s %10s %9s %9s %6s\n", width, "layout", "mem/GPU", "step s", "samples/s",
             "tokens/s", "TFLOP/s", "MFU");
     for (int64_t i = 0; i < r->n; i++) {
         const pp_search_candidate *k = &cand[i];
-        char lab[160], mem[32], tok[32];
-        fprintf(f, "%2lld  %-44s %10s %9.4g %10.4g %9s %9.1f %5.1f%%%s\n", (long long)(i + 1),
+        char lab[320], mem[32], tok[32], st[32], sps[32];
+        fprintf(f, "%2lld  %-*s %10s %9s %10s %9s %9.1f %5.1f%%%s\n", (long long)(i + 1), width,
                 pp_layout_label(&k->layout, lab, sizeof lab), pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
-                k->time.step_time_s, k->time.samples_per_s, fmt_rate(k->time.tokens_per_s, tok, sizeof tok),
-                k->time.model_tflops_per_gpu, 100 * k->time.mfu, k->fits ? "" : "  OOM");
+                pp_fmt_num(k->time.step_time_s, 4, st, sizeof st), pp_fmt_num(k->time.samples_per_s, 4, sps, sizeof sps),
+                fmt_rate(k->time.tokens_per_s, tok, sizeof tok), k->time.model_tflops_per_gpu, 100 * k->time.mfu,
+                k->fits ? "" : "  OOM");
     }
     fprintf(f, "(mem/GPU: peak + reserved on the fullest GPU, of %s; TFLOP/s: model FLOPs per GPU, no "
                "recompute; MFU against %.0f TFLOP/s)\n",
@@ -574,9 +593,13 @@ int pp_cmd_plan(pp_cli *c)
         pp_plan_probe_print(emit_stdout ? stderr : stdout, cand, plan_probe_n < r.n ? plan_probe_n : r.n, probe_info);
 
     if (r.n == 0) {
-        fprintf(stderr, "parplan: no layout satisfies the rules for %lld GPUs and global batch %lld "
-                        "(see the pruning funnel)\n",
-                (long long)c->work.gpus, (long long)c->work.gbs);
+        int last = -1;
+        for (int i = 0; i < PP_PRUNE_COUNT; i++)
+            if (r.pruned[i] && i != PP_PRUNE_OOM) last = i;
+        fprintf(stderr, "parplan: no layout satisfies the rules for %lld GPUs and global batch %lld: the last "
+                        "layouts fell to '%s' (%s; see the pruning funnel)\n",
+                (long long)c->work.gpus, (long long)c->work.gbs, last >= 0 ? pp_prune_names[last] : "?",
+                last >= 0 ? pp_prune_help[last] : "?");
         rc = 1;
         goto done;
     }

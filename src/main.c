@@ -1,5 +1,6 @@
 /* parplan: plan the parallel layout of transformer training. Dispatch and help. */
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "cli.h"
@@ -18,11 +19,13 @@ static const pp_subcommand subcommands[] = {
      "list known models (with parameter counts) and GPUs, or describe one model",
      "parplan models --model deepseek-v3 --json",
      "--model", "NAME|FILE: describe one model (fields, layer pattern, parameters per part and per tensor)"},
-    {"check", pp_cmd_check, "WORK LAYOUT", "per-stage memory breakdown, fits or OOM, predicted step time",
+    {"check", pp_cmd_check, "WORK LAYOUT",
+     "per-stage memory breakdown, fits or OOM, predicted step time (exit 0: fits, 1: does not, 2: bad input)",
      "parplan check --model gpt3-13b --gpu a100-80gb --gpus 16 --tp 2 --pp 2 --mbs 1", NULL, NULL},
     {"plan", pp_cmd_plan, "WORK [--top K] [--probe K]", "search the layouts, prune (with reasons), rank",
      "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8", NULL, NULL},
-    {"launch", pp_cmd_launch, "WORK LAYOUT --format F", "launch config for megatron|deepspeed|nemo|torchrun|slurm",
+    {"launch", pp_cmd_launch, "WORK LAYOUT --format F",
+     "launch config for megatron|deepspeed|nemo|torchrun|slurm|torchtitan",
      "parplan launch --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --mbs 1 --format megatron", NULL, NULL},
     {"probe", pp_cmd_probe, "[gemm|bandwidth|attention|layer|optimizer|nccl|all|moe|mla] [--model NAME|FILE] [-o FILE]",
      "measure this machine's GPUs into a hardware profile (moe, mla: a model's own layer at a layout)",
@@ -62,12 +65,20 @@ static void sub_usage(const pp_subcommand *s)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
+    /* -q / --quiet and --json may also come before the command: "parplan -q plan ..." */
+    int first = 1;
+    bool pre_quiet = false, pre_json = false;
+    while (first < argc && (!strcmp(argv[first], "-q") || !strcmp(argv[first], "--quiet") || !strcmp(argv[first], "--json"))) {
+        if (argv[first][2] == 'j') pre_json = true;
+        else pre_quiet = true;
+        first++;
+    }
+    if (argc <= first) {
         fprintf(stderr, "parplan: missing command: models, check, plan, launch, probe, estimate or "
                         "calibrate (try parplan --help)\n");
         return 2;
     }
-    const char *cmd = argv[1];
+    const char *cmd = argv[first];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
@@ -80,16 +91,23 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < N_SUB; i++)
         if (!strcmp(subcommands[i].name, cmd)) sub = &subcommands[i];
     if (!sub) {
-        fprintf(stderr, "parplan: unknown command '%s' (try parplan --help)\n", cmd);
+        const char *names[N_SUB];
+        for (size_t i = 0; i < N_SUB; i++) names[i] = subcommands[i].name;
+        char near[128];
+        pp_did_you_mean(cmd, names, (int)N_SUB, near, sizeof near);
+        fprintf(stderr, "parplan: unknown command '%s'%s%s%s (try parplan --help)\n", cmd,
+                near[0] ? ": did you mean " : "", near, near[0] ? "?" : "");
         return 2;
     }
     pp_cli c = {.argv0 = argv[0]};
     pp_error err = {0};
     int rc;
-    if (pp_cli_parse(&c, cmd, argc - 2, argv + 2, &err) != PP_OK) {
+    if (pp_cli_parse(&c, cmd, argc - first - 1, argv + first + 1, &err) != PP_OK) {
         rc = pp_cli_fail(&err);
         goto done;
     }
+    c.quiet |= pre_quiet;
+    c.json |= pre_json;
     if (c.help) {
         sub_usage(sub);
         rc = 0;

@@ -456,6 +456,18 @@ static bool looks_like_path(const char *a)
     return strchr(a, '/') || strstr(a, ".yaml") || strstr(a, ".yml") || strstr(a, ".json");
 }
 
+/* The catalog's names close to arg (pp_did_you_mean). */
+static void catalog_near(const pp_catalog *cat, const char *arg, bool gpu, char *buf, size_t n)
+{
+    int k = gpu ? cat->n_gpus : cat->n_models;
+    const char **names = calloc((size_t)(k > 0 ? k : 1), sizeof *names);
+    buf[0] = 0;
+    if (!names) return;
+    for (int i = 0; i < k; i++) names[i] = gpu ? cat->gpus[i].name : cat->models[i].name;
+    pp_did_you_mean(arg, names, k, buf, n);
+    free(names);
+}
+
 pp_status pp_model_resolve(pp_model *m, const pp_catalog *cat, const char *arg, pp_error *err)
 {
     if (!arg || !arg[0]) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--model needs a name or a file");
@@ -465,7 +477,10 @@ pp_status pp_model_resolve(pp_model *m, const pp_catalog *cat, const char *arg, 
         return PP_OK;
     }
     if (is_file(arg) || looks_like_path(arg)) return pp_model_load_file(m, arg, err);
-    return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown model '%s' (see parplan models)", arg);
+    char near[256];
+    catalog_near(cat, arg, false, near, sizeof near);
+    return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown model '%s'%s%s%s (see parplan models)", arg,
+                        near[0] ? ": did you mean " : "", near, near[0] ? "?" : "");
 }
 
 pp_status pp_gpu_resolve(pp_gpu *g, const pp_catalog *cat, const char *arg, pp_error *err)
@@ -477,5 +492,8 @@ pp_status pp_gpu_resolve(pp_gpu *g, const pp_catalog *cat, const char *arg, pp_e
         return PP_OK;
     }
     if (is_file(arg) || looks_like_path(arg)) return pp_gpu_load_file(g, arg, err);
-    return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown GPU '%s' (see parplan models)", arg);
+    char near[256];
+    catalog_near(cat, arg, true, near, sizeof near);
+    return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown GPU '%s'%s%s%s (see parplan models)", arg,
+                        near[0] ? ": did you mean " : "", near, near[0] ? "?" : "");
 }

@@ -152,9 +152,22 @@ pp_status pp_options_parse_cmd(const pp_option_set *sets, int n_sets, const pp_o
         const pp_option *elsewhere = o ? NULL : find(others, n_others, name, NULL);
         if (elsewhere)
             return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s does not apply to '%s'", elsewhere->name, cmd);
-        if (!o)
-            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown option '%s' for '%s' (see parplan %s --help)",
-                                name, cmd, cmd);
+        if (!o) {
+            /* did you mean: the options of this command */
+            size_t total = 0;
+            for (int s = 0; s < n_sets; s++) total += sets[s].n;
+            const char **names = calloc(total + 1, sizeof *names);
+            char near[256] = "";
+            if (names) {
+                size_t k = 0;
+                for (int s = 0; s < n_sets; s++)
+                    for (size_t j = 0; j < sets[s].n; j++) names[k++] = sets[s].opts[j].name;
+                if (name[0] == '-' && name[1] == '-') pp_did_you_mean(name, names, (int)k, near, sizeof near);
+                free(names);
+            }
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown option '%s' for '%s'%s%s%s (see parplan %s --help)",
+                                name, cmd, near[0] ? ": did you mean " : "", near, near[0] ? "?" : "", cmd);
+        }
         if (!takes_value(o)) {
             if (val) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s takes no value", o->name);
         } else if (!val) {

@@ -85,8 +85,8 @@ int main(void)
     tc_proc_result_free(&r);
     dsv3[24] = "bf16";
     tc_run(dsv3, &r);
-    tap_ok(r.status == 0 && strstr(r.out, "\"fits\": false") != NULL,
-           "the same in bf16 (no FP8 activation caching) does not fit");
+    tap_ok(r.status == 1 && strstr(r.out, "\"fits\": false") != NULL,
+           "the same in bf16 (no FP8 activation caching) does not fit (exit 1)");
     tc_proc_result_free(&r);
     /* --max-mem-frac: the capacity every verdict uses is that fraction of the GPU's; llama3-8b FSDP on
      * one H200 at 4K (124.6 GiB allocator peak, measured: tests/data/fsdp) fits the whole GPU and
@@ -102,7 +102,7 @@ int main(void)
     frac[22] = "0.85";
     tc_run(frac, &r);
     double cap2 = json_num(r.out, "capacity_bytes", NULL);
-    tap_ok(fit1 && r.status == 0 && strstr(r.out, "\"fits\": false") != NULL && fabs(cap2 - 0.85 * cap1) < 1.0,
+    tap_ok(fit1 && r.status == 1 && strstr(r.out, "\"fits\": false") != NULL && fabs(cap2 - 0.85 * cap1) < 1.0,
            "--max-mem-frac 0.85: capacity %.1f of %.1f GiB, and 8B FSDP at 4K no longer fits", cap2 / 1073741824.0,
            cap1 / 1073741824.0);
     tc_proc_result_free(&r);
