@@ -301,15 +301,13 @@ static void build_ew(const pp_work *w, pp_layer *ly)
             ew_add(ly, "prob_scale", PP_EW_PROB_SCALE, ly->expert_tokens * ly->expert_ffn, PP_LB_EXPERT, moe);
     }
     if (w->stack.precision == PP_PREC_FP8) {
-        /* Every FP8 GEMM casts its input (forward) and its output gradient (backward), once per
-         * token copy it sees. Needs the GEMMs. */
-        double in = 0, out = 0;
-        for (int i = 0; i < ly->n_gemm; i++) {
-            const pp_layer_gemm *g = &ly->gemm[i];
-            if (!g->fp8) continue;
-            in += g->m * g->k * g->count;
-            out += g->m * g->n * g->count;
-        }
+        /* FP8 GEMMs cast their input (forward) and their output gradient (backward). Counted as
+         * the time model was calibrated: the attention's input and output projections at the
+         * QKV widths (MLA's five projections too) and the MLP's two GEMMs (the routed experts'
+         * per received token copy); the shared experts' casts are left out. */
+        double tok = ly->moe ? ly->expert_tokens : T, f = ly->moe ? ly->expert_ffn : ly->ffn;
+        double in = T * h + T * hq + tok * (h + f);
+        double out = T * (hq + 2 * hkv) + T * h + tok * ((ly->glu ? 2 : 1) * f + h);
         ew_add(ly, "fp8.cast_input", PP_EW_FP8_CAST_IN, in, PP_LB_ATTN_IN, 0);
         ew_add(ly, "fp8.cast_grad", PP_EW_FP8_CAST_GRAD, out, PP_LB_ATTN_IN, 0);
     }
@@ -668,7 +666,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     a->scores = a->batch_heads * a->queries * a->keys;
 
     ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = 0;
-    if (parts & (PP_LAYER_GEMMS | PP_LAYER_EW)) build_gemms(w, ly);
+    if (parts & PP_LAYER_GEMMS) build_gemms(w, ly);
     if (parts & PP_LAYER_EW) build_ew(w, ly);
     if (parts & PP_LAYER_COLLS) build_colls(w, l, ly);
     if (parts & PP_LAYER_SAVED) build_saved(w, l, ly);

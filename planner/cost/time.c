@@ -21,6 +21,7 @@
  * tests/time/validation.c checks whole steps against published tables (docs/time-model.md).
  */
 #include "pp_time.h"
+#include "pp_layer.h"
 
 #include <math.h>
 #include <string.h>
@@ -54,10 +55,6 @@
  * fit (log error) on the anchors' 5 layer rows, with ELEM_EFF as measured and the anchors'
  * FlashAttention-2 at its published H100 efficiency (tests/time/unit.c: 5.3% MAPE). */
 #define BWD_GEMM_EFF 0.88
-
-/* Causal attention: fused kernels skip the masked half of the score matrix; the unfused path
- * (Megatron's fused scale-mask-softmax between two batched GEMMs) computes all of it. */
-#define FLASH_CAUSAL_WORK 0.5
 
 /* Overlap is not free: NCCL runs its collectives on SMs of its own (one per channel, up to 16-32
  * of the 108-132) and streams every byte through HBM, so a GEMM that runs beside a collective
@@ -436,91 +433,117 @@ static double behind(double comm, double window)
 
 /* ------------------------------------------------------------------ one layer */
 
-/* The terms of one layer of kind `kind` (attention + dense or MoE MLP) for one micro-batch. */
+/* Bytes per element of an elementwise class of the layer description, forward and backward
+ * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
+static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
+{
+    double mask = c->opts.dropout ? 0 : EW_MASK;
+    switch (cls) {
+    case PP_EW_NORM:
+    case PP_EW_QK_NORM: *f = EW_NORM_FWD, *b = EW_NORM_BWD; return;
+    case PP_EW_BDA: *f = EW_BDA_FWD - mask, *b = EW_BDA_BWD - mask; return;
+    case PP_EW_GELU: *f = EW_GELU_FWD, *b = EW_GELU_BWD; return;
+    case PP_EW_SWIGLU: *f = EW_SWIGLU_FWD, *b = EW_SWIGLU_BWD; return;
+    case PP_EW_ROPE: *f = *b = EW_ROPE; return;
+    case PP_EW_ROUTER: *f = EW_ROUTER_FWD, *b = EW_ROUTER_BWD; return;
+    case PP_EW_PERMUTE: *f = *b = EW_MOE_PERMUTE; return;
+    case PP_EW_PROB_SCALE: *f = EW_PROB_SCALE, *b = 2.0 * EW_PROB_SCALE; return;
+    case PP_EW_FP8_CAST_IN: *f = EW_FP8_CAST_FWD, *b = 0; return;
+    case PP_EW_FP8_CAST_GRAD: *f = 0, *b = EW_FP8_CAST_BWD; return;
+    case PP_EW_T_NORM:
+    case PP_EW_T_QK_NORM: *f = EW_FSDP_NORM_FWD, *b = EW_FSDP_NORM_BWD; return;
+    case PP_EW_T_ADD: *f = *b = EW_FSDP_ADD; return;
+    case PP_EW_T_GRAD_SUM: *f = 0, *b = EW_FSDP_ADD; return;
+    case PP_EW_T_GELU: *f = EW_FSDP_GELU_FWD, *b = EW_FSDP_GELU_BWD; return;
+    case PP_EW_T_SWIGLU: *f = EW_FSDP_SWIGLU_FWD, *b = EW_FSDP_SWIGLU_BWD; return;
+    case PP_EW_T_ROPE: *f = *b = EW_FSDP_ROPE; return;
+    case PP_EW_T_REPEAT: *f = *b = EW_FSDP_REPEAT; return;
+    case PP_EW_CLASS_COUNT: break;
+    }
+    *f = *b = 0;
+}
+
+/* The terms of one layer of kind `kind` for one micro-batch: the layer description's GEMMs,
+ * attention core, elementwise kernels and collectives (layer.c) through this file's rates. */
 static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_time_terms *o)
 {
     const pp_work *w = c->w;
-    const pp_model *m = &w->model;
     memset(o, 0, sizeof *o);
-    const double t = (double)l->tp, cp = (double)l->cp, b = (double)l->mbs;
-    const double s = (double)m->seq, h = (double)m->hidden, d = (double)m->head_dim;
-    const double T = b * s / cp; /* tokens of this rank's sequence shard */
-    const double a_r = (double)m->heads / t;
-    const double g_r = m->kv_heads >= l->tp ? (double)m->kv_heads / t : 1.0; /* KV replicated */
-    const bool mla = m->kv_lora_rank > 0;
-    const double hq = a_r * d, hkv = g_r * d;
-    const double vd = (double)pp_model_v_head_dim(m), hv = a_r * vd; /* value / output width */
-    const double f_r = (double)m->ffn / t;
-    const bool glu = m->act == PP_ACT_SWIGLU;
-    const bool moe = (kind & PP_LAYER_MOE) && m->experts > 1;
-    const bool window = (kind & PP_LAYER_WINDOW) && m->window > 0;
-    const double h_ew = l->sp ? h / t : h; /* width of the replicated-or-split elementwise ops */
+    pp_layer ly;
+    pp_layer_build_parts(w, l, kind, PP_LAYER_GEMMS | PP_LAYER_EW | PP_LAYER_COLLS, &ly);
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
-    const double M = T * h * 2.0;           /* one activation tensor, bytes */
-    const bool loop = !w->stack.grouped_gemm;
-    /* --framework fsdp: torchtitan's eager Llama block (separate projections, eager RoPE,
-     * repeat_kv and SwiGLU); MLA layers keep the generic terms. */
-    const bool titan = w->framework == PP_FW_FSDP && !mla;
+    /* Selective recompute re-runs the forward of its modules (Megatron --recompute-modules;
+     * core_attn alone by default; the ILP prices it on any layout). */
+    const unsigned sel = l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
+    /* torchtitan's op-level selective AC recomputes every elementwise op and the mms it does not
+     * keep (layer.c, sac_saved), not attention; its MoE layers follow the modules. */
+    const bool titan_sac = ly.titan && !ly.moe;
 
-    /* --- attention GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the
-     * curve is symmetric in m, n, k so their efficiency is the forward's) */
-    double g_qkv, g_proj, g_up = 0;
-    if (mla) {
-        /* MLA (DeepSeek-V2 eq. 9-13): the down-projections are replicated over TP (every rank
-         * computes them for its tokens), the up-projections and the output projection split. */
-        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
-        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim;
-        g_up = (ql > 0 ? lin_s(c, T, a_r * (nope + rope), ql, 1) : 0) +
-               lin_s(c, T, a_r * (nope + vd), kvl, 1);
-        g_qkv = (ql > 0 ? lin_s(c, T, ql, h, 1) : lin_s(c, T, a_r * (nope + rope), h, 1)) +
-                lin_s(c, T, kvl + rope, h, 1) + g_up;
-        g_proj = lin_s(c, T, h, hv, 1);
-    } else if (titan) {
-        /* torchtitan's Attention: wq, wk and wv are three nn.Linear (three GEMMs). */
-        g_qkv = lin_s(c, T, hq, h, 1) + lin_s(c, T, hkv, h, 2);
-        g_proj = lin_s(c, T, h, hq, 1);
-    } else {
-        g_qkv = lin_s(c, T, hq + 2 * hkv, h, 1);
-        g_proj = lin_s(c, T, h, hq, 1);
+    /* --- GEMMs: forward at their shapes (backward: dgrad + wgrad = 2x, same shapes transposed;
+     * the curve is symmetric in m, n, k so their efficiency is the forward's), and the weights
+     * whose gradients are accumulated */
+    double g[PP_LB_COUNT] = {0}, gemm_f = 0, sel_s = 0, weights = 0;
+    for (int i = 0; i < ly.n_gemm; i++) {
+        const pp_layer_gemm *x = &ly.gemm[i];
+        double t = x->fp8 ? lin_s(c, x->m, x->n, x->k, x->count) : gemm_s(c, x->m, x->n, x->k, x->count);
+        g[x->block] += t;
+        gemm_f += t;
+        weights += x->n * x->k * x->count;
+        if (titan_sac ? !x->sac_saved : (x->mods & sel) != 0)
+            sel_s += titan_sac ? gemm_s(c, x->m, x->n, x->k, x->count) : t;
     }
 
-    /* --- MLP GEMMs */
-    double g_fc1 = 0, g_fc2 = 0, g_router = 0, g_shared = 0;
-    double ew_moe_f = 0, ew_moe_b = 0, launch = 0, mlp_w = 0;
-    double tokens_ep = 0, tokens_etp = 0; /* bytes each way: all-to-all over EP, gather over ETP */
-    double Tr = 0, fe_r = 0;
-    if (!moe) {
-        g_fc1 = titan && glu ? lin_s(c, T, f_r, h, 2) : lin_s(c, T, (glu ? 2 : 1) * f_r, h, 1);
-        g_fc2 = lin_s(c, T, h, f_r, 1);
-        mlp_w = (glu ? 3.0 : 2.0) * h * f_r;
+    /* --- attention core */
+    const pp_layer_attn *a = &ly.attn;
+    double attn_f, attn_b, score_ew_f = 0, score_ew_b = 0;
+    if (!a->fused) {
+        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x dv). Full score matrix. */
+        attn_f = gemm_s(c, a->queries, a->keys, a->qk_dim, a->batch_heads) +
+                 gemm_s(c, a->queries, a->v_dim, a->keys, a->batch_heads);
+        double nodrop = c->opts.dropout ? 0 : EW_SCORE_DROPOUT;
+        score_ew_f = (EW_SCORE_FWD - nodrop) * a->scores / c->mem_rate;
+        score_ew_b = (EW_SCORE_BWD - nodrop) * a->scores / c->mem_rate;
+        attn_b = 2.0 * attn_f;
     } else {
-        /* Tokens (megatron/core/transformer/moe/token_dispatcher.py, alltoall): the router sees
-         * this rank's tokens (split over TP by sequence parallelism); each goes to topk experts;
-         * the expert-TP group (etp ranks) gathers its tokens, so a rank's experts get
-         * T k etp / tp copies on average, imbalance x that on the busiest rank (dropless), or at
-         * most the capacity factor's share. Balanced: each of the E/ep local experts gets an
-         * equal part, and runs its GEMMs at that M (one chain per expert when looped). */
-        double E = (double)m->experts, K = (double)(m->topk > 0 ? m->topk : 1);
-        double ep = (double)l->ep, etp = (double)pp_layout_etp(l), local = E / ep;
-        double Tl = l->sp ? T / t : T;
-        double imb = w->stack.moe_imbalance > 1.0 ? w->stack.moe_imbalance : 1.0;
-        if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
-        Tr = Tl * K * etp * imb;
-        fe_r = (double)pp_model_expert_ffn(m) / etp;
-        double Me = Tr / local;
-        g_fc1 = lin_s(c, Me, (glu ? 2 : 1) * fe_r, h, local);
-        g_fc2 = lin_s(c, Me, h, fe_r, local);
-        g_router = gemm_s(c, Tl, E, h, 1);
-        if (m->shared_ffn > 0) {
-            double fs = (double)m->shared_ffn / t;
-            g_shared = lin_s(c, T, (glu ? 2 : 1) * fs, h, 1) + lin_s(c, T, h, fs, 1);
+        /* Causal: fused kernels skip the masked scores, a query attends keys_avg keys. */
+        double fl = 2.0 * a->batch_heads * a->queries * a->keys_avg * (a->qk_dim + a->v_dim);
+        attn_f = fl / c->flash_fwd_rate;
+        attn_b = 2.0 * fl / c->flash_bwd_rate;
+        if (w->framework == PP_FW_FSDP && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+            /* FA2's per-query-block cost (FSDP_FA2_S0_*) over the keys a causal kernel walks,
+             * relative to the reference length */
+            double span = 2.0 * a->keys_avg;
+            attn_f *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
+            attn_b *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
         }
-        ew_moe_f = EW_ROUTER_FWD * Tl * E + EW_MOE_PERMUTE * Tl * K * h * etp;
-        ew_moe_b = EW_ROUTER_BWD * Tl * E + EW_MOE_PERMUTE * Tl * K * h * etp;
-        if (pp_work_impl(w) == PP_IMPL_LOCAL || w->framework != PP_FW_MEGATRON) {
-            ew_moe_f += EW_PROB_SCALE * Tr * fe_r;
-            ew_moe_b += 2.0 * EW_PROB_SCALE * Tr * fe_r;
+    }
+    if (!titan_sac && (sel & (1u << PP_RCM_CORE_ATTN))) sel_s += attn_f + score_ew_f;
+
+    /* --- elementwise kernels, from memory bandwidth */
+    double ew_f = 0, ew_b = 0, sel_ew = 0, exp_ew_f = 0, exp_ew_b = 0;
+    for (int i = 0; i < ly.n_ew; i++) {
+        const pp_layer_ew *e = &ly.ew[i];
+        double bf, bb;
+        ew_bytes(c, e->cls, &bf, &bb);
+        ew_f += bf * e->elems;
+        ew_b += bb * e->elems;
+        if (titan_sac || (e->mods & sel)) sel_ew += bf * e->elems;
+        if (e->block == PP_LB_EXPERT && e->mods & (1u << PP_RCM_MOE_ACT)) { /* the experts' activation */
+            exp_ew_f += bf * e->elems / c->mem_rate;
+            exp_ew_b += bb * e->elems / c->mem_rate;
         }
+    }
+    ew_f /= c->mem_rate;
+    ew_b /= c->mem_rate;
+    sel_s += sel_ew / c->mem_rate;
+    o->sel_recompute_s = sel_s;
+
+    /* weight-gradient accumulation: the layer's weights on this rank */
+    double accum = c->opts.grad_accum_bytes * weights / c->mem_rate;
+
+    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
+    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
+    if (ly.moe) {
         /* The host's share: the router, the dispatcher and its sync, and one GEMM chain per
          * local expert when looped. Without a calibration, the launch floor of those kernels;
          * a calibrated stack's own figures (parplan calibrate on MoE logs) otherwise. */
@@ -529,235 +552,63 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
                                                                  : MOE_LAYER_KERNELS * KERNEL_GAP_S;
         double per_expert = cal && cal->expert_overhead_s > 0 ? cal->expert_overhead_s
                                                                : EXPERT_LOOP_KERNELS * KERNEL_GAP_S;
-        launch = per_layer + (loop ? local * per_expert : 0);
-        mlp_w = (glu ? 3.0 : 2.0) * h * fe_r * local + h * E +
-                (m->shared_ffn > 0 ? (glu ? 3.0 : 2.0) * h * (double)m->shared_ffn / t : 0);
-        tokens_ep = Tl * K * h * 2.0 * imb;
-        tokens_etp = Tr * h * 2.0;
-    }
-    double gemm_f = g_qkv + g_proj + g_fc1 + g_fc2 + g_router + g_shared;
-
-    /* --- attention core */
-    double attn_f, attn_b, score_ew_f = 0, score_ew_b = 0;
-    const double Bh = b * a_r;              /* batched heads on this rank */
-    const double sq = s / cp;               /* this rank's queries */
-    const double dqk = d;                   /* query/key width per head (MLA: nope + rope) */
-    if (w->attention == PP_ATTN_UNFUSED) {
-        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x dv). Full score matrix. */
-        attn_f = gemm_s(c, sq, s, dqk, Bh) + gemm_s(c, sq, vd, s, Bh);
-        double scores = Bh * sq * s;
-        double nodrop = c->opts.dropout ? 0 : EW_SCORE_DROPOUT;
-        score_ew_f = (EW_SCORE_FWD - nodrop) * scores / c->mem_rate;
-        score_ew_b = (EW_SCORE_BWD - nodrop) * scores / c->mem_rate;
-        attn_b = 2.0 * attn_f;
-    } else {
-        /* Causal: a query attends to s/2 keys on average; a windowed layer to about W of them
-         * (W (1 - W / 2s) averaged over the positions, for W < s). */
-        double keys = s * FLASH_CAUSAL_WORK;
-        if (window && (double)m->window < s) {
-            double W = (double)m->window;
-            keys = W * (1.0 - W / (2.0 * s));
-        }
-        double fl = 2.0 * Bh * sq * keys * (dqk + vd);
-        attn_f = fl / c->flash_fwd_rate;
-        attn_b = 2.0 * fl / c->flash_bwd_rate;
-        if (w->framework == PP_FW_FSDP && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
-            /* FA2's per-query-block cost (FSDP_FA2_S0_*), relative to the reference length */
-            double span = keys / FLASH_CAUSAL_WORK;
-            attn_f *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
-            attn_b *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
-        }
-    }
-
-    /* --- elementwise */
-    double mask = c->opts.dropout ? 0 : EW_MASK;
-    double ew_f = (2 * EW_NORM_FWD + 2 * (EW_BDA_FWD - mask)) * T * h_ew;
-    double ew_b = (2 * EW_NORM_BWD + 2 * (EW_BDA_BWD - mask)) * T * h_ew;
-    double act_tokens = moe ? Tr : T, act_width = moe ? fe_r : f_r;
-    ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * act_width;
-    ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * act_tokens * act_width;
-    if (moe && m->shared_ffn > 0) {
-        double fs = (double)m->shared_ffn / t;
-        ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * T * fs;
-        ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * T * fs;
-    }
-    if (m->pos == PP_POS_ROPE) {
-        double rope_w = mla ? a_r * (double)m->qk_rope_dim * 2 : hq + hkv;
-        ew_f += EW_ROPE * T * rope_w;
-        ew_b += EW_ROPE * T * rope_w;
-    }
-    if (m->qk_norm != PP_QKNORM_NONE) {
-        ew_f += EW_NORM_FWD * T * (hq + hkv);
-        ew_b += EW_NORM_BWD * T * (hq + hkv);
-    }
-    if (titan) {
-        /* torchtitan's eager block (EW_FSDP_*): the norms and residual adds on the residual
-         * stream (split t ways by torchtitan's sequence parallelism), the linears' shared-input
-         * gradient sums at the gathered width, RoPE on q and k, repeat_kv when grouped. */
-        double h_sp = l->tp > 1 ? h / t : h, repw = hkv < hq ? EW_FSDP_REPEAT * 2.0 * (hq + hkv) : 0.0;
-        double nshared = glu ? 3.0 : 2.0; /* input-gradient sums: wq/wk/wv 2, w1/w3 1 */
-        ew_f = (2 * EW_FSDP_NORM_FWD + 2 * EW_FSDP_ADD) * T * h_sp;
-        ew_b = (2 * EW_FSDP_NORM_BWD + 2 * EW_FSDP_ADD) * T * h_sp + EW_FSDP_ADD * nshared * T * h;
-        double aw = moe ? 0.0 : f_r;
-        ew_f += (glu ? EW_FSDP_SWIGLU_FWD : EW_FSDP_GELU_FWD) * T * aw;
-        ew_b += (glu ? EW_FSDP_SWIGLU_BWD : EW_FSDP_GELU_BWD) * T * aw;
-        if (moe) {
-            ew_f += (glu ? EW_FSDP_SWIGLU_FWD : EW_FSDP_GELU_FWD) * Tr * fe_r;
-            ew_b += (glu ? EW_FSDP_SWIGLU_BWD : EW_FSDP_GELU_BWD) * Tr * fe_r;
-        }
-        if (m->pos == PP_POS_ROPE) {
-            ew_f += EW_FSDP_ROPE * T * (hq + hkv);
-            ew_b += EW_FSDP_ROPE * T * (hq + hkv);
-        }
-        ew_f += T * repw;
-        ew_b += T * repw;
-        if (m->qk_norm != PP_QKNORM_NONE) {
-            ew_f += EW_FSDP_NORM_FWD * T * (hq + hkv);
-            ew_b += EW_FSDP_NORM_BWD * T * (hq + hkv);
-        }
-    }
-    ew_f += ew_moe_f;
-    ew_b += ew_moe_b;
-    if (c->fp8) {
-        /* Every FP8 GEMM casts its input (forward) and its output gradient (backward). */
-        double tok_mlp = moe ? Tr : T, w_in = moe ? fe_r : f_r;
-        double in = T * h + T * hq + tok_mlp * (h + w_in);
-        double out = T * (hq + 2 * hkv) + T * h + tok_mlp * ((glu ? 2 : 1) * w_in + h);
-        ew_f += EW_FP8_CAST_FWD * in;
-        ew_b += EW_FP8_CAST_BWD * out;
-    }
-    ew_f /= c->mem_rate;
-    ew_b /= c->mem_rate;
-
-    /* weight-gradient accumulation: the layer's parameters on this rank */
-    double dense_w = mla ? c->kind_dense_params[0] / t : (h * (hq + 2 * hkv) + hq * h);
-    if (mla) dense_w -= (glu ? 3.0 : 2.0) * h * f_r; /* kind_dense_params holds the dense MLP */
-    double accum = c->opts.grad_accum_bytes * (dense_w + mlp_w) / c->mem_rate;
-
-    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
-    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
-    /* The experts run at the GPU's pace or at the pace of the host that issues them, whichever is
-     * slower: the dispatcher waits for the tokens-per-expert counts (.tolist(), a host sync)
-     * before the experts, so the host cannot run ahead of them, and the GPU idles while a looped
-     * expert's kernels are being issued. Measured on one H200 with Megatron's local SequentialMLP
-     * (tests/data/megatron/runs_moe_time.csv): 64 and 128 experts take the same step time at
-     * micro-batch 1 and 2, the host's pace. The host's work is split 1/3 forward, 2/3 backward,
-     * as the GEMM work is. */
-    if (moe && launch > 0) {
-        double exp_ew_f = (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * Tr * fe_r / c->mem_rate;
-        double exp_ew_b = (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * Tr * fe_r / c->mem_rate;
-        double exp_f = g_fc1 + g_fc2 + exp_ew_f, exp_b = 2.0 * (g_fc1 + g_fc2) / BWD_GEMM_EFF + exp_ew_b;
+        double launch = per_layer + (!w->stack.grouped_gemm ? ly.local_experts * per_expert : 0);
+        /* The experts run at the GPU's pace or at the pace of the host that issues them,
+         * whichever is slower: the dispatcher waits for the tokens-per-expert counts (.tolist(),
+         * a host sync) before the experts, so the host cannot run ahead of them, and the GPU
+         * idles while a looped expert's kernels are being issued. Measured on one H200 with
+         * Megatron's local SequentialMLP (tests/data/megatron/runs_moe_time.csv): 64 and 128
+         * experts take the same step time at micro-batch 1 and 2, the host's pace. The host's
+         * work is split 1/3 forward, 2/3 backward, as the GEMM work is. */
+        double exp_f = g[PP_LB_EXPERT] + exp_ew_f, exp_b = 2.0 * g[PP_LB_EXPERT] / BWD_GEMM_EFF + exp_ew_b;
         o->fwd_compute_s += max2(exp_f, launch / 3.0) - exp_f;
         o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
     }
-    /* Selective recompute: the forward of the modules it recomputes (Megatron
-     * --recompute-modules; core_attn alone by default). */
-    /* (the ILP prices selective recompute on any layout: core_attn unless modules are given) */
-    unsigned mods = l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
-    double act_f = (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * act_width / c->mem_rate;
-    o->sel_recompute_s = 0;
-    if (mods & (1u << PP_RCM_CORE_ATTN)) o->sel_recompute_s += attn_f + score_ew_f;
-    if (mods & (1u << PP_RCM_LAYERNORM)) {
-        /* the norms that are modules of their own (pp_work_norm_modules) */
-        bool norm_in, norm_mlp;
-        pp_work_norm_modules(w, moe, &norm_in, &norm_mlp);
-        o->sel_recompute_s += (norm_in + norm_mlp) * EW_NORM_FWD * T * h_ew / c->mem_rate;
-    }
-    if (mods & (1u << PP_RCM_MLA_UP_PROJ)) o->sel_recompute_s += g_up;
-    if (moe && (mods & (1u << PP_RCM_MOE_ACT))) o->sel_recompute_s += act_f;
-    if (!moe && (mods & (1u << PP_RCM_MLP))) o->sel_recompute_s += g_fc1 + g_fc2 + act_f;
-    if (moe && (mods & (1u << PP_RCM_MOE)))
-        o->sel_recompute_s += g_fc1 + g_fc2 + g_router + g_shared + act_f + ew_moe_f / c->mem_rate;
-    else if (moe && (mods & (1u << PP_RCM_SHARED_EXPERTS))) o->sel_recompute_s += g_shared;
-    if (titan && !moe) {
-        /* torchtitan's op-level selective AC keeps SDPA's output and every other aten.mm output
-         * (activation_checkpoint.py, _apply_op_sac): the backward recomputes the other mms (wk,
-         * wo, w3 in a Llama block; a biased linear runs addmm, which is never saved) and every
-         * elementwise op, not attention. The same order as memory_fsdp.c's table. */
-        const bool qb = m->qkv_bias || m->bias, ob = m->out_bias || m->bias, mb = m->mlp_bias || m->bias;
-        struct { double n, k; bool mm; } lin[7] = {
-            {hq, h, !qb}, {hkv, h, !qb}, {hkv, h, !qb}, {h, hq, !ob}, {f_r, h, !mb}, {f_r, h, !mb}, {h, f_r, !mb}};
-        int count = 0;
-        double redo = ew_f;
-        for (int i = 0; i < 7; i++) {
-            if (i == 5 && !glu) continue; /* no w3 */
-            bool saved = lin[i].mm && (++count % 2 == 1);
-            if (!saved) redo += gemm_s(c, T, lin[i].n, lin[i].k, 1);
-        }
-        o->sel_recompute_s = redo;
-    }
 
-    /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
-    if (l->tp > 1) {
-        int64_t tpn = group_per_node(l->tp, 1, gpn);
-        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
-        double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
-        double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
-        /* Forward GEMMs, and backward ones (one dgrad or one wgrad: g / BWD_GEMM_EFF). An MoE
-         * layer has no TP collective around its MLP: the experts' tokens move in the dispatcher
-         * (below); its shared experts sit in the TP region like a dense MLP. */
-        double g_mlp_in = moe ? g_router + g_shared / 2 : g_fc1, g_mlp_out = moe ? g_shared / 2 : g_fc2;
-        double b_qkv = g_qkv / BWD_GEMM_EFF, b_proj = g_proj / BWD_GEMM_EFF;
-        double b_mlp_in = g_mlp_in / BWD_GEMM_EFF, b_mlp_out = g_mlp_out / BWD_GEMM_EFF;
-        if (!l->sp) {
-            /* Forward: all-reduce after proj and after fc2, on the critical path.
-             * Backward: the all-reduce of the column layers' input gradient runs while their
-             * weight gradient is computed (Megatron's async TP all-reduce). */
-            o->fwd_tp_s = 2 * ar;
-            o->bwd_tp_s = behind(ar, b_qkv) + behind(ar, b_mlp_in);
-        } else if (c->opts.tp_comm_overlap) {
-            /* Userbuffers: each all-gather / reduce-scatter is pipelined with its GEMM. */
-            o->fwd_tp_s = behind(ag, g_qkv) + behind(rs, g_proj) + behind(ag, g_mlp_in) + behind(rs, g_mlp_out);
-            o->bwd_tp_s = behind(ag, b_proj) + behind(ag, b_mlp_out) + behind(rs, b_qkv) + behind(rs, b_mlp_in);
-        } else {
-            /* SP (Korthikanti et al. 2022 sec. 4.2.2): forward all-gather before QKV and fc1,
-             * reduce-scatter after proj and fc2. Backward: all-gather of the row layers' output
-             * gradient (exposed), reduce-scatter of the column layers' input gradient behind
-             * their wgrad, and the re-gather of their input behind their dgrad. */
-            o->fwd_tp_s = 2 * ag + 2 * rs;
-            o->bwd_tp_s = 2 * ag + behind(rs, b_qkv) + behind(rs, b_mlp_in) + behind(ag, b_qkv) +
-                          behind(ag, b_mlp_in);
-        }
+    /* --- collectives. TP: beside the GEMM they precede or follow. An MoE layer's pair is its
+     * router and shared experts (half of the shared experts' time on each side); its experts'
+     * tokens move in the dispatcher. */
+    double win[PP_LB_COUNT];
+    memcpy(win, g, sizeof win);
+    if (ly.moe) {
+        win[PP_LB_MLP_IN] = g[PP_LB_ROUTER] + g[PP_LB_SHARED] / 2;
+        win[PP_LB_MLP_OUT] = g[PP_LB_SHARED] / 2;
     }
-
-    /* --- CP: ring exchange of K and V blocks, overlapped with the attention of the previous
-     * block (Megatron/TE context parallelism); backward moves K, V and their gradients. */
-    if (l->cp > 1) {
-        int64_t cpn = group_per_node(l->cp, l->tp, gpn);
-        double kv = (mla ? b * sq * a_r * (dqk + vd) : 2.0 * b * sq * hkv) * 2.0;
-        /* one ring hop; a ring that spans nodes runs at the pace of its network hops */
-        double step = pp_time_collective_s(c, PP_TC_SENDRECV, 2, cpn >= l->cp ? 2 : 1, kv);
-        double steps = cp - 1;
-        o->fwd_cp_s = step + behind((steps - 1) * step, attn_f);
-        o->bwd_cp_s = 2 * step + behind(2 * (steps - 1) * step, attn_b);
+    for (int i = 0; i < ly.n_coll; i++) {
+        const pp_layer_coll *x = &ly.coll[i];
+        int64_t per_node = group_per_node(x->ranks, x->stride, gpn);
+        if (x->group == PP_LG_CP) {
+            /* One ring hop (a ring that spans nodes runs at the pace of its network hops); the
+             * first hop of a pass (K and V; backward: and their gradients) is exposed, the rest
+             * runs behind the attention of the block before. */
+            double hop = pp_time_collective_s(c, PP_TC_SENDRECV, 2, per_node >= x->ranks ? 2 : 1, x->bytes);
+            if (x->bwd) o->bwd_cp_s += 2 * hop + behind((x->count - 2) * hop, attn_b);
+            else o->fwd_cp_s += hop + behind((x->count - 1) * hop, attn_f);
+            continue;
+        }
+        double t = x->count * pp_time_collective_s(c, x->op, x->ranks, per_node, x->bytes);
+        if (x->group != PP_LG_TP) { /* EP and expert TP: on the compute stream, exposed */
+            if (x->bwd) o->bwd_ep_s += t;
+            else o->fwd_ep_s += t;
+            continue;
+        }
+        /* TP. Megatron's asynchronous input-gradient reduction (and SP's input re-gather) run
+         * beside the layer's weight-gradient GEMM; with SP, TE userbuffers (--tp-comm-overlap)
+         * pipeline every all-gather and reduce-scatter with its GEMM (the re-gather inside the
+         * dgrad GEMM's). */
+        double wnd = x->bwd ? win[x->beside] / BWD_GEMM_EFF : win[x->beside];
+        double e = l->sp && c->opts.tp_comm_overlap ? (x->regather ? 0 : behind(t, wnd))
+                   : x->async                       ? behind(t, wnd)
+                                                    : t;
+        if (x->bwd) o->bwd_tp_s += e;
+        else o->fwd_tp_s += e;
     }
-
-    /* --- EP: the dispatch and combine all-to-alls of the routed token copies over the EP group
-     * (ranks tp*cp apart in Megatron's expert grid), and with expert TP the all-gather of the
-     * expert-TP group's tokens before the experts and the reduce-scatter after them; forward and
-     * backward each. Not overlapped (Megatron's alltoall dispatcher without
-     * --moe-shared-expert-overlap runs them on the compute stream). */
-    if (moe) {
-        double etp = (double)pp_layout_etp(l);
-        double a2a = 0, g = 0;
-        if (l->ep > 1) {
-            int64_t epn = group_per_node(l->ep, pp_layout_etp(l), gpn);
-            a2a = pp_time_collective_s(c, PP_TC_ALL_TO_ALL, l->ep, epn, tokens_ep);
-        }
-        if (etp > 1) {
-            int64_t etn = group_per_node(pp_layout_etp(l), 1, gpn);
-            g = pp_time_collective_s(c, PP_TC_ALL_GATHER, pp_layout_etp(l), etn, tokens_etp) +
-                pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, pp_layout_etp(l), etn, tokens_etp);
-        }
-        o->fwd_ep_s = 2 * a2a + g;
-        o->bwd_ep_s = 2 * a2a + g;
-        if (w->stack.ep_overlap) {
-            /* Megatron's --overlap-moe-expert-parallel-comm (and DeepSeek-V3's DualPipe) run one
-             * micro-batch's forward beside another's backward, so each all-to-all hides behind the
-             * other one's compute of the same layer. */
-            o->fwd_ep_s = behind(o->fwd_ep_s, o->bwd_compute_s);
-            o->bwd_ep_s = behind(o->bwd_ep_s, o->fwd_compute_s);
-        }
+    if (ly.moe && w->stack.ep_overlap) {
+        /* Megatron's --overlap-moe-expert-parallel-comm (and DeepSeek-V3's DualPipe) run one
+         * micro-batch's forward beside another's backward, so each all-to-all hides behind the
+         * other one's compute of the same layer. */
+        o->fwd_ep_s = behind(o->fwd_ep_s, o->bwd_compute_s);
+        o->bwd_ep_s = behind(o->bwd_ep_s, o->fwd_compute_s);
     }
 }
 
@@ -1343,55 +1194,16 @@ pp_status pp_time_estimate(const pp_work *w, const pp_layout *l, pp_time_result 
     return pp_time_estimate_opts(w, l, &o, out, err);
 }
 
-/* Forward FLOPs per token, GEMMs only (the published convention: the causal mask is not
- * discounted). Per layer: 2 x (attention projections + the MLP weights a token passes through:
- * the dense MLP, or the router, the shared experts and its top-k experts) + 2 s (q + v) for
- * QK^T and AV (a windowed layer: its window instead of s); output layer 2 h V. For GPT (f = 4h,
- * MHA) this is 24 h^2 + 4 s h per layer, the per-layer term of Narayanan et al. SC'21 eq. 3. */
-static double fwd_flops_per_token(const pp_model *m, double *attn_core)
-{
-    double h = (double)m->hidden, d = (double)m->head_dim, s = (double)m->seq, a = (double)m->heads;
-    double q = a * d, kv = (double)m->kv_heads * d, f = (double)m->ffn;
-    double mlp_w = m->act == PP_ACT_SWIGLU ? 3.0 : 2.0;
-    double attn_w, qk = q, vw = q;
-    if (m->kv_lora_rank > 0) {
-        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
-        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
-        qk = a * (nope + rope);
-        vw = a * vd;
-        attn_w = (ql > 0 ? h * ql + ql * qk : h * qk) + h * (kvl + rope) + kvl * a * (nope + vd) + vw * h;
-    } else {
-        attn_w = h * (q + 2 * kv) + q * h;
-    }
-    double dense = mlp_w * h * f, moe = 0;
-    if (m->experts > 1)
-        moe = h * (double)m->experts + mlp_w * h * (double)pp_model_expert_ffn(m) * (double)m->topk +
-              mlp_w * h * (double)m->shared_ffn;
-    int64_t cnt[PP_LAYER_KINDS];
-    pp_model_layer_counts(m, 0, m->layers, cnt);
-    double win = m->window > 0 && (double)m->window < s ? (double)m->window : s;
-    double total = 0, core = 0;
-    for (int k = 0; k < PP_LAYER_KINDS; k++) {
-        if (!cnt[k]) continue;
-        double n = (double)cnt[k];
-        double span = (k & PP_LAYER_WINDOW) ? win : s;
-        total += n * 2.0 * (attn_w + ((k & PP_LAYER_MOE) ? moe : dense));
-        core += n * 2.0 * span * (qk + vw);
-    }
-    if (attn_core) *attn_core = core;
-    return total + core + 2.0 * h * (double)m->vocab;
-}
-
 double pp_model_flops_per_step(const pp_model *m, int64_t gbs)
 {
     /* Backward = 2 x forward: 3 x forward in all (Korthikanti et al. 2022 eq. 7). */
-    return 3.0 * fwd_flops_per_token(m, NULL) * (double)gbs * (double)m->seq;
+    return 3.0 * pp_layer_model_fwd_flops_per_token(m, NULL) * (double)gbs * (double)m->seq;
 }
 
 double pp_hardware_flops_per_step(const pp_model *m, int64_t gbs, pp_recompute rc)
 {
     double attn = 0;
-    double fwd = fwd_flops_per_token(m, &attn);
+    double fwd = pp_layer_model_fwd_flops_per_token(m, &attn);
     double h = (double)m->hidden, V = (double)m->vocab;
     double tokens = (double)gbs * (double)m->seq;
     double extra = 0;
