@@ -173,13 +173,6 @@ static void mem_params_get(const pp_work *w, const pp_layout *l, mem_params *p)
 
 /* ------------------------------------------------------------------ activation table */
 
-/* Selective recompute's modules under recompute mode rc (core_attn when none were given). */
-static unsigned mem_rc_mods(const pp_layout *l, pp_recompute rc)
-{
-    if (rc != PP_RC_SELECTIVE) return 0;
-    return l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
-}
-
 /* The saved tensors of a layer description kept under (rc, mods), as a table. */
 static void mem_table_from(const pp_layer *ly, pp_recompute rc, unsigned mods, pp_act_table *tb)
 {
@@ -202,7 +195,7 @@ void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, 
 {
     pp_layer ly;
     pp_layer_build_parts(w, l, kind, PP_LAYER_SAVED, &ly);
-    mem_table_from(&ly, rc, mem_rc_mods(l, rc), tb);
+    mem_table_from(&ly, rc, ly.saved_sel_mods, tb);
 }
 
 /* The table of the model's most common layer: its MoE layer for an MoE model. */
@@ -282,13 +275,12 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     if (w->framework == PP_FW_MEGATRON &&
         (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16))
         c->st.grads = c->st_expert.grads = 2.0;
-    unsigned mods = mem_rc_mods(l, l->recompute);
     for (int moe = 0; moe < 2; moe++) {
         const pp_layer *y = lk[moe];
         c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);
         c->layer_bytes[moe][PP_RC_FULL] = pp_layer_saved_bytes(y, PP_RC_FULL, 0, NULL);
         c->layer_bytes[moe][PP_RC_SELECTIVE] = l->recompute == PP_RC_SELECTIVE
-                                                   ? pp_layer_saved_bytes(y, PP_RC_SELECTIVE, mods, NULL)
+                                                   ? pp_layer_saved_bytes(y, PP_RC_SELECTIVE, y->saved_sel_mods, NULL)
                                                    : c->layer_bytes[moe][PP_RC_NONE];
     }
     const pp_layer *y0 = lk[0]; /* the geometry, the same in every kind */

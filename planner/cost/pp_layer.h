@@ -205,8 +205,8 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
 double pp_layer_expert_tokens(const pp_work *w, const pp_layout *l, double T, double *mean);
 
 /* Bytes the layer stores for its backward under recompute mode rc; `mods` are selective
- * recompute's modules (rc == PP_RC_SELECTIVE). paper_bytes (optional): those of Korthikanti's
- * table 2. */
+ * recompute's modules (rc == PP_RC_SELECTIVE; the layout's are ly->saved_sel_mods, summed at
+ * build time). paper_bytes (optional): those of Korthikanti's table 2. */
 double pp_layer_saved_bytes(const pp_layer *ly, pp_recompute rc, unsigned mods, double *paper_bytes);
 /* Whether saved tensor i is stored under (rc, mods). */
 bool pp_layer_saved_kept(const pp_layer *ly, int i, pp_recompute rc, unsigned mods);
