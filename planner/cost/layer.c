@@ -117,7 +117,8 @@ void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, p
     out->expert_global = (sm.count[PP_TS_EXPERT][PP_SPLIT_EXPERT_TP] + sm.count[PP_TS_EXPERT][PP_SPLIT_EXPERT]) * E;
     /* Tied with pp > 1: Megatron keeps a copy of the word embedding on the last stage
      * (megatron/core/models/common/language_module); tied with pp = 1 it is shared. */
-    out->tied_copy = m->tied && l->pp > 1 ? sm.count[PP_TS_EMBED][PP_SPLIT_VOCAB] * r.vocab : 0.0;
+    out->word = sm.count[PP_TS_EMBED][PP_SPLIT_VOCAB] * r.vocab;
+    out->tied_copy = m->tied && l->pp > 1 ? out->word : 0.0;
     out->n = 0;
     if (!rows) return;
     pp_model_tensor t[PP_MODEL_MAX_TENSORS];

@@ -227,6 +227,7 @@ typedef struct {
     double scope[PP_TS_COUNT];   /* elements on this rank by scope */
     double layer_largest;        /* largest tensor of a decoder layer on this rank (one expert's) */
     double expert_global;        /* all routed experts of one MoE layer */
+    double word;                 /* the word embedding */
     double tied_copy;            /* tied embeddings under PP: the word embedding's copy on the
                                     last stage (megatron/core/models/common/language_module) */
 } pp_layer_rank_params;
