@@ -637,7 +637,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     ly->ffn = (double)m->ffn / t;
     ly->ep = (double)l->ep;
     ly->etp = (double)pp_layout_etp(l);
-    if (m->experts > 1) {
+    if (ly->moe) {
         ly->experts = (double)m->experts;
         ly->topk = (double)(m->topk > 0 ? m->topk : 1);
         ly->local_experts = ly->experts / ly->ep;
