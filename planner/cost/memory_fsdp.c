@@ -97,28 +97,12 @@ static bool fsdp_out_in_none(const char *name, bool rope, bool repeat)
 static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx *c)
 {
     const pp_model *m = &w->model;
-    const double T = ly->tokens, b = ly->mbs, s = ly->attn.queries;
-    const double h = ly->hidden, aq = ly->heads, gk = ly->kv_heads;
-    const double hq = ly->q_width, hkv = ly->kv_width, f = ly->ffn;
+    const double T = ly->tokens, h = ly->hidden, aq = ly->heads, hq = ly->q_width, f = ly->ffn;
     /* torchtitan's TP shards the norms' rows (SequenceParallel on attention_norm, ffn_norm and
      * norm, apply_tp): the residual stream is split t ways between the blocks. */
-    const double rep = ly->rep_titan, hr = h * rep;
-    const bool glu = ly->glu, rope = m->pos == PP_POS_ROPE, repeat = gk < aq;
-    const double stats = m->norm == PP_NORM_LAYERNORM ? 8.0 : 4.0; /* fp32 rstd (+ mean) per row */
-
-    /* No AC, per token: the block input (saved by the fused rms_norm with its rstd), the
-     * normalised input all-gathered for the column-parallel wq/wk/wv (one tensor, saved by all
-     * three), q and k after RoPE and k, v repeated to the query heads as SDPA saves them
-     * (torchtitan's repeat_kv materialises the copies), SDPA's output (also wo's input: the
-     * flash kernel writes it [b, s, heads, d], so .transpose(1, 2).contiguous() is a view) and
-     * its fp32 log-sum-exp, the residual sum and ffn_norm's output; SwiGLU keeps w1's output
-     * (SiLU's input), SiLU's output and w3's output (the product's inputs) and the product (w2's
-     * input); a plain MLP its input to the activation and the activation. Measured: 16h + 8f +
-     * 4a + 8 bytes per token for the Llama shapes, to 0.0006% (l3b_s8k_b1_none). */
-    double none = 2 * hr + stats * rep + 2 * h + 4 * 2 * hq + 4 * aq + 2 * hr + stats * rep + 2 * h +
-                  (glu ? 8 * f : 4 * f);
-    if (m->qk_norm != PP_QKNORM_NONE) none += 2 * (hq + hkv) + 4 * (aq + gk);
-    double scores = ly->attn.fused ? 0.0 : 2.0 * b * aq * s * ly->seq; /* math SDPA: softmax saved */
+    const double hr = h * ly->rep_titan;
+    const bool glu = ly->glu, rope = m->pos == PP_POS_ROPE, repeat = ly->kv_heads < aq;
+    const double scores = ly->attn.fused ? 0.0 : 2.0 * ly->attn.scores; /* math SDPA: its softmax */
 
     /* torchtitan's op-level selective AC keeps the outputs of SDPA and of the mms the layer
      * description marks (sac_saved: every other aten.mm); with TP the reduce-scatter outputs
@@ -136,9 +120,9 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx 
         sel += 2 * 2 * hr;
         sel_extra += 2 * 2 * hr;
     }
-    c->act[0][PP_RC_NONE] = T * none + scores;
+    c->act[0][PP_RC_NONE] = ly->saved_bytes; /* the description's saved tensors (titan variant) */
     c->act[0][PP_RC_SELECTIVE] = T * sel;
-    c->act[0][PP_RC_FULL] = T * 2 * hr; /* the checkpointed block's input */
+    c->act[0][PP_RC_FULL] = pp_layer_saved_bytes(ly, PP_RC_FULL, 0, NULL); /* the checkpointed input */
     /* During a block's backward its forward tensors are there again (recomputed under AC; the
      * selective cache adds the saved outputs that the plain forward does not keep). */
     c->resident[0][PP_RC_NONE] = c->act[0][PP_RC_NONE];
@@ -204,10 +188,10 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * the last stage as well when the pipeline splits them. */
     c->head_params = sc[PP_TS_FINAL] + sc[PP_TS_OUTPUT] + rp.tied_copy;
 
-    /* The layers: the layer description's titan variant (torchtitan's block), or for MLA the
-     * description's saved tensors. */
+    /* The layers: the layer description's titan variant (torchtitan's block), or for MLA
+     * Megatron's. */
     pp_layer ly;
-    pp_layer_build_parts(w, l, 0, PP_LAYER_GEMMS | (pp_model_is_mla(m) ? PP_LAYER_SAVED : 0), &ly);
+    pp_layer_build_parts(w, l, 0, PP_LAYER_GEMMS | PP_LAYER_SAVED, &ly);
     const double h = ly.hidden, T = ly.tokens, t = ly.tp, rep = ly.rep_titan;
     const double V = (double)m->vocab;
     if (ly.mla) {

@@ -4,6 +4,7 @@
  * the Megatron runs) and an MLA model (DeepSeek-V2-Lite); the saved tensors against Korthikanti
  * et al. 2022 table 2, a per-token count written out here, and memory.c's activation table; the
  * MoE token count with and without imbalance at ep 1 and ep > 1; the GEMM list a caller reads;
+ * the MTP layer; torchtitan's block (the titan variant) against the measured FSDP figure;
  * and for every catalog model (models.d, tests/data/megatron/models, tests/data/fsdp/models) the
  * per-rank parameters of each layer kind summed over the ranks that split them = model.c's
  * counts, and the search's one-pass sums = the description's rows. */
@@ -312,6 +313,38 @@ static void mtp(void)
     tap_near(m.params_mtp, 3 * h + 2 * h * h / 8, 1e-12, "DeepSeek-V3 MTP parameters: 3 norms and 2h x h / tp");
 }
 
+/* ------------------------------------------------------------------ the titan variant */
+
+static void titan(void)
+{
+    pp_work w;
+    work_init(&w, PP_FW_FSDP, PP_ATTN_FLASH);
+    if (!tap_ok(load(&w.model, "PARPLAN_DATA_DIR", "fsdp/models", "llama-3.2-3b"), "llama-3.2-3b loads")) return;
+    const double h = 3072, f = 8192, a = 24, d = 128, s = 8192;
+    w.model.seq = (int64_t)s;
+    pp_layout l = layout_of(1, 1, 1, 0, false);
+    pp_layer ly;
+    pp_layer_build(&w, &l, 0, &ly);
+    const char *what = "Llama-3.2-3B under FSDP (torchtitan)";
+    check_gemm(&ly, what, "wq", s, a * d, h, 1);
+    check_gemm(&ly, what, "wk", s, 8 * d, h, 1);
+    check_gemm(&ly, what, "wv", s, 8 * d, h, 1);
+    check_gemm(&ly, what, "wo", s, h, a * d, 1);
+    check_gemm(&ly, what, "w1", s, f, h, 1);
+    check_gemm(&ly, what, "w3", s, f, h, 1);
+    check_gemm(&ly, what, "w2", s, h, f, 1);
+    /* torchtitan's op-level selective AC keeps every other aten.mm's output: wq, wv, w1, w2. */
+    tap_ok(gemm(&ly, "wq")->sac_saved && !gemm(&ly, "wk")->sac_saved && gemm(&ly, "wv")->sac_saved &&
+               !gemm(&ly, "wo")->sac_saved && gemm(&ly, "w1")->sac_saved && !gemm(&ly, "w3")->sac_saved &&
+               gemm(&ly, "w2")->sac_saved,
+           "%s: selective AC keeps wq, wv, w1 and w2", what);
+    /* The measured no-AC figure (tests/data/fsdp/runs.csv, l3b_s8k_b1_none): 16h + 8f + 4a + 8
+     * bytes per token. */
+    tap_near(pp_layer_saved_bytes(&ly, PP_RC_NONE, 0, NULL), s * (16 * h + 8 * f + 4 * a + 8), 1e-12,
+             "%s: saves 16h + 8f + 4a + 8 bytes per token", what);
+    tap_near(pp_layer_saved_bytes(&ly, PP_RC_FULL, 0, NULL), s * 2 * h, 1e-12, "%s: full AC keeps the block input", what);
+}
+
 /* ------------------------------------------------------------------ parameters: the catalog */
 
 /* Ranks that hold distinct parts of a row split this way (tp ranks; experts over ep x etp). */
@@ -437,6 +470,7 @@ int main(void)
     moe();
     mla();
     mtp();
+    titan();
     params_catalog();
     return tap_done();
 }
