@@ -427,6 +427,19 @@ static inline __attribute__((always_inline)) void saved_mlp(pp_layer *ly, bool e
     saved_add(ly, names[4], tokens * f_r, lin, true, drop | act);
 }
 
+/* Megatron's unfused attention over `ss` scores: scores -> masked_fill_ (in place) -> softmax
+ * (saves its output) -> dropout (mask, 1 byte) -> bmm (saves the dropped probabilities); 5 as^2 b
+ * in Korthikanti et al.'s table 2. Selective recompute of core_attn drops them. */
+static void saved_scores(pp_layer *ly, double ss, bool dropout)
+{
+    const unsigned core = BIT(PP_RCM_CORE_ATTN);
+    saved_add(ly, "attn.softmax", ss, 2, true, core);
+    if (dropout) {
+        saved_add(ly, "attn.dropout_mask", ss, 1, true, core);
+        saved_add(ly, "attn.dropout_out", ss, 2, true, core);
+    }
+}
+
 /* torchtitan's block without activation checkpointing (the titan variant; memory_fsdp.c prices
  * it and its checkpointing policies): the block input (saved by the fused rms_norm with its
  * rstd), the normalised input all-gathered for the column-parallel wq/wk/wv (one tensor, saved by
@@ -489,7 +502,6 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     pp_work_norm_modules(w, ly->moe, &norm_in, &norm_mlp);
     const unsigned rc_norm_in = norm_in ? BIT(PP_RCM_LAYERNORM) : 0;
     const unsigned rc_norm_mlp = norm_mlp ? BIT(PP_RCM_LAYERNORM) : 0;
-    const unsigned core = BIT(PP_RCM_CORE_ATTN);
     /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
      * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
      * and the activation functions keep 16-bit tensors. */
@@ -525,15 +537,8 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
         saved_add(ly, "attn.q", sb * aq * d, 2, true, up);
         saved_add(ly, "attn.k", sb * aq * d, 2, true, up);
         saved_add(ly, "attn.v", sb * aq * vd, 2, true, up);
-        if (unfused) {
-            saved_add(ly, "attn.softmax", ss, 2, true, core);
-            if (adrop) {
-                saved_add(ly, "attn.dropout_mask", ss, 1, true, core);
-                saved_add(ly, "attn.dropout_out", ss, 2, true, core);
-            }
-        } else {
-            saved_add(ly, "attn.lse", b * aq * s, 4, false, 0);
-        }
+        if (unfused) saved_scores(ly, ss, adrop);
+        else saved_add(ly, "attn.lse", b * aq * s, 4, false, 0);
         saved_add(ly, "proj.input", sb * aq * vd, lin, true, 0);
     } else {
         saved_add(ly, "qkv.input", sb * h * rep, lin, true, rc_norm_in);
@@ -551,13 +556,7 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
             saved_add(ly, "attn.v", v_new ? sb * aq * d : 0, 2, true, 0);
             if (!q_new || !k_new || !v_new || m->qk_norm != PP_QKNORM_NONE)
                 saved_add(ly, "attn.qkv_out", sb * (aq + 2 * gk) * d, 2, true, 0);
-            /* Scores -> masked_fill_ (in place) -> softmax (saves its output) -> dropout (mask,
-             * 1 byte) -> bmm (saves the dropped probabilities). 5 as^2 b in the paper. */
-            saved_add(ly, "attn.softmax", ss, 2, true, core);
-            if (adrop) {
-                saved_add(ly, "attn.dropout_mask", ss, 1, true, core);
-                saved_add(ly, "attn.dropout_out", ss, 2, true, core);
-            }
+            saved_scores(ly, ss, adrop);
         } else {
             /* Flash attention (TE): saves q, k, v at their own head counts, the output (also the
              * projection input, below) and the fp32 log-sum-exp per row; no s^2 tensor. With

@@ -48,11 +48,7 @@ static pp_layout layout_of(int64_t tp, int64_t dp, int64_t ep, int64_t etp, bool
 {
     pp_layout l;
     pp_layout_init(&l);
-    l.tp = tp;
-    l.dp = dp;
-    l.ep = ep;
-    l.etp = etp;
-    l.sp = sp;
+    l.tp = tp, l.dp = dp, l.ep = ep, l.etp = etp, l.sp = sp;
     return l;
 }
 
