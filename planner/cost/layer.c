@@ -7,7 +7,6 @@
  * reader. */
 #include "pp_layer.h"
 
-#include <math.h>
 #include <string.h>
 
 #define BIT(x) (1u << (x))
@@ -85,13 +84,6 @@ static double rank_elems(const rank_split *r, const pp_model_tensor *t)
     return c;
 }
 
-double pp_layer_tensor_rank_elems(const pp_work *w, const pp_layout *l, const pp_model_tensor *t)
-{
-    rank_split r;
-    rank_split_get(w, l, &r);
-    return rank_elems(&r, t);
-}
-
 void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, pp_layer_rank_params *out)
 {
     const pp_model *m = &w->model;
@@ -105,16 +97,18 @@ void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, p
     const double kvr = r.kv_rank, tpi = r.tp_inv;
     for (int k = 0; k < PP_TS_COUNT; k++) {
         const double *c = sm.count[k];
-        out->scope[k] = c[PP_SPLIT_REPLICATED] + (c[PP_SPLIT_COLUMN] + c[PP_SPLIT_ROW] + c[PP_SPLIT_HEADS]) * tpi +
-                        sm.kv[k] * kvr + c[PP_SPLIT_VOCAB] * r.vocab + c[PP_SPLIT_EXPERT_TP] * r.local_etp +
-                        c[PP_SPLIT_EXPERT] * r.local;
+        double split_tp = c[PP_SPLIT_COLUMN] + c[PP_SPLIT_ROW] + c[PP_SPLIT_HEADS];
+        out->scope[k] = c[PP_SPLIT_REPLICATED] + split_tp * tpi + sm.kv[k] * kvr + c[PP_SPLIT_VOCAB] * r.vocab +
+                        c[PP_SPLIT_EXPERT_TP] * r.local_etp + c[PP_SPLIT_EXPERT] * r.local;
     }
     const double *g = sm.layer_largest;
     double hk = sm.layer_largest_kv;
+    double heads = (g[PP_SPLIT_HEADS] - hk) * tpi + hk * kvr;
+    double expert = g[PP_SPLIT_EXPERT_TP] * r.local_etp / r.local;
     out->layer_largest = max2(max2(g[PP_SPLIT_REPLICATED], g[PP_SPLIT_EXPERT]),
-                              max2(max2(g[PP_SPLIT_COLUMN], g[PP_SPLIT_ROW]) * tpi,
-                                   max2(g[PP_SPLIT_EXPERT_TP] * r.local_etp / r.local, (g[PP_SPLIT_HEADS] - hk) * tpi + hk * kvr)));
-    out->expert_global = (sm.count[PP_TS_EXPERT][PP_SPLIT_EXPERT_TP] + sm.count[PP_TS_EXPERT][PP_SPLIT_EXPERT]) * E;
+                              max2(max2(g[PP_SPLIT_COLUMN], g[PP_SPLIT_ROW]) * tpi, max2(expert, heads)));
+    const double *ex = sm.count[PP_TS_EXPERT];
+    out->expert_global = (ex[PP_SPLIT_EXPERT_TP] + ex[PP_SPLIT_EXPERT]) * E;
     /* Tied with pp > 1: Megatron keeps a copy of the word embedding on the last stage
      * (megatron/core/models/common/language_module); tied with pp = 1 it is shared. */
     out->word = sm.count[PP_TS_EMBED][PP_SPLIT_VOCAB] * r.vocab;
@@ -137,8 +131,7 @@ static void build_params(const pp_work *w, const pp_layout *l, pp_layer *ly)
     pp_layer_rank_params rp;
     pp_layer_rank_params_get(w, l, true, &rp);
     ly->n_param = 0;
-    ly->params_attn = ly->params_mlp = ly->params_expert = ly->params_expert_global = 0;
-    ly->params_mtp = ly->largest_weight = 0;
+    ly->largest_weight = 0;
     for (int i = 0; i < rp.n && ly->n_param < PP_LAYER_MAX_PARAMS; i++) {
         const pp_layer_param *p = &rp.row[i];
         pp_tensor_scope sc = p->scope;
@@ -218,8 +211,9 @@ static void build_gemms(const pp_work *w, pp_layer *ly)
         unsigned moe = BIT(PP_RCM_MOE), shared = BIT(PP_RCM_MOE) | BIT(PP_RCM_SHARED_EXPERTS);
         double Me = ly->expert_tokens / ly->local_experts;
         gemm_add(ly, "router", ly->tokens_routed, ly->experts, h, 1, PP_LB_ROUTER, moe, false, false);
-        gemm_add(ly, "expert.fc1", Me, gate * ly->expert_ffn, h, ly->local_experts, PP_LB_EXPERT, moe, true, mb);
-        gemm_add(ly, "expert.fc2", Me, h, ly->expert_ffn, ly->local_experts, PP_LB_EXPERT, moe, true, mb);
+        double fe = ly->expert_ffn, local = ly->local_experts;
+        gemm_add(ly, "expert.fc1", Me, gate * fe, h, local, PP_LB_EXPERT, moe, true, mb);
+        gemm_add(ly, "expert.fc2", Me, h, fe, local, PP_LB_EXPERT, moe, true, mb);
         if (ly->shared_ffn > 0) {
             gemm_add(ly, "shared.fc1", T, gate * ly->shared_ffn, h, 1, PP_LB_SHARED, shared, true, false);
             gemm_add(ly, "shared.fc2", T, h, ly->shared_ffn, 1, PP_LB_SHARED, shared, true, false);
@@ -325,57 +319,73 @@ static void coll_add(pp_layer *ly, const char *name, pp_layer_group g, pp_time_c
                                              async, regather};
 }
 
-static void build_colls(const pp_work *w, const pp_layout *l, pp_layer *ly)
+/* One TP collective of a layer: around which GEMM, in which pass. */
+typedef struct {
+    const char *name;
+    pp_time_coll op;
+    bool bwd;
+    pp_layer_block beside;
+    bool async, regather;
+} tp_coll;
+
+static void build_colls(const pp_layout *l, pp_layer *ly)
 {
-    (void)w;
     const double M = ly->tokens * ly->hidden * 2.0; /* one 16-bit activation of the shard */
     const int64_t tp = l->tp;
     ly->n_coll = 0;
     /* TP (Megatron's f/g operators around the column/row-parallel pairs; an MoE layer's pair is
-     * its router and shared experts, the experts' tokens move in the dispatcher). */
-    if (!l->sp) {
-        /* Forward: all-reduce after proj and fc2. Backward: the all-reduce of the column layers'
-         * input gradient, asynchronous beside their weight gradient. */
-        coll_add(ly, "proj.all_reduce", PP_LG_TP, PP_TC_ALL_REDUCE, M, 1, tp, 1, false, PP_LB_ATTN_OUT, false, false);
-        coll_add(ly, "fc2.all_reduce", PP_LG_TP, PP_TC_ALL_REDUCE, M, 1, tp, 1, false, PP_LB_MLP_OUT, false, false);
-        coll_add(ly, "qkv.dgrad_all_reduce", PP_LG_TP, PP_TC_ALL_REDUCE, M, 1, tp, 1, true, PP_LB_ATTN_IN, true, false);
-        coll_add(ly, "fc1.dgrad_all_reduce", PP_LG_TP, PP_TC_ALL_REDUCE, M, 1, tp, 1, true, PP_LB_MLP_IN, true, false);
-    } else {
-        /* SP (Korthikanti et al. 2022 sec. 4.2.2): forward all-gather before QKV and fc1,
-         * reduce-scatter after proj and fc2. Backward: the all-gather of the row layers' output
-         * gradient, the reduce-scatter of the column layers' input gradient beside their wgrad,
-         * and the re-gather of their input beside their dgrad. */
-        coll_add(ly, "qkv.all_gather", PP_LG_TP, PP_TC_ALL_GATHER, M, 1, tp, 1, false, PP_LB_ATTN_IN, false, false);
-        coll_add(ly, "proj.reduce_scatter", PP_LG_TP, PP_TC_REDUCE_SCATTER, M, 1, tp, 1, false, PP_LB_ATTN_OUT, false, false);
-        coll_add(ly, "fc1.all_gather", PP_LG_TP, PP_TC_ALL_GATHER, M, 1, tp, 1, false, PP_LB_MLP_IN, false, false);
-        coll_add(ly, "fc2.reduce_scatter", PP_LG_TP, PP_TC_REDUCE_SCATTER, M, 1, tp, 1, false, PP_LB_MLP_OUT, false, false);
-        coll_add(ly, "proj.grad_all_gather", PP_LG_TP, PP_TC_ALL_GATHER, M, 1, tp, 1, true, PP_LB_ATTN_OUT, false, false);
-        coll_add(ly, "fc2.grad_all_gather", PP_LG_TP, PP_TC_ALL_GATHER, M, 1, tp, 1, true, PP_LB_MLP_OUT, false, false);
-        coll_add(ly, "qkv.dgrad_reduce_scatter", PP_LG_TP, PP_TC_REDUCE_SCATTER, M, 1, tp, 1, true, PP_LB_ATTN_IN, true, false);
-        coll_add(ly, "fc1.dgrad_reduce_scatter", PP_LG_TP, PP_TC_REDUCE_SCATTER, M, 1, tp, 1, true, PP_LB_MLP_IN, true, false);
-        coll_add(ly, "qkv.input_regather", PP_LG_TP, PP_TC_ALL_GATHER, M, 1, tp, 1, true, PP_LB_ATTN_IN, true, true);
-        coll_add(ly, "fc1.input_regather", PP_LG_TP, PP_TC_ALL_GATHER, M, 1, tp, 1, true, PP_LB_MLP_IN, true, true);
+     * its router and shared experts, the experts' tokens move in the dispatcher). Without SP:
+     * forward, the all-reduce after proj and after fc2; backward, the all-reduce of the column
+     * layers' input gradient, asynchronous beside their weight gradient. SP (Korthikanti et al.
+     * 2022 sec. 4.2.2): forward, the all-gather before QKV and fc1 and the reduce-scatter after
+     * proj and fc2; backward, the all-gather of the row layers' output gradient, the
+     * reduce-scatter of the column layers' input gradient beside their wgrad, and the re-gather
+     * of their input beside their dgrad. */
+    static const tp_coll tp_ar[] = {
+        {"proj.all_reduce", PP_TC_ALL_REDUCE, false, PP_LB_ATTN_OUT, false, false},
+        {"fc2.all_reduce", PP_TC_ALL_REDUCE, false, PP_LB_MLP_OUT, false, false},
+        {"qkv.dgrad_all_reduce", PP_TC_ALL_REDUCE, true, PP_LB_ATTN_IN, true, false},
+        {"fc1.dgrad_all_reduce", PP_TC_ALL_REDUCE, true, PP_LB_MLP_IN, true, false},
+    }, tp_sp[] = {
+        {"qkv.all_gather", PP_TC_ALL_GATHER, false, PP_LB_ATTN_IN, false, false},
+        {"proj.reduce_scatter", PP_TC_REDUCE_SCATTER, false, PP_LB_ATTN_OUT, false, false},
+        {"fc1.all_gather", PP_TC_ALL_GATHER, false, PP_LB_MLP_IN, false, false},
+        {"fc2.reduce_scatter", PP_TC_REDUCE_SCATTER, false, PP_LB_MLP_OUT, false, false},
+        {"proj.grad_all_gather", PP_TC_ALL_GATHER, true, PP_LB_ATTN_OUT, false, false},
+        {"fc2.grad_all_gather", PP_TC_ALL_GATHER, true, PP_LB_MLP_OUT, false, false},
+        {"qkv.dgrad_reduce_scatter", PP_TC_REDUCE_SCATTER, true, PP_LB_ATTN_IN, true, false},
+        {"fc1.dgrad_reduce_scatter", PP_TC_REDUCE_SCATTER, true, PP_LB_MLP_IN, true, false},
+        {"qkv.input_regather", PP_TC_ALL_GATHER, true, PP_LB_ATTN_IN, true, true},
+        {"fc1.input_regather", PP_TC_ALL_GATHER, true, PP_LB_MLP_IN, true, true},
+    };
+    int n_tp = l->sp ? (int)(sizeof tp_sp / sizeof tp_sp[0]) : (int)(sizeof tp_ar / sizeof tp_ar[0]);
+    for (int i = 0; i < n_tp; i++) {
+        const tp_coll *c = l->sp ? &tp_sp[i] : &tp_ar[i];
+        coll_add(ly, c->name, PP_LG_TP, c->op, M, 1, tp, 1, c->bwd, c->beside, c->async, c->regather);
     }
     /* CP: ring exchange of the K and V blocks (Megatron/TE context parallelism), cp - 1 hops
      * forward; the backward moves K, V and their gradients. MLA sends its per-head k and v. */
     if (l->cp > 1) {
         double sq = ly->attn.queries, b = ly->mbs;
-        double kv = (ly->mla ? b * sq * ly->heads * (ly->attn.qk_dim + ly->attn.v_dim) : 2.0 * b * sq * ly->kv_width) * 2.0;
-        double hops = (double)(l->cp - 1);
-        coll_add(ly, "kv.ring", PP_LG_CP, PP_TC_SENDRECV, kv, hops, l->cp, tp, false, PP_LB_ATTN_IN, false, false);
-        coll_add(ly, "kv.ring_grad", PP_LG_CP, PP_TC_SENDRECV, kv, 2 * hops, l->cp, tp, true, PP_LB_ATTN_IN, false, false);
+        double kv_width = ly->mla ? ly->heads * (ly->attn.qk_dim + ly->attn.v_dim) : 2.0 * ly->kv_width;
+        double kv = b * sq * kv_width * 2.0, hops = (double)(l->cp - 1);
+        coll_add(ly, "kv.ring", PP_LG_CP, PP_TC_SENDRECV, kv, hops, l->cp, tp, false, PP_LB_ATTN_IN, false,
+                 false);
+        coll_add(ly, "kv.ring_grad", PP_LG_CP, PP_TC_SENDRECV, kv, 2 * hops, l->cp, tp, true, PP_LB_ATTN_IN,
+                 false, false);
     }
-    /* EP: the dispatch and combine all-to-alls of the token copies over the EP group (ranks
-     * tp x cp apart: stride etp in Megatron's expert grid); with expert TP the all-gather of the
-     * expert-TP group's tokens before the experts and the reduce-scatter after them. */
+    /* EP: the dispatch and combine all-to-alls of the token copies over the EP group (its ranks
+     * etp apart in Megatron's expert grid tp x cp x dp = etp x ep x edp); with expert TP the
+     * all-gather of the expert-TP group's tokens before the experts and the reduce-scatter after
+     * them. */
     if (ly->moe) {
         int64_t etp = pp_layout_etp(l);
         double a2a = ly->expert_tokens / ly->etp * ly->hidden * 2.0, g = ly->expert_tokens * ly->hidden * 2.0;
         for (int bwd = 0; bwd < 2; bwd++) {
-            coll_add(ly, bwd ? "moe.a2a_grad" : "moe.dispatch_combine", PP_LG_EP, PP_TC_ALL_TO_ALL, a2a, 2, l->ep,
-                     etp, bwd, PP_LB_EXPERT, false, false);
-            coll_add(ly, bwd ? "expert.all_gather_grad" : "expert.all_gather", PP_LG_ETP, PP_TC_ALL_GATHER, g, 1,
-                     etp, 1, bwd, PP_LB_EXPERT, false, false);
+            coll_add(ly, bwd ? "moe.a2a_grad" : "moe.dispatch_combine", PP_LG_EP, PP_TC_ALL_TO_ALL, a2a, 2,
+                     l->ep, etp, bwd, PP_LB_EXPERT, false, false);
+            coll_add(ly, bwd ? "expert.all_gather_grad" : "expert.all_gather", PP_LG_ETP, PP_TC_ALL_GATHER, g,
+                     1, etp, 1, bwd, PP_LB_EXPERT, false, false);
             coll_add(ly, bwd ? "expert.reduce_scatter_grad" : "expert.reduce_scatter", PP_LG_ETP,
                      PP_TC_REDUCE_SCATTER, g, 1, etp, 1, bwd, PP_LB_EXPERT, false, false);
         }
@@ -407,8 +417,10 @@ static inline __attribute__((always_inline)) void saved_add(pp_layer *ly, const 
  * path keeps the activation's output for that product. `drop`: the modules whose recompute
  * drops the whole block; `act`: the module that recomputes the activation (Megatron's moe_act:
  * only its input, the fc1 output, is kept). */
-static inline __attribute__((always_inline)) void saved_mlp(pp_layer *ly, bool eager, double tokens, double f_r, double lin, bool scaled,
-                      unsigned drop, unsigned act, const char *const names[5])
+static inline __attribute__((always_inline)) void saved_mlp(pp_layer *ly, bool eager, double tokens,
+                                                            double f_r, double lin, bool scaled,
+                                                            unsigned drop, unsigned act,
+                                                            const char *const names[5])
 {
     if (ly->glu) {
         /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
@@ -565,7 +577,8 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
             saved_add(ly, "attn.k", sb * gk * d, 2, true, 0);
             saved_add(ly, "attn.v", sb * gk * d, 2, true, 0);
             saved_add(ly, "attn.lse", b * aq * s, 4, false, 0);
-            if (m->qk_norm != PP_QKNORM_NONE) saved_add(ly, "attn.qk_norm_input", sb * (aq + gk) * d, 2, false, 0);
+            if (m->qk_norm != PP_QKNORM_NONE)
+                saved_add(ly, "attn.qk_norm_input", sb * (aq + gk) * d, 2, false, 0);
         }
         if (m->qk_norm != PP_QKNORM_NONE) saved_add(ly, "attn.qk_norm_stats", sb * (aq + gk), 4, false, 0);
         saved_add(ly, "proj.input", sb * aq * d, lin, true, 0);
@@ -714,7 +727,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = 0;
     if (parts & PP_LAYER_GEMMS) build_gemms(w, ly);
     if (parts & PP_LAYER_EW) build_ew(w, ly);
-    if (parts & PP_LAYER_COLLS) build_colls(w, l, ly);
+    if (parts & PP_LAYER_COLLS) build_colls(l, ly);
     if (parts & PP_LAYER_SAVED) build_saved(w, l, ly);
     if (parts & PP_LAYER_PARAMS) build_params(w, l, ly);
 }
@@ -755,7 +768,10 @@ double pp_layer_model_fwd_flops_per_token(const pp_model *m, double *attn_core)
         if (!cnt[k]) continue;
         pp_layer_build_parts(&w, &l, k, PP_LAYER_GEMMS, &ly);
         double g = 0;
-        for (int i = 0; i < ly.n_gemm; i++) g += 2.0 * ly.gemm[i].m * ly.gemm[i].n * ly.gemm[i].k * ly.gemm[i].count;
+        for (int i = 0; i < ly.n_gemm; i++) {
+            const pp_layer_gemm *x = &ly.gemm[i];
+            g += 2.0 * x->m * x->n * x->k * x->count;
+        }
         double n = (double)cnt[k];
         total += n * g / ly.tokens;
         core += n * 2.0 * ly.attn.span * ly.heads * (ly.attn.qk_dim + ly.attn.v_dim);

@@ -279,9 +279,9 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         const pp_layer *y = lk[moe];
         c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);
         c->layer_bytes[moe][PP_RC_FULL] = pp_layer_saved_bytes(y, PP_RC_FULL, 0, NULL);
-        c->layer_bytes[moe][PP_RC_SELECTIVE] = l->recompute == PP_RC_SELECTIVE
-                                                   ? pp_layer_saved_bytes(y, PP_RC_SELECTIVE, y->saved_sel_mods, NULL)
-                                                   : c->layer_bytes[moe][PP_RC_NONE];
+        c->layer_bytes[moe][PP_RC_SELECTIVE] =
+            l->recompute == PP_RC_SELECTIVE ? pp_layer_saved_bytes(y, PP_RC_SELECTIVE, y->saved_sel_mods, NULL)
+                                            : c->layer_bytes[moe][PP_RC_NONE];
     }
     const pp_layer *y0 = lk[0]; /* the geometry, the same in every kind */
     double b = y0->mbs, sb = y0->tokens, h = y0->hidden, t = y0->tp, rep = y0->rep;
@@ -342,7 +342,8 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     }
     /* MTP (DeepSeek-V3 sec. 2.2; megatron/core/transformer/multi_token_prediction.py): each MTP
      * layer keeps its transformer layer's tensors, the normalised inputs and the projection
-     * input (its description's), and its own loss's saved fp32 softmax until the backward. Not measured (MTP needs TransformerEngine on the lent machines). */
+     * input (its description's), and its own loss's saved fp32 softmax until the backward. Not
+     * measured (MTP needs TransformerEngine on the lent machines). */
     c->mtp_act = 0;
     if (m->mtp_layers > 0) {
         int mk = pp_model_mtp_kind(m) & PP_LAYER_MOE ? 1 : 0;

@@ -233,10 +233,6 @@ typedef struct {
 } pp_layer_rank_params;
 void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, pp_layer_rank_params *out);
 
-/* Elements one rank holds of a row of the model's parameter table (model.c, pp_model_tensors)
- * under layout l: its split by TP (KV heads replicated past their count, the vocabulary padded
- * as the framework pads it), and for a routed expert's row, the experts of the rank. */
-double pp_layer_tensor_rank_elems(const pp_work *w, const pp_layout *l, const pp_model_tensor *t);
 /* Vocabulary as the framework stores it: Megatron pads to a multiple of 128 x TP
  * (--make-vocab-size-divisible-by 128, megatron/training/vocab_utils.py). */
 double pp_layer_vocab(const pp_work *w, const pp_layout *l);

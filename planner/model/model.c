@@ -233,7 +233,8 @@ static void model_rows(const pp_model *m, row_sink *k)
             if (m->shared_gate) ROW("shared.gate", "h", h, PP_TS_MOE, PP_SPLIT_REPLICATED);
         }
         ROW("expert.fc1", gated ? "2*h*fe" : "h*fe", (gated ? 2 : 1) * h * fe, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
-        if (mlp_bias) ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
+        if (mlp_bias)
+            ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
         ROW("expert.fc2", "fe*h", fe * h, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
         if (mlp_bias) ROW("expert.fc2.bias", "h", h, PP_TS_EXPERT, PP_SPLIT_EXPERT);
     }
