@@ -2,8 +2,8 @@
  * GEMMs, its attention core, its elementwise kernels, its collectives, the tensors it saves for
  * the backward and its parameters, built in one place (layer.c) and read by every estimate:
  * the memory model (memory.c, memory_fsdp.c), the step-time model (time.c) and the model FLOPs.
- * The layout of calculon's Layer (Isaev et al. 2023): one object per layer holding its FLOPs,
- * bytes and memory together.
+ * After calculon's Layer (Isaev et al., SC'23): one object per layer holding its FLOPs, bytes
+ * and memory together.
  *
  * Fixed-size arrays, no allocation: the layout search builds one for every candidate. */
 #ifndef PP_LAYER_H
