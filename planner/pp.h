@@ -168,19 +168,46 @@ void pp_model_init(pp_model *m); /* zero + defaults (kv_heads = heads etc. resol
 pp_status pp_model_validate(pp_model *m, pp_error *err);
 void pp_model_params(const pp_model *m, pp_param_count *out);
 
-/* One row of the parameter table: name, shape formula, elements of one copy, and how many
- * copies the model holds (the scope). pp_model_tensors lists them (parplan models). */
+/* One row of the parameter table: name, shape formula, elements of one copy, how many copies
+ * the model holds (the scope) and how tensor and expert parallelism split it (Megatron-Core's
+ * layers; planner/cost/layer.c turns a row into the elements one rank holds). pp_model_tensors
+ * lists them (parplan models). */
 typedef enum { PP_TS_EMBED = 0, PP_TS_LAYER, PP_TS_DENSE, PP_TS_MOE, PP_TS_EXPERT, PP_TS_FINAL,
                PP_TS_OUTPUT, PP_TS_MTP, PP_TS_COUNT } pp_tensor_scope;
 extern const char *const pp_tensor_scope_names[PP_TS_COUNT];
+typedef enum {
+    PP_SPLIT_REPLICATED = 0, /* every TP rank holds all of it (norms, row-parallel biases, the
+                                router, MLA's down-projections) */
+    PP_SPLIT_COLUMN,         /* column-parallel weight or bias: 1/tp per rank */
+    PP_SPLIT_ROW,            /* row-parallel weight: 1/tp per rank */
+    PP_SPLIT_HEADS,          /* by attention heads: the query part 1/tp, the `kv` elements of the
+                                key/value heads 1/tp, one head per rank when tp exceeds them */
+    PP_SPLIT_VOCAB,          /* vocabulary-parallel: 1/tp of the (padded) vocabulary */
+    PP_SPLIT_EXPERT_TP,      /* one routed expert's weight, split over the expert TP */
+    PP_SPLIT_EXPERT,         /* one routed expert's tensor held whole by its expert-TP ranks */
+    PP_SPLIT_COUNT
+} pp_tensor_split;
 typedef struct {
     const char *name;
     const char *shape;
     int64_t count;
     pp_tensor_scope scope;
+    pp_tensor_split split;
+    int64_t kv; /* PP_SPLIT_HEADS: elements of count that belong to the key/value heads */
 } pp_model_tensor;
 #define PP_MODEL_MAX_TENSORS 48
 int pp_model_tensors(const pp_model *m, pp_model_tensor *t); /* rows filled */
+/* The same rows summed by scope and split in one pass (no table; the cost models read it for
+ * every layout of a search): elements by (scope, split), of a PP_SPLIT_HEADS row its query part
+ * there and its key/value part in kv; and over the decoder layer's scopes (attention, dense,
+ * MoE, expert) the largest row of each split, with its key/value part for PP_SPLIT_HEADS. */
+typedef struct {
+    double count[PP_TS_COUNT][PP_SPLIT_COUNT];
+    double kv[PP_TS_COUNT];
+    double layer_largest[PP_SPLIT_COUNT];
+    double layer_largest_kv;
+} pp_model_tensor_sums;
+void pp_model_tensor_sums_get(const pp_model *m, pp_model_tensor_sums *out);
 
 /* ------------------------------------------------------------------ gpu */
 

@@ -28,6 +28,10 @@
 #include <string.h>
 
 #include "memory_fsdp.h"
+#include "pp_layer.h"
+
+/* max of two finite figures, inlined (libm's fmax is a call; the search prices every candidate) */
+static inline double mem_max(double a, double b) { return a > b ? a : b; }
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
@@ -116,46 +120,11 @@ static void mem_dropout_get(const pp_work *w, bool *attn, bool *hidden)
     *hidden = h > 0;
 }
 
-/* Vocabulary as the framework stores it: Megatron pads to a multiple of 128 x TP
- * (--make-vocab-size-divisible-by 128, megatron/training/vocab_utils.py). */
-static double mem_vocab(const pp_work *w, const pp_layout *l)
-{
-    double v = (double)w->model.vocab;
-    if (w->framework == PP_FW_MEGATRON) {
-        double mul = 128.0 * (double)l->tp;
-        v = ceil(v / mul) * mul;
-    }
-    return v;
-}
-
 /* Eager PyTorch ops (Megatron's local modules, HF models under DeepSpeed/FSDP) against
  * TransformerEngine's fused kernels. */
 static bool mem_eager(const pp_work *w)
 {
     return w->framework != PP_FW_MEGATRON || pp_work_impl(w) == PP_IMPL_LOCAL;
-}
-
-/* KV heads on one TP rank: Megatron replicates KV heads when tp exceeds them. */
-static double mem_kv_heads_rank(const pp_model *m, int64_t tp)
-{
-    return m->kv_heads >= tp ? (double)m->kv_heads / (double)tp : 1.0;
-}
-
-/* Tokens one rank's routed experts process per micro-batch, for T tokens of its sequence shard
- * (T = b s / cp): every token goes to topk experts; with TP the tokens are sequence-parallel
- * (T / tp per rank) and an expert-TP group of etp ranks works on the same tokens (Megatron's
- * alltoall dispatcher gathers them over the expert-TP group, token_dispatcher.py), so a rank
- * receives T k etp / tp copies on average. A dropless router with EP > 1 gives some ranks more:
- * `imbalance` x the mean; a capacity factor caps each expert at cf x its mean share. */
-static double mem_moe_tokens(const pp_work *w, const pp_layout *l, double T)
-{
-    const pp_model *m = &w->model;
-    double k = (double)(m->topk > 0 ? m->topk : 1);
-    double tokens = T * k * (double)pp_layout_etp(l) / (double)l->tp;
-    double imb = l->ep > 1 ? w->stack.moe_imbalance : 1.0;
-    if (imb < 1.0) imb = 1.0;
-    if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
-    return tokens * imb;
 }
 
 /* ------------------------------------------------------------------ parameters per rank */
@@ -181,263 +150,52 @@ static void mem_params_kind(const mem_params *p, int kind, double *dense, double
     *expert = moe ? p->moe_expert : 0.0;
 }
 
+/* The per-rank figures of the model's parameter table (model.c, the one formula; layer.c splits
+ * each row as the layout does). */
 static void mem_params_get(const pp_work *w, const pp_layout *l, mem_params *p)
 {
-    const pp_model *m = &w->model;
-    double h = (double)m->hidden, t = (double)l->tp, d = (double)m->head_dim;
-    double aq = (double)m->heads / t, gk = mem_kv_heads_rank(m, l->tp), f = (double)m->ffn;
-    double V = mem_vocab(w, l);
-    double norm = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0; /* weight (+ bias) */
-    double norms_half = (double)(m->norms_per_layer > 2 ? m->norms_per_layer : 2) / 2.0;
-    double gate = m->act == PP_ACT_SWIGLU ? 2.0 : 1.0;
-    double mb = (m->mlp_bias || m->bias) ? 1.0 : 0.0;
-    /* Per-tensor table of one layer on one rank: column-parallel (QKV, FC1) weights and biases and
-     * row-parallel (proj, FC2) weights are split by TP; row-parallel biases and norms are
-     * replicated (megatron/core/tensor_parallel/layers.py). */
-    double attn_w;
-    if (m->kv_lora_rank > 0) {
-        /* MLA (megatron/core/transformer/multi_latent_attention.py): the down-projections
-         * (h -> q_lora, h -> kv_lora + rope) and their norms are replicated over TP (linear_q_down
-         * and linear_kv_down are not split); the up-projections are column-parallel, the output
-         * projection row-parallel. */
-        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
-        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
-        double q = ql > 0 ? h * ql + ql + ql * aq * (nope + rope) : h * aq * (nope + rope);
-        attn_w = q + h * (kvl + rope) + kvl + kvl * aq * (nope + vd) + aq * vd * h;
-        p->largest_layer_weight = fmax(fmax(ql * aq * (nope + rope), kvl * aq * (nope + vd)), aq * vd * h);
-    } else {
-        double qkv_w = h * (aq + 2 * gk) * d, proj_w = aq * d * h;
-        attn_w = qkv_w + ((m->qkv_bias || m->bias) ? (aq + 2 * gk) * d : 0.0) + proj_w;
-        p->largest_layer_weight = fmax(qkv_w, proj_w);
-    }
-    if (m->out_bias || m->bias) attn_w += h;
-    if (m->qk_norm == PP_QKNORM_HEAD) attn_w += 2 * d;
-    if (m->qk_norm == PP_QKNORM_FULL) attn_w += (aq + gk) * d;
-    if (m->attn_sinks) attn_w += aq;
-    p->attn = attn_w + norms_half * norm * h;
-    /* A gated or plain MLP of inner size ff split `split` ways. */
-#define MLP_W(ff, split) (h * gate * (ff) / (split) + mb * gate * (ff) / (split) + (ff) / (split) * h + mb * h)
-    p->dense_mlp = MLP_W(f, t) + norms_half * norm * h;
-    p->largest_layer_weight = fmax(p->largest_layer_weight, h * gate * f / t);
-    p->moe_dense = p->moe_expert = 0;
-    double expert_total = 0;
-    if (m->experts > 1) {
-        /* Routed experts: experts / ep per rank, each split by the expert TP; router h x E
-         * replicated; shared experts one dense MLP of shared_ffn split by TP
-         * (megatron/core/transformer/moe/shared_experts.py). */
-        double fe = (double)pp_model_expert_ffn(m), etp = (double)pp_layout_etp(l);
-        double E = (double)m->experts;
-        double shared = m->shared_ffn > 0 ? MLP_W((double)m->shared_ffn, t) + (m->shared_gate ? h : 0) : 0.0;
-        p->moe_dense = norms_half * norm * h + h * E + (m->router_bias ? E : 0.0) + shared;
-        p->moe_expert = E / (double)l->ep * MLP_W(fe, etp);
-        expert_total = E * MLP_W(fe, 1.0);
-        p->largest_layer_weight = fmax(p->largest_layer_weight, h * gate * fe / etp);
-    }
-#undef MLP_W
-    double word = V * h / t;
-    double pos = m->pos == PP_POS_LEARNED ? (double)m->seq * h : 0.0;
-    p->embedding = word + pos;
-    /* Untied: own output layer. Tied with pp > 1: Megatron keeps a copy of the word embedding on
-     * the last stage (megatron/core/models/common/language_module). Tied with pp = 1: shared. */
-    double out = (!m->tied || l->pp > 1) ? word : 0.0;
-    p->head = norm * h + out;
-    p->mtp_extra = m->mtp_layers > 0 ? 3.0 * norm * h + 2.0 * h * h / t : 0.0;
-    double dense_total = (p->attn + fmax(p->dense_mlp, p->moe_dense)) * t;
-    p->layer_total = fmax(dense_total + expert_total, word * t); /* close enough for ZeRO-3 gathers */
+    pp_layer_rank_params rp;
+    pp_layer_rank_params_get(w, l, false, &rp);
+    const double *sc = rp.scope;
+    p->attn = sc[PP_TS_LAYER];
+    p->dense_mlp = sc[PP_TS_DENSE];
+    p->moe_dense = sc[PP_TS_MOE];
+    p->moe_expert = sc[PP_TS_EXPERT];
+    p->largest_layer_weight = rp.layer_largest;
+    p->embedding = sc[PP_TS_EMBED];
+    p->head = sc[PP_TS_FINAL] + sc[PP_TS_OUTPUT] + rp.tied_copy;
+    p->mtp_extra = sc[PP_TS_MTP];
+    double dense_total = (p->attn + mem_max(p->dense_mlp, p->moe_dense)) * (double)l->tp;
+    /* the word embedding unsharded: close enough for ZeRO-3 gathers */
+    double word = (double)w->model.hidden * pp_layer_vocab(w, l);
+    p->layer_total = mem_max(dense_total + rp.expert_global, word);
 }
 
 /* ------------------------------------------------------------------ activation table */
 
-static void act_add(pp_act_table *tb, const char *name, double elems, double bytes, bool paper)
+/* The saved tensors of a layer description kept under (rc, mods), as a table. */
+static void mem_table_from(const pp_layer *ly, pp_recompute rc, unsigned mods, pp_act_table *tb)
 {
-    if (elems <= 0 || tb->n >= PP_ACT_TENSORS_MAX) return;
-    pp_act_tensor *e = &tb->t[tb->n++];
-    e->name = name;
-    e->elems = elems;
-    e->bytes_per_elem = bytes;
-    e->paper = paper;
-    tb->bytes += elems * bytes;
-    if (paper) tb->paper_bytes += elems * bytes;
-}
-
-/* The MLP block of a layer: a dense gated/plain MLP of inner size f_r per rank on `tokens`
- * tokens, as Megatron's MLP saves it (megatron/core/transformer/mlp.py). `prefix` names the rows;
- * `scaled`: the experts' output is multiplied by the router probabilities inside the MLP
- * (per_token_scale), which in the eager path keeps the activation's output for that product. */
-static void act_mlp(pp_act_table *tb, const pp_model *m, bool eager, double tokens, double f_r,
-                    double lin_bytes, bool scaled, bool act_recomputed, const char *const names[5])
-{
-    if (act_recomputed) {
-        /* Selective recompute of the activation (Megatron's moe_act): only its input, the fc1
-         * output, is kept; the rest is recomputed in the backward. */
-        act_add(tb, names[0], tokens * (m->act == PP_ACT_SWIGLU ? 2 : 1) * f_r, 2, true);
-        return;
+    tb->n = 0; /* no memset: the search builds these tables for every candidate */
+    tb->bytes = tb->paper_bytes = 0;
+    const pp_layer_saved *one = &ly->full_input;
+    int n = rc == PP_RC_FULL ? 1 : ly->n_saved;
+    for (int i = 0; i < n && tb->n < PP_ACT_TENSORS_MAX; i++) {
+        const pp_layer_saved *e = rc == PP_RC_FULL ? one : &ly->saved[i];
+        if (rc != PP_RC_FULL && !pp_layer_saved_kept(ly, i, rc, mods)) continue;
+        pp_act_tensor *t = &tb->t[tb->n++];
+        *t = (pp_act_tensor){e->name, e->elems, e->bytes_per_elem, e->paper};
+        tb->bytes += e->elems * e->bytes_per_elem;
+        if (e->paper) tb->paper_bytes += e->elems * e->bytes_per_elem;
     }
-    if (m->act == PP_ACT_SWIGLU) {
-        /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
-         * saves only that; Megatron's eager glu() also keeps silu(gate) and the copy made by
-         * `x_linear + glu_linear_offset` (megatron/core/transformer/mlp.py), both saved by the
-         * product. */
-        act_add(tb, names[0], tokens * 2 * f_r, 2, true);
-        if (eager) {
-            act_add(tb, names[1], tokens * f_r, 2, true);
-            act_add(tb, names[2], tokens * f_r, 2, true);
-        }
-    } else {
-        act_add(tb, names[0], tokens * f_r, 2, true); /* GeLU input: 8sbh for f = 4h */
-    }
-    if (scaled && eager) act_add(tb, names[3], tokens * f_r, 2, false);
-    act_add(tb, names[4], tokens * f_r, lin_bytes, true);
 }
 
 void pp_memory_layer_table_kind(const pp_work *w, const pp_layout *l, int kind, pp_recompute rc,
                                 pp_act_table *tb)
 {
-    const pp_model *m = &w->model;
-    tb->n = 0; /* no memset: the search builds these tables for every candidate */
-    tb->bytes = tb->paper_bytes = 0;
-    double b = (double)l->mbs, s = (double)m->seq / (double)l->cp, sk = (double)m->seq;
-    double h = (double)m->hidden, t = (double)l->tp, d = (double)m->head_dim;
-    double aq = (double)m->heads / t, gk = mem_kv_heads_rank(m, l->tp), f = (double)m->ffn / t;
-    double sb = s * b;
-    /* Tensors outside the TP region (norm inputs, linear inputs, dropout masks) are replicated
-     * on every TP rank, or split by t under sequence parallelism (Korthikanti sec. 4.2.2). */
-    double rep = l->sp ? 1.0 / t : 1.0;
-    bool eager = mem_eager(w), adrop, hdrop;
-    mem_dropout_get(w, &adrop, &hdrop);
-    bool unfused = w->attention == PP_ATTN_UNFUSED;
-    bool moe = (kind & PP_LAYER_MOE) && m->experts > 1;
-    double stats = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0; /* mean + rstd, or rstd (fp32) */
-    /* Selective recompute: what its modules recompute is not stored (their inputs are). */
-    unsigned mods = rc != PP_RC_SELECTIVE ? 0
-                    : l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
-    bool rc_core = mods & (1u << PP_RCM_CORE_ATTN), rc_norm = mods & (1u << PP_RCM_LAYERNORM);
-    bool rc_up = mods & (1u << PP_RCM_MLA_UP_PROJ), rc_act = mods & (1u << PP_RCM_MOE_ACT);
-    bool rc_mlp = mods & (1u << PP_RCM_MLP), rc_moe = mods & (1u << PP_RCM_MOE);
-    bool rc_shared = mods & (1u << PP_RCM_SHARED_EXPERTS);
-    /* Megatron recomputes a norm only where it is a module of its own (transformer_layer.py: not
-     * an IdentityOp; pp_work_norm_modules). */
-    bool norm_in, norm_mlp;
-    pp_work_norm_modules(w, moe, &norm_in, &norm_mlp);
-    bool rc_norm_in = rc_norm && norm_in, rc_norm_mlp = rc_norm && norm_mlp;
-    /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
-     * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
-     * and the activation functions keep 16-bit tensors. */
-    double lin = w->stack.precision == PP_PREC_FP8 ? 1.0 : 2.0;
-
-    if (rc == PP_RC_FULL) {
-        /* Full recompute keeps only the layer input (checkpoint), Korthikanti table 2: 2sbh. */
-        act_add(tb, "layer.input", sb * h * rep, 2, true);
-        return;
-    }
-    act_add(tb, "ln1.input", sb * h * rep, 2, true);
-    act_add(tb, "ln1.stats", sb * rep * stats, 4, false);
-    if (m->kv_lora_rank > 0) {
-        /* MLA (Megatron MLASelfAttention): the down-projections see the full hidden state; their
-         * outputs are normalised and up-projected per TP rank. Saved: the shared input, the
-         * latents (norm inputs) and normalised latents (up-projection inputs), q and k with the
-         * RoPE part appended per head, v, and the output. */
-        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
-        double rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
-        if (!rc_norm_in) act_add(tb, "mla.input", sb * h * rep, lin, true);
-        if (ql > 0) {
-            act_add(tb, "mla.q_latent", sb * ql, 2, false);
-            act_add(tb, "mla.q_latent_norm", sb * ql, lin, false);
-        }
-        act_add(tb, "mla.kv_latent", sb * (kvl + rope), 2, false);
-        act_add(tb, "mla.kv_latent_norm", sb * kvl, lin, false);
-        if (!rc_up) {
-            act_add(tb, "attn.q", sb * aq * d, 2, true);
-            act_add(tb, "attn.k", sb * aq * d, 2, true);
-            act_add(tb, "attn.v", sb * aq * vd, 2, true);
-        }
-        if (unfused) {
-            if (!rc_core) {
-                double ss = b * aq * s * sk;
-                act_add(tb, "attn.softmax", ss, 2, true);
-                if (adrop) {
-                    act_add(tb, "attn.dropout_mask", ss, 1, true);
-                    act_add(tb, "attn.dropout_out", ss, 2, true);
-                }
-            }
-        } else {
-            act_add(tb, "attn.lse", b * aq * s, 4, false);
-        }
-        act_add(tb, "proj.input", sb * aq * vd, lin, true);
-    } else {
-        if (!rc_norm_in) act_add(tb, "qkv.input", sb * h * rep, lin, true);
-        /* Q, K, V as the attention kernel saves them. */
-        if (unfused) {
-            /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
-             * Q is a new tensor when RoPE rotates it or when grouped heads force a copy in the
-             * reshape; K and V are new when GQA repeats them (repeat_interleave) or, for K, RoPE
-             * rotates it. baddbmm saves Q and K, bmm saves V; any saved view keeps the whole QKV
-             * output alive, and so does QK-norm, which saves the q and k views it normalises. */
-            bool rope = m->pos == PP_POS_ROPE, grouped = aq != gk;
-            bool q_new = rope || (grouped && gk > 1), k_new = grouped || rope, v_new = grouped;
-            act_add(tb, "attn.q", q_new ? sb * aq * d : 0, 2, true);
-            act_add(tb, "attn.k", k_new ? sb * (grouped ? aq : gk) * d : 0, 2, true);
-            act_add(tb, "attn.v", v_new ? sb * aq * d : 0, 2, true);
-            if (!q_new || !k_new || !v_new || m->qk_norm != PP_QKNORM_NONE)
-                act_add(tb, "attn.qkv_out", sb * (aq + 2 * gk) * d, 2, true);
-            if (!rc_core) {
-                /* Scores -> masked_fill_ (in place) -> softmax (saves its output) -> dropout (mask,
-                 * 1 byte) -> bmm (saves the dropped probabilities). 5 as^2 b in the paper. */
-                double ss = b * aq * s * sk;
-                act_add(tb, "attn.softmax", ss, 2, true);
-                if (adrop) {
-                    act_add(tb, "attn.dropout_mask", ss, 1, true);
-                    act_add(tb, "attn.dropout_out", ss, 2, true);
-                }
-            }
-        } else {
-            /* Flash attention (TE): saves q, k, v at their own head counts, the output (also the
-             * projection input, below) and the fp32 log-sum-exp per row; no s^2 tensor. With
-             * QK-norm the normalised q and k are what it saves; the norms keep their inputs. */
-            act_add(tb, "attn.q", sb * aq * d, 2, true);
-            act_add(tb, "attn.k", sb * gk * d, 2, true);
-            act_add(tb, "attn.v", sb * gk * d, 2, true);
-            act_add(tb, "attn.lse", b * aq * s, 4, false);
-            if (m->qk_norm != PP_QKNORM_NONE) act_add(tb, "attn.qk_norm_input", sb * (aq + gk) * d, 2, false);
-        }
-        if (m->qk_norm != PP_QKNORM_NONE) act_add(tb, "attn.qk_norm_stats", sb * (aq + gk), 4, false);
-        act_add(tb, "proj.input", sb * aq * d, lin, true);
-    }
-    if (hdrop) act_add(tb, "attn.bda_mask", sb * h * rep, 1, true);
-    act_add(tb, "ln2.input", sb * h * rep, 2, true);
-    act_add(tb, "ln2.stats", sb * rep * stats, 4, false);
-    if (!rc_norm_mlp) act_add(tb, "fc1.input", sb * h * rep, lin, true); /* the router's input too (MoE) */
-
-    if (!moe) {
-        static const char *const dn[5] = {"mlp.fc1_out", "mlp.silu_out", "mlp.linear_offset", "",
-                                          "fc2.input"};
-        if (!rc_mlp) act_mlp(tb, m, eager, sb, f, lin, false, false, dn);
-    } else if (!rc_moe) {
-        /* MoE (megatron/core/transformer/moe): router logits (16-bit) and their fp32 softmax
-         * over the experts for the local tokens; the permuted token copies each rank's experts
-         * receive (the experts' fc1 input, views of one tensor); per received token the expert
-         * MLP's tensors at f/etp, the router probability it is scaled by (fp32), and the int64
-         * indices that undo the permutation; shared experts run as a dense MLP on every token. */
-        double E = (double)m->experts, k = (double)(m->topk > 0 ? m->topk : 1);
-        double Tl = sb * rep;                 /* tokens routed on this rank */
-        double Tr = mem_moe_tokens(w, l, sb); /* token copies its experts receive */
-        double fe = (double)pp_model_expert_ffn(m) / (double)pp_layout_etp(l);
-        act_add(tb, "moe.router_logits", Tl * E, 2, false);
-        act_add(tb, "moe.router_probs", Tl * E, 4, false);
-        act_add(tb, "moe.permute_index", Tl * k, 8, false);
-        act_add(tb, "moe.expert_input", Tr * h, lin, false);
-        act_add(tb, "moe.token_probs", Tr, 4, false);
-        static const char *const en[5] = {"moe.fc1_out", "moe.silu_out", "moe.linear_offset",
-                                          "moe.act_out", "moe.fc2_input"};
-        act_mlp(tb, m, eager, Tr, fe, lin, true, rc_act, en);
-        if (m->shared_ffn > 0 && !rc_shared) {
-            static const char *const sn[5] = {"shared.fc1_out", "shared.silu_out",
-                                              "shared.linear_offset", "", "shared.fc2_input"};
-            act_mlp(tb, m, eager, sb, (double)m->shared_ffn / t, lin, false, false, sn);
-            if (m->shared_gate) act_add(tb, "shared.gate", Tl, 2, false);
-        }
-    }
-    if (hdrop) act_add(tb, "mlp.bda_mask", sb * h * rep, 1, true);
+    pp_layer ly;
+    pp_layer_build_parts(w, l, kind, PP_LAYER_SAVED, &ly);
+    mem_table_from(&ly, rc, ly.saved_sel_mods, tb);
 }
 
 /* The table of the model's most common layer: its MoE layer for an MoE model. */
@@ -446,6 +204,15 @@ void pp_memory_layer_table(const pp_work *w, const pp_layout *l, pp_recompute rc
     int kind = w->model.experts > 1 ? PP_LAYER_MOE : 0;
     if (pp_model_layer_is_window(&w->model, w->model.layers - 1)) kind |= PP_LAYER_WINDOW;
     pp_memory_layer_table_kind(w, l, kind, rc, tb);
+}
+
+/* Whether every stage's layers are of one kind (dense models; MoE models with every layer MoE
+ * and no windows): then stage 0 and the last stage bound the others under a uniform split. */
+static bool mem_uniform_kinds(const pp_model *m)
+{
+    if (m->window > 0 && m->window_full_every > 0) return false;
+    if (m->experts <= 1) return true;
+    return m->moe_first_dense == 0 && m->moe_every <= 1 && m->n_dense_layers == 0;
 }
 
 /* ------------------------------------------------------------------ per-layout context */
@@ -487,6 +254,15 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         pp_fsdp_ctx_init(w, l, &c->fsdp);
         return;
     }
+    /* The layer descriptions (layer.c): a dense layer and, for an MoE model, an MoE layer;
+     * windowed attention stores what full attention stores, so the window bit shares them. */
+    pp_layer ly[2];
+    int nk = m->experts > 1 ? 2 : 1;
+    /* A model whose layers are all MoE needs no dense table (its MoE one stands in). */
+    bool all_moe = nk > 1 && mem_uniform_kinds(m);
+    for (int moe = all_moe ? 1 : 0; moe < nk; moe++)
+        pp_layer_build_parts(w, l, moe ? PP_LAYER_MOE : 0, PP_LAYER_SAVED, &ly[moe]);
+    const pp_layer *lk[2] = {&ly[all_moe ? 1 : 0], &ly[nk - 1]}; /* by kind: [moe] */
     mem_params_get(w, l, &c->par);
     int64_t shard = l->dp * l->cp;
     pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload, shard, &c->st);
@@ -499,25 +275,18 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     if (w->framework == PP_FW_MEGATRON &&
         (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16))
         c->st.grads = c->st_expert.grads = 2.0;
-    pp_act_table tb;
-    int nk = m->experts > 1 ? 2 : 1;
-    for (int moe = 0; moe < nk; moe++)
-        for (int rc = 0; rc < PP_RC_COUNT; rc++) {
-            if (rc == PP_RC_SELECTIVE && l->recompute != PP_RC_SELECTIVE) continue; /* unused */
-            pp_memory_layer_table_kind(w, l, moe ? PP_LAYER_MOE : 0, (pp_recompute)rc, &tb);
-            c->layer_bytes[moe][rc] = tb.bytes;
-        }
     for (int moe = 0; moe < 2; moe++) {
-        if (moe >= nk) memcpy(c->layer_bytes[moe], c->layer_bytes[0], sizeof c->layer_bytes[0]);
-        if (l->recompute != PP_RC_SELECTIVE)
-            c->layer_bytes[moe][PP_RC_SELECTIVE] = c->layer_bytes[moe][PP_RC_NONE];
+        const pp_layer *y = lk[moe];
+        c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);
+        c->layer_bytes[moe][PP_RC_FULL] = pp_layer_saved_bytes(y, PP_RC_FULL, 0, NULL);
+        c->layer_bytes[moe][PP_RC_SELECTIVE] =
+            l->recompute == PP_RC_SELECTIVE ? pp_layer_saved_bytes(y, PP_RC_SELECTIVE, y->saved_sel_mods, NULL)
+                                            : c->layer_bytes[moe][PP_RC_NONE];
     }
-    double b = (double)l->mbs, s = (double)m->seq / (double)l->cp, sk = (double)m->seq;
-    double h = (double)m->hidden, t = (double)l->tp, sb = s * b;
-    double rep = l->sp ? 1.0 / t : 1.0;
-    double aq = (double)m->heads / t, f = (double)m->ffn / t;
-    double V = mem_vocab(w, l);
-    bool eager = mem_eager(w), unfused = w->attention == PP_ATTN_UNFUSED;
+    const pp_layer *y0 = lk[0]; /* the geometry, the same in every kind */
+    double b = y0->mbs, sb = y0->tokens, h = y0->hidden, t = y0->tp, rep = y0->rep;
+    double V = pp_layer_vocab(w, l);
+    bool eager = mem_eager(w), unfused = !y0->attn.fused;
     bool mega = w->framework == PP_FW_MEGATRON;
     bool adrop, hdrop;
     mem_dropout_get(w, &adrop, &hdrop);
@@ -530,22 +299,21 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * saved probabilities are still alive; with dropout the bmm backward has already released the
      * dropped probabilities and the mask before (net 1). Measured: GPT (dropout) pipeline stage 0
      * +0.2% with 1, Llama (none) -1.7% with 1 and -0.6% with 2. */
-    c->attn_work = unfused ? 2.0 * b * aq * s * sk * (adrop ? 1.0 : 2.0) : 0.0;
+    c->attn_work = unfused ? 2.0 * y0->attn.scores * (adrop ? 1.0 : 2.0) : 0.0;
     /* MLP backward: gradient of the FC2 input and of the activation input, 16-bit. MoE: the
      * same per received token copy at the expert width, and the gradient of the received tokens
      * (the all-to-all / permutation backward). */
-    double glu = m->act == PP_ACT_SWIGLU ? 3.0 : 2.0;
-    c->mlp_work[0] = 2.0 * sb * f * glu;
+    double glu = y0->glu ? 3.0 : 2.0;
+    c->mlp_work[0] = 2.0 * sb * y0->ffn * glu;
     c->mlp_work[1] = c->mlp_work[0];
-    if (m->experts > 1) {
-        double Tr = mem_moe_tokens(w, l, sb);
-        double fe = (double)pp_model_expert_ffn(m) / (double)pp_layout_etp(l);
+    if (nk > 1) {
+        double Tr = lk[1]->expert_tokens, fe = lk[1]->expert_ffn;
         c->mlp_work[1] = 2.0 * Tr * fe * glu + 2.0 * 2.0 * Tr * h;
     }
     c->wgrad = eager ? 2.0 * c->par.largest_layer_weight : 0.0;
     /* Megatron's unfused attention takes its baddbmm input from a global buffer that stays
      * allocated (parallel_state.get_global_memory_buffer, "mpu"): b (a/t) s^2 16-bit. */
-    c->workspace = MEM_WORKSPACE_BYTES + (unfused && mega ? 2.0 * b * aq * s * sk : 0.0);
+    c->workspace = MEM_WORKSPACE_BYTES + (unfused && mega ? 2.0 * y0->attn.scores : 0.0);
     /* FP8 (TransformerEngine): every FP8 linear layer caches its weight cast to 8 bits, row-wise
      * for the forward and column-wise (transposed) for the data-gradient GEMM on Hopper, across
      * the micro-batches of a step (te/pytorch/module/base.py, the FP8 weight workspace). */
@@ -553,7 +321,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
 
     /* Batch tensors held per micro-batch: tokens, labels, position ids (int64), loss mask (fp32)
      * and Megatron's dataloader attention mask (b x s x s bool, on by default). */
-    c->data = 36.0 * sb + (mega ? b * sk * sk : 0.0);
+    c->data = 36.0 * sb + (mega ? b * y0->seq * y0->seq : 0.0);
     /* Embedding: the int64 ids for its backward are in data; its dropout keeps a mask. */
     c->embed_act = hdrop ? sb * h * rep : 0.0;
     /* Final norm input + stats and the output layer input (16-bit). */
@@ -568,19 +336,19 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     double logits = sb * V / t;
     if (mega) {
         double wg = eager ? 2.0 * V * h / t : 0.0;
-        c->loss_work = fmax(6.0 * logits, 2.0 * logits + wg);
+        c->loss_work = mem_max(6.0 * logits, 2.0 * logits + wg);
     } else {
         c->loss_work = 10.0 * logits;
     }
     /* MTP (DeepSeek-V3 sec. 2.2; megatron/core/transformer/multi_token_prediction.py): each MTP
-     * layer keeps its transformer layer's tensors, the two normalised inputs and the projection
-     * input (2h wide), and its own loss's saved fp32 softmax until the backward. Not measured
-     * (MTP needs TransformerEngine on the lent machines). */
+     * layer keeps its transformer layer's tensors, the normalised inputs and the projection
+     * input (its description's), and its own loss's saved fp32 softmax until the backward. Not
+     * measured (MTP needs TransformerEngine on the lent machines). */
     c->mtp_act = 0;
     if (m->mtp_layers > 0) {
         int mk = pp_model_mtp_kind(m) & PP_LAYER_MOE ? 1 : 0;
         c->mtp_act = (double)m->mtp_layers *
-                     (c->layer_bytes[mk][PP_RC_NONE] + 2.0 * sb * h * rep * 4.0 + 4.0 * logits);
+                     (c->layer_bytes[mk][PP_RC_NONE] + lk[mk]->mtp_saved_bytes + 4.0 * logits);
     }
     /* Optimizer step. torch.optim.AdamW with foreach (Megatron without TE/apex, FSDP) allocates
      * sqrt(v) for the whole parameter group at once (torch/optim/adam.py,
@@ -690,8 +458,8 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
         double r = (double)n_rc[k];
         per_mb += ((double)n_all[k] - r) * c->layer_bytes[moe][rc] + r * c->layer_bytes[moe][PP_RC_FULL];
         if (r > 0)
-            recompute_set = fmax(recompute_set, c->layer_bytes[moe][rc] - c->layer_bytes[moe][PP_RC_FULL] +
-                                                    fmax(c->attn_work, c->mlp_work[moe]) + c->wgrad);
+            recompute_set = mem_max(recompute_set, c->layer_bytes[moe][rc] - c->layer_bytes[moe][PP_RC_FULL] +
+                                                    mem_max(c->attn_work, c->mlp_work[moe]) + c->wgrad);
     }
     dense += (double)mtp * p->mtp_extra;
     o->weights_bytes = dense * c->st.weights + expert * c->st_expert.weights +
@@ -713,22 +481,22 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
     bool has_moe = n_all[PP_LAYER_MOE] + n_all[PP_LAYER_MOE | PP_LAYER_WINDOW] > 0 ||
                    (mtp > 0 && (mtp_kind & PP_LAYER_MOE));
     double mlp_work = has_moe ? c->mlp_work[1] : c->mlp_work[0];
-    if (n_all[0] + n_all[PP_LAYER_WINDOW] > 0) mlp_work = fmax(mlp_work, c->mlp_work[0]);
+    if (n_all[0] + n_all[PP_LAYER_WINDOW] > 0) mlp_work = mem_max(mlp_work, c->mlp_work[0]);
     double work = c->attn_work + c->wgrad;
-    work = fmax(work, mlp_work + c->wgrad);
+    work = mem_max(work, mlp_work + c->wgrad);
     /* Recompute of one layer during its backward, then that layer's backward working set. */
-    work = fmax(work, recompute_set);
+    work = mem_max(work, recompute_set);
     if (l->recompute == PP_RC_SELECTIVE) { /* attention core recomputed in the backward */
         int moe = has_moe ? 1 : 0;
-        work = fmax(work, c->layer_bytes[moe][PP_RC_NONE] - c->layer_bytes[moe][PP_RC_SELECTIVE] +
+        work = mem_max(work, c->layer_bytes[moe][PP_RC_NONE] - c->layer_bytes[moe][PP_RC_SELECTIVE] +
                               c->attn_work + c->wgrad);
     }
-    if (last) work = fmax(work, c->loss_work);
+    if (last) work = mem_max(work, c->loss_work);
     work += c->zero_gather;
     /* The optimizer step runs with no activations held. */
     double opt = (dense + expert) * c->opt_work_per_param;
     double fixed = c->workspace + c->ds_buckets;
-    o->transient_bytes = fixed + fmax(work, opt - o->activations_bytes);
+    o->transient_bytes = fixed + mem_max(work, opt - o->activations_bytes);
     o->peak_bytes = o->weights_bytes + o->grads_bytes + o->optimizer_bytes + o->activations_bytes +
                     o->transient_bytes;
     double shortlived = o->activations_bytes + o->transient_bytes - c->workspace;
@@ -771,15 +539,6 @@ static void mem_stage_shape(const pp_work *w, const pp_layout *l, int64_t i, int
     else if (l->recompute == PP_RC_FULL)
         *rc = l->recompute_layers > 0 && l->recompute_layers < *layers ? l->recompute_layers : *layers;
     else *rc = 0;
-}
-
-/* Whether every stage's layers are of one kind (dense models; MoE models with every layer MoE
- * and no windows): then stage 0 and the last stage bound the others under a uniform split. */
-static bool mem_uniform_kinds(const pp_model *m)
-{
-    if (m->window > 0 && m->window_full_every > 0) return false;
-    if (m->experts <= 1) return true;
-    return m->moe_first_dense == 0 && m->moe_every <= 1 && m->n_dense_layers == 0;
 }
 
 double pp_memory_worst_bytes(const pp_work *w, const pp_layout *l, double *peak_bytes)

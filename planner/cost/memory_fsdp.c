@@ -37,6 +37,7 @@
  * out whose predictions were committed first (runs_holdout.csv; tests/memory/test_fsdp_runs.c). Not measured: several ranks (sharding, HSDP, TP, CP, PP),
  * float8, MoE and MLA under FSDP, CPU offload; their terms follow the same sources. */
 #include "memory_fsdp.h"
+#include "pp_layer.h"
 
 #include <math.h>
 #include <string.h>
@@ -79,78 +80,49 @@ const char *const pp_fsdp_moment_names[PP_FSDP_AT_COUNT] = {
 
 /* ------------------------------------------------------------------ per (work, layout) */
 
-/* One linear layer of a block as torchtitan's selective AC sees it: an aten.mm (no bias; a
- * biased nn.Linear runs addmm, which the policy neither counts nor saves), its output width per
- * token, and whether that output is also among the tensors the block keeps without AC. */
-typedef struct {
-    double out;
-    bool mm;
-    bool in_none;
-} fsdp_linear;
+/* Whether a linear layer's output (layer.c's titan GEMMs) is among the tensors a block keeps
+ * without AC: w1 and w3 (SiLU's and the product's inputs), wq and wk unless RoPE replaces them,
+ * wk and wv unless repeat_kv does; not wo and w2 (their outputs go into the residual sum). */
+static bool fsdp_out_in_none(const char *name, bool rope, bool repeat)
+{
+    if (!strcmp(name, "wq")) return !rope;
+    if (!strcmp(name, "wk")) return !rope && !repeat;
+    if (!strcmp(name, "wv")) return !repeat;
+    return !strcmp(name, "w1") || !strcmp(name, "w3");
+}
 
 /* Stored activations of one dense (non-MLA) block per micro-batch on one rank, for each
- * recompute mode, and what it holds while its backward runs. T tokens of this rank's sequence
- * shard. */
-static void fsdp_dense_tables(const pp_work *w, const pp_layout *l, double T, pp_fsdp_ctx *c)
+ * recompute mode, and what it holds while its backward runs: the layer description's titan
+ * variant (torchtitan's block: its geometry and its seven linears). */
+static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx *c)
 {
     const pp_model *m = &w->model;
-    const double t = (double)l->tp, b = (double)l->mbs, s = (double)m->seq / (double)l->cp;
-    const double h = (double)m->hidden, d = (double)m->head_dim, aq = (double)m->heads / t;
-    const double gk = m->kv_heads >= l->tp ? (double)m->kv_heads / t : 1.0;
-    const double hq = aq * d, hkv = gk * d, f = (double)m->ffn / t;
+    const double T = ly->tokens, h = ly->hidden, aq = ly->heads, hq = ly->q_width, f = ly->ffn;
     /* torchtitan's TP shards the norms' rows (SequenceParallel on attention_norm, ffn_norm and
      * norm, apply_tp): the residual stream is split t ways between the blocks. */
-    const double rep = l->tp > 1 ? 1.0 / t : 1.0, hr = h * rep;
-    const bool glu = m->act == PP_ACT_SWIGLU, rope = m->pos == PP_POS_ROPE, repeat = gk < aq;
-    const bool unfused = w->attention == PP_ATTN_UNFUSED;
-    const double stats = m->norm == PP_NORM_LAYERNORM ? 8.0 : 4.0; /* fp32 rstd (+ mean) per row */
-    const bool qkv_bias = m->qkv_bias || m->bias, out_bias = m->out_bias || m->bias;
-    const bool mlp_bias = m->mlp_bias || m->bias;
+    const double hr = h * ly->rep_titan;
+    const bool glu = ly->glu, rope = m->pos == PP_POS_ROPE, repeat = ly->kv_heads < aq;
+    const double scores = ly->attn.fused ? 0.0 : 2.0 * ly->attn.scores; /* math SDPA: its softmax */
 
-    /* No AC, per token: the block input (saved by the fused rms_norm with its rstd), the
-     * normalised input all-gathered for the column-parallel wq/wk/wv (one tensor, saved by all
-     * three), q and k after RoPE and k, v repeated to the query heads as SDPA saves them
-     * (torchtitan's repeat_kv materialises the copies), SDPA's output (also wo's input: the
-     * flash kernel writes it [b, s, heads, d], so .transpose(1, 2).contiguous() is a view) and
-     * its fp32 log-sum-exp, the residual sum and ffn_norm's output; SwiGLU keeps w1's output
-     * (SiLU's input), SiLU's output and w3's output (the product's inputs) and the product (w2's
-     * input); a plain MLP its input to the activation and the activation. Measured: 16h + 8f +
-     * 4a + 8 bytes per token for the Llama shapes, to 0.0006% (l3b_s8k_b1_none). */
-    double none = 2 * hr + stats * rep + 2 * h + 4 * 2 * hq + 4 * aq + 2 * hr + stats * rep + 2 * h +
-                  (glu ? 8 * f : 4 * f);
-    if (m->qk_norm != PP_QKNORM_NONE) none += 2 * (hq + hkv) + 4 * (aq + gk);
-    double scores = unfused ? 2.0 * b * aq * s * (double)m->seq : 0.0; /* math SDPA: softmax saved */
-
-    /* torchtitan's op-level selective AC (torchtitan/distributed/activation_checkpoint.py,
-     * _apply_op_sac with _op_sac_save_list): inside a block the outputs of SDPA and of every
-     * aten.mm are saved except every second mm (mm_count % 2 == 0), the rest is recomputed; with
-     * TP the reduce-scatter outputs are saved too (_c10d_functional.reduce_scatter_tensor is in
-     * the list). In a Llama block that keeps wq, wv, w1, w2 and the attention output. The
-     * checkpoint's input is kept by the non-reentrant checkpoint. */
-    fsdp_linear lin[8];
-    int n = 0;
-    lin[n++] = (fsdp_linear){hq, !qkv_bias, !rope};
-    lin[n++] = (fsdp_linear){hkv, !qkv_bias, !rope && !repeat};
-    lin[n++] = (fsdp_linear){hkv, !qkv_bias, !repeat};
-    lin[n++] = (fsdp_linear){h, !out_bias, false};  /* wo: the row-parallel partial sum */
-    lin[n++] = (fsdp_linear){f, !mlp_bias, true};   /* w1 (gate / fc1) */
-    if (glu) lin[n++] = (fsdp_linear){f, !mlp_bias, true}; /* w3 (up) */
-    lin[n++] = (fsdp_linear){h, !mlp_bias, false};  /* w2 */
+    /* torchtitan's op-level selective AC keeps the outputs of SDPA and of the mms the layer
+     * description marks (sac_saved: every other aten.mm); with TP the reduce-scatter outputs
+     * too (_c10d_functional.reduce_scatter_tensor is in _op_sac_save_list). In a Llama block
+     * that keeps wq, wv, w1, w2 and the attention output. The checkpoint's input is kept by the
+     * non-reentrant checkpoint. */
     double sel = 2 * hr + 2 * hq + 4 * aq, sel_extra = 0;
-    int mm = 0;
-    for (int i = 0; i < n; i++) {
-        if (!lin[i].mm) continue;
-        if (++mm % 2 == 0) continue;
-        sel += 2 * lin[i].out;
-        if (!lin[i].in_none) sel_extra += 2 * lin[i].out;
+    for (int i = 0; i < ly->n_gemm; i++) {
+        const pp_layer_gemm *g = &ly->gemm[i];
+        if (!g->sac_saved) continue;
+        sel += 2 * g->n;
+        if (!fsdp_out_in_none(g->name, rope, repeat)) sel_extra += 2 * g->n;
     }
-    if (l->tp > 1) { /* wo's and w2's reduce-scatter outputs */
+    if (ly->tp > 1) { /* wo's and w2's reduce-scatter outputs */
         sel += 2 * 2 * hr;
         sel_extra += 2 * 2 * hr;
     }
-    c->act[0][PP_RC_NONE] = T * none + scores;
+    c->act[0][PP_RC_NONE] = ly->saved_bytes; /* the description's saved tensors (titan variant) */
     c->act[0][PP_RC_SELECTIVE] = T * sel;
-    c->act[0][PP_RC_FULL] = T * 2 * hr; /* the checkpointed block's input */
+    c->act[0][PP_RC_FULL] = pp_layer_saved_bytes(ly, PP_RC_FULL, 0, NULL); /* the checkpointed input */
     /* During a block's backward its forward tensors are there again (recomputed under AC; the
      * selective cache adds the saved outputs that the plain forward does not keep). */
     c->resident[0][PP_RC_NONE] = c->act[0][PP_RC_NONE];
@@ -165,11 +137,18 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layout *l, double T, pp
     c->bwd_work[0] = T * fmax(mlp_w, attn_w) + 2.0 * scores;
 }
 
+/* The bytes a layer description saves under each recompute mode (Megatron's table: it stands in
+ * for the layers torchtitan's block does not describe, MLA and MoE). */
+static void fsdp_saved(const pp_layer *ly, double act[PP_RC_COUNT])
+{
+    for (int rc = 0; rc < PP_RC_COUNT; rc++)
+        act[rc] = pp_layer_saved_bytes(ly, (pp_recompute)rc, ly->saved_sel_mods, NULL);
+}
+
 void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
 {
     memset(c, 0, sizeof *c);
     const pp_model *m = &w->model;
-    const double t = (double)l->tp;
     const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
     /* --zero 3 / 2: fully_shard over the data-parallel ranks (torchtitan folds CP into the FSDP
      * mesh, dp_shard_cp), HSDP shards within each of the --replicate groups. --zero 0 / 1: no
@@ -194,53 +173,43 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     bool fp8_gather = fp8 && c->shard > 1;
     c->copy_bytes = fp8_gather ? 1.0 : 2.0;
 
-    pp_param_count pc;
-    pp_model_params(m, &pc);
-    const double h = (double)m->hidden;
-    const double nw = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0;
-    const double extra = m->norms_per_layer > 2 ? (double)(m->norms_per_layer - 2) / 2.0 : 0.0;
-    const double norm = nw * h * (1.0 + extra); /* one norm block, replicated over TP */
-    double attn = ((double)pc.attention - norm) / t + norm;
-    c->blk_params[0] = attn + ((double)pc.dense_mlp - norm) / t + norm;
+    /* Parameters per rank: model.c's table split as the layout splits it (layer.c). */
+    pp_layer_rank_params rp;
+    pp_layer_rank_params_get(w, l, false, &rp);
+    const double *sc = rp.scope;
+    c->blk_params[0] = sc[PP_TS_LAYER] + sc[PP_TS_DENSE];
     c->blk_params[1] = c->blk_params[0];
     if (m->experts > 1) {
-        c->blk_params[1] = attn + ((double)pc.moe_shared - norm) / t + norm;
-        c->blk_expert[1] = (double)pc.expert * (double)m->experts / (double)l->ep /
-                           (double)pp_layout_etp(l);
+        c->blk_params[1] = sc[PP_TS_LAYER] + sc[PP_TS_MOE];
+        c->blk_expert[1] = sc[PP_TS_EXPERT];
     }
-    c->embed_params = (double)pc.embedding / t;
+    c->embed_params = sc[PP_TS_EMBED];
     /* Untied output layer (vocab-parallel under TP); a tied one is the embedding's, counted on
      * the last stage as well when the pipeline splits them. */
-    double out = (double)pc.output > 0 ? (double)pc.output : (l->pp > 1 ? (double)m->vocab * h : 0.0);
-    c->head_params = (double)pc.final_norm + out / t;
+    c->head_params = sc[PP_TS_FINAL] + sc[PP_TS_OUTPUT] + rp.tied_copy;
 
-    const double b = (double)l->mbs, s = (double)m->seq / (double)l->cp, T = b * s;
-    const double rep = l->tp > 1 ? 1.0 / t : 1.0;
+    /* The layers: the layer description's titan variant (torchtitan's block), or for MLA
+     * Megatron's. */
+    pp_layer ly;
+    pp_layer_build_parts(w, l, 0, PP_LAYER_GEMMS | PP_LAYER_SAVED, &ly);
+    const double h = ly.hidden, T = ly.tokens, t = ly.tp, rep = ly.rep_titan;
     const double V = (double)m->vocab;
-    if (m->kv_lora_rank > 0) {
-        /* MLA: Megatron's eager table (memory.c) stands in; not measured under FSDP. */
-        pp_act_table tb;
-        for (int rc = 0; rc < PP_RC_COUNT; rc++) {
-            pp_memory_layer_table_kind(w, l, 0, (pp_recompute)rc, &tb);
-            c->act[0][rc] = tb.bytes;
-        }
+    if (ly.mla) {
+        /* MLA: Megatron's eager table stands in; not measured under FSDP. */
+        fsdp_saved(&ly, c->act[0]);
         for (int rc = 0; rc < PP_RC_COUNT; rc++) c->resident[0][rc] = c->act[0][PP_RC_NONE];
-        c->bwd_work[0] = T * (2 * h + 6 * (double)m->ffn / t);
+        c->bwd_work[0] = T * (2 * h + 6 * ly.ffn);
     } else {
-        fsdp_dense_tables(w, l, T, c);
+        fsdp_dense_tables(w, &ly, c);
     }
     if (m->experts > 1) {
         /* MoE layers: Megatron's eager table (router, permuted tokens, expert MLPs) stands in for
          * torchtitan's MoE; not measured under FSDP. */
-        pp_act_table tb;
-        for (int rc = 0; rc < PP_RC_COUNT; rc++) {
-            pp_memory_layer_table_kind(w, l, PP_LAYER_MOE, (pp_recompute)rc, &tb);
-            c->act[1][rc] = tb.bytes;
-        }
+        pp_layer moe;
+        pp_layer_build_parts(w, l, PP_LAYER_MOE, PP_LAYER_SAVED, &moe);
+        fsdp_saved(&moe, c->act[1]);
         for (int rc = 0; rc < PP_RC_COUNT; rc++) c->resident[1][rc] = c->act[1][PP_RC_NONE];
-        double fe = (double)pp_model_expert_ffn(m) / (double)pp_layout_etp(l);
-        double tokens = T * (double)(m->topk > 0 ? m->topk : 1);
-        c->bwd_work[1] = 2 * T * h + tokens * (6 * fe + 4 * h);
+        c->bwd_work[1] = 2 * T * h + moe.expert_tokens * (6 * moe.expert_ffn + 4 * h);
     } else {
         memcpy(c->act[1], c->act[0], sizeof c->act[0]);
         memcpy(c->resident[1], c->resident[0], sizeof c->resident[0]);
@@ -250,7 +219,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * all-gathered in fp8, where only the transpose is new) and the input and output gradient,
      * one byte each, for the block's largest linear layer at a time. Not measured. */
     if (fp8) {
-        double f = (double)m->ffn / t, widest = fmax(h, f);
+        double f = ly.ffn, widest = fmax(h, f);
         double big = h * f; /* w1, w3 or w2 */
         c->fp8_work[0] = c->fp8_work[1] = (fp8_gather ? 1.0 : 2.0) * big + 2.0 * T * widest;
     }

@@ -156,5 +156,11 @@ double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, in
                             double bytes);
 /* Achieved FLOP/s of an (m x k) x (k x n) bf16 GEMM. */
 double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k);
+/* What a collective of `comm` seconds run beside `window` seconds of compute leaves exposed
+ * (what is not hidden, and the hidden part's cost to the compute it runs beside). */
+double pp_time_behind(double comm, double window);
+/* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
+ * that share a node of gpn GPUs. */
+int64_t pp_time_group_per_node(int64_t n, int64_t stride, int64_t gpn);
 
 #endif

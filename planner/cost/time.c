@@ -1,10 +1,11 @@
 /* Step-time model (issue 4).
  *
  * A step is built bottom-up, as a Megatron expert would estimate it on paper:
- *   1. one transformer layer, one micro-batch, one rank: GEMMs at their sharded shapes with a
- *      shape-dependent efficiency, the attention core (flash or unfused), the elementwise
- *      kernels from memory bandwidth, and the exposed part of the TP / CP / EP collectives;
- *   2. a pipeline stage = its layers (+ embedding or output layer + loss), recompute included;
+ *   1. one transformer layer, one micro-batch, one rank (this file): the layer description's
+ *      (layer.c) GEMMs at their sharded shapes with a shape-dependent efficiency, the attention
+ *      core (flash or unfused), the elementwise kernels from memory bandwidth, and the exposed
+ *      part of the TP / CP / EP collectives; the embedding and the output layer;
+ *   2. (time_step.c) a pipeline stage = its layers (+ embedding or output layer + loss), recompute included;
  *   3. the pipeline: (m - 1) x slowest stage + sum of stages for 1F1B (Narayanan et al. SC'21
  *      sec. 2.2: bubble fraction (p-1)/m), (p-1)/v of a stage for the interleaved schedule;
  *   4. the DP gradient reduction (all-reduce, or reduce-scatter + all-gather when sharded), of
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "pp_calibrate.h" /* issue 8: factors fitted by `parplan calibrate` */
+#include "pp_layer.h"
 #include "pp_profile.h"
 
 /* ------------------------------------------------------------------ model-form constants */
@@ -54,10 +56,6 @@
  * fit (log error) on the anchors' 5 layer rows, with ELEM_EFF as measured and the anchors'
  * FlashAttention-2 at its published H100 efficiency (tests/time/unit.c: 5.3% MAPE). */
 #define BWD_GEMM_EFF 0.88
-
-/* Causal attention: fused kernels skip the masked half of the score matrix; the unfused path
- * (Megatron's fused scale-mask-softmax between two batched GEMMs) computes all of it. */
-#define FLASH_CAUSAL_WORK 0.5
 
 /* Overlap is not free: NCCL runs its collectives on SMs of its own (one per channel, up to 16-32
  * of the 108-132) and streams every byte through HBM, so a GEMM that runs beside a collective
@@ -120,9 +118,6 @@
  * SequentialMLP and the alltoall dispatcher): about 30 kernels forward and backward. */
 #define MOE_LAYER_KERNELS 30.0
 
-/* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
- * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
-#define OPT_BYTES_PER_PARAM 34.0
 
 /* --framework fsdp: PyTorch FSDP2 training as torchtitan runs it (eager modules, no fusions but
  * the fused rms_norm, SDPA flash, fp32 master parameters). Bytes per token of one Llama block's
@@ -149,26 +144,6 @@
  * gradient fill 4, log_softmax backward (sum pass and write) 16, the cast to bf16 6. */
 #define EW_FSDP_CE_FWD 22.0
 #define EW_FSDP_CE_BWD 26.0
-/* FSDP2's parameter and gradient copies (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
- * and _fsdp_param_group.py), bytes per parameter: an unshard casts the fp32 shard to bf16 (4/S
- * read, 2/S written) into the all-gather input and copies the gathered output into the unsharded
- * parameters (2 + 2; on one rank the cast is the whole unshard, 6); a reduction casts the bf16
- * gradient into the fp32 reduce-scatter input (2 + 4) and, on one rank, copies it to the output
- * (4 + 4), else adds a later micro-batch's shard into the gradient (4 + 4 + 4, / S). */
-#define FSDP_CAST_BYTES 6.0
-#define FSDP_COPY_OUT_BYTES 4.0
-#define FSDP_RS_COPY_BYTES 8.0
-#define FSDP_ACCUM_BYTES 12.0
-/* torch.optim.AdamW per parameter of the shard: fused (torch._fused_adamw_) reads parameter,
- * gradient, m, v and writes parameter, m, v: 28; foreach (_multi_tensor_adam) runs one kernel
- * per step of the update: weight decay 8, lerp of m 12, v *= beta2 8, addcmul into v 14 (the
- * gradient read once for both factors), sqrt 8, / bias correction 8, + eps 8, addcdiv into the
- * parameter 16: 82. Measured on one H200: foreach - fused = 48.0 ms for 3.607e9 parameters
- * (tests/data/fsdp/runs.csv, l3b_s4k_b1_full*), 54 B at 4.06 TB/s, the copy bandwidth the
- * anchors measured there (4.10-4.18 TB/s). No gradient clipping (torchtitan's max_norm adds a
- * norm pass and a scale: not in the runs, not modelled). */
-#define OPT_FSDP_FUSED_BYTES 28.0
-#define OPT_FSDP_FOREACH_BYTES 82.0
 /* FlashAttention-2 (PyTorch SDPA's flash backend, what torchtitan-style code runs) is written for
  * Ampere's mma.sync. On Hopper-class GPUs (catalog dense bf16 peak above this) it reaches 0.36 of
  * the large-GEMM rate forward and 0.25 backward: PyTorch 2.11 on H200, flash backend, b 1, s
@@ -185,13 +160,6 @@
 #define FSDP_FA2_S0_FWD 967.0
 #define FSDP_FA2_S0_BWD 2392.0
 #define FSDP_FA2_S_REF 8192.0
-/* Megatron's DDP bucket (megatron/core/distributed: bucket_size = max(40M, 1M x dp)): the last
- * bucket cannot overlap with anything. */
-#define DP_BUCKET_PARAMS 40e6
-/* CPU Adam (optimizer offload): parameters updated per second per GPU process, on a host
- * shared by 8 GPUs. An order-of-magnitude assumption, not measured here (ZeRO-Offload, Ren et
- * al. 2021, is the reference design); only used when --offload is given. */
-#define CPU_ADAM_PARAMS_PER_S 1e9
 
 /* ------------------------------------------------------------------ options */
 
@@ -414,7 +382,7 @@ double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, in
 
 /* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
  * that share a node of gpn GPUs. */
-static int64_t group_per_node(int64_t n, int64_t stride, int64_t gpn)
+int64_t pp_time_group_per_node(int64_t n, int64_t stride, int64_t gpn)
 {
     if (stride >= gpn) return 1;
     int64_t k = gpn / stride;
@@ -422,11 +390,10 @@ static int64_t group_per_node(int64_t n, int64_t stride, int64_t gpn)
 }
 
 static double max2(double a, double b) { return a > b ? a : b; }
-static double pos(double a) { return a > 0 ? a : 0; }
 
 /* A collective of `comm` seconds run behind `window` seconds of compute: what is not hidden is
  * exposed, and the hidden part still slows the compute it runs beside (OVERLAP_COST). */
-static double behind(double comm, double window)
+double pp_time_behind(double comm, double window)
 {
     if (comm <= 0) return 0;
     if (window <= 0) return comm;
@@ -436,91 +403,117 @@ static double behind(double comm, double window)
 
 /* ------------------------------------------------------------------ one layer */
 
-/* The terms of one layer of kind `kind` (attention + dense or MoE MLP) for one micro-batch. */
+/* Bytes per element of an elementwise class of the layer description, forward and backward
+ * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
+static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
+{
+    double mask = c->opts.dropout ? 0 : EW_MASK;
+    switch (cls) {
+    case PP_EW_NORM:
+    case PP_EW_QK_NORM: *f = EW_NORM_FWD, *b = EW_NORM_BWD; return;
+    case PP_EW_BDA: *f = EW_BDA_FWD - mask, *b = EW_BDA_BWD - mask; return;
+    case PP_EW_GELU: *f = EW_GELU_FWD, *b = EW_GELU_BWD; return;
+    case PP_EW_SWIGLU: *f = EW_SWIGLU_FWD, *b = EW_SWIGLU_BWD; return;
+    case PP_EW_ROPE: *f = *b = EW_ROPE; return;
+    case PP_EW_ROUTER: *f = EW_ROUTER_FWD, *b = EW_ROUTER_BWD; return;
+    case PP_EW_PERMUTE: *f = *b = EW_MOE_PERMUTE; return;
+    case PP_EW_PROB_SCALE: *f = EW_PROB_SCALE, *b = 2.0 * EW_PROB_SCALE; return;
+    case PP_EW_FP8_CAST_IN: *f = EW_FP8_CAST_FWD, *b = 0; return;
+    case PP_EW_FP8_CAST_GRAD: *f = 0, *b = EW_FP8_CAST_BWD; return;
+    case PP_EW_T_NORM:
+    case PP_EW_T_QK_NORM: *f = EW_FSDP_NORM_FWD, *b = EW_FSDP_NORM_BWD; return;
+    case PP_EW_T_ADD: *f = *b = EW_FSDP_ADD; return;
+    case PP_EW_T_GRAD_SUM: *f = 0, *b = EW_FSDP_ADD; return;
+    case PP_EW_T_GELU: *f = EW_FSDP_GELU_FWD, *b = EW_FSDP_GELU_BWD; return;
+    case PP_EW_T_SWIGLU: *f = EW_FSDP_SWIGLU_FWD, *b = EW_FSDP_SWIGLU_BWD; return;
+    case PP_EW_T_ROPE: *f = *b = EW_FSDP_ROPE; return;
+    case PP_EW_T_REPEAT: *f = *b = EW_FSDP_REPEAT; return;
+    case PP_EW_CLASS_COUNT: break;
+    }
+    *f = *b = 0;
+}
+
+/* The terms of one layer of kind `kind` for one micro-batch: the layer description's GEMMs,
+ * attention core, elementwise kernels and collectives (layer.c) through this file's rates. */
 static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_time_terms *o)
 {
     const pp_work *w = c->w;
-    const pp_model *m = &w->model;
     memset(o, 0, sizeof *o);
-    const double t = (double)l->tp, cp = (double)l->cp, b = (double)l->mbs;
-    const double s = (double)m->seq, h = (double)m->hidden, d = (double)m->head_dim;
-    const double T = b * s / cp; /* tokens of this rank's sequence shard */
-    const double a_r = (double)m->heads / t;
-    const double g_r = m->kv_heads >= l->tp ? (double)m->kv_heads / t : 1.0; /* KV replicated */
-    const bool mla = m->kv_lora_rank > 0;
-    const double hq = a_r * d, hkv = g_r * d;
-    const double vd = (double)pp_model_v_head_dim(m), hv = a_r * vd; /* value / output width */
-    const double f_r = (double)m->ffn / t;
-    const bool glu = m->act == PP_ACT_SWIGLU;
-    const bool moe = (kind & PP_LAYER_MOE) && m->experts > 1;
-    const bool window = (kind & PP_LAYER_WINDOW) && m->window > 0;
-    const double h_ew = l->sp ? h / t : h; /* width of the replicated-or-split elementwise ops */
+    pp_layer ly;
+    pp_layer_build_parts(w, l, kind, PP_LAYER_GEMMS | PP_LAYER_EW | PP_LAYER_COLLS, &ly);
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
-    const double M = T * h * 2.0;           /* one activation tensor, bytes */
-    const bool loop = !w->stack.grouped_gemm;
-    /* --framework fsdp: torchtitan's eager Llama block (separate projections, eager RoPE,
-     * repeat_kv and SwiGLU); MLA layers keep the generic terms. */
-    const bool titan = w->framework == PP_FW_FSDP && !mla;
+    /* Selective recompute re-runs the forward of its modules (Megatron --recompute-modules;
+     * core_attn alone by default; the ILP prices it on any layout). */
+    const unsigned sel = l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
+    /* torchtitan's op-level selective AC recomputes every elementwise op and the mms it does not
+     * keep (layer.c, sac_saved), not attention; its MoE layers follow the modules. */
+    const bool titan_sac = ly.titan && !ly.moe;
 
-    /* --- attention GEMMs, forward (backward: dgrad + wgrad = 2x, same shapes transposed; the
-     * curve is symmetric in m, n, k so their efficiency is the forward's) */
-    double g_qkv, g_proj, g_up = 0;
-    if (mla) {
-        /* MLA (DeepSeek-V2 eq. 9-13): the down-projections are replicated over TP (every rank
-         * computes them for its tokens), the up-projections and the output projection split. */
-        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
-        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim;
-        g_up = (ql > 0 ? lin_s(c, T, a_r * (nope + rope), ql, 1) : 0) +
-               lin_s(c, T, a_r * (nope + vd), kvl, 1);
-        g_qkv = (ql > 0 ? lin_s(c, T, ql, h, 1) : lin_s(c, T, a_r * (nope + rope), h, 1)) +
-                lin_s(c, T, kvl + rope, h, 1) + g_up;
-        g_proj = lin_s(c, T, h, hv, 1);
-    } else if (titan) {
-        /* torchtitan's Attention: wq, wk and wv are three nn.Linear (three GEMMs). */
-        g_qkv = lin_s(c, T, hq, h, 1) + lin_s(c, T, hkv, h, 2);
-        g_proj = lin_s(c, T, h, hq, 1);
-    } else {
-        g_qkv = lin_s(c, T, hq + 2 * hkv, h, 1);
-        g_proj = lin_s(c, T, h, hq, 1);
+    /* --- GEMMs: forward at their shapes (backward: dgrad + wgrad = 2x, same shapes transposed;
+     * the curve is symmetric in m, n, k so their efficiency is the forward's), and the weights
+     * whose gradients are accumulated */
+    double g[PP_LB_COUNT] = {0}, gemm_f = 0, sel_s = 0, weights = 0;
+    for (int i = 0; i < ly.n_gemm; i++) {
+        const pp_layer_gemm *x = &ly.gemm[i];
+        double t = x->fp8 ? lin_s(c, x->m, x->n, x->k, x->count) : gemm_s(c, x->m, x->n, x->k, x->count);
+        g[x->block] += t;
+        gemm_f += t;
+        weights += x->n * x->k * x->count;
+        if (titan_sac ? !x->sac_saved : (x->mods & sel) != 0)
+            sel_s += titan_sac ? gemm_s(c, x->m, x->n, x->k, x->count) : t;
     }
 
-    /* --- MLP GEMMs */
-    double g_fc1 = 0, g_fc2 = 0, g_router = 0, g_shared = 0;
-    double ew_moe_f = 0, ew_moe_b = 0, launch = 0, mlp_w = 0;
-    double tokens_ep = 0, tokens_etp = 0; /* bytes each way: all-to-all over EP, gather over ETP */
-    double Tr = 0, fe_r = 0;
-    if (!moe) {
-        g_fc1 = titan && glu ? lin_s(c, T, f_r, h, 2) : lin_s(c, T, (glu ? 2 : 1) * f_r, h, 1);
-        g_fc2 = lin_s(c, T, h, f_r, 1);
-        mlp_w = (glu ? 3.0 : 2.0) * h * f_r;
+    /* --- attention core */
+    const pp_layer_attn *a = &ly.attn;
+    double attn_f, attn_b, score_ew_f = 0, score_ew_b = 0;
+    if (!a->fused) {
+        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x dv). Full score matrix. */
+        attn_f = gemm_s(c, a->queries, a->keys, a->qk_dim, a->batch_heads) +
+                 gemm_s(c, a->queries, a->v_dim, a->keys, a->batch_heads);
+        double nodrop = c->opts.dropout ? 0 : EW_SCORE_DROPOUT;
+        score_ew_f = (EW_SCORE_FWD - nodrop) * a->scores / c->mem_rate;
+        score_ew_b = (EW_SCORE_BWD - nodrop) * a->scores / c->mem_rate;
+        attn_b = 2.0 * attn_f;
     } else {
-        /* Tokens (megatron/core/transformer/moe/token_dispatcher.py, alltoall): the router sees
-         * this rank's tokens (split over TP by sequence parallelism); each goes to topk experts;
-         * the expert-TP group (etp ranks) gathers its tokens, so a rank's experts get
-         * T k etp / tp copies on average, imbalance x that on the busiest rank (dropless), or at
-         * most the capacity factor's share. Balanced: each of the E/ep local experts gets an
-         * equal part, and runs its GEMMs at that M (one chain per expert when looped). */
-        double E = (double)m->experts, K = (double)(m->topk > 0 ? m->topk : 1);
-        double ep = (double)l->ep, etp = (double)pp_layout_etp(l), local = E / ep;
-        double Tl = l->sp ? T / t : T;
-        double imb = w->stack.moe_imbalance > 1.0 ? w->stack.moe_imbalance : 1.0;
-        if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
-        Tr = Tl * K * etp * imb;
-        fe_r = (double)pp_model_expert_ffn(m) / etp;
-        double Me = Tr / local;
-        g_fc1 = lin_s(c, Me, (glu ? 2 : 1) * fe_r, h, local);
-        g_fc2 = lin_s(c, Me, h, fe_r, local);
-        g_router = gemm_s(c, Tl, E, h, 1);
-        if (m->shared_ffn > 0) {
-            double fs = (double)m->shared_ffn / t;
-            g_shared = lin_s(c, T, (glu ? 2 : 1) * fs, h, 1) + lin_s(c, T, h, fs, 1);
+        /* Causal: fused kernels skip the masked scores, a query attends keys_avg keys. */
+        double fl = 2.0 * a->batch_heads * a->queries * a->keys_avg * (a->qk_dim + a->v_dim);
+        attn_f = fl / c->flash_fwd_rate;
+        attn_b = 2.0 * fl / c->flash_bwd_rate;
+        if (w->framework == PP_FW_FSDP && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+            /* FA2's per-query-block cost (FSDP_FA2_S0_*) over the keys a causal kernel walks,
+             * relative to the reference length */
+            double span = 2.0 * a->keys_avg;
+            attn_f *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
+            attn_b *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
         }
-        ew_moe_f = EW_ROUTER_FWD * Tl * E + EW_MOE_PERMUTE * Tl * K * h * etp;
-        ew_moe_b = EW_ROUTER_BWD * Tl * E + EW_MOE_PERMUTE * Tl * K * h * etp;
-        if (pp_work_impl(w) == PP_IMPL_LOCAL || w->framework != PP_FW_MEGATRON) {
-            ew_moe_f += EW_PROB_SCALE * Tr * fe_r;
-            ew_moe_b += 2.0 * EW_PROB_SCALE * Tr * fe_r;
+    }
+    if (!titan_sac && (sel & (1u << PP_RCM_CORE_ATTN))) sel_s += attn_f + score_ew_f;
+
+    /* --- elementwise kernels, from memory bandwidth */
+    double ew_f = 0, ew_b = 0, sel_ew = 0, exp_ew_f = 0, exp_ew_b = 0;
+    for (int i = 0; i < ly.n_ew; i++) {
+        const pp_layer_ew *e = &ly.ew[i];
+        double bf, bb;
+        ew_bytes(c, e->cls, &bf, &bb);
+        ew_f += bf * e->elems;
+        ew_b += bb * e->elems;
+        if (titan_sac || (e->mods & sel)) sel_ew += bf * e->elems;
+        if (e->block == PP_LB_EXPERT && e->mods & (1u << PP_RCM_MOE_ACT)) { /* the experts' activation */
+            exp_ew_f += bf * e->elems / c->mem_rate;
+            exp_ew_b += bb * e->elems / c->mem_rate;
         }
+    }
+    ew_f /= c->mem_rate;
+    ew_b /= c->mem_rate;
+    sel_s += sel_ew / c->mem_rate;
+    o->sel_recompute_s = sel_s;
+
+    /* weight-gradient accumulation: the layer's weights on this rank */
+    double accum = c->opts.grad_accum_bytes * weights / c->mem_rate;
+
+    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
+    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
+    if (ly.moe) {
         /* The host's share: the router, the dispatcher and its sync, and one GEMM chain per
          * local expert when looped. Without a calibration, the launch floor of those kernels;
          * a calibrated stack's own figures (parplan calibrate on MoE logs) otherwise. */
@@ -529,235 +522,63 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
                                                                  : MOE_LAYER_KERNELS * KERNEL_GAP_S;
         double per_expert = cal && cal->expert_overhead_s > 0 ? cal->expert_overhead_s
                                                                : EXPERT_LOOP_KERNELS * KERNEL_GAP_S;
-        launch = per_layer + (loop ? local * per_expert : 0);
-        mlp_w = (glu ? 3.0 : 2.0) * h * fe_r * local + h * E +
-                (m->shared_ffn > 0 ? (glu ? 3.0 : 2.0) * h * (double)m->shared_ffn / t : 0);
-        tokens_ep = Tl * K * h * 2.0 * imb;
-        tokens_etp = Tr * h * 2.0;
-    }
-    double gemm_f = g_qkv + g_proj + g_fc1 + g_fc2 + g_router + g_shared;
-
-    /* --- attention core */
-    double attn_f, attn_b, score_ew_f = 0, score_ew_b = 0;
-    const double Bh = b * a_r;              /* batched heads on this rank */
-    const double sq = s / cp;               /* this rank's queries */
-    const double dqk = d;                   /* query/key width per head (MLA: nope + rope) */
-    if (w->attention == PP_ATTN_UNFUSED) {
-        /* QK^T: (sq x d)(d x s) per head; AV: (sq x s)(s x dv). Full score matrix. */
-        attn_f = gemm_s(c, sq, s, dqk, Bh) + gemm_s(c, sq, vd, s, Bh);
-        double scores = Bh * sq * s;
-        double nodrop = c->opts.dropout ? 0 : EW_SCORE_DROPOUT;
-        score_ew_f = (EW_SCORE_FWD - nodrop) * scores / c->mem_rate;
-        score_ew_b = (EW_SCORE_BWD - nodrop) * scores / c->mem_rate;
-        attn_b = 2.0 * attn_f;
-    } else {
-        /* Causal: a query attends to s/2 keys on average; a windowed layer to about W of them
-         * (W (1 - W / 2s) averaged over the positions, for W < s). */
-        double keys = s * FLASH_CAUSAL_WORK;
-        if (window && (double)m->window < s) {
-            double W = (double)m->window;
-            keys = W * (1.0 - W / (2.0 * s));
-        }
-        double fl = 2.0 * Bh * sq * keys * (dqk + vd);
-        attn_f = fl / c->flash_fwd_rate;
-        attn_b = 2.0 * fl / c->flash_bwd_rate;
-        if (w->framework == PP_FW_FSDP && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
-            /* FA2's per-query-block cost (FSDP_FA2_S0_*), relative to the reference length */
-            double span = keys / FLASH_CAUSAL_WORK;
-            attn_f *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
-            attn_b *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
-        }
-    }
-
-    /* --- elementwise */
-    double mask = c->opts.dropout ? 0 : EW_MASK;
-    double ew_f = (2 * EW_NORM_FWD + 2 * (EW_BDA_FWD - mask)) * T * h_ew;
-    double ew_b = (2 * EW_NORM_BWD + 2 * (EW_BDA_BWD - mask)) * T * h_ew;
-    double act_tokens = moe ? Tr : T, act_width = moe ? fe_r : f_r;
-    ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * act_width;
-    ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * act_tokens * act_width;
-    if (moe && m->shared_ffn > 0) {
-        double fs = (double)m->shared_ffn / t;
-        ew_f += (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * T * fs;
-        ew_b += (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * T * fs;
-    }
-    if (m->pos == PP_POS_ROPE) {
-        double rope_w = mla ? a_r * (double)m->qk_rope_dim * 2 : hq + hkv;
-        ew_f += EW_ROPE * T * rope_w;
-        ew_b += EW_ROPE * T * rope_w;
-    }
-    if (m->qk_norm != PP_QKNORM_NONE) {
-        ew_f += EW_NORM_FWD * T * (hq + hkv);
-        ew_b += EW_NORM_BWD * T * (hq + hkv);
-    }
-    if (titan) {
-        /* torchtitan's eager block (EW_FSDP_*): the norms and residual adds on the residual
-         * stream (split t ways by torchtitan's sequence parallelism), the linears' shared-input
-         * gradient sums at the gathered width, RoPE on q and k, repeat_kv when grouped. */
-        double h_sp = l->tp > 1 ? h / t : h, repw = hkv < hq ? EW_FSDP_REPEAT * 2.0 * (hq + hkv) : 0.0;
-        double nshared = glu ? 3.0 : 2.0; /* input-gradient sums: wq/wk/wv 2, w1/w3 1 */
-        ew_f = (2 * EW_FSDP_NORM_FWD + 2 * EW_FSDP_ADD) * T * h_sp;
-        ew_b = (2 * EW_FSDP_NORM_BWD + 2 * EW_FSDP_ADD) * T * h_sp + EW_FSDP_ADD * nshared * T * h;
-        double aw = moe ? 0.0 : f_r;
-        ew_f += (glu ? EW_FSDP_SWIGLU_FWD : EW_FSDP_GELU_FWD) * T * aw;
-        ew_b += (glu ? EW_FSDP_SWIGLU_BWD : EW_FSDP_GELU_BWD) * T * aw;
-        if (moe) {
-            ew_f += (glu ? EW_FSDP_SWIGLU_FWD : EW_FSDP_GELU_FWD) * Tr * fe_r;
-            ew_b += (glu ? EW_FSDP_SWIGLU_BWD : EW_FSDP_GELU_BWD) * Tr * fe_r;
-        }
-        if (m->pos == PP_POS_ROPE) {
-            ew_f += EW_FSDP_ROPE * T * (hq + hkv);
-            ew_b += EW_FSDP_ROPE * T * (hq + hkv);
-        }
-        ew_f += T * repw;
-        ew_b += T * repw;
-        if (m->qk_norm != PP_QKNORM_NONE) {
-            ew_f += EW_FSDP_NORM_FWD * T * (hq + hkv);
-            ew_b += EW_FSDP_NORM_BWD * T * (hq + hkv);
-        }
-    }
-    ew_f += ew_moe_f;
-    ew_b += ew_moe_b;
-    if (c->fp8) {
-        /* Every FP8 GEMM casts its input (forward) and its output gradient (backward). */
-        double tok_mlp = moe ? Tr : T, w_in = moe ? fe_r : f_r;
-        double in = T * h + T * hq + tok_mlp * (h + w_in);
-        double out = T * (hq + 2 * hkv) + T * h + tok_mlp * ((glu ? 2 : 1) * w_in + h);
-        ew_f += EW_FP8_CAST_FWD * in;
-        ew_b += EW_FP8_CAST_BWD * out;
-    }
-    ew_f /= c->mem_rate;
-    ew_b /= c->mem_rate;
-
-    /* weight-gradient accumulation: the layer's parameters on this rank */
-    double dense_w = mla ? c->kind_dense_params[0] / t : (h * (hq + 2 * hkv) + hq * h);
-    if (mla) dense_w -= (glu ? 3.0 : 2.0) * h * f_r; /* kind_dense_params holds the dense MLP */
-    double accum = c->opts.grad_accum_bytes * (dense_w + mlp_w) / c->mem_rate;
-
-    o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
-    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
-    /* The experts run at the GPU's pace or at the pace of the host that issues them, whichever is
-     * slower: the dispatcher waits for the tokens-per-expert counts (.tolist(), a host sync)
-     * before the experts, so the host cannot run ahead of them, and the GPU idles while a looped
-     * expert's kernels are being issued. Measured on one H200 with Megatron's local SequentialMLP
-     * (tests/data/megatron/runs_moe_time.csv): 64 and 128 experts take the same step time at
-     * micro-batch 1 and 2, the host's pace. The host's work is split 1/3 forward, 2/3 backward,
-     * as the GEMM work is. */
-    if (moe && launch > 0) {
-        double exp_ew_f = (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * Tr * fe_r / c->mem_rate;
-        double exp_ew_b = (glu ? EW_SWIGLU_BWD : EW_GELU_BWD) * Tr * fe_r / c->mem_rate;
-        double exp_f = g_fc1 + g_fc2 + exp_ew_f, exp_b = 2.0 * (g_fc1 + g_fc2) / BWD_GEMM_EFF + exp_ew_b;
+        double launch = per_layer + (!w->stack.grouped_gemm ? ly.local_experts * per_expert : 0);
+        /* The experts run at the GPU's pace or at the pace of the host that issues them,
+         * whichever is slower: the dispatcher waits for the tokens-per-expert counts (.tolist(),
+         * a host sync) before the experts, so the host cannot run ahead of them, and the GPU
+         * idles while a looped expert's kernels are being issued. Measured on one H200 with
+         * Megatron's local SequentialMLP (tests/data/megatron/runs_moe_time.csv): 64 and 128
+         * experts take the same step time at micro-batch 1 and 2, the host's pace. The host's
+         * work is split 1/3 forward, 2/3 backward, as the GEMM work is. */
+        double exp_f = g[PP_LB_EXPERT] + exp_ew_f, exp_b = 2.0 * g[PP_LB_EXPERT] / BWD_GEMM_EFF + exp_ew_b;
         o->fwd_compute_s += max2(exp_f, launch / 3.0) - exp_f;
         o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
     }
-    /* Selective recompute: the forward of the modules it recomputes (Megatron
-     * --recompute-modules; core_attn alone by default). */
-    /* (the ILP prices selective recompute on any layout: core_attn unless modules are given) */
-    unsigned mods = l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
-    double act_f = (glu ? EW_SWIGLU_FWD : EW_GELU_FWD) * act_tokens * act_width / c->mem_rate;
-    o->sel_recompute_s = 0;
-    if (mods & (1u << PP_RCM_CORE_ATTN)) o->sel_recompute_s += attn_f + score_ew_f;
-    if (mods & (1u << PP_RCM_LAYERNORM)) {
-        /* the norms that are modules of their own (pp_work_norm_modules) */
-        bool norm_in, norm_mlp;
-        pp_work_norm_modules(w, moe, &norm_in, &norm_mlp);
-        o->sel_recompute_s += (norm_in + norm_mlp) * EW_NORM_FWD * T * h_ew / c->mem_rate;
-    }
-    if (mods & (1u << PP_RCM_MLA_UP_PROJ)) o->sel_recompute_s += g_up;
-    if (moe && (mods & (1u << PP_RCM_MOE_ACT))) o->sel_recompute_s += act_f;
-    if (!moe && (mods & (1u << PP_RCM_MLP))) o->sel_recompute_s += g_fc1 + g_fc2 + act_f;
-    if (moe && (mods & (1u << PP_RCM_MOE)))
-        o->sel_recompute_s += g_fc1 + g_fc2 + g_router + g_shared + act_f + ew_moe_f / c->mem_rate;
-    else if (moe && (mods & (1u << PP_RCM_SHARED_EXPERTS))) o->sel_recompute_s += g_shared;
-    if (titan && !moe) {
-        /* torchtitan's op-level selective AC keeps SDPA's output and every other aten.mm output
-         * (activation_checkpoint.py, _apply_op_sac): the backward recomputes the other mms (wk,
-         * wo, w3 in a Llama block; a biased linear runs addmm, which is never saved) and every
-         * elementwise op, not attention. The same order as memory_fsdp.c's table. */
-        const bool qb = m->qkv_bias || m->bias, ob = m->out_bias || m->bias, mb = m->mlp_bias || m->bias;
-        struct { double n, k; bool mm; } lin[7] = {
-            {hq, h, !qb}, {hkv, h, !qb}, {hkv, h, !qb}, {h, hq, !ob}, {f_r, h, !mb}, {f_r, h, !mb}, {h, f_r, !mb}};
-        int count = 0;
-        double redo = ew_f;
-        for (int i = 0; i < 7; i++) {
-            if (i == 5 && !glu) continue; /* no w3 */
-            bool saved = lin[i].mm && (++count % 2 == 1);
-            if (!saved) redo += gemm_s(c, T, lin[i].n, lin[i].k, 1);
-        }
-        o->sel_recompute_s = redo;
-    }
 
-    /* --- TP collectives (Megatron: f/g operators around the column/row-parallel pairs) */
-    if (l->tp > 1) {
-        int64_t tpn = group_per_node(l->tp, 1, gpn);
-        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
-        double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
-        double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
-        /* Forward GEMMs, and backward ones (one dgrad or one wgrad: g / BWD_GEMM_EFF). An MoE
-         * layer has no TP collective around its MLP: the experts' tokens move in the dispatcher
-         * (below); its shared experts sit in the TP region like a dense MLP. */
-        double g_mlp_in = moe ? g_router + g_shared / 2 : g_fc1, g_mlp_out = moe ? g_shared / 2 : g_fc2;
-        double b_qkv = g_qkv / BWD_GEMM_EFF, b_proj = g_proj / BWD_GEMM_EFF;
-        double b_mlp_in = g_mlp_in / BWD_GEMM_EFF, b_mlp_out = g_mlp_out / BWD_GEMM_EFF;
-        if (!l->sp) {
-            /* Forward: all-reduce after proj and after fc2, on the critical path.
-             * Backward: the all-reduce of the column layers' input gradient runs while their
-             * weight gradient is computed (Megatron's async TP all-reduce). */
-            o->fwd_tp_s = 2 * ar;
-            o->bwd_tp_s = behind(ar, b_qkv) + behind(ar, b_mlp_in);
-        } else if (c->opts.tp_comm_overlap) {
-            /* Userbuffers: each all-gather / reduce-scatter is pipelined with its GEMM. */
-            o->fwd_tp_s = behind(ag, g_qkv) + behind(rs, g_proj) + behind(ag, g_mlp_in) + behind(rs, g_mlp_out);
-            o->bwd_tp_s = behind(ag, b_proj) + behind(ag, b_mlp_out) + behind(rs, b_qkv) + behind(rs, b_mlp_in);
-        } else {
-            /* SP (Korthikanti et al. 2022 sec. 4.2.2): forward all-gather before QKV and fc1,
-             * reduce-scatter after proj and fc2. Backward: all-gather of the row layers' output
-             * gradient (exposed), reduce-scatter of the column layers' input gradient behind
-             * their wgrad, and the re-gather of their input behind their dgrad. */
-            o->fwd_tp_s = 2 * ag + 2 * rs;
-            o->bwd_tp_s = 2 * ag + behind(rs, b_qkv) + behind(rs, b_mlp_in) + behind(ag, b_qkv) +
-                          behind(ag, b_mlp_in);
-        }
+    /* --- collectives. TP: beside the GEMM they precede or follow. An MoE layer's pair is its
+     * router and shared experts (half of the shared experts' time on each side); its experts'
+     * tokens move in the dispatcher. */
+    double win[PP_LB_COUNT];
+    memcpy(win, g, sizeof win);
+    if (ly.moe) {
+        win[PP_LB_MLP_IN] = g[PP_LB_ROUTER] + g[PP_LB_SHARED] / 2;
+        win[PP_LB_MLP_OUT] = g[PP_LB_SHARED] / 2;
     }
-
-    /* --- CP: ring exchange of K and V blocks, overlapped with the attention of the previous
-     * block (Megatron/TE context parallelism); backward moves K, V and their gradients. */
-    if (l->cp > 1) {
-        int64_t cpn = group_per_node(l->cp, l->tp, gpn);
-        double kv = (mla ? b * sq * a_r * (dqk + vd) : 2.0 * b * sq * hkv) * 2.0;
-        /* one ring hop; a ring that spans nodes runs at the pace of its network hops */
-        double step = pp_time_collective_s(c, PP_TC_SENDRECV, 2, cpn >= l->cp ? 2 : 1, kv);
-        double steps = cp - 1;
-        o->fwd_cp_s = step + behind((steps - 1) * step, attn_f);
-        o->bwd_cp_s = 2 * step + behind(2 * (steps - 1) * step, attn_b);
+    for (int i = 0; i < ly.n_coll; i++) {
+        const pp_layer_coll *x = &ly.coll[i];
+        int64_t per_node = pp_time_group_per_node(x->ranks, x->stride, gpn);
+        if (x->group == PP_LG_CP) {
+            /* One ring hop (a ring that spans nodes runs at the pace of its network hops); the
+             * first hop of a pass (K and V; backward: and their gradients) is exposed, the rest
+             * runs behind the attention of the block before. */
+            double hop = pp_time_collective_s(c, PP_TC_SENDRECV, 2, per_node >= x->ranks ? 2 : 1, x->bytes);
+            if (x->bwd) o->bwd_cp_s += 2 * hop + pp_time_behind((x->count - 2) * hop, attn_b);
+            else o->fwd_cp_s += hop + pp_time_behind((x->count - 1) * hop, attn_f);
+            continue;
+        }
+        double t = x->count * pp_time_collective_s(c, x->op, x->ranks, per_node, x->bytes);
+        if (x->group != PP_LG_TP) { /* EP and expert TP: on the compute stream, exposed */
+            if (x->bwd) o->bwd_ep_s += t;
+            else o->fwd_ep_s += t;
+            continue;
+        }
+        /* TP. Megatron's asynchronous input-gradient reduction (and SP's input re-gather) run
+         * beside the layer's weight-gradient GEMM; with SP, TE userbuffers (--tp-comm-overlap)
+         * pipeline every all-gather and reduce-scatter with its GEMM (the re-gather inside the
+         * dgrad GEMM's). */
+        double wnd = x->bwd ? win[x->beside] / BWD_GEMM_EFF : win[x->beside];
+        double e = l->sp && c->opts.tp_comm_overlap ? (x->regather ? 0 : pp_time_behind(t, wnd))
+                   : x->async                       ? pp_time_behind(t, wnd)
+                                                    : t;
+        if (x->bwd) o->bwd_tp_s += e;
+        else o->fwd_tp_s += e;
     }
-
-    /* --- EP: the dispatch and combine all-to-alls of the routed token copies over the EP group
-     * (ranks tp*cp apart in Megatron's expert grid), and with expert TP the all-gather of the
-     * expert-TP group's tokens before the experts and the reduce-scatter after them; forward and
-     * backward each. Not overlapped (Megatron's alltoall dispatcher without
-     * --moe-shared-expert-overlap runs them on the compute stream). */
-    if (moe) {
-        double etp = (double)pp_layout_etp(l);
-        double a2a = 0, g = 0;
-        if (l->ep > 1) {
-            int64_t epn = group_per_node(l->ep, pp_layout_etp(l), gpn);
-            a2a = pp_time_collective_s(c, PP_TC_ALL_TO_ALL, l->ep, epn, tokens_ep);
-        }
-        if (etp > 1) {
-            int64_t etn = group_per_node(pp_layout_etp(l), 1, gpn);
-            g = pp_time_collective_s(c, PP_TC_ALL_GATHER, pp_layout_etp(l), etn, tokens_etp) +
-                pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, pp_layout_etp(l), etn, tokens_etp);
-        }
-        o->fwd_ep_s = 2 * a2a + g;
-        o->bwd_ep_s = 2 * a2a + g;
-        if (w->stack.ep_overlap) {
-            /* Megatron's --overlap-moe-expert-parallel-comm (and DeepSeek-V3's DualPipe) run one
-             * micro-batch's forward beside another's backward, so each all-to-all hides behind the
-             * other one's compute of the same layer. */
-            o->fwd_ep_s = behind(o->fwd_ep_s, o->bwd_compute_s);
-            o->bwd_ep_s = behind(o->bwd_ep_s, o->fwd_compute_s);
-        }
+    if (ly.moe && w->stack.ep_overlap) {
+        /* Megatron's --overlap-moe-expert-parallel-comm (and DeepSeek-V3's DualPipe) run one
+         * micro-batch's forward beside another's backward, so each all-to-all hides behind the
+         * other one's compute of the same layer. */
+        o->fwd_ep_s = pp_time_behind(o->fwd_ep_s, o->bwd_compute_s);
+        o->bwd_ep_s = pp_time_behind(o->bwd_ep_s, o->fwd_compute_s);
     }
 }
 
@@ -837,17 +658,17 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
         o->embed_bwd_s = (2.0 * V / t * h + 10.0 * T * h) / c->mem_rate;
     }
     if (l->tp > 1) {
-        int64_t tpn = group_per_node(l->tp, 1, gpn);
+        int64_t tpn = pp_time_group_per_node(l->tp, 1, gpn);
         if (l->sp) {
             double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
             double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
             o->embed_tp_s = rs;                      /* forward reduce-scatter */
-            o->output_tp_s = ag + behind(rs, g_logits / BWD_GEMM_EFF); /* bwd RS behind wgrad */
+            o->output_tp_s = ag + pp_time_behind(rs, g_logits / BWD_GEMM_EFF); /* bwd RS behind wgrad */
             o->embed_bwd_s += ag;
         } else {
             double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
             o->embed_tp_s = ar;
-            o->output_tp_s = behind(ar, g_logits / BWD_GEMM_EFF);
+            o->output_tp_s = pp_time_behind(ar, g_logits / BWD_GEMM_EFF);
         }
         o->embed_fwd_s += o->embed_tp_s;
         o->output_bwd_s += o->output_tp_s;
@@ -858,540 +679,20 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     bool split = l->tp > 1 && (l->sp || c->opts.p2p_scatter_gather);
     o->p2p_bytes = split ? M / t : M;
     if (split && !l->sp)
-        o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, group_per_node(l->tp, 1, gpn), M);
+        o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, pp_time_group_per_node(l->tp, 1, gpn), M);
     if (w->profile) pp_calibration_apply_layer(&w->profile->calibration, c, l, o); /* issue 8 */
-}
-
-/* ------------------------------------------------------------------ the step */
-
-typedef struct {
-    double n[PP_LAYER_KINDS], r[PP_LAYER_KINDS]; /* layers and fully recomputed layers by kind */
-    double mtp;      /* MTP layers (last stage) */
-    bool first, last;
-} stage_desc;
-
-typedef struct {
-    double fwd, bwd;     /* per micro-batch, all included */
-    double compute, recompute, tp, cp, ep;
-    double params;       /* parameters on one rank of the stage (elements) */
-    double expert_params;
-} stage_time;
-
-static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
-                       const stage_desc *sd, stage_time *st)
-{
-    memset(st, 0, sizeof *st);
-    double t = (double)l->tp, et = (double)pp_layout_etp(l) * (double)l->ep;
-    int mtp_kind = pp_model_mtp_kind(&c->w->model);
-    for (int k = 0; k < PP_LAYER_KINDS; k++) {
-        double n = sd->n[k] + (k == mtp_kind && sd->last ? sd->mtp : 0.0), r = sd->r[k];
-        if (n <= 0) continue;
-        pp_time_terms y;
-        pp_time_layer_terms(ly, k, &y);
-        double fwd_layer = y.fwd_compute_s + y.fwd_tp_s + y.fwd_cp_s + y.fwd_ep_s;
-        double sel = l->recompute == PP_RC_SELECTIVE ? n * y.sel_recompute_s : 0;
-        st->compute += n * (y.fwd_compute_s + y.bwd_compute_s);
-        st->tp += n * (y.fwd_tp_s + y.bwd_tp_s) + r * y.fwd_tp_s;
-        st->cp += n * (y.fwd_cp_s + y.bwd_cp_s) + r * y.fwd_cp_s;
-        st->ep += n * (y.fwd_ep_s + y.bwd_ep_s) + r * y.fwd_ep_s;
-        st->recompute += r * y.fwd_compute_s + sel;
-        st->fwd += n * fwd_layer;
-        st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * fwd_layer + sel;
-        st->params += n * c->kind_dense_params[k] / t;
-        st->expert_params += n * c->kind_expert_params[k] / et;
-    }
-    if (sd->first) {
-        st->fwd += ly->embed_fwd_s;
-        st->bwd += ly->embed_bwd_s;
-        st->compute += ly->embed_fwd_s + ly->embed_bwd_s - ly->embed_tp_s;
-        st->tp += ly->embed_tp_s;
-        st->params += c->embed_params / t;
-    }
-    if (sd->last) {
-        /* Each MTP layer ends in its own pass through the shared output layer and loss. */
-        double heads = 1.0 + sd->mtp;
-        st->fwd += heads * ly->output_fwd_s;
-        st->bwd += heads * ly->output_bwd_s;
-        st->compute += heads * (ly->output_fwd_s + ly->output_bwd_s - ly->output_tp_s);
-        st->tp += heads * ly->output_tp_s;
-        st->params += c->final_params + sd->mtp * c->mtp_extra_params / t;
-        /* Untied output layer, or Megatron's copy of the tied embedding on the last stage. */
-        if (c->output_params > 0) st->params += c->output_params / t;
-        else if (l->pp > 1) st->params += c->embed_params / t;
-    }
-}
-
-static double recomputed(const pp_layout *l, double n)
-{
-    if (l->recompute != PP_RC_FULL) return 0;
-    if (l->recompute_layers > 0 && (double)l->recompute_layers < n) return (double)l->recompute_layers;
-    return n;
-}
-
-/* Stage i holding decoder layers [first, first + n), the first r of them fully recomputed. */
-static void stage_desc_range(const pp_model *m, int64_t first, int64_t n, int64_t r, bool is_first,
-                             bool is_last, stage_desc *sd)
-{
-    int64_t cn[PP_LAYER_KINDS], cr[PP_LAYER_KINDS];
-    pp_model_layer_counts(m, first, n, cn);
-    pp_model_layer_counts(m, first, r, cr);
-    for (int k = 0; k < PP_LAYER_KINDS; k++) {
-        sd->n[k] = (double)cn[k];
-        sd->r[k] = (double)cr[k];
-    }
-    sd->mtp = is_last ? (double)m->mtp_layers : 0.0;
-    sd->first = is_first;
-    sd->last = is_last;
-}
-
-/* A stage of n layers all of kind k (the uniform fast path of one-kind models). */
-static stage_desc stage_desc_one(const pp_model *m, int k, double n, double r, bool is_first, bool is_last)
-{
-    stage_desc sd;
-    memset(&sd, 0, sizeof sd);
-    sd.n[k] = n;
-    sd.r[k] = r;
-    sd.mtp = is_last ? (double)m->mtp_layers : 0.0;
-    sd.first = is_first;
-    sd.last = is_last;
-    return sd;
-}
-
-/* --framework fsdp (PyTorch FSDP2 as torchtitan applies it): the time one step of stage st adds
- * for its parameters and gradients, and the parameters the rank's optimizer updates (*opt_params).
- * Groups: the embedding (first stage), each block, [norm, output] (last stage). Per micro-batch:
- *   - unshard: the bf16 cast of the fp32 shard and, across ranks, the all-gather and its
- *     copy-out; blocks and embedding again in the backward with reshard_after_forward (--zero 3);
- *     [norm, output] once (never resharded after forward);
- *   - reduction: the bf16 gradients cast into the fp32 reduce-scatter input, the reduce-scatter
- *     (fp32, torchtitan's reduce_dtype) and under HSDP the all-reduce of the shard over the
- *     replicas; on one rank a copy; later micro-batches add into the sharded gradient;
- *   - PP with several micro-batches: gradients accumulate unsharded in fp32 and are reduced once,
- *     parameters stay unsharded between backwards (torch.distributed.pipelining stage.py).
- * The copies run on the compute stream, except the reduce-scatter stream's (the one-rank copy,
- * the accumulation), which hide behind the backward's compute. Collectives overlap with compute
- * (FSDP2 prefetches the next block's all-gather in the forward and backward, reduces on its own
- * stream): exposed are the first group's gather, the last group's reduction, and whatever the
- * others take beyond the compute they run beside (behind()). */
-static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const stage_time *st,
-                              double n_blocks, bool first, bool last, double m, double *opt_params)
-{
-    const pp_work *w = c->w;
-    const double t = (double)l->tp;
-    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
-    const double dpcp = (double)(l->dp * l->cp);
-    const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
-    const double SE = l->zero >= 2 ? max2(1.0, (double)pp_layout_edp(l) / R) : 1.0;
-    const bool reshard = l->zero >= 3;
-    const bool nosync = l->pp > 1 && m > 1;
-    const double E = first ? c->embed_params / t : 0.0;
-    const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
-    const double P = st->params, PE = st->expert_params, Pall = P + PE;
-    const double B = max2(0.0, P - E - H) + PE;      /* the blocks' parameters */
-    const double blk = n_blocks > 0 ? B / n_blocks : 0.0;
-    *opt_params = P / S + PE / SE;
-
-    /* gathers per step of the blocks and embedding, and of [norm, output] */
-    double g_blocks = nosync ? (reshard ? m + 1.0 : 1.0) : m * (reshard ? 2.0 : 1.0);
-    double g_head = nosync ? 1.0 : m;
-    double unshard_b = S > 1 ? FSDP_CAST_BYTES / S + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
-    double serial = unshard_b * ((B + E) * g_blocks + H * g_head);
-    double reductions = nosync ? 1.0 : m;
-    /* copy-in every micro-batch; under PP's no-sync the bf16 gradient is added into the fp32
-     * accumulator instead (read 2 + 4, write 4) */
-    serial += Pall * (nosync ? (m - 1.0) * 10.0 + FSDP_CAST_BYTES : m * FSDP_CAST_BYTES);
-    double side = S > 1 ? Pall * (reductions - 1.0) * FSDP_ACCUM_BYTES / S : Pall * reductions * FSDP_RS_COPY_BYTES;
-    double compute = m * (st->fwd + st->bwd);
-    double total = serial / c->mem_rate + behind(side / c->mem_rate, m * st->bwd);
-
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
-    if (S > 1 || R > 1) {
-        /* torchtitan's mesh is [pp, dp_replicate, dp_shard, cp, tp], tp innermost: the shard
-         * group's ranks are tp apart, the replicas tp x shard apart. */
-        int64_t sn = group_per_node((int64_t)S, l->tp, gpn);
-        int64_t rn = group_per_node((int64_t)R, l->tp * (int64_t)S, gpn);
-        double ab = (w->stack.precision == PP_PREC_FP8 && S > 1) ? 1.0 : 2.0; /* fp8 all-gather */
-        double ag_b = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, blk * ab) : 0.0;
-        double rs_b = S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, blk * 4.0) : 0.0;
-        rs_b += R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, blk * 4.0 / S) : 0.0;
-        double g0 = first ? E : blk, g1 = first ? E : blk; /* first gathered, last reduced */
-        double ag_first = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, g0 * 2.0) : 0.0;
-        double rs_last = (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, g1 * 4.0) : 0.0) +
-                         (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, g1 * 4.0 / S) : 0.0);
-        /* all the rest, per step: the blocks' gathers and reductions and the other groups' */
-        double ag_all = n_blocks * ag_b * g_blocks + (S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, (E * g_blocks + H * g_head) * 2.0) : 0.0);
-        double rs_all = reductions * (n_blocks * rs_b + (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, (E + H) * 4.0) : 0.0) +
-                                      (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, (E + H) * 4.0 / S) : 0.0));
-        double exposed_once = m * ag_first + reductions * rs_last;
-        total += exposed_once + behind(max2(0.0, ag_all + rs_all - exposed_once), compute);
-    }
-    if (l->zero < 2 && dpcp > 1) {
-        /* no sharding (torchtitan's DDP): fp32 gradients all-reduced in buckets during the last
-         * backward (torch DDP bucket_cap_mb, torchtitan 100 MB); the last bucket is exposed. */
-        int64_t dn = group_per_node((int64_t)dpcp, l->tp, gpn);
-        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)dpcp, dn, Pall * 4.0);
-        double buckets = max2(1.0, Pall * 4.0 / 100e6);
-        total += ar / buckets + behind(ar - ar / buckets, st->bwd);
-    }
-    return total;
-}
-
-void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
-                  pp_time_result *out)
-{
-    const pp_work *w = c->w;
-    const pp_model *mdl = &w->model;
-    const int64_t p = l->pp, L = w->model.layers;
-    const double m = (double)(w->gbs / (l->dp * l->mbs));
-    const double v = (double)l->vpp;
-    memset(out, 0, sizeof *out);
-    /* One layer kind in every decoder layer: stages differ only in their layer counts. */
-    const bool one_kind = (ly->kinds_present & ~(1u << ly->kind_main)) == 0;
-    const int km = ly->kind_main;
-
-    /* Stages: uniform split of one kind in O(1) (the first L % p stages hold one more layer), or
-     * stage by stage (an uneven split, or layers of several kinds). Track the slowest, the first
-     * and the last stage and the sum. */
-    stage_time worst = {0}, first = {0}, last = {0};
-    double sum_work = 0, worst_work = -1;
-    if (l->stage_layers || !one_kind) {
-        int64_t at = 0;
-        stage_desc prev_sd;
-        stage_time prev_st;
-        bool have_prev = false;
-        for (int64_t i = 0; i < p; i++) {
-            int64_t n = pp_layout_stage_layers(w, l, i);
-            int64_t r = l->stage_recompute ? l->stage_recompute[i] : (int64_t)recomputed(l, (double)n);
-            stage_desc sd;
-            memset(&sd, 0, sizeof sd);
-            stage_desc_range(mdl, at, n, r, i == 0, i == p - 1, &sd);
-            at += n;
-            stage_time st;
-            /* Middle stages of the same make-up cost the same: price each make-up once. */
-            if (have_prev && !sd.first && !sd.last && !memcmp(&sd, &prev_sd, sizeof sd)) {
-                st = prev_st;
-            } else {
-                stage_eval(c, l, ly, &sd, &st);
-                if (!sd.first && !sd.last) {
-                    prev_sd = sd;
-                    prev_st = st;
-                    have_prev = true;
-                }
-            }
-            double work = st.fwd + st.bwd;
-            sum_work += work;
-            if (work > worst_work) { worst_work = work; worst = st; }
-            if (i == 0) first = st;
-            if (i == p - 1) last = st;
-        }
-    } else {
-        int64_t lo = L / p, rem = L % p; /* rem < p: the last stage never gets an extra layer */
-        double n0 = (double)(lo + (rem > 0)), nl = (double)lo;
-        stage_desc d0 = stage_desc_one(mdl, km, n0, recomputed(l, n0), true, p == 1);
-        stage_eval(c, l, ly, &d0, &first);
-        worst = first;
-        worst_work = first.fwd + first.bwd;
-        if (p == 1) {
-            last = first;
-            sum_work = worst_work;
-        } else {
-            stage_desc dl = stage_desc_one(mdl, km, nl, recomputed(l, nl), false, true);
-            stage_eval(c, l, ly, &dl, &last);
-            double wl = last.fwd + last.bwd;
-            if (wl > worst_work) { worst_work = wl; worst = last; }
-            sum_work = first.fwd + first.bwd + wl;
-            if (p > 2) {
-                /* Middle stages: rem - 1 of them (if any) with lo + 1 layers, the rest lo. */
-                int64_t mid_hi = rem > 1 ? (rem - 1 < p - 2 ? rem - 1 : p - 2) : 0;
-                int64_t mid_lo = p - 2 - mid_hi;
-                stage_time sh = {0}, sl = {0};
-                if (mid_hi > 0) {
-                    stage_desc dh = stage_desc_one(mdl, km, (double)(lo + 1),
-                                                   recomputed(l, (double)(lo + 1)), false, false);
-                    stage_eval(c, l, ly, &dh, &sh);
-                    sum_work += (double)mid_hi * (sh.fwd + sh.bwd);
-                    if (sh.fwd + sh.bwd > worst_work) { worst_work = sh.fwd + sh.bwd; worst = sh; }
-                }
-                if (mid_lo > 0) {
-                    stage_desc dd = stage_desc_one(mdl, km, (double)lo, recomputed(l, (double)lo),
-                                                   false, false);
-                    stage_eval(c, l, ly, &dd, &sl);
-                    sum_work += (double)mid_lo * (sl.fwd + sl.bwd);
-                    if (sl.fwd + sl.bwd > worst_work) { worst_work = sl.fwd + sl.bwd; worst = sl; }
-                }
-            }
-        }
-    }
-
-    /* --- pipeline */
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
-    double p2p = 0, per_mb_p2p = 0;
-    if (p > 1) {
-        /* Stage neighbours are tp*cp*dp ranks apart: on a multi-node job at least one stage
-         * boundary crosses nodes, and the pipeline runs at the pace of its slowest link. */
-        bool cross = w->gpus > gpn;
-        p2p = cross ? pp_time_collective_s(c, PP_TC_SENDRECV, 2, 1, ly->p2p_bytes)
-                    : pp_time_collective_s(c, PP_TC_SENDRECV, 2, 2, ly->p2p_bytes);
-        p2p += ly->p2p_gather_s;
-        /* 1F1B: per micro-batch a stage receives/sends its activations and gradients (two
-         * batched exchanges). The interleaved schedule does that once per model chunk: the
-         * v - 1 extra exchanges each way are exposed, or, overlapped with the chunk's compute
-         * (Megatron-Core --overlap-p2p-communication), cost what overlap costs. */
-        per_mb_p2p = 2.0 * p2p;
-        if (v > 1) {
-            double chunk = worst_work / (2.0 * v);
-            per_mb_p2p += 2.0 * (v - 1) * (c->opts.overlap_p2p ? behind(p2p, chunk) : p2p);
-        }
-    }
-    double pipe, pp_comm;
-    if (p == 1) {
-        pipe = m * worst_work;
-        pp_comm = 0;
-    } else if (v <= 1) {
-        /* Flow shop of m identical jobs over p machines: (m-1) max + sum. */
-        pipe = (m - 1) * (worst_work + per_mb_p2p) + sum_work + (double)p * per_mb_p2p;
-        pp_comm = (m + (double)p - 1) * per_mb_p2p;
-    } else {
-        /* Interleaved (Narayanan et al. SC'21 sec. 2.2.2): the bubble shrinks to (p-1)/v. */
-        double avg = sum_work / (double)p;
-        pipe = m * (worst_work + per_mb_p2p) + ((double)p - 1) / v * (avg + per_mb_p2p);
-        pp_comm = (m + ((double)p - 1) / v) * per_mb_p2p;
-    }
-    out->compute_s = m * worst.compute;
-    out->recompute_s = m * worst.recompute;
-    out->tp_comm_s = m * worst.tp;
-    out->cp_comm_s = m * worst.cp;
-    out->ep_comm_s = m * worst.ep;
-    out->pp_comm_s = pp_comm;
-    out->bubble_s = pos(pipe - m * worst_work - pp_comm);
-
-    /* --- data parallel: gradients over dp*cp ranks (experts over dp*cp/ep) */
-    const int64_t dpg = l->dp * l->cp;
-    const int64_t edpg = pp_layout_edp(l);
-    const bool sharded = l->dist_opt || l->zero >= 1;
-    const double gb = c->opts.grad_reduce_bytes;
-    double dp_exposed = 0, zero_s = 0;
-    /* The reduction of a bucket starts when its gradients are final, i.e. in the last
-     * micro-batch's backward (Megatron --overlap-grad-reduce, DeepSpeed overlap_comm). With 1F1B
-     * that window is the stage's last backward; the first stage finishes last, the last stage
-     * (p-1) stage-backwards earlier, which its reduction can also hide behind. With the
-     * interleaved schedule each model chunk finishes at its own time during the cooldown, which
-     * lasts as many chunk-backwards as the warm-up had chunk-forwards,
-     * (p-1) x 2 + (v-1) x p on the first stage (megatron/core/pipeline_parallel/schedules.py),
-     * and only the last chunk's reduction is left at the end. */
-    const stage_time *ends[2] = {&first, &last};
-    double window[2] = {first.bwd, last.bwd + (double)(p - 1) * (last.bwd + per_mb_p2p)};
-    double tail_div = 1.0;
-    if (v > 1) {
-        double cool = (2.0 * (double)(p - 1) + (v - 1) * (double)p) / v;
-        window[0] = first.bwd * (1.0 + cool);
-        window[1] = last.bwd * (1.0 + cool);
-        tail_div = v;
-    }
-    double opt_params = 0;
-    for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
-        const stage_time *st = ends[e];
-        double P = st->params, PE = st->expert_params;
-        int64_t dpn = group_per_node(dpg, l->tp, gpn);
-        int64_t edpn = group_per_node(edpg, pp_layout_etp(l) * l->ep, gpn);
-        double red, gather = 0;
-        if (l->zero >= 3) {
-            /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward
-             * and again for the backward, reduce-scatter the gradients; prefetching overlaps
-             * them with the micro-batch's compute. */
-            double agp = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
-                         pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
-            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
-                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
-            double z = m * (behind(agp, st->fwd) + behind(agp + rsg, st->bwd));
-            if (z > zero_s) zero_s = z;
-            red = 0;
-        } else if (l->zero == 2) {
-            /* ZeRO-2: gradients reduce-scattered during every micro-batch's backward. */
-            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
-                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
-            double z = m * behind(rsg, st->bwd);
-            if (z > zero_s) zero_s = z;
-            red = 0;
-            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
-                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
-        } else if (sharded) {
-            red = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
-                  pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
-            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
-                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
-        } else {
-            red = pp_time_collective_s(c, PP_TC_ALL_REDUCE, dpg, dpn, P * gb) +
-                  pp_time_collective_s(c, PP_TC_ALL_REDUCE, edpg, edpn, PE * gb);
-        }
-        double buckets = max2(tail_div, (P + PE) / DP_BUCKET_PARAMS);
-        double ex = 0;
-        /* The last bucket cannot hide behind anything. */
-        if (red > 0)
-            ex = c->opts.overlap_grad_reduce ? red / buckets + behind(red - red / buckets, window[e]) : red;
-        if (gather > 0)
-            ex += c->opts.overlap_param_gather ? gather / buckets + behind(gather - gather / buckets, st->fwd)
-                                               : gather;
-        if (ex > dp_exposed) dp_exposed = ex;
-        double po = sharded ? P / (double)dpg + PE / (double)edpg : P + PE;
-        if (po > opt_params) opt_params = po;
-    }
-    /* Tied embeddings with PP: the first and last stage all-reduce the embedding gradient
-     * (Megatron finalize_model_grads), after the backward. */
-    if (p > 1 && c->output_params == 0 && w->model.tied)
-        dp_exposed += pp_time_collective_s(c, PP_TC_ALL_REDUCE, 2, w->gpus > gpn ? 1 : 2,
-                                           c->embed_params / (double)l->tp * gb);
-    /* Offloaded parameters (ZeRO-Infinity): fetched over PCIe for forward and backward. */
-    if (l->offload == PP_OFF_PARAMS) {
-        double pcie = w->gpu.pcie_gbs * 1e9;
-        zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / pcie;
-    }
-    if (w->framework == PP_FW_FSDP) {
-        /* FSDP2: every gather, reduction and copy happens per micro-batch (fsdp_stage_comm). */
-        zero_s = dp_exposed = opt_params = 0;
-        for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
-            double po = 0;
-            int64_t n = pp_layout_stage_layers(w, l, e ? p - 1 : 0);
-            double z = fsdp_stage_comm(c, l, ends[e], (double)n, e == 0, e == 1 || p == 1, m, &po);
-            if (z > zero_s) zero_s = z;
-            if (po > opt_params) opt_params = po;
-        }
-    }
-    out->dp_comm_s = dp_exposed;
-    out->zero_gather_s = zero_s;
-
-    /* --- optimizer: Adam over the rank's (shard of the) parameters, memory-bound */
-    out->optimizer_params = opt_params;
-    out->optimizer_measured_s = 0;
-    if (l->offload == PP_OFF_NONE) {
-        double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
-        if (meas > 0) out->optimizer_measured_s = meas;
-        double opt_bytes = OPT_BYTES_PER_PARAM;
-        if (w->framework == PP_FW_FSDP)
-            opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
-        out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;
-        if (w->profile && w->profile->calibration.present)
-            out->optimizer_s *= w->profile->calibration.optimizer_scale; /* issue 8 */
-    } else {
-        /* CPU Adam: gradients down, 16-bit parameters up over PCIe, update on the host. */
-        double pcie = w->gpu.pcie_gbs * 1e9;
-        out->optimizer_s = opt_params * (gb + 2.0) / pcie + opt_params / CPU_ADAM_PARAMS_PER_S;
-    }
-
-    out->step_time_s = pipe + out->dp_comm_s + out->zero_gather_s + out->optimizer_s;
-    double gbs = (double)w->gbs;
-    out->samples_per_s = gbs / out->step_time_s;
-    out->tokens_per_s = out->samples_per_s * (double)w->model.seq;
-    out->model_flops = c->model_flops;
-    out->model_tflops_per_gpu = c->model_flops / out->step_time_s / (double)w->gpus / 1e12;
-    out->mfu = c->peak_flops > 0 ? c->model_flops / (out->step_time_s * (double)w->gpus * c->peak_flops) : 0;
-}
-
-/* ------------------------------------------------------------------ public API */
-
-void pp_time_parts_get(const pp_work *w, const pp_layout *l, pp_time_parts *out)
-{
-    pp_time_ctx c;
-    pp_time_ctx_init(&c, w, NULL);
-    pp_time_layer ly;
-    pp_time_layer_get(&c, l, &ly);
-    double fwd = ly.fwd_compute_s + ly.fwd_tp_s + ly.fwd_cp_s + ly.fwd_ep_s;
-    out->layer_fwd_s = fwd;
-    out->layer_bwd_s = ly.bwd_compute_s + ly.bwd_tp_s + ly.bwd_cp_s + ly.bwd_ep_s +
-                       (l->recompute == PP_RC_SELECTIVE ? ly.sel_recompute_s : 0);
-    out->layer_recompute_s = fwd;
-    out->embed_fwd_s = ly.embed_fwd_s;
-    out->embed_bwd_s = ly.embed_bwd_s;
-    out->output_fwd_s = ly.output_fwd_s;
-    out->output_bwd_s = ly.output_bwd_s;
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
-    out->p2p_s = l->pp > 1 ? pp_time_collective_s(&c, PP_TC_SENDRECV, 2, w->gpus > gpn ? 1 : 2, ly.p2p_bytes) +
-                                 ly.p2p_gather_s
-                           : 0;
-}
-
-pp_status pp_time_estimate_opts(const pp_work *w, const pp_layout *l, const pp_time_opts *o,
-                                pp_time_result *out, pp_error *err)
-{
-    memset(out, 0, sizeof *out);
-    if (!w || !l) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "time estimate: no work or layout");
-    if (gpu_peak(&w->gpu) <= 0 || w->gpu.gemm_eff <= 0 || w->gpu.mem_bw_gbs <= 0)
-        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "GPU '%s' lacks bf16/fp16 FLOP/s, gemm_eff or memory bandwidth",
-                            w->gpu.name);
-    if (w->gpus > w->gpus_per_node && w->gpu.internode_gbs <= 0)
-        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "GPU '%s' has no internode_gbs but the job spans %lld nodes", w->gpu.name,
-                            (long long)((w->gpus + w->gpus_per_node - 1) / w->gpus_per_node));
-    if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->cp < 1 || l->ep < 1 || l->mbs < 1 || l->vpp < 1 ||
-        w->gbs % (l->dp * l->mbs))
-        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "time estimate: the layout is not validated");
-    pp_time_ctx c;
-    pp_time_ctx_init(&c, w, o);
-    pp_time_layer ly;
-    pp_time_layer_get(&c, l, &ly);
-    pp_time_step(&c, l, &ly, out);
-    if (!isfinite(out->step_time_s) || out->step_time_s <= 0)
-        return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "time estimate is not finite");
-    return PP_OK;
-}
-
-pp_status pp_time_estimate(const pp_work *w, const pp_layout *l, pp_time_result *out, pp_error *err)
-{
-    pp_time_opts o;
-    pp_time_opts_default(w, &o);
-    return pp_time_estimate_opts(w, l, &o, out, err);
-}
-
-/* Forward FLOPs per token, GEMMs only (the published convention: the causal mask is not
- * discounted). Per layer: 2 x (attention projections + the MLP weights a token passes through:
- * the dense MLP, or the router, the shared experts and its top-k experts) + 2 s (q + v) for
- * QK^T and AV (a windowed layer: its window instead of s); output layer 2 h V. For GPT (f = 4h,
- * MHA) this is 24 h^2 + 4 s h per layer, the per-layer term of Narayanan et al. SC'21 eq. 3. */
-static double fwd_flops_per_token(const pp_model *m, double *attn_core)
-{
-    double h = (double)m->hidden, d = (double)m->head_dim, s = (double)m->seq, a = (double)m->heads;
-    double q = a * d, kv = (double)m->kv_heads * d, f = (double)m->ffn;
-    double mlp_w = m->act == PP_ACT_SWIGLU ? 3.0 : 2.0;
-    double attn_w, qk = q, vw = q;
-    if (m->kv_lora_rank > 0) {
-        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
-        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim, vd = (double)m->v_head_dim;
-        qk = a * (nope + rope);
-        vw = a * vd;
-        attn_w = (ql > 0 ? h * ql + ql * qk : h * qk) + h * (kvl + rope) + kvl * a * (nope + vd) + vw * h;
-    } else {
-        attn_w = h * (q + 2 * kv) + q * h;
-    }
-    double dense = mlp_w * h * f, moe = 0;
-    if (m->experts > 1)
-        moe = h * (double)m->experts + mlp_w * h * (double)pp_model_expert_ffn(m) * (double)m->topk +
-              mlp_w * h * (double)m->shared_ffn;
-    int64_t cnt[PP_LAYER_KINDS];
-    pp_model_layer_counts(m, 0, m->layers, cnt);
-    double win = m->window > 0 && (double)m->window < s ? (double)m->window : s;
-    double total = 0, core = 0;
-    for (int k = 0; k < PP_LAYER_KINDS; k++) {
-        if (!cnt[k]) continue;
-        double n = (double)cnt[k];
-        double span = (k & PP_LAYER_WINDOW) ? win : s;
-        total += n * 2.0 * (attn_w + ((k & PP_LAYER_MOE) ? moe : dense));
-        core += n * 2.0 * span * (qk + vw);
-    }
-    if (attn_core) *attn_core = core;
-    return total + core + 2.0 * h * (double)m->vocab;
 }
 
 double pp_model_flops_per_step(const pp_model *m, int64_t gbs)
 {
     /* Backward = 2 x forward: 3 x forward in all (Korthikanti et al. 2022 eq. 7). */
-    return 3.0 * fwd_flops_per_token(m, NULL) * (double)gbs * (double)m->seq;
+    return 3.0 * pp_layer_model_fwd_flops_per_token(m, NULL) * (double)gbs * (double)m->seq;
 }
 
 double pp_hardware_flops_per_step(const pp_model *m, int64_t gbs, pp_recompute rc)
 {
     double attn = 0;
-    double fwd = fwd_flops_per_token(m, &attn);
+    double fwd = pp_layer_model_fwd_flops_per_token(m, &attn);
     double h = (double)m->hidden, V = (double)m->vocab;
     double tokens = (double)gbs * (double)m->seq;
     double extra = 0;

@@ -133,8 +133,33 @@ void pp_model_dropout(const pp_model *m, double *attention, double *hidden)
 
 /* ------------------------------------------------------------------ parameter table */
 
-/* Fill the table; returns the number of rows. m must be validated (derived fields set). */
-int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
+/* Where the rows go: into a table (pp_model_tensors), or summed by scope and split
+ * (pp_model_tensor_sums_get, what the cost models read for every layout of a search). */
+typedef struct {
+    pp_model_tensor *t;
+    pp_model_tensor_sums *sums;
+    int n;
+} row_sink;
+
+static inline void row_emit(row_sink *k, const char *name, const char *shape, int64_t count,
+                            pp_tensor_scope sc, pp_tensor_split sp, int64_t kv)
+{
+    if (k->t) {
+        k->t[k->n++] = (pp_model_tensor){name, shape, count, sc, sp, kv};
+        return;
+    }
+    pp_model_tensor_sums *s = k->sums;
+    double c = (double)count;
+    s->count[sc][sp] += c - (double)kv;
+    s->kv[sc] += (double)kv;
+    if (sc >= PP_TS_LAYER && sc <= PP_TS_EXPERT && c > s->layer_largest[sp]) {
+        s->layer_largest[sp] = c;
+        if (sp == PP_SPLIT_HEADS) s->layer_largest_kv = (double)kv;
+    }
+}
+
+/* The rows of the table. m must be validated (derived fields set). */
+static void model_rows(const pp_model *m, row_sink *k)
 {
     const int64_t h = m->hidden, V = m->vocab, s = m->seq, f = m->ffn;
     const int64_t fe = pp_model_expert_ffn(m), E = m->experts > 1 ? m->experts : 0;
@@ -149,79 +174,94 @@ int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
      * validated. */
     const bool qkv_bias = m->qkv_bias || m->bias, out_bias = m->out_bias || m->bias;
     const bool mlp_bias = m->mlp_bias || m->bias;
-    int n = 0;
-#define ROW(nm, sh, c, sc) (t[n++] = (pp_model_tensor){nm, sh, (c), sc})
-    ROW("wte", "V*h", V * h, PP_TS_EMBED);
-    if (m->pos == PP_POS_LEARNED) ROW("wpe", "s*h", s * h, PP_TS_EMBED);
+#define ROWS(nm, sh, c, sc, sp, kvp) row_emit(k, nm, sh, (c), sc, sp, kvp)
+#define ROW(nm, sh, c, sc, sp) ROWS(nm, sh, c, sc, sp, 0)
+    ROW("wte", "V*h", V * h, PP_TS_EMBED, PP_SPLIT_VOCAB);
+    if (m->pos == PP_POS_LEARNED) ROW("wpe", "s*h", s * h, PP_TS_EMBED, PP_SPLIT_REPLICATED);
     /* Attention block: its pre-norm (and Gemma's post-norm), projections, QK-norm, sinks. */
-    ROW("ln1", ln ? "2h" : "h", nw * h, PP_TS_LAYER);
-    if (extra_norms) ROW("ln1_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_LAYER);
+    ROW("ln1", ln ? "2h" : "h", nw * h, PP_TS_LAYER, PP_SPLIT_REPLICATED);
+    if (extra_norms) ROW("ln1_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_LAYER, PP_SPLIT_REPLICATED);
     if (m->kv_lora_rank > 0) {
         /* MLA (DeepSeek-V2 eq. 9-13): low-rank query (optional) and joint KV compression, the
          * decoupled RoPE key shared by all heads, up-projections to a (nope + rope) and a v. */
         const int64_t nope = m->qk_nope_dim, rope = m->qk_rope_dim, vd = m->v_head_dim;
         const int64_t ql = m->q_lora_rank, kvl = m->kv_lora_rank;
         if (ql > 0) {
-            ROW("q_down", "h*q_lora", h * ql, PP_TS_LAYER);
-            ROW("q_down_norm", "q_lora", ql, PP_TS_LAYER);
-            ROW("q_up", "q_lora*a*(nope+rope)", ql * q, PP_TS_LAYER);
+            ROW("q_down", "h*q_lora", h * ql, PP_TS_LAYER, PP_SPLIT_REPLICATED);
+            ROW("q_down_norm", "q_lora", ql, PP_TS_LAYER, PP_SPLIT_REPLICATED);
+            ROW("q_up", "q_lora*a*(nope+rope)", ql * q, PP_TS_LAYER, PP_SPLIT_COLUMN);
         } else {
-            ROW("q_proj", "h*a*(nope+rope)", h * q, PP_TS_LAYER);
+            ROW("q_proj", "h*a*(nope+rope)", h * q, PP_TS_LAYER, PP_SPLIT_COLUMN);
         }
-        ROW("kv_down", "h*(kv_lora+rope)", h * (kvl + rope), PP_TS_LAYER);
-        ROW("kv_down_norm", "kv_lora", kvl, PP_TS_LAYER);
-        ROW("kv_up", "kv_lora*a*(nope+v)", kvl * a * (nope + vd), PP_TS_LAYER);
-        ROW("proj.weight", "a*v*h", a * vd * h, PP_TS_LAYER);
+        ROW("kv_down", "h*(kv_lora+rope)", h * (kvl + rope), PP_TS_LAYER, PP_SPLIT_REPLICATED);
+        ROW("kv_down_norm", "kv_lora", kvl, PP_TS_LAYER, PP_SPLIT_REPLICATED);
+        ROW("kv_up", "kv_lora*a*(nope+v)", kvl * a * (nope + vd), PP_TS_LAYER, PP_SPLIT_COLUMN);
+        ROW("proj.weight", "a*v*h", a * vd * h, PP_TS_LAYER, PP_SPLIT_ROW);
     } else {
-        ROW("qkv.weight", "h*(a*d + 2*g*d)", h * (q + 2 * kv), PP_TS_LAYER);
-        if (qkv_bias) ROW("qkv.bias", "a*d + 2*g*d", q + 2 * kv, PP_TS_LAYER);
-        ROW("proj.weight", "a*d*h", q * h, PP_TS_LAYER);
+        ROWS("qkv.weight", "h*(a*d + 2*g*d)", h * (q + 2 * kv), PP_TS_LAYER, PP_SPLIT_HEADS, h * 2 * kv);
+        if (qkv_bias) ROWS("qkv.bias", "a*d + 2*g*d", q + 2 * kv, PP_TS_LAYER, PP_SPLIT_HEADS, 2 * kv);
+        ROW("proj.weight", "a*d*h", q * h, PP_TS_LAYER, PP_SPLIT_ROW);
     }
-    if (out_bias) ROW("proj.bias", "h", h, PP_TS_LAYER);
-    if (m->qk_norm == PP_QKNORM_HEAD) ROW("qk_norm", "2*d", 2 * d, PP_TS_LAYER);
-    if (m->qk_norm == PP_QKNORM_FULL) ROW("qk_norm", "a*d + g*d", q + kv, PP_TS_LAYER);
-    if (m->attn_sinks) ROW("sinks", "a", a, PP_TS_LAYER);
+    if (out_bias) ROW("proj.bias", "h", h, PP_TS_LAYER, PP_SPLIT_REPLICATED);
+    if (m->qk_norm == PP_QKNORM_HEAD) ROW("qk_norm", "2*d", 2 * d, PP_TS_LAYER, PP_SPLIT_REPLICATED);
+    if (m->qk_norm == PP_QKNORM_FULL) ROWS("qk_norm", "a*d + g*d", q + kv, PP_TS_LAYER, PP_SPLIT_HEADS, kv);
+    if (m->attn_sinks) ROW("sinks", "a", a, PP_TS_LAYER, PP_SPLIT_COLUMN);
     /* MLP block of a dense layer. */
-    ROW("ln2", ln ? "2h" : "h", nw * h, PP_TS_DENSE);
-    if (extra_norms) ROW("ln2_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_DENSE);
+    ROW("ln2", ln ? "2h" : "h", nw * h, PP_TS_DENSE, PP_SPLIT_REPLICATED);
+    if (extra_norms) ROW("ln2_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_DENSE, PP_SPLIT_REPLICATED);
     if (gated) {
         /* Gated MLP (Shazeer 2020): gate and up h->f, down f->h. */
-        ROW("fc_gate_up.weight", "2*h*f", 2 * h * f, PP_TS_DENSE);
-        if (mlp_bias) ROW("fc_gate_up.bias", "2*f", 2 * f, PP_TS_DENSE);
+        ROW("fc_gate_up.weight", "2*h*f", 2 * h * f, PP_TS_DENSE, PP_SPLIT_COLUMN);
+        if (mlp_bias) ROW("fc_gate_up.bias", "2*f", 2 * f, PP_TS_DENSE, PP_SPLIT_COLUMN);
     } else {
-        ROW("fc1.weight", "h*f", h * f, PP_TS_DENSE);
-        if (mlp_bias) ROW("fc1.bias", "f", f, PP_TS_DENSE);
+        ROW("fc1.weight", "h*f", h * f, PP_TS_DENSE, PP_SPLIT_COLUMN);
+        if (mlp_bias) ROW("fc1.bias", "f", f, PP_TS_DENSE, PP_SPLIT_COLUMN);
     }
-    ROW("fc2.weight", "f*h", f * h, PP_TS_DENSE);
-    if (mlp_bias) ROW("fc2.bias", "h", h, PP_TS_DENSE);
+    ROW("fc2.weight", "f*h", f * h, PP_TS_DENSE, PP_SPLIT_ROW);
+    if (mlp_bias) ROW("fc2.bias", "h", h, PP_TS_DENSE, PP_SPLIT_REPLICATED);
     if (E > 0) {
         /* MLP block of an MoE layer: norm, router, shared experts (one dense MLP of the summed
          * size, as Megatron builds them), routed experts. */
-        ROW("moe.ln2", ln ? "2h" : "h", nw * h, PP_TS_MOE);
-        if (extra_norms) ROW("moe.ln2_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_MOE);
-        ROW("router.weight", "h*E", h * E, PP_TS_MOE);
-        if (m->router_bias) ROW("router.bias", "E", E, PP_TS_MOE);
+        ROW("moe.ln2", ln ? "2h" : "h", nw * h, PP_TS_MOE, PP_SPLIT_REPLICATED);
+        if (extra_norms) ROW("moe.ln2_post", ln ? "2h" : "h", nw * h * extra_norms, PP_TS_MOE, PP_SPLIT_REPLICATED);
+        ROW("router.weight", "h*E", h * E, PP_TS_MOE, PP_SPLIT_REPLICATED);
+        if (m->router_bias) ROW("router.bias", "E", E, PP_TS_MOE, PP_SPLIT_REPLICATED);
         if (m->shared_ffn > 0) {
             const int64_t fs = m->shared_ffn;
-            ROW("shared.fc1", gated ? "2*h*fs" : "h*fs", (gated ? 2 : 1) * h * fs, PP_TS_MOE);
-            ROW("shared.fc2", "fs*h", fs * h, PP_TS_MOE);
-            if (m->shared_gate) ROW("shared.gate", "h", h, PP_TS_MOE);
+            ROW("shared.fc1", gated ? "2*h*fs" : "h*fs", (gated ? 2 : 1) * h * fs, PP_TS_MOE, PP_SPLIT_COLUMN);
+            ROW("shared.fc2", "fs*h", fs * h, PP_TS_MOE, PP_SPLIT_ROW);
+            if (m->shared_gate) ROW("shared.gate", "h", h, PP_TS_MOE, PP_SPLIT_REPLICATED);
         }
-        ROW("expert.fc1", gated ? "2*h*fe" : "h*fe", (gated ? 2 : 1) * h * fe, PP_TS_EXPERT);
-        if (mlp_bias) ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT);
-        ROW("expert.fc2", "fe*h", fe * h, PP_TS_EXPERT);
-        if (mlp_bias) ROW("expert.fc2.bias", "h", h, PP_TS_EXPERT);
+        ROW("expert.fc1", gated ? "2*h*fe" : "h*fe", (gated ? 2 : 1) * h * fe, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
+        if (mlp_bias)
+            ROW("expert.fc1.bias", gated ? "2*fe" : "fe", (gated ? 2 : 1) * fe, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
+        ROW("expert.fc2", "fe*h", fe * h, PP_TS_EXPERT, PP_SPLIT_EXPERT_TP);
+        if (mlp_bias) ROW("expert.fc2.bias", "h", h, PP_TS_EXPERT, PP_SPLIT_EXPERT);
     }
-    ROW("ln_f", ln ? "2h" : "h", nw * h, PP_TS_FINAL);
-    if (!m->tied) ROW("lm_head.weight", "V*h", V * h, PP_TS_OUTPUT);
+    ROW("ln_f", ln ? "2h" : "h", nw * h, PP_TS_FINAL, PP_SPLIT_REPLICATED);
+    if (!m->tied) ROW("lm_head.weight", "V*h", V * h, PP_TS_OUTPUT, PP_SPLIT_VOCAB);
     if (m->mtp_layers > 0) {
         /* DeepSeek-V3 MTP module: RMSNorm of the hidden state and of the next token's
          * embedding, the 2h -> h projection, and its own final norm before the shared head. */
-        ROW("mtp.norms", "3h", 3 * nw * h, PP_TS_MTP);
-        ROW("mtp.eh_proj", "2h*h", 2 * h * h, PP_TS_MTP);
+        ROW("mtp.norms", "3h", 3 * nw * h, PP_TS_MTP, PP_SPLIT_REPLICATED);
+        ROW("mtp.eh_proj", "2h*h", 2 * h * h, PP_TS_MTP, PP_SPLIT_COLUMN);
     }
 #undef ROW
-    return n;
+#undef ROWS
+}
+
+int pp_model_tensors(const pp_model *m, pp_model_tensor *t)
+{
+    row_sink k = {t, NULL, 0};
+    model_rows(m, &k);
+    return k.n;
+}
+
+void pp_model_tensor_sums_get(const pp_model *m, pp_model_tensor_sums *out)
+{
+    memset(out, 0, sizeof *out);
+    row_sink k = {NULL, out, 0};
+    model_rows(m, &k);
 }
 
 void pp_model_params(const pp_model *m, pp_param_count *out)

@@ -1,0 +1,781 @@
+/* One transformer layer of one kind as one rank of a layout runs it for one micro-batch
+ * (pp_layer.h): the one description that the memory model, the step-time model and the model
+ * FLOPs read. Shapes follow Megatron-Core (megatron/core/transformer: attention.py, mlp.py,
+ * multi_latent_attention.py, moe/), the titan variant torchtitan's Llama block
+ * (torchtitan/models/llama3/model/model.py). What each reader makes of the description (bytes
+ * per element of a kernel, a GEMM's rate, which tensors a framework keeps) stays with that
+ * reader. */
+#include "pp_layer.h"
+
+#include <string.h>
+
+#define BIT(x) (1u << (x))
+
+static inline double max2(double a, double b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------------------ the MoE token count */
+
+double pp_layer_expert_tokens(const pp_work *w, const pp_layout *l, double T, double *mean)
+{
+    /* Megatron's alltoall dispatcher (megatron/core/transformer/moe/token_dispatcher.py): the
+     * router sees the rank's tokens (T / tp under sequence parallelism, which Megatron requires
+     * for MoE with TP; without it the TP ranks hold the same T tokens and share their dispatch),
+     * each goes to topk experts, and the expert-TP group of etp ranks gathers its tokens, so a
+     * rank's experts receive T topk etp / tp copies on average. With EP > 1 a dropless router
+     * gives the busiest rank `imbalance` x that; with EP = 1 every expert is on the rank and the
+     * sum of its experts' tokens does not depend on how they are spread. A capacity factor pads
+     * (or caps) each expert to cf x its mean share. */
+    const pp_model *m = &w->model;
+    double k = (double)(m->topk > 0 ? m->topk : 1);
+    double avg = T * k * (double)pp_layout_etp(l) / (double)l->tp;
+    double imb = l->ep > 1 && w->stack.moe_imbalance > 1.0 ? w->stack.moe_imbalance : 1.0;
+    if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
+    if (mean) *mean = avg;
+    return avg * imb;
+}
+
+/* ------------------------------------------------------------------ parameters */
+
+double pp_layer_vocab(const pp_work *w, const pp_layout *l)
+{
+    int64_t v = w->model.vocab;
+    if (w->framework == PP_FW_MEGATRON) {
+        int64_t mul = 128 * l->tp;
+        v = (v + mul - 1) / mul * mul;
+    }
+    return (double)v;
+}
+
+/* KV heads on one TP rank: Megatron replicates the KV heads when tp exceeds them
+ * (megatron/core/transformer/attention.py: num_query_groups_per_partition, at least 1). */
+static double kv_heads_rank(const pp_model *m, int64_t tp)
+{
+    return m->kv_heads >= tp ? (double)m->kv_heads / (double)tp : 1.0;
+}
+
+/* What one rank holds of a row, per split: the factors of a layout, computed once. */
+typedef struct {
+    double tp_inv, kv_rank, vocab, local_etp, local;
+} rank_split;
+
+static void rank_split_get(const pp_work *w, const pp_layout *l, rank_split *r)
+{
+    const pp_model *m = &w->model;
+    r->tp_inv = 1.0 / (double)l->tp;
+    r->kv_rank = kv_heads_rank(m, l->tp) / (double)m->kv_heads;
+    r->vocab = pp_layer_vocab(w, l) / (double)m->vocab * r->tp_inv;
+    r->local = m->experts > 1 ? (double)m->experts / (double)l->ep : 1.0;
+    r->local_etp = r->local / (double)pp_layout_etp(l);
+}
+
+static double rank_elems(const rank_split *r, const pp_model_tensor *t)
+{
+    double c = (double)t->count;
+    switch (t->split) {
+    case PP_SPLIT_REPLICATED: return c;
+    case PP_SPLIT_COLUMN:
+    case PP_SPLIT_ROW: return c * r->tp_inv;
+    case PP_SPLIT_HEADS: return (c - (double)t->kv) * r->tp_inv + (double)t->kv * r->kv_rank;
+    case PP_SPLIT_VOCAB: return c * r->vocab;
+    case PP_SPLIT_EXPERT_TP: return c * r->local_etp;
+    case PP_SPLIT_EXPERT: return c * r->local;
+    case PP_SPLIT_COUNT: break;
+    }
+    return c;
+}
+
+void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, pp_layer_rank_params *out)
+{
+    const pp_model *m = &w->model;
+    rank_split r;
+    rank_split_get(w, l, &r);
+    const double E = m->experts > 1 ? (double)m->experts : 1.0;
+    /* The sums, from the table summed by (scope, split) in one pass: a HEADS row holds
+     * (count - kv) / tp + kv x kv_rank = count / tp + kv (kv_rank - 1 / tp). */
+    pp_model_tensor_sums sm;
+    pp_model_tensor_sums_get(m, &sm);
+    const double kvr = r.kv_rank, tpi = r.tp_inv;
+    for (int k = 0; k < PP_TS_COUNT; k++) {
+        const double *c = sm.count[k];
+        double split_tp = c[PP_SPLIT_COLUMN] + c[PP_SPLIT_ROW] + c[PP_SPLIT_HEADS];
+        out->scope[k] = c[PP_SPLIT_REPLICATED] + split_tp * tpi + sm.kv[k] * kvr + c[PP_SPLIT_VOCAB] * r.vocab +
+                        c[PP_SPLIT_EXPERT_TP] * r.local_etp + c[PP_SPLIT_EXPERT] * r.local;
+    }
+    const double *g = sm.layer_largest;
+    double hk = sm.layer_largest_kv;
+    double heads = (g[PP_SPLIT_HEADS] - hk) * tpi + hk * kvr;
+    double expert = g[PP_SPLIT_EXPERT_TP] * r.local_etp / r.local;
+    out->layer_largest = max2(max2(g[PP_SPLIT_REPLICATED], g[PP_SPLIT_EXPERT]),
+                              max2(max2(g[PP_SPLIT_COLUMN], g[PP_SPLIT_ROW]) * tpi, max2(expert, heads)));
+    const double *ex = sm.count[PP_TS_EXPERT];
+    out->expert_global = (ex[PP_SPLIT_EXPERT_TP] + ex[PP_SPLIT_EXPERT]) * E;
+    /* Tied with pp > 1: Megatron keeps a copy of the word embedding on the last stage
+     * (megatron/core/models/common/language_module); tied with pp = 1 it is shared. */
+    out->word = sm.count[PP_TS_EMBED][PP_SPLIT_VOCAB] * r.vocab;
+    out->tied_copy = m->tied && l->pp > 1 ? out->word : 0.0;
+    out->n = 0;
+    if (!rows) return;
+    pp_model_tensor t[PP_MODEL_MAX_TENSORS];
+    out->n = pp_model_tensors(m, t);
+    for (int i = 0; i < out->n; i++) {
+        bool expert = t[i].scope == PP_TS_EXPERT;
+        out->row[i] = (pp_layer_param){t[i].name, rank_elems(&r, &t[i]),
+                                       expert ? (double)t[i].count * E : (double)t[i].count,
+                                       t[i].scope, t[i].split, expert};
+    }
+}
+
+/* The layer's rows of the model's parameter table on this rank (model.c is the one formula). */
+static void build_params(const pp_work *w, const pp_layout *l, pp_layer *ly)
+{
+    pp_layer_rank_params rp;
+    pp_layer_rank_params_get(w, l, true, &rp);
+    ly->n_param = 0;
+    ly->largest_weight = 0;
+    for (int i = 0; i < rp.n && ly->n_param < PP_LAYER_MAX_PARAMS; i++) {
+        const pp_layer_param *p = &rp.row[i];
+        pp_tensor_scope sc = p->scope;
+        bool take = sc == PP_TS_LAYER || (sc == PP_TS_DENSE && !ly->moe) ||
+                    ((sc == PP_TS_MOE || sc == PP_TS_EXPERT) && ly->moe) || (sc == PP_TS_MTP && ly->mtp);
+        if (!take) continue;
+        ly->param[ly->n_param++] = *p;
+        double one = p->expert_dp ? p->elems / ly->local_experts : p->elems; /* one expert's */
+        if (sc != PP_TS_MTP && one > ly->largest_weight) ly->largest_weight = one;
+    }
+    ly->params_attn = rp.scope[PP_TS_LAYER];
+    ly->params_mlp = ly->moe ? rp.scope[PP_TS_MOE] : rp.scope[PP_TS_DENSE];
+    ly->params_expert = ly->moe ? rp.scope[PP_TS_EXPERT] : 0.0;
+    ly->params_expert_global = ly->moe ? rp.expert_global : 0.0;
+    ly->params_mtp = ly->mtp ? rp.scope[PP_TS_MTP] : 0.0;
+}
+
+/* ------------------------------------------------------------------ GEMMs */
+
+static void gemm_add(pp_layer *ly, const char *name, double m, double n, double k, double count,
+                     pp_layer_block block, unsigned mods, bool fp8, bool bias)
+{
+    if (ly->n_gemm >= PP_LAYER_MAX_GEMMS || m <= 0 || n <= 0 || k <= 0 || count <= 0) return;
+    pp_layer_gemm *g = &ly->gemm[ly->n_gemm++];
+    *g = (pp_layer_gemm){name, m, n, k, count, block, mods, fp8, bias, false};
+}
+
+static void build_gemms(const pp_work *w, pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    const double T = ly->tokens, h = ly->hidden;
+    const bool qb = m->qkv_bias || m->bias, ob = m->out_bias || m->bias, mb = m->mlp_bias || m->bias;
+    const double gate = ly->glu ? 2.0 : 1.0;
+    ly->n_gemm = 0;
+    if (ly->mla) {
+        /* MLA (DeepSeek-V2 eq. 9-13; multi_latent_attention.py): the down-projections replicated
+         * over TP (every rank computes them for its tokens), the up-projections column-parallel,
+         * the output projection row-parallel. */
+        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+        double nope = (double)m->qk_nope_dim, rope = (double)m->qk_rope_dim;
+        double a = ly->heads, up = BIT(PP_RCM_MLA_UP_PROJ);
+        if (ql > 0) {
+            gemm_add(ly, "q_down", T, ql, h, 1, PP_LB_ATTN_IN, 0, true, false);
+            gemm_add(ly, "q_up", T, a * (nope + rope), ql, 1, PP_LB_ATTN_IN, up, true, false);
+        } else {
+            gemm_add(ly, "q_proj", T, a * (nope + rope), h, 1, PP_LB_ATTN_IN, 0, true, false);
+        }
+        gemm_add(ly, "kv_down", T, kvl + rope, h, 1, PP_LB_ATTN_IN, 0, true, false);
+        gemm_add(ly, "kv_up", T, a * (nope + ly->v_head_dim), kvl, 1, PP_LB_ATTN_IN, up, true, false);
+        gemm_add(ly, "proj", T, h, ly->v_width, 1, PP_LB_ATTN_OUT, 0, true, ob);
+    } else if (ly->titan) {
+        /* torchtitan's Attention: wq, wk and wv are three nn.Linear. */
+        gemm_add(ly, "wq", T, ly->q_width, h, 1, PP_LB_ATTN_IN, 0, true, qb);
+        gemm_add(ly, "wk", T, ly->kv_width, h, 1, PP_LB_ATTN_IN, 0, true, qb);
+        gemm_add(ly, "wv", T, ly->kv_width, h, 1, PP_LB_ATTN_IN, 0, true, qb);
+        gemm_add(ly, "wo", T, h, ly->q_width, 1, PP_LB_ATTN_OUT, 0, true, ob);
+    } else {
+        gemm_add(ly, "qkv", T, ly->q_width + 2 * ly->kv_width, h, 1, PP_LB_ATTN_IN, 0, true, qb);
+        gemm_add(ly, "proj", T, h, ly->q_width, 1, PP_LB_ATTN_OUT, 0, true, ob);
+    }
+    if (!ly->moe) {
+        unsigned mlp = BIT(PP_RCM_MLP);
+        if (ly->titan) {
+            /* torchtitan's FeedForward: w1 (gate), w3 (up), w2 */
+            gemm_add(ly, "w1", T, ly->ffn, h, 1, PP_LB_MLP_IN, mlp, true, mb);
+            if (ly->glu) gemm_add(ly, "w3", T, ly->ffn, h, 1, PP_LB_MLP_IN, mlp, true, mb);
+            gemm_add(ly, "w2", T, h, ly->ffn, 1, PP_LB_MLP_OUT, mlp, true, mb);
+        } else {
+            gemm_add(ly, "fc1", T, gate * ly->ffn, h, 1, PP_LB_MLP_IN, mlp, true, mb);
+            gemm_add(ly, "fc2", T, h, ly->ffn, 1, PP_LB_MLP_OUT, mlp, true, mb);
+        }
+    } else {
+        /* The router on the rank's tokens (16-bit: outside the FP8 autocast); each local expert
+         * runs its GEMMs at its share of the received token copies (balanced over the local
+         * experts; one chain per expert when looped); the shared experts as a dense MLP on every
+         * token (moe/shared_experts.py). */
+        unsigned moe = BIT(PP_RCM_MOE), shared = BIT(PP_RCM_MOE) | BIT(PP_RCM_SHARED_EXPERTS);
+        double Me = ly->expert_tokens / ly->local_experts;
+        gemm_add(ly, "router", ly->tokens_routed, ly->experts, h, 1, PP_LB_ROUTER, moe, false, false);
+        double fe = ly->expert_ffn, local = ly->local_experts;
+        gemm_add(ly, "expert.fc1", Me, gate * fe, h, local, PP_LB_EXPERT, moe, true, mb);
+        gemm_add(ly, "expert.fc2", Me, h, fe, local, PP_LB_EXPERT, moe, true, mb);
+        if (ly->shared_ffn > 0) {
+            gemm_add(ly, "shared.fc1", T, gate * ly->shared_ffn, h, 1, PP_LB_SHARED, shared, true, false);
+            gemm_add(ly, "shared.fc2", T, h, ly->shared_ffn, 1, PP_LB_SHARED, shared, true, false);
+        }
+    }
+    if (ly->mtp) /* the 2h -> h projection, column-parallel (the parameter table's split) */
+        gemm_add(ly, "mtp.eh_proj", T, h / ly->tp, 2 * h, 1, PP_LB_MTP, 0, true, false);
+    if (ly->titan) {
+        /* torchtitan's op-level selective AC (torchtitan/distributed/activation_checkpoint.py,
+         * _apply_op_sac with _op_sac_save_list): every second aten.mm output is recomputed, the
+         * others saved (mm_count % 2 == 0 recomputes); a biased linear runs addmm, which the
+         * policy neither counts nor saves. */
+        int mm = 0;
+        for (int i = 0; i < ly->n_gemm; i++) {
+            pp_layer_gemm *g = &ly->gemm[i];
+            g->sac_saved = !g->bias && (++mm % 2 == 1);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ elementwise kernels */
+
+static void ew_add(pp_layer *ly, const char *name, pp_layer_ew_class cls, double elems,
+                   pp_layer_block block, unsigned mods)
+{
+    if (ly->n_ew >= PP_LAYER_MAX_EW || elems <= 0) return;
+    ly->ew[ly->n_ew++] = (pp_layer_ew){name, cls, elems, block, mods};
+}
+
+static void build_ew(const pp_work *w, pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    const double T = ly->tokens, h = ly->hidden;
+    const double hq = ly->q_width, hkv = ly->kv_width;
+    bool norm_in, norm_mlp;
+    pp_work_norm_modules(w, ly->moe, &norm_in, &norm_mlp);
+    const unsigned ln1 = norm_in ? BIT(PP_RCM_LAYERNORM) : 0, ln2 = norm_mlp ? BIT(PP_RCM_LAYERNORM) : 0;
+    const unsigned moe = BIT(PP_RCM_MOE), shared = BIT(PP_RCM_MOE) | BIT(PP_RCM_SHARED_EXPERTS);
+    const unsigned act_mods = ly->moe ? BIT(PP_RCM_MOE_ACT) | moe : BIT(PP_RCM_MLP);
+    const bool t = ly->titan;
+    const pp_layer_ew_class act = t ? (ly->glu ? PP_EW_T_SWIGLU : PP_EW_T_GELU)
+                                    : (ly->glu ? PP_EW_SWIGLU : PP_EW_GELU);
+    ly->n_ew = 0;
+    if (t) {
+        /* torchtitan's eager block: rms_norm and the residual add on the residual stream (split
+         * t ways by its sequence parallelism), the backward's input-gradient sums of the linears
+         * that share an input (wq/wk/wv: two, w1/w3: one) at the gathered width. */
+        double hs = h * ly->rep_titan;
+        ew_add(ly, "attention_norm", PP_EW_T_NORM, T * hs, PP_LB_ATTN_IN, ln1);
+        ew_add(ly, "ffn_norm", PP_EW_T_NORM, T * hs, PP_LB_MLP_IN, ln2);
+        ew_add(ly, "residual_add", PP_EW_T_ADD, 2 * T * hs, PP_LB_ATTN_OUT, 0);
+        ew_add(ly, "grad_sum", PP_EW_T_GRAD_SUM, (ly->glu && !ly->moe ? 3.0 : 2.0) * T * h, PP_LB_ATTN_IN, 0);
+    } else {
+        double hs = h * ly->rep;
+        ew_add(ly, "ln1", PP_EW_NORM, T * hs, PP_LB_ATTN_IN, ln1);
+        ew_add(ly, "ln2", PP_EW_NORM, T * hs, PP_LB_MLP_IN, ln2);
+        ew_add(ly, "bda", PP_EW_BDA, 2 * T * hs, PP_LB_ATTN_OUT, 0);
+    }
+    if (!ly->moe) {
+        ew_add(ly, "act", act, T * ly->ffn, PP_LB_MLP_IN, act_mods);
+    } else {
+        ew_add(ly, "expert.act", act, ly->expert_tokens * ly->expert_ffn, PP_LB_EXPERT, act_mods);
+        ew_add(ly, "shared.act", act, T * ly->shared_ffn, PP_LB_SHARED, shared);
+    }
+    if (m->pos == PP_POS_ROPE) {
+        /* MLA rotates only the decoupled RoPE part: per head of q and of the shared k */
+        double rw = ly->mla ? ly->heads * (double)m->qk_rope_dim * 2 : hq + hkv;
+        ew_add(ly, "rope", t ? PP_EW_T_ROPE : PP_EW_ROPE, T * rw, PP_LB_ATTN_IN, 0);
+    }
+    if (t && hkv < hq) /* repeat_kv materialises k and v at the query heads */
+        ew_add(ly, "repeat_kv", PP_EW_T_REPEAT, 2 * T * (hq + hkv), PP_LB_ATTN_IN, 0);
+    if (m->qk_norm != PP_QKNORM_NONE)
+        ew_add(ly, "qk_norm", t ? PP_EW_T_QK_NORM : PP_EW_QK_NORM, T * (hq + hkv), PP_LB_ATTN_IN, 0);
+    if (ly->moe) {
+        ew_add(ly, "router", PP_EW_ROUTER, ly->tokens_routed * ly->experts, PP_LB_ROUTER, moe);
+        ew_add(ly, "permute", PP_EW_PERMUTE, ly->expert_tokens_mean * h, PP_LB_EXPERT, moe);
+        /* Eager experts (Megatron's local SequentialMLP, the other frameworks) scale the
+         * activation by the router probability in an fp32 product of its own. */
+        if (pp_work_impl(w) == PP_IMPL_LOCAL || w->framework != PP_FW_MEGATRON)
+            ew_add(ly, "prob_scale", PP_EW_PROB_SCALE, ly->expert_tokens * ly->expert_ffn, PP_LB_EXPERT, moe);
+    }
+    if (w->stack.precision == PP_PREC_FP8) {
+        /* FP8 GEMMs cast their input (forward) and their output gradient (backward). Counted as
+         * the time model was calibrated: the attention's input and output projections at the
+         * QKV widths (MLA's five projections too) and the MLP's two GEMMs (the routed experts'
+         * per received token copy); the shared experts' casts are left out. */
+        double tok = ly->moe ? ly->expert_tokens : T, f = ly->moe ? ly->expert_ffn : ly->ffn;
+        double in = T * h + T * hq + tok * (h + f);
+        double out = T * (hq + 2 * hkv) + T * h + tok * ((ly->glu ? 2 : 1) * f + h);
+        ew_add(ly, "fp8.cast_input", PP_EW_FP8_CAST_IN, in, PP_LB_ATTN_IN, 0);
+        ew_add(ly, "fp8.cast_grad", PP_EW_FP8_CAST_GRAD, out, PP_LB_ATTN_IN, 0);
+    }
+}
+
+/* ------------------------------------------------------------------ collectives */
+
+static void coll_add(pp_layer *ly, const char *name, pp_layer_group g, pp_time_coll op, double bytes,
+                     double count, int64_t ranks, int64_t stride, bool bwd, pp_layer_block beside,
+                     bool async, bool regather)
+{
+    if (ly->n_coll >= PP_LAYER_MAX_COLLS || ranks <= 1 || bytes <= 0 || count <= 0) return;
+    ly->coll[ly->n_coll++] = (pp_layer_coll){name, g, op, bytes, count, ranks, stride, bwd, beside,
+                                             async, regather};
+}
+
+/* One TP collective of a layer: around which GEMM, in which pass. */
+typedef struct {
+    const char *name;
+    pp_time_coll op;
+    bool bwd;
+    pp_layer_block beside;
+    bool async, regather;
+} tp_coll;
+
+static void build_colls(const pp_layout *l, pp_layer *ly)
+{
+    const double M = ly->tokens * ly->hidden * 2.0; /* one 16-bit activation of the shard */
+    const int64_t tp = l->tp;
+    ly->n_coll = 0;
+    /* TP (Megatron's f/g operators around the column/row-parallel pairs; an MoE layer's pair is
+     * its router and shared experts, the experts' tokens move in the dispatcher). Without SP:
+     * forward, the all-reduce after proj and after fc2; backward, the all-reduce of the column
+     * layers' input gradient, asynchronous beside their weight gradient. SP (Korthikanti et al.
+     * 2022 sec. 4.2.2): forward, the all-gather before QKV and fc1 and the reduce-scatter after
+     * proj and fc2; backward, the all-gather of the row layers' output gradient, the
+     * reduce-scatter of the column layers' input gradient beside their wgrad, and the re-gather
+     * of their input beside their dgrad. */
+    static const tp_coll tp_ar[] = {
+        {"proj.all_reduce", PP_TC_ALL_REDUCE, false, PP_LB_ATTN_OUT, false, false},
+        {"fc2.all_reduce", PP_TC_ALL_REDUCE, false, PP_LB_MLP_OUT, false, false},
+        {"qkv.dgrad_all_reduce", PP_TC_ALL_REDUCE, true, PP_LB_ATTN_IN, true, false},
+        {"fc1.dgrad_all_reduce", PP_TC_ALL_REDUCE, true, PP_LB_MLP_IN, true, false},
+    }, tp_sp[] = {
+        {"qkv.all_gather", PP_TC_ALL_GATHER, false, PP_LB_ATTN_IN, false, false},
+        {"proj.reduce_scatter", PP_TC_REDUCE_SCATTER, false, PP_LB_ATTN_OUT, false, false},
+        {"fc1.all_gather", PP_TC_ALL_GATHER, false, PP_LB_MLP_IN, false, false},
+        {"fc2.reduce_scatter", PP_TC_REDUCE_SCATTER, false, PP_LB_MLP_OUT, false, false},
+        {"proj.grad_all_gather", PP_TC_ALL_GATHER, true, PP_LB_ATTN_OUT, false, false},
+        {"fc2.grad_all_gather", PP_TC_ALL_GATHER, true, PP_LB_MLP_OUT, false, false},
+        {"qkv.dgrad_reduce_scatter", PP_TC_REDUCE_SCATTER, true, PP_LB_ATTN_IN, true, false},
+        {"fc1.dgrad_reduce_scatter", PP_TC_REDUCE_SCATTER, true, PP_LB_MLP_IN, true, false},
+        {"qkv.input_regather", PP_TC_ALL_GATHER, true, PP_LB_ATTN_IN, true, true},
+        {"fc1.input_regather", PP_TC_ALL_GATHER, true, PP_LB_MLP_IN, true, true},
+    };
+    int n_tp = l->sp ? (int)(sizeof tp_sp / sizeof tp_sp[0]) : (int)(sizeof tp_ar / sizeof tp_ar[0]);
+    for (int i = 0; i < n_tp; i++) {
+        const tp_coll *c = l->sp ? &tp_sp[i] : &tp_ar[i];
+        coll_add(ly, c->name, PP_LG_TP, c->op, M, 1, tp, 1, c->bwd, c->beside, c->async, c->regather);
+    }
+    /* CP: ring exchange of the K and V blocks (Megatron/TE context parallelism), cp - 1 hops
+     * forward; the backward moves K, V and their gradients. MLA sends its per-head k and v. */
+    if (l->cp > 1) {
+        double sq = ly->attn.queries, b = ly->mbs;
+        double kv_width = ly->mla ? ly->heads * (ly->attn.qk_dim + ly->attn.v_dim) : 2.0 * ly->kv_width;
+        double kv = b * sq * kv_width * 2.0, hops = (double)(l->cp - 1);
+        coll_add(ly, "kv.ring", PP_LG_CP, PP_TC_SENDRECV, kv, hops, l->cp, tp, false, PP_LB_ATTN_IN, false,
+                 false);
+        coll_add(ly, "kv.ring_grad", PP_LG_CP, PP_TC_SENDRECV, kv, 2 * hops, l->cp, tp, true, PP_LB_ATTN_IN,
+                 false, false);
+    }
+    /* EP: the dispatch and combine all-to-alls of the token copies over the EP group (its ranks
+     * etp apart in Megatron's expert grid tp x cp x dp = etp x ep x edp); with expert TP the
+     * all-gather of the expert-TP group's tokens before the experts and the reduce-scatter after
+     * them. */
+    if (ly->moe) {
+        int64_t etp = pp_layout_etp(l);
+        double a2a = ly->expert_tokens / ly->etp * ly->hidden * 2.0, g = ly->expert_tokens * ly->hidden * 2.0;
+        for (int bwd = 0; bwd < 2; bwd++) {
+            coll_add(ly, bwd ? "moe.a2a_grad" : "moe.dispatch_combine", PP_LG_EP, PP_TC_ALL_TO_ALL, a2a, 2,
+                     l->ep, etp, bwd, PP_LB_EXPERT, false, false);
+            coll_add(ly, bwd ? "expert.all_gather_grad" : "expert.all_gather", PP_LG_ETP, PP_TC_ALL_GATHER, g,
+                     1, etp, 1, bwd, PP_LB_EXPERT, false, false);
+            coll_add(ly, bwd ? "expert.reduce_scatter_grad" : "expert.reduce_scatter", PP_LG_ETP,
+                     PP_TC_REDUCE_SCATTER, g, 1, etp, 1, bwd, PP_LB_EXPERT, false, false);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ saved tensors */
+
+/* Inlined: the memory model's fast path builds every candidate's table. */
+static inline __attribute__((always_inline)) void saved_add(pp_layer *ly, const char *name, double elems,
+                                                            double bytes, bool paper, unsigned drop)
+{
+    if (elems <= 0 || ly->n_saved >= PP_LAYER_MAX_SAVED) return;
+    pp_layer_saved *t = &ly->saved[ly->n_saved++];
+    t->name = name;
+    t->elems = elems;
+    t->bytes_per_elem = bytes;
+    t->paper = paper;
+    t->drop_mods = drop;
+    double x = elems * bytes;
+    ly->saved_bytes += x;
+    if (paper) ly->saved_paper_bytes += x;
+    if (!(drop & ly->saved_sel_mods)) ly->saved_sel_bytes += x;
+}
+
+/* An MLP block: a gated or plain MLP of inner size f_r per rank on `tokens` tokens, as
+ * Megatron's MLP saves it (megatron/core/transformer/mlp.py). `scaled`: the experts' output is
+ * multiplied by the router probabilities inside the MLP (per_token_scale), which in the eager
+ * path keeps the activation's output for that product. `drop`: the modules whose recompute
+ * drops the whole block; `act`: the module that recomputes the activation (Megatron's moe_act:
+ * only its input, the fc1 output, is kept). */
+static inline __attribute__((always_inline)) void saved_mlp(pp_layer *ly, bool eager, double tokens,
+                                                            double f_r, double lin, bool scaled,
+                                                            unsigned drop, unsigned act,
+                                                            const char *const names[5])
+{
+    if (ly->glu) {
+        /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
+         * saves only that; Megatron's eager glu() also keeps silu(gate) and the copy made by
+         * `x_linear + glu_linear_offset` (megatron/core/transformer/mlp.py), both saved by the
+         * product. */
+        saved_add(ly, names[0], tokens * 2 * f_r, 2, true, drop);
+        if (eager) {
+            saved_add(ly, names[1], tokens * f_r, 2, true, drop | act);
+            saved_add(ly, names[2], tokens * f_r, 2, true, drop | act);
+        }
+    } else {
+        saved_add(ly, names[0], tokens * f_r, 2, true, drop); /* GeLU input: 8sbh for f = 4h */
+    }
+    if (scaled && eager) saved_add(ly, names[3], tokens * f_r, 2, false, drop | act);
+    saved_add(ly, names[4], tokens * f_r, lin, true, drop | act);
+}
+
+/* Megatron's unfused attention over `ss` scores: scores -> masked_fill_ (in place) -> softmax
+ * (saves its output) -> dropout (mask, 1 byte) -> bmm (saves the dropped probabilities); 5 as^2 b
+ * in Korthikanti et al.'s table 2. Selective recompute of core_attn drops them. */
+static void saved_scores(pp_layer *ly, double ss, bool dropout)
+{
+    const unsigned core = BIT(PP_RCM_CORE_ATTN);
+    saved_add(ly, "attn.softmax", ss, 2, true, core);
+    if (dropout) {
+        saved_add(ly, "attn.dropout_mask", ss, 1, true, core);
+        saved_add(ly, "attn.dropout_out", ss, 2, true, core);
+    }
+}
+
+/* torchtitan's block without activation checkpointing (the titan variant; memory_fsdp.c prices
+ * it and its checkpointing policies): the block input (saved by the fused rms_norm with its
+ * rstd), the normalised input all-gathered for the column-parallel wq/wk/wv (one tensor, saved by
+ * all three), q and k after RoPE and k, v repeated to the query heads as SDPA saves them
+ * (torchtitan's repeat_kv materialises the copies), SDPA's output (also wo's input: the flash
+ * kernel writes it [b, s, heads, d], so .transpose(1, 2).contiguous() is a view) and its fp32
+ * log-sum-exp, the residual sum and ffn_norm's output; SwiGLU keeps w1's output (SiLU's input),
+ * SiLU's output and w3's output (the product's inputs) and the product (w2's input); a plain MLP
+ * its input to the activation and the activation. Measured: 16h + 8f + 4a + 8 bytes per token
+ * for the Llama shapes, to 0.0006% (tests/data/fsdp/runs.csv, l3b_s8k_b1_none). torchtitan's TP
+ * shards the norms' rows (SequenceParallel on attention_norm and ffn_norm, apply_tp). */
+static void build_saved_titan(const pp_work *w, pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    const double T = ly->tokens, h = ly->hidden, hr = h * ly->rep_titan, hq = ly->q_width, f = ly->ffn;
+    const double stats = (m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0) * ly->rep_titan; /* fp32 rstd (+ mean) */
+    ly->full_input = (pp_layer_saved){"block.input", T * hr, 2, false, 0};
+    saved_add(ly, "block.input", T * hr, 2, false, 0);
+    saved_add(ly, "attention_norm.rstd", T * stats, 4, false, 0);
+    saved_add(ly, "attention_norm.output", T * h, 2, false, 0);
+    saved_add(ly, "attn.q", T * hq, 2, false, 0);
+    saved_add(ly, "attn.k", T * hq, 2, false, 0);
+    saved_add(ly, "attn.v", T * hq, 2, false, 0);
+    saved_add(ly, "attn.out", T * hq, 2, false, 0);
+    saved_add(ly, "attn.lse", T * ly->heads, 4, false, 0);
+    if (!ly->attn.fused) saved_add(ly, "attn.softmax", ly->attn.scores, 2, false, 0); /* math SDPA */
+    if (m->qk_norm != PP_QKNORM_NONE) {
+        saved_add(ly, "qk_norm.input", T * (hq + ly->kv_width), 2, false, 0);
+        saved_add(ly, "qk_norm.rstd", T * (ly->heads + ly->kv_heads), 4, false, 0);
+    }
+    saved_add(ly, "ffn_norm.input", T * hr, 2, false, 0);
+    saved_add(ly, "ffn_norm.rstd", T * stats, 4, false, 0);
+    saved_add(ly, "ffn_norm.output", T * h, 2, false, 0);
+    saved_add(ly, "w1.output", T * f, 2, false, 0);
+    saved_add(ly, "act.output", T * f, 2, false, 0);
+    if (ly->glu) {
+        saved_add(ly, "w3.output", T * f, 2, false, 0);
+        saved_add(ly, "w2.input", T * f, 2, false, 0);
+    }
+}
+
+/* Megatron's table (memory.c prices it): what one layer keeps for its backward, tensor by
+ * tensor. "eager" is Megatron's local implementation and the other frameworks' plain PyTorch
+ * modules; Transformer Engine's fused kernels save less. It stands in for torchtitan's MLA and
+ * MoE layers. */
+static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    const double b = ly->mbs, s = ly->attn.queries, sk = ly->seq, h = ly->hidden;
+    const double d = ly->head_dim, aq = ly->heads, gk = ly->kv_heads, sb = ly->tokens;
+    const double rep = ly->rep;
+    const bool eager = w->framework != PP_FW_MEGATRON || pp_work_impl(w) == PP_IMPL_LOCAL;
+    double adr, hdr;
+    pp_work_dropout(w, &adr, &hdr);
+    const bool adrop = adr > 0, hdrop = hdr > 0, unfused = !ly->attn.fused;
+    const double stats = m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0; /* mean + rstd, or rstd (fp32) */
+    /* Megatron recomputes a norm only where it is a module of its own (transformer_layer.py: not
+     * an IdentityOp; pp_work_norm_modules). */
+    bool norm_in, norm_mlp;
+    pp_work_norm_modules(w, ly->moe, &norm_in, &norm_mlp);
+    const unsigned rc_norm_in = norm_in ? BIT(PP_RCM_LAYERNORM) : 0;
+    const unsigned rc_norm_mlp = norm_mlp ? BIT(PP_RCM_LAYERNORM) : 0;
+    /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
+     * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
+     * and the activation functions keep 16-bit tensors. */
+    const double lin = w->stack.precision == PP_PREC_FP8 ? 1.0 : 2.0;
+    const double ss = b * aq * s * sk; /* the score matrix */
+    ly->n_saved = 0;
+    ly->saved_bytes = ly->saved_paper_bytes = ly->saved_sel_bytes = ly->mtp_saved_bytes = 0;
+    ly->saved_sel_mods = l->recompute_modules ? l->recompute_modules : BIT(PP_RCM_CORE_ATTN);
+    if (ly->titan && !ly->moe) {
+        build_saved_titan(w, ly);
+        return;
+    }
+    /* Full recompute keeps only the layer input (checkpoint), Korthikanti table 2: 2sbh. */
+    ly->full_input = (pp_layer_saved){"layer.input", sb * h * rep, 2, true, 0};
+
+    saved_add(ly, "ln1.input", sb * h * rep, 2, true, 0);
+    saved_add(ly, "ln1.stats", sb * rep * stats, 4, false, 0);
+    if (ly->mla) {
+        /* MLA (Megatron MLASelfAttention): the down-projections see the full hidden state; their
+         * outputs are normalised and up-projected per TP rank. Saved: the shared input, the
+         * latents (norm inputs) and normalised latents (up-projection inputs), q and k with the
+         * RoPE part appended per head, v, and the output. */
+        double ql = (double)m->q_lora_rank, kvl = (double)m->kv_lora_rank;
+        double rope = (double)m->qk_rope_dim, vd = ly->v_head_dim;
+        unsigned up = BIT(PP_RCM_MLA_UP_PROJ);
+        saved_add(ly, "mla.input", sb * h * rep, lin, true, rc_norm_in);
+        if (ql > 0) {
+            saved_add(ly, "mla.q_latent", sb * ql, 2, false, 0);
+            saved_add(ly, "mla.q_latent_norm", sb * ql, lin, false, 0);
+        }
+        saved_add(ly, "mla.kv_latent", sb * (kvl + rope), 2, false, 0);
+        saved_add(ly, "mla.kv_latent_norm", sb * kvl, lin, false, 0);
+        saved_add(ly, "attn.q", sb * aq * d, 2, true, up);
+        saved_add(ly, "attn.k", sb * aq * d, 2, true, up);
+        saved_add(ly, "attn.v", sb * aq * vd, 2, true, up);
+        if (unfused) saved_scores(ly, ss, adrop);
+        else saved_add(ly, "attn.lse", b * aq * s, 4, false, 0);
+        saved_add(ly, "proj.input", sb * aq * vd, lin, true, 0);
+    } else {
+        saved_add(ly, "qkv.input", sb * h * rep, lin, true, rc_norm_in);
+        /* Q, K, V as the attention kernel saves them. */
+        if (unfused) {
+            /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
+             * Q is a new tensor when RoPE rotates it or when grouped heads force a copy in the
+             * reshape; K and V are new when GQA repeats them (repeat_interleave) or, for K, RoPE
+             * rotates it. baddbmm saves Q and K, bmm saves V; any saved view keeps the whole QKV
+             * output alive, and so does QK-norm, which saves the q and k views it normalises. */
+            bool rope = m->pos == PP_POS_ROPE, grouped = aq != gk;
+            bool q_new = rope || (grouped && gk > 1), k_new = grouped || rope, v_new = grouped;
+            saved_add(ly, "attn.q", q_new ? sb * aq * d : 0, 2, true, 0);
+            saved_add(ly, "attn.k", k_new ? sb * (grouped ? aq : gk) * d : 0, 2, true, 0);
+            saved_add(ly, "attn.v", v_new ? sb * aq * d : 0, 2, true, 0);
+            if (!q_new || !k_new || !v_new || m->qk_norm != PP_QKNORM_NONE)
+                saved_add(ly, "attn.qkv_out", sb * (aq + 2 * gk) * d, 2, true, 0);
+            saved_scores(ly, ss, adrop);
+        } else {
+            /* Flash attention (TE): saves q, k, v at their own head counts, the output (also the
+             * projection input, below) and the fp32 log-sum-exp per row; no s^2 tensor. With
+             * QK-norm the normalised q and k are what it saves; the norms keep their inputs. */
+            saved_add(ly, "attn.q", sb * aq * d, 2, true, 0);
+            saved_add(ly, "attn.k", sb * gk * d, 2, true, 0);
+            saved_add(ly, "attn.v", sb * gk * d, 2, true, 0);
+            saved_add(ly, "attn.lse", b * aq * s, 4, false, 0);
+            if (m->qk_norm != PP_QKNORM_NONE)
+                saved_add(ly, "attn.qk_norm_input", sb * (aq + gk) * d, 2, false, 0);
+        }
+        if (m->qk_norm != PP_QKNORM_NONE) saved_add(ly, "attn.qk_norm_stats", sb * (aq + gk), 4, false, 0);
+        saved_add(ly, "proj.input", sb * aq * d, lin, true, 0);
+    }
+    if (hdrop) saved_add(ly, "attn.bda_mask", sb * h * rep, 1, true, 0);
+    saved_add(ly, "ln2.input", sb * h * rep, 2, true, 0);
+    saved_add(ly, "ln2.stats", sb * rep * stats, 4, false, 0);
+    saved_add(ly, "fc1.input", sb * h * rep, lin, true, rc_norm_mlp); /* the router's input too (MoE) */
+
+    if (!ly->moe) {
+        static const char *const dn[5] = {"mlp.fc1_out", "mlp.silu_out", "mlp.linear_offset", "",
+                                          "fc2.input"};
+        saved_mlp(ly, eager, sb, ly->ffn, lin, false, BIT(PP_RCM_MLP), 0, dn);
+    } else {
+        /* MoE (megatron/core/transformer/moe): router logits (16-bit) and their fp32 softmax
+         * over the experts for the local tokens; the permuted token copies each rank's experts
+         * receive (the experts' fc1 input, views of one tensor); per received token the expert
+         * MLP's tensors at f/etp, the router probability it is scaled by (fp32), and the int64
+         * indices that undo the permutation; shared experts run as a dense MLP on every token. */
+        const unsigned moe = BIT(PP_RCM_MOE), shared = moe | BIT(PP_RCM_SHARED_EXPERTS);
+        const double Tl = ly->tokens_routed, Tr = ly->expert_tokens;
+        saved_add(ly, "moe.router_logits", Tl * ly->experts, 2, false, moe);
+        saved_add(ly, "moe.router_probs", Tl * ly->experts, 4, false, moe);
+        saved_add(ly, "moe.permute_index", Tl * ly->topk, 8, false, moe);
+        saved_add(ly, "moe.expert_input", Tr * h, lin, false, moe);
+        saved_add(ly, "moe.token_probs", Tr, 4, false, moe);
+        static const char *const en[5] = {"moe.fc1_out", "moe.silu_out", "moe.linear_offset",
+                                          "moe.act_out", "moe.fc2_input"};
+        saved_mlp(ly, eager, Tr, ly->expert_ffn, lin, true, moe, BIT(PP_RCM_MOE_ACT), en);
+        if (ly->shared_ffn > 0) {
+            static const char *const sn[5] = {"shared.fc1_out", "shared.silu_out",
+                                              "shared.linear_offset", "", "shared.fc2_input"};
+            saved_mlp(ly, eager, sb, ly->shared_ffn, lin, false, shared, 0, sn);
+            if (m->shared_gate) saved_add(ly, "shared.gate", Tl, 2, false, shared);
+        }
+    }
+    if (hdrop) saved_add(ly, "mlp.bda_mask", sb * h * rep, 1, true, 0);
+    /* MTP (DeepSeek-V3 sec. 2.2; megatron/core/transformer/multi_token_prediction.py): the two
+     * normalised inputs and the projection input (2h wide), saved by the MTP layer (and their
+     * bytes on any layer of the model, what its MTP layer keeps on top of it). */
+    static const struct { const char *name; double width; } mtp_in[3] = {
+        {"mtp.hidden_norm", 1}, {"mtp.embed_norm", 1}, {"mtp.eh_proj_input", 2}};
+    ly->mtp_saved_bytes = 0;
+    for (int i = 0; i < 3 && m->mtp_layers > 0; i++) {
+        double x = mtp_in[i].width * sb * h * rep;
+        ly->mtp_saved_bytes += 2.0 * x;
+        if (ly->mtp) saved_add(ly, mtp_in[i].name, x, 2, false, 0);
+    }
+}
+
+bool pp_layer_saved_kept(const pp_layer *ly, int i, pp_recompute rc, unsigned mods)
+{
+    if (rc == PP_RC_FULL) return false;
+    return rc != PP_RC_SELECTIVE || !(ly->saved[i].drop_mods & mods);
+}
+
+double pp_layer_saved_bytes(const pp_layer *ly, pp_recompute rc, unsigned mods, double *paper_bytes)
+{
+    double bytes = 0, paper = 0;
+    if (rc == PP_RC_FULL) {
+        bytes = ly->full_input.elems * ly->full_input.bytes_per_elem;
+        paper = bytes;
+    } else if (rc != PP_RC_SELECTIVE || !mods) {
+        bytes = ly->saved_bytes;
+        paper = ly->saved_paper_bytes;
+    } else if (mods == ly->saved_sel_mods && !paper_bytes) {
+        bytes = ly->saved_sel_bytes;
+    } else {
+        unsigned drop = mods;
+        for (int i = 0; i < ly->n_saved; i++) {
+            const pp_layer_saved *t = &ly->saved[i];
+            if (t->drop_mods & drop) continue;
+            double x = t->elems * t->bytes_per_elem;
+            bytes += x;
+            if (t->paper) paper += x;
+        }
+    }
+    if (paper_bytes) *paper_bytes = paper;
+    return bytes;
+}
+
+/* ------------------------------------------------------------------ the layer */
+
+void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsigned parts, pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    /* No memset: the search builds these for every candidate; every field read is set here. */
+    ly->moe = (kind & PP_LAYER_MOE) && m->experts > 1;
+    ly->window = (kind & PP_LAYER_WINDOW) && m->window > 0;
+    ly->mtp = (kind & PP_LAYER_MTP) && m->mtp_layers > 0;
+    ly->kind = (ly->moe ? PP_LAYER_MOE : 0) | (ly->window ? PP_LAYER_WINDOW : 0) | (ly->mtp ? PP_LAYER_MTP : 0);
+    ly->mla = m->kv_lora_rank > 0;
+    ly->titan = w->framework == PP_FW_FSDP && !ly->mla;
+    ly->glu = m->act == PP_ACT_SWIGLU;
+
+    /* --- geometry */
+    const double t = (double)l->tp, s = (double)m->seq;
+    ly->tp = t;
+    ly->cp = (double)l->cp;
+    ly->mbs = (double)l->mbs;
+    ly->hidden = (double)m->hidden;
+    ly->seq = s;
+    ly->tokens = ly->mbs * s / ly->cp;
+    ly->rep = l->sp ? 1.0 / t : 1.0;
+    ly->rep_titan = l->tp > 1 ? 1.0 / t : 1.0;
+    ly->tokens_routed = ly->tokens * ly->rep;
+    ly->heads = (double)m->heads / t;
+    ly->kv_heads = kv_heads_rank(m, l->tp);
+    ly->head_dim = (double)m->head_dim;
+    ly->v_head_dim = (double)pp_model_v_head_dim(m);
+    ly->q_width = ly->heads * ly->head_dim;
+    ly->kv_width = ly->kv_heads * ly->head_dim;
+    ly->v_width = ly->heads * ly->v_head_dim;
+    ly->ffn = (double)m->ffn / t;
+    ly->ep = (double)l->ep;
+    ly->etp = (double)pp_layout_etp(l);
+    if (ly->moe) {
+        ly->experts = (double)m->experts;
+        ly->topk = (double)(m->topk > 0 ? m->topk : 1);
+        ly->local_experts = ly->experts / ly->ep;
+        ly->expert_ffn = (double)pp_model_expert_ffn(m) / ly->etp;
+        ly->shared_ffn = (double)m->shared_ffn / t;
+        ly->expert_tokens = pp_layer_expert_tokens(w, l, ly->tokens, &ly->expert_tokens_mean);
+    } else {
+        ly->experts = ly->topk = ly->local_experts = 0;
+        ly->expert_ffn = ly->shared_ffn = ly->expert_tokens = ly->expert_tokens_mean = 0;
+    }
+
+    /* --- attention core */
+    pp_layer_attn *a = &ly->attn;
+    a->batch_heads = ly->mbs * ly->heads;
+    a->queries = s / ly->cp;
+    a->keys = s;
+    a->span = s;
+    a->keys_avg = s / 2.0; /* causal: a query attends to the keys before it, s/2 on average */
+    if (ly->window && (double)m->window < s) {
+        double W = (double)m->window;
+        a->span = W;
+        a->keys_avg = W * (1.0 - W / (2.0 * s));
+    }
+    a->qk_dim = ly->mla ? (double)(m->qk_nope_dim + m->qk_rope_dim) : ly->head_dim;
+    a->v_dim = ly->v_head_dim;
+    a->fused = w->attention != PP_ATTN_UNFUSED;
+    a->scores = a->batch_heads * a->queries * a->keys;
+
+    ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = 0;
+    if (parts & PP_LAYER_GEMMS) build_gemms(w, ly);
+    if (parts & PP_LAYER_EW) build_ew(w, ly);
+    if (parts & PP_LAYER_COLLS) build_colls(l, ly);
+    if (parts & PP_LAYER_SAVED) build_saved(w, l, ly);
+    if (parts & PP_LAYER_PARAMS) build_params(w, l, ly);
+}
+
+void pp_layer_build(const pp_work *w, const pp_layout *l, int kind, pp_layer *out)
+{
+    pp_layer_build_parts(w, l, kind, PP_LAYER_ALL, out);
+}
+
+int pp_layer_gemm_shapes(const pp_work *w, const pp_layout *l, int kind, pp_layer_gemm *out, int max)
+{
+    pp_layer ly;
+    pp_layer_build_parts(w, l, kind, PP_LAYER_GEMMS, &ly);
+    for (int i = 0; i < ly.n_gemm && i < max; i++) out[i] = ly.gemm[i];
+    return ly.n_gemm;
+}
+
+/* ------------------------------------------------------------------ model FLOPs */
+
+double pp_layer_model_fwd_flops_per_token(const pp_model *m, double *attn_core)
+{
+    /* The description at one rank's full width (tp = cp = ep = 1, one sequence), Megatron's
+     * shapes: 2 m n k per GEMM over the tokens (the router, the shared experts and the top-k
+     * experts a token passes through), 2 x span x (q + v) per token for QK^T and AV. For GPT
+     * (f = 4h, MHA) this is 24 h^2 + 4 s h per layer, the per-layer term of Narayanan et al.
+     * SC'21 eq. 3. */
+    pp_work w;
+    memset(&w, 0, sizeof w);
+    w.model = *m;
+    w.framework = PP_FW_MEGATRON;
+    pp_layout l;
+    pp_layout_init(&l);
+    int64_t cnt[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, 0, m->layers, cnt);
+    double total = 0, core = 0;
+    pp_layer ly;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        if (!cnt[k]) continue;
+        pp_layer_build_parts(&w, &l, k, PP_LAYER_GEMMS, &ly);
+        double g = 0;
+        for (int i = 0; i < ly.n_gemm; i++) {
+            const pp_layer_gemm *x = &ly.gemm[i];
+            g += 2.0 * x->m * x->n * x->k * x->count;
+        }
+        double n = (double)cnt[k];
+        total += n * g / ly.tokens;
+        core += n * 2.0 * ly.attn.span * ly.heads * (ly.attn.qk_dim + ly.attn.v_dim);
+    }
+    if (attn_core) *attn_core = core;
+    return total + core + 2.0 * (double)m->hidden * (double)m->vocab;
+}

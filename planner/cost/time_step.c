@@ -1,0 +1,529 @@
+/* Step-time model, part 2: a pipeline stage from its layers' terms (time.c), the pipeline
+ * schedule and its bubble, the DP gradient reduction with overlap, ZeRO-3 / FSDP2 gathers and
+ * copies, the optimizer step; the public estimate. The constants below are software facts or
+ * published figures with their sources; the model-form constants are in time.c. */
+#include "pp_time.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pp_calibrate.h" /* issue 8: factors fitted by `parplan calibrate` */
+#include "pp_profile.h"
+
+/* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
+ * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
+#define OPT_BYTES_PER_PARAM 34.0
+
+/* FSDP2's parameter and gradient copies (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
+ * and _fsdp_param_group.py), bytes per parameter: an unshard casts the fp32 shard to bf16 (4/S
+ * read, 2/S written) into the all-gather input and copies the gathered output into the unsharded
+ * parameters (2 + 2; on one rank the cast is the whole unshard, 6); a reduction casts the bf16
+ * gradient into the fp32 reduce-scatter input (2 + 4) and, on one rank, copies it to the output
+ * (4 + 4), else adds a later micro-batch's shard into the gradient (4 + 4 + 4, / S). */
+#define FSDP_CAST_BYTES 6.0
+#define FSDP_COPY_OUT_BYTES 4.0
+#define FSDP_RS_COPY_BYTES 8.0
+#define FSDP_ACCUM_BYTES 12.0
+/* torch.optim.AdamW per parameter of the shard: fused (torch._fused_adamw_) reads parameter,
+ * gradient, m, v and writes parameter, m, v: 28; foreach (_multi_tensor_adam) runs one kernel
+ * per step of the update: weight decay 8, lerp of m 12, v *= beta2 8, addcmul into v 14 (the
+ * gradient read once for both factors), sqrt 8, / bias correction 8, + eps 8, addcdiv into the
+ * parameter 16: 82. Measured on one H200: foreach - fused = 48.0 ms for 3.607e9 parameters
+ * (tests/data/fsdp/runs.csv, l3b_s4k_b1_full*), 54 B at 4.06 TB/s, the copy bandwidth the
+ * anchors measured there (4.10-4.18 TB/s). No gradient clipping (torchtitan's max_norm adds a
+ * norm pass and a scale: not in the runs, not modelled). */
+#define OPT_FSDP_FUSED_BYTES 28.0
+#define OPT_FSDP_FOREACH_BYTES 82.0
+
+/* Megatron's DDP bucket (megatron/core/distributed: bucket_size = max(40M, 1M x dp)): the last
+ * bucket cannot overlap with anything. */
+#define DP_BUCKET_PARAMS 40e6
+/* CPU Adam (optimizer offload): parameters updated per second per GPU process, on a host
+ * shared by 8 GPUs. An order-of-magnitude assumption, not measured here (ZeRO-Offload, Ren et
+ * al. 2021, is the reference design); only used when --offload is given. */
+#define CPU_ADAM_PARAMS_PER_S 1e9
+
+static double max2(double a, double b) { return a > b ? a : b; }
+static double pos(double a) { return a > 0 ? a : 0; }
+
+/* ------------------------------------------------------------------ the step */
+
+typedef struct {
+    double n[PP_LAYER_KINDS], r[PP_LAYER_KINDS]; /* layers and fully recomputed layers by kind */
+    double mtp;      /* MTP layers (last stage) */
+    bool first, last;
+} stage_desc;
+
+typedef struct {
+    double fwd, bwd;     /* per micro-batch, all included */
+    double compute, recompute, tp, cp, ep;
+    double params;       /* parameters on one rank of the stage (elements) */
+    double expert_params;
+} stage_time;
+
+static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
+                       const stage_desc *sd, stage_time *st)
+{
+    memset(st, 0, sizeof *st);
+    double t = (double)l->tp, et = (double)pp_layout_etp(l) * (double)l->ep;
+    int mtp_kind = pp_model_mtp_kind(&c->w->model);
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        double n = sd->n[k] + (k == mtp_kind && sd->last ? sd->mtp : 0.0), r = sd->r[k];
+        if (n <= 0) continue;
+        pp_time_terms y;
+        pp_time_layer_terms(ly, k, &y);
+        double fwd_layer = y.fwd_compute_s + y.fwd_tp_s + y.fwd_cp_s + y.fwd_ep_s;
+        double sel = l->recompute == PP_RC_SELECTIVE ? n * y.sel_recompute_s : 0;
+        st->compute += n * (y.fwd_compute_s + y.bwd_compute_s);
+        st->tp += n * (y.fwd_tp_s + y.bwd_tp_s) + r * y.fwd_tp_s;
+        st->cp += n * (y.fwd_cp_s + y.bwd_cp_s) + r * y.fwd_cp_s;
+        st->ep += n * (y.fwd_ep_s + y.bwd_ep_s) + r * y.fwd_ep_s;
+        st->recompute += r * y.fwd_compute_s + sel;
+        st->fwd += n * fwd_layer;
+        st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * fwd_layer + sel;
+        st->params += n * c->kind_dense_params[k] / t;
+        st->expert_params += n * c->kind_expert_params[k] / et;
+    }
+    if (sd->first) {
+        st->fwd += ly->embed_fwd_s;
+        st->bwd += ly->embed_bwd_s;
+        st->compute += ly->embed_fwd_s + ly->embed_bwd_s - ly->embed_tp_s;
+        st->tp += ly->embed_tp_s;
+        st->params += c->embed_params / t;
+    }
+    if (sd->last) {
+        /* Each MTP layer ends in its own pass through the shared output layer and loss. */
+        double heads = 1.0 + sd->mtp;
+        st->fwd += heads * ly->output_fwd_s;
+        st->bwd += heads * ly->output_bwd_s;
+        st->compute += heads * (ly->output_fwd_s + ly->output_bwd_s - ly->output_tp_s);
+        st->tp += heads * ly->output_tp_s;
+        st->params += c->final_params + sd->mtp * c->mtp_extra_params / t;
+        /* Untied output layer, or Megatron's copy of the tied embedding on the last stage. */
+        if (c->output_params > 0) st->params += c->output_params / t;
+        else if (l->pp > 1) st->params += c->embed_params / t;
+    }
+}
+
+static double recomputed(const pp_layout *l, double n)
+{
+    if (l->recompute != PP_RC_FULL) return 0;
+    if (l->recompute_layers > 0 && (double)l->recompute_layers < n) return (double)l->recompute_layers;
+    return n;
+}
+
+/* Stage i holding decoder layers [first, first + n), the first r of them fully recomputed. */
+static void stage_desc_range(const pp_model *m, int64_t first, int64_t n, int64_t r, bool is_first,
+                             bool is_last, stage_desc *sd)
+{
+    int64_t cn[PP_LAYER_KINDS], cr[PP_LAYER_KINDS];
+    pp_model_layer_counts(m, first, n, cn);
+    pp_model_layer_counts(m, first, r, cr);
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        sd->n[k] = (double)cn[k];
+        sd->r[k] = (double)cr[k];
+    }
+    sd->mtp = is_last ? (double)m->mtp_layers : 0.0;
+    sd->first = is_first;
+    sd->last = is_last;
+}
+
+/* A stage of n layers all of kind k (the uniform fast path of one-kind models). */
+static stage_desc stage_desc_one(const pp_model *m, int k, double n, double r, bool is_first, bool is_last)
+{
+    stage_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.n[k] = n;
+    sd.r[k] = r;
+    sd.mtp = is_last ? (double)m->mtp_layers : 0.0;
+    sd.first = is_first;
+    sd.last = is_last;
+    return sd;
+}
+
+/* --framework fsdp (PyTorch FSDP2 as torchtitan applies it): the time one step of stage st adds
+ * for its parameters and gradients, and the parameters the rank's optimizer updates (*opt_params).
+ * Groups: the embedding (first stage), each block, [norm, output] (last stage). Per micro-batch:
+ *   - unshard: the bf16 cast of the fp32 shard and, across ranks, the all-gather and its
+ *     copy-out; blocks and embedding again in the backward with reshard_after_forward (--zero 3);
+ *     [norm, output] once (never resharded after forward);
+ *   - reduction: the bf16 gradients cast into the fp32 reduce-scatter input, the reduce-scatter
+ *     (fp32, torchtitan's reduce_dtype) and under HSDP the all-reduce of the shard over the
+ *     replicas; on one rank a copy; later micro-batches add into the sharded gradient;
+ *   - PP with several micro-batches: gradients accumulate unsharded in fp32 and are reduced once,
+ *     parameters stay unsharded between backwards (torch.distributed.pipelining stage.py).
+ * The copies run on the compute stream, except the reduce-scatter stream's (the one-rank copy,
+ * the accumulation), which hide behind the backward's compute. Collectives overlap with compute
+ * (FSDP2 prefetches the next block's all-gather in the forward and backward, reduces on its own
+ * stream): exposed are the first group's gather, the last group's reduction, and whatever the
+ * others take beyond the compute they run beside (pp_time_behind()). */
+static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const stage_time *st,
+                              double n_blocks, bool first, bool last, double m, double *opt_params)
+{
+    const pp_work *w = c->w;
+    const double t = (double)l->tp;
+    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
+    const double dpcp = (double)(l->dp * l->cp);
+    const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
+    const double SE = l->zero >= 2 ? max2(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+    const bool reshard = l->zero >= 3;
+    const bool nosync = l->pp > 1 && m > 1;
+    const double E = first ? c->embed_params / t : 0.0;
+    const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
+    const double P = st->params, PE = st->expert_params, Pall = P + PE;
+    const double B = max2(0.0, P - E - H) + PE;      /* the blocks' parameters */
+    const double blk = n_blocks > 0 ? B / n_blocks : 0.0;
+    *opt_params = P / S + PE / SE;
+
+    /* gathers per step of the blocks and embedding, and of [norm, output] */
+    double g_blocks = nosync ? (reshard ? m + 1.0 : 1.0) : m * (reshard ? 2.0 : 1.0);
+    double g_head = nosync ? 1.0 : m;
+    double unshard_b = S > 1 ? FSDP_CAST_BYTES / S + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
+    double serial = unshard_b * ((B + E) * g_blocks + H * g_head);
+    double reductions = nosync ? 1.0 : m;
+    /* copy-in every micro-batch; under PP's no-sync the bf16 gradient is added into the fp32
+     * accumulator instead (read 2 + 4, write 4) */
+    serial += Pall * (nosync ? (m - 1.0) * 10.0 + FSDP_CAST_BYTES : m * FSDP_CAST_BYTES);
+    double side = S > 1 ? Pall * (reductions - 1.0) * FSDP_ACCUM_BYTES / S : Pall * reductions * FSDP_RS_COPY_BYTES;
+    double compute = m * (st->fwd + st->bwd);
+    double total = serial / c->mem_rate + pp_time_behind(side / c->mem_rate, m * st->bwd);
+
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    if (S > 1 || R > 1) {
+        /* torchtitan's mesh is [pp, dp_replicate, dp_shard, cp, tp], tp innermost: the shard
+         * group's ranks are tp apart, the replicas tp x shard apart. */
+        int64_t sn = pp_time_group_per_node((int64_t)S, l->tp, gpn);
+        int64_t rn = pp_time_group_per_node((int64_t)R, l->tp * (int64_t)S, gpn);
+        double ab = (w->stack.precision == PP_PREC_FP8 && S > 1) ? 1.0 : 2.0; /* fp8 all-gather */
+        double ag_b = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, blk * ab) : 0.0;
+        double rs_b = S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, blk * 4.0) : 0.0;
+        rs_b += R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, blk * 4.0 / S) : 0.0;
+        double g0 = first ? E : blk, g1 = first ? E : blk; /* first gathered, last reduced */
+        double ag_first = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, g0 * 2.0) : 0.0;
+        double rs_last = (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, g1 * 4.0) : 0.0) +
+                         (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, g1 * 4.0 / S) : 0.0);
+        /* all the rest, per step: the blocks' gathers and reductions and the other groups' */
+        double ag_all = n_blocks * ag_b * g_blocks + (S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, (E * g_blocks + H * g_head) * 2.0) : 0.0);
+        double rs_all = reductions * (n_blocks * rs_b + (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, (E + H) * 4.0) : 0.0) +
+                                      (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, (E + H) * 4.0 / S) : 0.0));
+        double exposed_once = m * ag_first + reductions * rs_last;
+        total += exposed_once + pp_time_behind(max2(0.0, ag_all + rs_all - exposed_once), compute);
+    }
+    if (l->zero < 2 && dpcp > 1) {
+        /* no sharding (torchtitan's DDP): fp32 gradients all-reduced in buckets during the last
+         * backward (torch DDP bucket_cap_mb, torchtitan 100 MB); the last bucket is exposed. */
+        int64_t dn = pp_time_group_per_node((int64_t)dpcp, l->tp, gpn);
+        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)dpcp, dn, Pall * 4.0);
+        double buckets = max2(1.0, Pall * 4.0 / 100e6);
+        total += ar / buckets + pp_time_behind(ar - ar / buckets, st->bwd);
+    }
+    return total;
+}
+
+void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
+                  pp_time_result *out)
+{
+    const pp_work *w = c->w;
+    const pp_model *mdl = &w->model;
+    const int64_t p = l->pp, L = w->model.layers;
+    const double m = (double)(w->gbs / (l->dp * l->mbs));
+    const double v = (double)l->vpp;
+    memset(out, 0, sizeof *out);
+    /* One layer kind in every decoder layer: stages differ only in their layer counts. */
+    const bool one_kind = (ly->kinds_present & ~(1u << ly->kind_main)) == 0;
+    const int km = ly->kind_main;
+
+    /* Stages: uniform split of one kind in O(1) (the first L % p stages hold one more layer), or
+     * stage by stage (an uneven split, or layers of several kinds). Track the slowest, the first
+     * and the last stage and the sum. */
+    stage_time worst = {0}, first = {0}, last = {0};
+    double sum_work = 0, worst_work = -1;
+    if (l->stage_layers || !one_kind) {
+        int64_t at = 0;
+        stage_desc prev_sd;
+        stage_time prev_st;
+        bool have_prev = false;
+        for (int64_t i = 0; i < p; i++) {
+            int64_t n = pp_layout_stage_layers(w, l, i);
+            int64_t r = l->stage_recompute ? l->stage_recompute[i] : (int64_t)recomputed(l, (double)n);
+            stage_desc sd;
+            memset(&sd, 0, sizeof sd);
+            stage_desc_range(mdl, at, n, r, i == 0, i == p - 1, &sd);
+            at += n;
+            stage_time st;
+            /* Middle stages of the same make-up cost the same: price each make-up once. */
+            if (have_prev && !sd.first && !sd.last && !memcmp(&sd, &prev_sd, sizeof sd)) {
+                st = prev_st;
+            } else {
+                stage_eval(c, l, ly, &sd, &st);
+                if (!sd.first && !sd.last) {
+                    prev_sd = sd;
+                    prev_st = st;
+                    have_prev = true;
+                }
+            }
+            double work = st.fwd + st.bwd;
+            sum_work += work;
+            if (work > worst_work) { worst_work = work; worst = st; }
+            if (i == 0) first = st;
+            if (i == p - 1) last = st;
+        }
+    } else {
+        int64_t lo = L / p, rem = L % p; /* rem < p: the last stage never gets an extra layer */
+        double n0 = (double)(lo + (rem > 0)), nl = (double)lo;
+        stage_desc d0 = stage_desc_one(mdl, km, n0, recomputed(l, n0), true, p == 1);
+        stage_eval(c, l, ly, &d0, &first);
+        worst = first;
+        worst_work = first.fwd + first.bwd;
+        if (p == 1) {
+            last = first;
+            sum_work = worst_work;
+        } else {
+            stage_desc dl = stage_desc_one(mdl, km, nl, recomputed(l, nl), false, true);
+            stage_eval(c, l, ly, &dl, &last);
+            double wl = last.fwd + last.bwd;
+            if (wl > worst_work) { worst_work = wl; worst = last; }
+            sum_work = first.fwd + first.bwd + wl;
+            if (p > 2) {
+                /* Middle stages: rem - 1 of them (if any) with lo + 1 layers, the rest lo. */
+                int64_t mid_hi = rem > 1 ? (rem - 1 < p - 2 ? rem - 1 : p - 2) : 0;
+                int64_t mid_lo = p - 2 - mid_hi;
+                stage_time sh = {0}, sl = {0};
+                if (mid_hi > 0) {
+                    stage_desc dh = stage_desc_one(mdl, km, (double)(lo + 1),
+                                                   recomputed(l, (double)(lo + 1)), false, false);
+                    stage_eval(c, l, ly, &dh, &sh);
+                    sum_work += (double)mid_hi * (sh.fwd + sh.bwd);
+                    if (sh.fwd + sh.bwd > worst_work) { worst_work = sh.fwd + sh.bwd; worst = sh; }
+                }
+                if (mid_lo > 0) {
+                    stage_desc dd = stage_desc_one(mdl, km, (double)lo, recomputed(l, (double)lo),
+                                                   false, false);
+                    stage_eval(c, l, ly, &dd, &sl);
+                    sum_work += (double)mid_lo * (sl.fwd + sl.bwd);
+                    if (sl.fwd + sl.bwd > worst_work) { worst_work = sl.fwd + sl.bwd; worst = sl; }
+                }
+            }
+        }
+    }
+
+    /* --- pipeline */
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    double p2p = 0, per_mb_p2p = 0;
+    if (p > 1) {
+        /* Stage neighbours are tp*cp*dp ranks apart: on a multi-node job at least one stage
+         * boundary crosses nodes, and the pipeline runs at the pace of its slowest link. */
+        bool cross = w->gpus > gpn;
+        p2p = cross ? pp_time_collective_s(c, PP_TC_SENDRECV, 2, 1, ly->p2p_bytes)
+                    : pp_time_collective_s(c, PP_TC_SENDRECV, 2, 2, ly->p2p_bytes);
+        p2p += ly->p2p_gather_s;
+        /* 1F1B: per micro-batch a stage receives/sends its activations and gradients (two
+         * batched exchanges). The interleaved schedule does that once per model chunk: the
+         * v - 1 extra exchanges each way are exposed, or, overlapped with the chunk's compute
+         * (Megatron-Core --overlap-p2p-communication), cost what overlap costs. */
+        per_mb_p2p = 2.0 * p2p;
+        if (v > 1) {
+            double chunk = worst_work / (2.0 * v);
+            per_mb_p2p += 2.0 * (v - 1) * (c->opts.overlap_p2p ? pp_time_behind(p2p, chunk) : p2p);
+        }
+    }
+    double pipe, pp_comm;
+    if (p == 1) {
+        pipe = m * worst_work;
+        pp_comm = 0;
+    } else if (v <= 1) {
+        /* Flow shop of m identical jobs over p machines: (m-1) max + sum. */
+        pipe = (m - 1) * (worst_work + per_mb_p2p) + sum_work + (double)p * per_mb_p2p;
+        pp_comm = (m + (double)p - 1) * per_mb_p2p;
+    } else {
+        /* Interleaved (Narayanan et al. SC'21 sec. 2.2.2): the bubble shrinks to (p-1)/v. */
+        double avg = sum_work / (double)p;
+        pipe = m * (worst_work + per_mb_p2p) + ((double)p - 1) / v * (avg + per_mb_p2p);
+        pp_comm = (m + ((double)p - 1) / v) * per_mb_p2p;
+    }
+    out->compute_s = m * worst.compute;
+    out->recompute_s = m * worst.recompute;
+    out->tp_comm_s = m * worst.tp;
+    out->cp_comm_s = m * worst.cp;
+    out->ep_comm_s = m * worst.ep;
+    out->pp_comm_s = pp_comm;
+    out->bubble_s = pos(pipe - m * worst_work - pp_comm);
+
+    /* --- data parallel: gradients over dp*cp ranks (experts over dp*cp/ep) */
+    const int64_t dpg = l->dp * l->cp;
+    const int64_t edpg = pp_layout_edp(l);
+    const bool sharded = l->dist_opt || l->zero >= 1;
+    const double gb = c->opts.grad_reduce_bytes;
+    double dp_exposed = 0, zero_s = 0;
+    /* The reduction of a bucket starts when its gradients are final, i.e. in the last
+     * micro-batch's backward (Megatron --overlap-grad-reduce, DeepSpeed overlap_comm). With 1F1B
+     * that window is the stage's last backward; the first stage finishes last, the last stage
+     * (p-1) stage-backwards earlier, which its reduction can also hide behind. With the
+     * interleaved schedule each model chunk finishes at its own time during the cooldown, which
+     * lasts as many chunk-backwards as the warm-up had chunk-forwards,
+     * (p-1) x 2 + (v-1) x p on the first stage (megatron/core/pipeline_parallel/schedules.py),
+     * and only the last chunk's reduction is left at the end. */
+    const stage_time *ends[2] = {&first, &last};
+    double window[2] = {first.bwd, last.bwd + (double)(p - 1) * (last.bwd + per_mb_p2p)};
+    double tail_div = 1.0;
+    if (v > 1) {
+        double cool = (2.0 * (double)(p - 1) + (v - 1) * (double)p) / v;
+        window[0] = first.bwd * (1.0 + cool);
+        window[1] = last.bwd * (1.0 + cool);
+        tail_div = v;
+    }
+    double opt_params = 0;
+    for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
+        const stage_time *st = ends[e];
+        double P = st->params, PE = st->expert_params;
+        int64_t dpn = pp_time_group_per_node(dpg, l->tp, gpn);
+        int64_t edpn = pp_time_group_per_node(edpg, pp_layout_etp(l) * l->ep, gpn);
+        double red, gather = 0;
+        if (l->zero >= 3) {
+            /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward
+             * and again for the backward, reduce-scatter the gradients; prefetching overlaps
+             * them with the micro-batch's compute. */
+            double agp = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
+                         pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
+                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            double z = m * (pp_time_behind(agp, st->fwd) + pp_time_behind(agp + rsg, st->bwd));
+            if (z > zero_s) zero_s = z;
+            red = 0;
+        } else if (l->zero == 2) {
+            /* ZeRO-2: gradients reduce-scattered during every micro-batch's backward. */
+            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
+                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            double z = m * pp_time_behind(rsg, st->bwd);
+            if (z > zero_s) zero_s = z;
+            red = 0;
+            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
+                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+        } else if (sharded) {
+            red = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
+                  pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
+                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+        } else {
+            red = pp_time_collective_s(c, PP_TC_ALL_REDUCE, dpg, dpn, P * gb) +
+                  pp_time_collective_s(c, PP_TC_ALL_REDUCE, edpg, edpn, PE * gb);
+        }
+        double buckets = max2(tail_div, (P + PE) / DP_BUCKET_PARAMS);
+        double ex = 0;
+        /* The last bucket cannot hide behind anything. */
+        if (red > 0)
+            ex = c->opts.overlap_grad_reduce ? red / buckets + pp_time_behind(red - red / buckets, window[e]) : red;
+        if (gather > 0)
+            ex += c->opts.overlap_param_gather ? gather / buckets + pp_time_behind(gather - gather / buckets, st->fwd)
+                                               : gather;
+        if (ex > dp_exposed) dp_exposed = ex;
+        double po = sharded ? P / (double)dpg + PE / (double)edpg : P + PE;
+        if (po > opt_params) opt_params = po;
+    }
+    /* Tied embeddings with PP: the first and last stage all-reduce the embedding gradient
+     * (Megatron finalize_model_grads), after the backward. */
+    if (p > 1 && c->output_params == 0 && w->model.tied)
+        dp_exposed += pp_time_collective_s(c, PP_TC_ALL_REDUCE, 2, w->gpus > gpn ? 1 : 2,
+                                           c->embed_params / (double)l->tp * gb);
+    /* Offloaded parameters (ZeRO-Infinity): fetched over PCIe for forward and backward. */
+    if (l->offload == PP_OFF_PARAMS) {
+        double pcie = w->gpu.pcie_gbs * 1e9;
+        zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / pcie;
+    }
+    if (w->framework == PP_FW_FSDP) {
+        /* FSDP2: every gather, reduction and copy happens per micro-batch (fsdp_stage_comm). */
+        zero_s = dp_exposed = opt_params = 0;
+        for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
+            double po = 0;
+            int64_t n = pp_layout_stage_layers(w, l, e ? p - 1 : 0);
+            double z = fsdp_stage_comm(c, l, ends[e], (double)n, e == 0, e == 1 || p == 1, m, &po);
+            if (z > zero_s) zero_s = z;
+            if (po > opt_params) opt_params = po;
+        }
+    }
+    out->dp_comm_s = dp_exposed;
+    out->zero_gather_s = zero_s;
+
+    /* --- optimizer: Adam over the rank's (shard of the) parameters, memory-bound */
+    out->optimizer_params = opt_params;
+    out->optimizer_measured_s = 0;
+    if (l->offload == PP_OFF_NONE) {
+        double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
+        if (meas > 0) out->optimizer_measured_s = meas;
+        double opt_bytes = OPT_BYTES_PER_PARAM;
+        if (w->framework == PP_FW_FSDP)
+            opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
+        out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;
+        if (w->profile && w->profile->calibration.present)
+            out->optimizer_s *= w->profile->calibration.optimizer_scale; /* issue 8 */
+    } else {
+        /* CPU Adam: gradients down, 16-bit parameters up over PCIe, update on the host. */
+        double pcie = w->gpu.pcie_gbs * 1e9;
+        out->optimizer_s = opt_params * (gb + 2.0) / pcie + opt_params / CPU_ADAM_PARAMS_PER_S;
+    }
+
+    out->step_time_s = pipe + out->dp_comm_s + out->zero_gather_s + out->optimizer_s;
+    double gbs = (double)w->gbs;
+    out->samples_per_s = gbs / out->step_time_s;
+    out->tokens_per_s = out->samples_per_s * (double)w->model.seq;
+    out->model_flops = c->model_flops;
+    out->model_tflops_per_gpu = c->model_flops / out->step_time_s / (double)w->gpus / 1e12;
+    out->mfu = c->peak_flops > 0 ? c->model_flops / (out->step_time_s * (double)w->gpus * c->peak_flops) : 0;
+}
+
+/* ------------------------------------------------------------------ public API */
+
+void pp_time_parts_get(const pp_work *w, const pp_layout *l, pp_time_parts *out)
+{
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, w, NULL);
+    pp_time_layer ly;
+    pp_time_layer_get(&c, l, &ly);
+    double fwd = ly.fwd_compute_s + ly.fwd_tp_s + ly.fwd_cp_s + ly.fwd_ep_s;
+    out->layer_fwd_s = fwd;
+    out->layer_bwd_s = ly.bwd_compute_s + ly.bwd_tp_s + ly.bwd_cp_s + ly.bwd_ep_s +
+                       (l->recompute == PP_RC_SELECTIVE ? ly.sel_recompute_s : 0);
+    out->layer_recompute_s = fwd;
+    out->embed_fwd_s = ly.embed_fwd_s;
+    out->embed_bwd_s = ly.embed_bwd_s;
+    out->output_fwd_s = ly.output_fwd_s;
+    out->output_bwd_s = ly.output_bwd_s;
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    out->p2p_s = l->pp > 1 ? pp_time_collective_s(&c, PP_TC_SENDRECV, 2, w->gpus > gpn ? 1 : 2, ly.p2p_bytes) +
+                                 ly.p2p_gather_s
+                           : 0;
+}
+
+pp_status pp_time_estimate_opts(const pp_work *w, const pp_layout *l, const pp_time_opts *o,
+                                pp_time_result *out, pp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!w || !l) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "time estimate: no work or layout");
+    if ((w->gpu.peak_flops[PP_DT_BF16] <= 0 && w->gpu.peak_flops[PP_DT_FP16] <= 0) || w->gpu.gemm_eff <= 0 || w->gpu.mem_bw_gbs <= 0)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "GPU '%s' lacks bf16/fp16 FLOP/s, gemm_eff or memory bandwidth",
+                            w->gpu.name);
+    if (w->gpus > w->gpus_per_node && w->gpu.internode_gbs <= 0)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "GPU '%s' has no internode_gbs but the job spans %lld nodes", w->gpu.name,
+                            (long long)((w->gpus + w->gpus_per_node - 1) / w->gpus_per_node));
+    if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->cp < 1 || l->ep < 1 || l->mbs < 1 || l->vpp < 1 ||
+        w->gbs % (l->dp * l->mbs))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "time estimate: the layout is not validated");
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, w, o);
+    pp_time_layer ly;
+    pp_time_layer_get(&c, l, &ly);
+    pp_time_step(&c, l, &ly, out);
+    if (!isfinite(out->step_time_s) || out->step_time_s <= 0)
+        return pp_error_set(err, PP_ERR_RUNTIME, NULL, 0, 0, "time estimate is not finite");
+    return PP_OK;
+}
+
+pp_status pp_time_estimate(const pp_work *w, const pp_layout *l, pp_time_result *out, pp_error *err)
+{
+    pp_time_opts o;
+    pp_time_opts_default(w, &o);
+    return pp_time_estimate_opts(w, l, &o, out, err);
+}
+
