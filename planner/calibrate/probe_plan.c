@@ -177,6 +177,12 @@ static void arg_num(pp_probe_call *c, const char *flag, int64_t v)
     arg(c, num);
 }
 
+/* flag[i] v[i] for i < n */
+static void args_num(pp_probe_call *c, const char *const *flag, const int64_t *v, int n)
+{
+    for (int i = 0; i < n; i++) arg_num(c, flag[i], v[i]);
+}
+
 /* "1,2,4": the values of a parplan-probe list option */
 static const char *list_of(const int64_t *v, int n, char *buf, size_t bn)
 {
@@ -222,12 +228,10 @@ static void call_layers(pp_probe_call *c, const pp_work *w, int part, int64_t mb
     c->part = part;
     c->mbs = mbs;
     c->ffn = ffn;
+    const char *const flag[5] = {"--hidden", "--heads", "--kv-heads", "--seq", "--mbs"};
+    const int64_t v[5] = {m->hidden, m->heads, m->kv_heads, m->seq, mbs};
     arg(c, "layer");
-    arg_num(c, "--hidden", m->hidden);
-    arg_num(c, "--heads", m->heads);
-    arg_num(c, "--kv-heads", m->kv_heads);
-    arg_num(c, "--seq", m->seq);
-    arg_num(c, "--mbs", mbs);
+    args_num(c, flag, v, 5);
     if (ffn > 0) arg_num(c, "--ffn", ffn);
     /* heads wider than hidden / heads (Qwen3: 32 x 128 over 2048) */
     if (m->head_dim * m->heads != m->hidden) arg_num(c, "--head-dim", m->head_dim);
@@ -251,16 +255,12 @@ static void call_mla(pp_probe_call *c, const pp_work *w, const pp_probe_mla_shap
     c->kind = PP_PROBE_CALL_MLA;
     c->part = PP_PROBE_PART_MLA;
     c->mla = *sh;
+    const char *const flag[9] = {"--hidden",      "--heads",      "--q-lora-rank", "--kv-lora-rank", "--qk-nope-dim",
+                                 "--qk-rope-dim", "--v-head-dim", "--seq",         "--mbs"};
+    const int64_t v[9] = {sh->hidden,      sh->heads,      sh->q_lora_rank, sh->kv_lora_rank, sh->qk_nope_dim,
+                          sh->qk_rope_dim, sh->v_head_dim, sh->seq,         sh->mbs};
     arg(c, "mla");
-    arg_num(c, "--hidden", sh->hidden);
-    arg_num(c, "--heads", sh->heads);
-    arg_num(c, "--q-lora-rank", sh->q_lora_rank);
-    arg_num(c, "--kv-lora-rank", sh->kv_lora_rank);
-    arg_num(c, "--qk-nope-dim", sh->qk_nope_dim);
-    arg_num(c, "--qk-rope-dim", sh->qk_rope_dim);
-    arg_num(c, "--v-head-dim", sh->v_head_dim);
-    arg_num(c, "--seq", sh->seq);
-    arg_num(c, "--mbs", sh->mbs);
+    args_num(c, flag, v, 9);
     arg(c, "--tp");
     arg(c, tplist);
     arg(c, "--attention");
@@ -277,13 +277,10 @@ static void call_moe(pp_probe_call *c, const pp_probe_moe_shape *sh)
     c->kind = PP_PROBE_CALL_MOE;
     c->part = PP_PROBE_PART_MOE;
     c->moe = *sh;
+    const char *const flag[6] = {"--hidden", "--experts", "--topk", "--moe-ffn", "--ep", "--shared-ffn"};
+    const int64_t v[6] = {sh->hidden, sh->experts, sh->topk, sh->moe_ffn, sh->ep, sh->shared_ffn};
     arg(c, "moe");
-    arg_num(c, "--hidden", sh->hidden);
-    arg_num(c, "--experts", sh->experts);
-    arg_num(c, "--topk", sh->topk);
-    arg_num(c, "--moe-ffn", sh->moe_ffn);
-    arg_num(c, "--ep", sh->ep);
-    if (sh->shared_ffn > 0) arg_num(c, "--shared-ffn", sh->shared_ffn);
+    args_num(c, flag, v, sh->shared_ffn > 0 ? 6 : 5);
     arg(c, "--tokens");
     arg(c, toklist);
     arg(c, "--moe-impl");

@@ -171,6 +171,18 @@ static int run_candidate(pp_probe_session *s, int k, pp_probe_cache *cache, pp_p
     return n;
 }
 
+/* Layout l alone, with local GPUs here, every call answered: its plan, the calls made ("; "-separated,
+ * their count returned), the cache they filled (from empty) and the outcome. */
+static int probe_alone(const pp_work *w, const pp_layout *l, int local, pp_probe_plan *p, pp_probe_cache *cache,
+                       pp_probe_outcome *out, char *calls, size_t cn)
+{
+    pp_probe_session s;
+    pp_probe_plan_make(w, l, local, p);
+    memset(cache, 0, sizeof *cache);
+    pp_probe_session_start(&s, w, p, 1, "NVIDIA H200");
+    return run_candidate(&s, 0, cache, out, calls, cn, -1, 0, NULL);
+}
+
 static const char *sweep_call = "optimizer --params " PP_PROBE_OPTIMIZER_SWEEP;
 
 /* The composed step (true) and the profile it was composed with (the caller frees it). */
@@ -276,16 +288,12 @@ static void test_moe_ep2(void)
      * H200, 2 micro-batches of 1 */
     if (!work_of(&w, "moe-64fg.yaml", 2, 8, 4) || !layout_of(&w, &l, 1, 1, 2, 2, 1)) return;
     pp_probe_plan p;
-    pp_probe_plan_make(&w, &l, 2, &p);
-    tap_ok(p.n_groups == 1 && p.groups[0] == 2 && p.kind_dense >= 0 && !p.moe.shared_modelled && !p.modelled[0],
-           "moe ep2 dp2: one 2-GPU sweep (DP and EP pairs), the dense layers apart, the shared experts measured");
-    pp_probe_session s;
     pp_probe_cache cache;
-    memset(&cache, 0, sizeof cache);
-    pp_probe_session_start(&s, &w, &p, 1, "NVIDIA H200");
     pp_probe_outcome out;
     char calls[4096], want[4096];
-    int n = run_candidate(&s, 0, &cache, &out, calls, sizeof calls, -1, 0, NULL);
+    int n = probe_alone(&w, &l, 2, &p, &cache, &out, calls, sizeof calls);
+    tap_ok(p.n_groups == 1 && p.groups[0] == 2 && p.kind_dense >= 0 && !p.moe.shared_modelled && !p.modelled[0],
+           "moe ep2 dp2: one 2-GPU sweep (DP and EP pairs), the dense layers apart, the shared experts measured");
     snprintf(want, sizeof want,
              "nccl --gpus 2; %s; "
              "layer --hidden 2048 --heads 16 --kv-heads 16 --seq 4096 --mbs 1 --ffn 10944 --tp 1 --attention auto --swiglu; "
@@ -321,18 +329,14 @@ static void test_mla(void)
     /* deepseek-v2-lite (27 layers, the first dense; MLA, kv rank 512, no q rank) on 8 H200, EP 8 */
     if (!work_of(&w, "deepseek-v2-lite", 8, 8, 32) || !layout_of(&w, &l, 1, 1, 8, 8, 1)) return;
     pp_probe_plan p;
-    pp_probe_plan_make(&w, &l, 8, &p);
+    pp_probe_cache cache;
+    pp_probe_outcome out;
+    char calls[4096], want[4096];
+    int n = probe_alone(&w, &l, 8, &p, &cache, &out, calls, sizeof calls);
     tap_ok(p.need[PP_PROBE_PART_MLA] && p.need[PP_PROBE_PART_MOE] && !p.need[PP_PROBE_PART_ATTN] &&
                !p.need[PP_PROBE_PART_LAYER] &&
                !strcmp(p.modelled, "the norms and residual adds around the MLA block; the dense layers' MLP"),
            "mla: the MLA block and the MoE MLP; modelled: %s", p.modelled);
-    pp_probe_session s;
-    pp_probe_cache cache;
-    memset(&cache, 0, sizeof cache);
-    pp_probe_session_start(&s, &w, &p, 1, "NVIDIA H200");
-    pp_probe_outcome out;
-    char calls[4096], want[4096];
-    int n = run_candidate(&s, 0, &cache, &out, calls, sizeof calls, -1, 0, NULL);
     snprintf(want, sizeof want,
              "nccl --gpus 8; %s; "
              "mla --hidden 2048 --heads 16 --q-lora-rank 0 --kv-lora-rank 512 --qk-nope-dim 128 --qk-rope-dim 64 "
