@@ -1,4 +1,4 @@
-/* Calibration of the time model on real training logs (issue 8): `parplan calibrate LOG...`.
+/* Calibration of the time model on real training logs: `parplan calibrate LOG...`.
  *
  * 1. Megatron-LM logs are parsed (pp_mlog): the "elapsed time per iteration (ms)" lines and the
  *    per-rank "memory (MB)" reports here; the arguments (the printed block or, for a log that
