@@ -2,6 +2,9 @@
  * "Hardware profile") or JSON. Pure C, no CUDA: unit-tested on machines without a GPU. */
 #include "probe.h"
 
+/* the profile's sections and keys, shared with the planner's reader (plain C, macros only) */
+#include "../planner/calibrate/pp_profile_schema.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,11 +15,14 @@
 #define PP_PROBE_VERSION "0.1.0"
 #endif
 
-const char *const pp_probe_names[PP_PROBE_COUNT] = {"gemm", "bandwidth", "attention", "layer",
-                                                        "optimizer", "moe", "mla", "nccl"};
-const char *const pp_gemm_dtype_names[PP_GEMM_TYPES] = {"bf16", "fp16", "tf32", "fp32", "fp8"};
-const char *const pp_moe_part_names[PP_MOE_PARTS] = {"router", "permute", "fc1", "act", "fc2", "unpermute", "shared"};
-const char *const pp_mla_part_names[PP_MLA_PARTS] = {"q", "kv", "rope", "attn", "proj"};
+const char *const pp_probe_names[PP_PROBE_COUNT] = {PP_PROFILE_ENUM_probe(PP_PROFILE_STR)};
+const char *const pp_gemm_dtype_names[PP_GEMM_TYPES] = {PP_PROFILE_ENUM_dtype(PP_PROFILE_STR)};
+const char *const pp_moe_part_names[PP_MOE_PARTS] = {PP_PROFILE_PARTS_moe(PP_PROFILE_STR)};
+const char *const pp_mla_part_names[PP_MLA_PARTS] = {PP_PROFILE_PARTS_mla(PP_PROFILE_STR)};
+_Static_assert(PP_PROFILE_COUNT(PP_PROFILE_ENUM_probe) == PP_PROBE_COUNT, "PP_PROBE_*: the schema's probes");
+_Static_assert(PP_PROFILE_COUNT(PP_PROFILE_ENUM_dtype) == PP_GEMM_TYPES, "PP_GEMM_*: the schema's types");
+_Static_assert(PP_PROFILE_COUNT(PP_PROFILE_PARTS_moe) == PP_MOE_PARTS && PP_PROFILE_COUNT(PP_PROFILE_PARTS_mla) == PP_MLA_PARTS,
+               "PP_MOE_*, PP_MLA_*: the schema's parts");
 
 bool pp_probe_in_all(int probe)
 {
@@ -220,17 +226,24 @@ static void version_str(int v, int major_div, char *buf, size_t n)
     else snprintf(buf, n, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
 }
 
+/* The driver's and the libraries' versions as text ("none" when absent). */
+typedef struct { char drv[16], rt[16], lt[16], dnn[16], nc[16]; } versions;
+static void versions_of(const pp_report *r, versions *v)
+{
+    version_str(r->driver_version, 1000, v->drv, sizeof v->drv);
+    version_str(r->runtime_version, 1000, v->rt, sizeof v->rt);
+    version_str(r->cublaslt_version, 10000, v->lt, sizeof v->lt);
+    version_str(r->cudnn_version, 10000, v->dnn, sizeof v->dnn);
+    version_str(r->nccl_version, 10000, v->nc, sizeof v->nc);
+}
+
 static void table_header(const pp_report *r, FILE *f)
 {
-    char drv[16], rt[16], lt[16], dnn[16], nc[16];
-    version_str(r->driver_version, 1000, drv, sizeof drv);
-    version_str(r->runtime_version, 1000, rt, sizeof rt);
-    version_str(r->cublaslt_version, 10000, lt, sizeof lt);
-    version_str(r->cudnn_version, 10000, dnn, sizeof dnn);
-    version_str(r->nccl_version, 10000, nc, sizeof nc);
+    versions v;
+    versions_of(r, &v);
     fprintf(f, "# parplan probe: %s, %d SMs, %.1f GiB, cc %d.%d, %d GPU(s), measured %s\n", r->gpu, r->sms,
             r->memory_bytes / 1073741824.0, r->cc_major, r->cc_minor, r->gpu_count, r->measured);
-    fprintf(f, "# driver CUDA %s, runtime %s, cuBLASLt %s, cuDNN %s, NCCL %s\n", drv, rt, lt, dnn, nc);
+    fprintf(f, "# driver CUDA %s, runtime %s, cuBLASLt %s, cuDNN %s, NCCL %s\n", v.drv, v.rt, v.lt, v.dnn, v.nc);
 }
 
 static void mib(char *buf, size_t n, double bytes)
@@ -457,15 +470,11 @@ static void list_end(wr *w, int n)
     if (w->json) fputs(n ? "\n  ]" : "]", w->f);
 }
 
-static int write_doc(const pp_report *r, FILE *f, bool json)
+static int write_doc(const pp_report *rep, FILE *f, bool json)
 {
     wr w = {f, json, true};
-    char drv[16], rt[16], lt[16], dnn[16], nc[16];
-    version_str(r->driver_version, 1000, drv, sizeof drv);
-    version_str(r->runtime_version, 1000, rt, sizeof rt);
-    version_str(r->cublaslt_version, 10000, lt, sizeof lt);
-    version_str(r->cudnn_version, 10000, dnn, sizeof dnn);
-    version_str(r->nccl_version, 10000, nc, sizeof nc);
+    versions v;
+    versions_of(rep, &v);
     if (json) {
         fputs("{\n  ", f);
     } else {
@@ -489,222 +498,101 @@ static int write_doc(const pp_report *r, FILE *f, bool json)
         if (json) fprintf(f, "\"%s\": ", k); else fprintf(f, "%s: ", k);         \
         put_num(f, v);                                                           \
     } while (0)
-    TOP_STR("gpu", r->gpu); fputs(sep, f);
-    TOP_STR("measured", r->measured); fputs(sep, f);
-    TOP_NUM("gpus", r->gpu_count); fputs(sep, f);
+    TOP_STR(PP_PROFILE_SECTION_KEY(gpu), rep->gpu); fputs(sep, f);
+    TOP_STR(PP_PROFILE_SECTION_KEY(measured), rep->measured); fputs(sep, f);
+    TOP_NUM(PP_PROFILE_SECTION_KEY(gpus), rep->gpu_count); fputs(sep, f);
     {
         char tool[64];
         snprintf(tool, sizeof tool, "parplan-probe %s", PP_PROBE_VERSION);
-        TOP_STR("tool", tool);
+        TOP_STR(PP_PROFILE_SECTION_KEY(tool), tool);
     }
     /* the machine and software: free-form under `env` (the loader's records are strict) */
-    if (json) fputs(",\n  \"env\": ", f);
-    else fputs("\nenv: ", f);
+    if (json) fprintf(f, ",\n  \"%s\": ", PP_PROFILE_SECTION_KEY(env));
+    else fprintf(f, "\n%s: ", PP_PROFILE_SECTION_KEY(env));
     w.first = true;
     fputc('{', f);
     {
         char cc[16];
-        snprintf(cc, sizeof cc, "%d.%d", r->cc_major, r->cc_minor);
-        kv_int(&w, "sms", r->sms);
-        kv_num(&w, "memory_bytes", r->memory_bytes);
-        kv_num(&w, "l2_bytes", r->l2_bytes);
+        snprintf(cc, sizeof cc, "%d.%d", rep->cc_major, rep->cc_minor);
+        kv_int(&w, "sms", rep->sms);
+        kv_num(&w, "memory_bytes", rep->memory_bytes);
+        kv_num(&w, "l2_bytes", rep->l2_bytes);
         kv_str(&w, "compute_capability", cc);
     }
-    kv_str(&w, "driver_cuda", drv);
-    kv_str(&w, "cuda_runtime", rt);
-    kv_str(&w, "cublaslt", lt);
-    kv_str(&w, "cudnn", dnn);
-    kv_str(&w, "nccl", nc);
+    kv_str(&w, "driver_cuda", v.drv);
+    kv_str(&w, "cuda_runtime", v.rt);
+    kv_str(&w, "cublaslt", v.lt);
+    kv_str(&w, "cudnn", v.dnn);
+    kv_str(&w, "nccl", v.nc);
     fputc('}', f);
     if (!json) fputc('\n', f);
 #undef TOP_STR
 #undef TOP_NUM
 
-    list_begin(&w, "gemm", r->n_gemm);
-    for (int i = 0; i < r->n_gemm; i++) {
-        const pp_gemm_row *g = &r->gemm[i];
-        item_begin(&w, i);
-        kv_str(&w, "dtype", g->dtype);
-        kv_int(&w, "m", g->m);
-        kv_int(&w, "n", g->n);
-        kv_int(&w, "k", g->k);
-        kv_num(&w, "tflops", g->tflops);
-        kv_num(&w, "us", g->us);
-        kv_str(&w, "op", g->op);
-        if (g->tp) kv_int(&w, "tp", g->tp);
-        item_end(&w);
+    /* The records: each key of the schema's list for the section, as its `wr` of the row r,
+     * where its `when` holds. gemm, attention, layer and nccl are written even when empty. */
+#define W_INT(k, v, sub) kv_int(&w, k, v)
+#define W_NUM(k, v, sub) kv_num(&w, k, v)
+#define W_STR(k, v, sub) kv_str(&w, k, v)
+#define W_ENUM(k, v, sub) kv_str(&w, k, v)
+#define W_BOOL(k, v, sub) kv_bool(&w, k, v)
+#define W_MAP(k, v, sub)                                                                                 \
+    write_parts(&w, k, (const char *const[]){PP_PROFILE_PARTS_##sub(PP_PROFILE_STR)}, v,                \
+                PP_PROFILE_COUNT(PP_PROFILE_PARTS_##sub))
+#define W_KEY(key, type, lo, hi, use, sub, rd, wr, when) \
+    if (when) W_##type(#key, wr, sub);
+#define W_RECORDS(sec, T, rows, n, always)                                                               \
+    if ((n) || (always)) {                                                                               \
+        list_begin(&w, PP_PROFILE_SECTION_KEY(sec), n);                                                  \
+        for (int i = 0; i < (n); i++) {                                                                  \
+            const T *r = &(rows)[i];                                                                     \
+            item_begin(&w, i);                                                                           \
+            PP_PROFILE_REC_##sec(W_KEY)                                                                  \
+            item_end(&w);                                                                                \
+        }                                                                                                \
+        list_end(&w, n);                                                                                 \
     }
-    list_end(&w, r->n_gemm);
-
-    /* bandwidth is a mapping in the schema */
-    {
-        double copy = 0, mul = 0;
-        for (int i = 0; i < r->n_bw; i++) {
-            if (!strcmp(r->bw[i].op, "copy")) copy = r->bw[i].gbs;
-            else if (!strcmp(r->bw[i].op, "mul")) mul = r->bw[i].gbs;
+    W_RECORDS(gemm, pp_gemm_row, rep->gemm, rep->n_gemm, true)
+    /* bandwidth is a mapping in the schema, written only when measured: the loader requires both
+     * figures in a `bandwidth` mapping, so an empty one made the profile of `parplan-probe layer`
+     * (plan --probe's call) unreadable */
+    if (rep->n_bw) {
+        double copy_gbs = 0, mul_gbs = 0;
+        for (int i = 0; i < rep->n_bw; i++) {
+            if (!strcmp(rep->bw[i].op, "copy")) copy_gbs = rep->bw[i].gbs;
+            else if (!strcmp(rep->bw[i].op, "mul")) mul_gbs = rep->bw[i].gbs;
         }
-        /* only when measured: the loader requires both figures in a `bandwidth` mapping, so an empty
-         * one made the profile of `parplan-probe layer` (plan --probe's call) unreadable */
-        if (r->n_bw) {
-            if (json) fputs(",\n  \"bandwidth\": {", f);
-            else fputs("bandwidth: {", f);
-            w.first = true;
-            kv_num(&w, "copy_gbs", copy);
-            kv_num(&w, "mul_gbs", mul);
-            fputs(json ? "}" : "}\n", f);
-        }
+        if (json) fprintf(f, ",\n  \"%s\": {", PP_PROFILE_SECTION_KEY(bandwidth));
+        else fprintf(f, "%s: {", PP_PROFILE_SECTION_KEY(bandwidth));
+        w.first = true;
+        PP_PROFILE_MAP_bandwidth(W_KEY)
+        fputs(json ? "}" : "}\n", f);
     }
-
-    list_begin(&w, "attention", r->n_attn);
-    for (int i = 0; i < r->n_attn; i++) {
-        const pp_attn_row *a = &r->attn[i];
-        item_begin(&w, i);
-        kv_str(&w, "impl", a->impl);
-        kv_int(&w, "b", a->b);
-        kv_int(&w, "s", a->s);
-        kv_int(&w, "heads", a->heads);
-        kv_int(&w, "head_dim", a->head_dim);
-        kv_num(&w, "fwd_tflops", a->fwd_tflops);
-        kv_num(&w, "fwdbwd_tflops", a->fwdbwd_tflops);
-        kv_num(&w, "fwd_ms", a->fwd_ms);
-        kv_num(&w, "fwdbwd_ms", a->fwdbwd_ms);
-        kv_bool(&w, "causal", a->causal);
-        kv_str(&w, "dtype", "bf16");
-        item_end(&w);
-    }
-    list_end(&w, r->n_attn);
-
-    list_begin(&w, "layer", r->n_layer);
-    for (int i = 0; i < r->n_layer; i++) {
-        const pp_layer_row *l = &r->layer[i];
-        item_begin(&w, i);
-        kv_int(&w, "hidden", l->hidden);
-        kv_int(&w, "heads", l->heads);
-        /* only for grouped-query attention: MHA records stay as they were */
-        if (l->kv_heads && l->kv_heads != l->heads) kv_int(&w, "kv_heads", l->kv_heads);
-        kv_int(&w, "seq", l->seq);
-        kv_int(&w, "mbs", l->mbs);
-        kv_int(&w, "tp", l->tp);
-        kv_num(&w, "fwd_ms", l->fwd_ms);
-        kv_num(&w, "fwdbwd_ms", l->fwdbwd_ms);
-        kv_num(&w, "fwd_tflops", l->fwd_tflops);
-        kv_num(&w, "fwdbwd_tflops", l->fwdbwd_tflops);
-        kv_str(&w, "activation", l->act);
-        kv_str(&w, "dtype", "bf16");
-        item_end(&w);
-    }
-    list_end(&w, r->n_layer);
-
-    list_begin(&w, "nccl", r->n_nccl);
-    for (int i = 0; i < r->n_nccl; i++) {
-        const pp_nccl_row *c = &r->nccl[i];
-        item_begin(&w, i);
-        kv_str(&w, "op", c->op);
-        kv_int(&w, "ranks", c->ranks);
-        kv_num(&w, "bytes", c->bytes);
-        kv_num(&w, "busbw_gbs", c->busbw_gbs);
-        kv_num(&w, "algbw_gbs", c->algbw_gbs);
-        kv_num(&w, "us", c->us);
-        item_end(&w);
-    }
-    list_end(&w, r->n_nccl);
-
+    W_RECORDS(attention, pp_attn_row, rep->attn, rep->n_attn, true)
+    W_RECORDS(layer, pp_layer_row, rep->layer, rep->n_layer, true)
+    W_RECORDS(nccl, pp_nccl_row, rep->nccl, rep->n_nccl, true)
     /* only when measured: profiles of the other probes stay as they were */
-    if (r->n_opt) {
-        list_begin(&w, "optimizer", r->n_opt);
-        for (int i = 0; i < r->n_opt; i++) {
-            const pp_opt_row *o = &r->opt[i];
-            item_begin(&w, i);
-            kv_num(&w, "params", o->params);
-            kv_num(&w, "bytes_per_param", o->bytes_per_param);
-            kv_num(&w, "ms", o->ms);
-            kv_num(&w, "gbs", o->gbs);
-            item_end(&w);
-        }
-        list_end(&w, r->n_opt);
-    }
-
-    /* moe and mla: only when measured */
-    if (r->n_moe) {
-        list_begin(&w, "moe", r->n_moe);
-        for (int i = 0; i < r->n_moe; i++) {
-            const pp_moe_row *m = &r->moe[i];
-            item_begin(&w, i);
-            kv_int(&w, "hidden", m->hidden);
-            kv_int(&w, "experts", m->experts);
-            kv_int(&w, "topk", m->topk);
-            kv_int(&w, "moe_ffn", m->moe_ffn);
-            kv_int(&w, "shared_ffn", m->shared_ffn);
-            kv_int(&w, "tokens", m->tokens);
-            kv_int(&w, "ep", m->ep);
-            kv_num(&w, "imbalance", m->imbalance);
-            kv_str(&w, "impl", m->impl);
-            kv_str(&w, "backend", m->backend);
-            kv_str(&w, "router", m->router);
-            kv_num(&w, "fwd_ms", m->fwd_ms);
-            kv_num(&w, "fwdbwd_ms", m->fwdbwd_ms);
-            kv_num(&w, "expert_fwd_tflops", m->expert_fwd_tflops);
-            kv_num(&w, "expert_fwdbwd_tflops", m->expert_fwdbwd_tflops);
-            write_parts(&w, "fwd_parts_ms", pp_moe_part_names, m->part_fwd_ms, PP_MOE_PARTS);
-            write_parts(&w, "bwd_parts_ms", pp_moe_part_names, m->part_bwd_ms, PP_MOE_PARTS);
-            kv_str(&w, "dtype", "bf16");
-            item_end(&w);
-        }
-        list_end(&w, r->n_moe);
-    }
-    if (r->n_mla) {
-        list_begin(&w, "mla", r->n_mla);
-        for (int i = 0; i < r->n_mla; i++) {
-            const pp_mla_row *m = &r->mla[i];
-            item_begin(&w, i);
-            kv_int(&w, "hidden", m->hidden);
-            kv_int(&w, "heads", m->heads);
-            kv_int(&w, "q_lora_rank", m->q_lora_rank);
-            kv_int(&w, "kv_lora_rank", m->kv_lora_rank);
-            kv_int(&w, "qk_nope_dim", m->qk_nope_dim);
-            kv_int(&w, "qk_rope_dim", m->qk_rope_dim);
-            kv_int(&w, "v_head_dim", m->v_head_dim);
-            kv_int(&w, "seq", m->seq);
-            kv_int(&w, "mbs", m->mbs);
-            kv_int(&w, "tp", m->tp);
-            kv_str(&w, "attention", m->attention);
-            kv_num(&w, "fwd_ms", m->fwd_ms);
-            kv_num(&w, "fwdbwd_ms", m->fwdbwd_ms);
-            kv_num(&w, "fwd_tflops", m->fwd_tflops);
-            kv_num(&w, "fwdbwd_tflops", m->fwdbwd_tflops);
-            write_parts(&w, "fwd_parts_ms", pp_mla_part_names, m->part_fwd_ms, PP_MLA_PARTS);
-            write_parts(&w, "bwd_parts_ms", pp_mla_part_names, m->part_bwd_ms, PP_MLA_PARTS);
-            kv_str(&w, "dtype", "bf16");
-            item_end(&w);
-        }
-        list_end(&w, r->n_mla);
-    }
-
+    W_RECORDS(optimizer, pp_opt_row, rep->opt, rep->n_opt, false)
+    W_RECORDS(moe, pp_moe_row, rep->moe, rep->n_moe, false)
+    W_RECORDS(mla, pp_mla_row, rep->mla, rep->n_mla, false)
     /* sizes that ran out of GPU memory ("OOM at this size"), only when there are any */
-    if (r->n_oom) {
-        list_begin(&w, "oom", r->n_oom);
-        for (int i = 0; i < r->n_oom; i++) {
-            const pp_oom_row *o = &r->oom[i];
-            item_begin(&w, i);
-            kv_str(&w, "probe", pp_probe_names[o->probe]);
-            kv_str(&w, "what", o->what);
-            kv_bool(&w, "oom", true);
-            kv_num(&w, "need_bytes", o->need_bytes);
-            if (o->request_bytes > 0) kv_num(&w, "request_bytes", o->request_bytes);
-            if (o->free_bytes >= 0) kv_num(&w, "free_bytes", o->free_bytes);
-            if (o->capped) kv_bool(&w, "capped", true);
-            item_end(&w);
-        }
-        list_end(&w, r->n_oom);
-    }
+    W_RECORDS(oom, pp_oom_row, rep->oom, rep->n_oom, false)
+#undef W_RECORDS
+#undef W_KEY
+#undef W_MAP
+#undef W_BOOL
+#undef W_ENUM
+#undef W_STR
+#undef W_NUM
+#undef W_INT
 
     /* notes (what was skipped, which backends ran) and wrong results (reported, not timed) */
-    if (json) fputs(",\n  \"notes\": [", f);
-    else fputs("notes: [", f);
-    for (int i = 0; i < r->n_note + r->n_fail; i++) {
+    if (json) fprintf(f, ",\n  \"%s\": [", PP_PROFILE_SECTION_KEY(notes));
+    else fprintf(f, "%s: [", PP_PROFILE_SECTION_KEY(notes));
+    for (int i = 0; i < rep->n_note + rep->n_fail; i++) {
         char buf[600];
-        if (i < r->n_note) snprintf(buf, sizeof buf, "%s", r->note[i]);
-        else snprintf(buf, sizeof buf, "WRONG, not timed: %s", r->fail[i - r->n_note]);
+        if (i < rep->n_note) snprintf(buf, sizeof buf, "%s", rep->note[i]);
+        else snprintf(buf, sizeof buf, "WRONG, not timed: %s", rep->fail[i - rep->n_note]);
         fputs(i ? ",\n    " : "\n    ", f);
         put_str(f, buf);
     }
@@ -799,7 +687,7 @@ int pp_parse_bytes(const char *s, double *out)
 
 int pp_parse_hang(const char *s, char *op, size_t n)
 {
-    static const char *const ops[] = {"all_reduce", "all_gather", "reduce_scatter", "sendrecv", "all_to_all"};
+    static const char *const ops[] = {PP_PROFILE_ENUM_coll(PP_PROFILE_STR)};
     if (n) op[0] = 0;
     if (!s || !*s || !strcmp(s, "0")) return 0;
     if (!strcmp(s, "1") || !strcmp(s, "any")) {

@@ -1,5 +1,5 @@
 /* parplan plan: search the layouts, prune (with reasons), rank by predicted step time, and
- * explain why the best beats the runners-up (issue 4). */
+ * explain why the best beats the runners-up. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,8 +282,8 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
     if (!r->none_fit) explain(f, w, cand, r->n, shapes, r->n_shapes);
 }
 
-/* plan --probe (issue 8): what was measured per listed candidate; NULL without --probe. */
-static const pp_plan_probe_info *plan_probe_info;
+/* plan --probe: what was measured per listed candidate; NULL without --probe. */
+static const pp_probe_outcome *plan_probe_info;
 static int64_t plan_probe_n;
 
 static void print_json(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w)
@@ -325,7 +325,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         pp_json_knum(&j, "model_tflops_per_gpu", t->model_tflops_per_gpu);
         pp_json_knum(&j, "mfu", t->mfu);
         pp_run_json_breakdown(&j, t);
-        const pp_plan_probe_info *pi = plan_probe_info && i < plan_probe_n ? &plan_probe_info[i] : NULL;
+        const pp_probe_outcome *pi = plan_probe_info && i < plan_probe_n ? &plan_probe_info[i] : NULL;
         pp_json_kstr(&j, "source", pi && pi->probed ? "probe" : "model");
         if (pi && pi->model_step_s > 0) {
             pp_json_key(&j, "probe");
@@ -373,9 +373,9 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
     pp_json_end(&j);
 }
 
-/* ------------------------------------------------------------------ uneven stages (issue 5) */
+/* ------------------------------------------------------------------ uneven stages */
 
-/* The stage MILP (issue 5) on the head of the ranking: --stages auto (plan's default) takes an
+/* The stage MILP on the head of the ranking: --stages auto (plan's default) takes an
  * uneven split or per-stage recompute where it is faster or is the only one that fits, ilp
  * wherever it solved, uniform never. pp_stages_refine solves only candidates whose bound
  * (pp_stages_gain_bound) can still reach the top `want`: measured 1.2x the search alone on
@@ -532,9 +532,9 @@ int pp_cmd_plan(pp_cli *c)
     }
     pp_status st = pp_cli_work(c, false, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
-    /* --probe: a GPU and parplan-probe are needed; say so before searching (issue 8) */
+    /* --probe: a GPU and parplan-probe are needed; say so before searching */
     pp_plan_probe_env probe_env;
-    pp_plan_probe_info *probe_info = NULL;
+    pp_probe_outcome *probe_info = NULL;
     if (c->probe_k > 0 && (rc = pp_plan_probe_check(c, &probe_env))) return rc;
     int64_t want = c->probe_k > c->top ? c->probe_k : c->top; /* candidates searched for */
 

@@ -1,4 +1,4 @@
-/* Calibration of the time model on real Megatron-LM logs (issue 8). See pp_calibrate.h.
+/* Calibration of the time model on real Megatron-LM logs. See pp_calibrate.h.
  *
  * Why a calibration: the time model (time.c) prices a layer from its GEMMs, the elementwise bytes
  * of a fused stack (Transformer Engine / Megatron's fused kernels) and flash attention. A stack
@@ -30,9 +30,9 @@
 #include "pp_memory.h"
 #include "pp_yaml.h"
 
-const char *const pp_cal_names[PP_CAL_COUNT] = {"gemm_scale", "elementwise_scale", "score_bytes",
-                                                "layer_overhead_us", "optimizer_scale",
-                                                "moe_layer_overhead_us", "expert_overhead_us"};
+/* the factors' keys in the profile's calibration section (pp_profile_schema.h) */
+const char *const pp_cal_names[PP_CAL_COUNT] = {PP_PROFILE_CAL_FACTORS(PP_PROFILE_KEY_STR)};
+_Static_assert(PP_PROFILE_COUNT(PP_PROFILE_CAL_FACTORS) == PP_CAL_COUNT, "PP_CAL_*: the schema's factors");
 
 /* ------------------------------------------------------------------ small helpers */
 

@@ -1,4 +1,4 @@
-/* Calibration of the time model on real training logs (issue 8): `parplan calibrate LOG...`.
+/* Calibration of the time model on real training logs: `parplan calibrate LOG...`.
  *
  * 1. Megatron-LM logs are parsed (pp_mlog): the "elapsed time per iteration (ms)" lines and the
  *    per-rank "memory (MB)" reports here; the arguments (the printed block or, for a log that
@@ -168,7 +168,7 @@ typedef struct {
  * attention's separate mask / softmax / dropout kernels). When w's profile has optimizer records
  * (parplan-probe optimizer), the optimizer step is read from them x cal's optimizer_scale.
  * cal's gemm_scale applies to the modelled GEMMs only (embedding, output layer); NULL or absent:
- * nothing added. Used by plan --probe (src/plan_probe.c) and by calibrate --probe-cache. */
+ * nothing added. Used by plan --probe (probe_plan.c pp_probe_compose) and by calibrate --probe-cache. */
 void pp_time_step_measured(const pp_work *w, const pp_layout *l, const pp_time_opts *o, const pp_calibration *cal,
                            double fwd_s, double fwdbwd_s, pp_time_result *out, pp_time_measured *info);
 /* The same with a measured layer per kind (fwdbwd_s[k] > 0: kind k measured, forward fwd_s[k]):

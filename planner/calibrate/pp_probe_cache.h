@@ -1,4 +1,4 @@
-/* The measurement cache of `plan --probe` (issue 8): what the local GPUs measured, keyed by the
+/* The measurement cache of `plan --probe`: what the local GPUs measured, keyed by the
  * GPU (as the driver names it) and the shape, so that an interrupted plan resumes where it stopped
  * and a repeated plan reuses its measurements.
  *

@@ -1,14 +1,15 @@
 /* Measured hardware profile (written by `parplan probe`, read by check/plan --profile).
- * Schema: docs/cli.md "Hardware profile". */
+ * Schema: docs/cli.md "Hardware profile"; its sections and keys: pp_profile_schema.h. */
 #ifndef PP_PROFILE_H
 #define PP_PROFILE_H
 
 #include "pp.h"
+#include "pp_profile_schema.h"
 
 typedef struct { pp_dtype dtype; int64_t m, n, k; double tflops; } pp_prof_gemm;
 typedef struct { int flash; int64_t b, s, heads, head_dim; double fwd_tflops, fwdbwd_tflops; } pp_prof_attn;
 /* kv_heads: the layer's key/value heads (GQA groups), = heads for multi-head attention (the
- * record's optional `kv_heads` key, issue 8). no_mlp: the layer without its MLP (`activation:
+ * record's optional `kv_heads` key). no_mlp: the layer without its MLP (`activation:
  * none`, parplan-probe layer --no-mlp: the attention part of an MoE layer). */
 typedef struct {
     int64_t hidden, heads, seq, mbs, tp;
@@ -33,7 +34,7 @@ typedef struct { double params, bytes_per_param, ms, gbs; } pp_prof_optimizer;
  * (Megatron's SequentialMLP) or a grouped GEMM (TEGroupedMLP). imbalance: the busiest local expert's
  * tokens over the mean (1: balanced routing). Parts in pp_prof_moe_part_names order, each part's own
  * time; 0 when the record has no parts. */
-#define PP_PROF_MOE_PARTS 7
+#define PP_PROF_MOE_PARTS PP_PROFILE_MOE_PARTS
 extern const char *const pp_prof_moe_part_names[PP_PROF_MOE_PARTS];
 typedef struct {
     int64_t hidden, experts, topk, moe_ffn, shared_ffn, tokens, ep;
@@ -48,7 +49,7 @@ typedef struct {
 /* One multi-head latent attention block of a TP shard (`parplan-probe mla`, probes/mla.cu,
  * DeepSeek-V2/V3): q_lora_rank 0 is a plain query projection; flash: cuDNN's fused attention ran
  * (else the unfused GEMMs + softmax). Parts in pp_prof_mla_part_names order; 0 when absent. */
-#define PP_PROF_MLA_PARTS 5
+#define PP_PROF_MLA_PARTS PP_PROFILE_MLA_PARTS
 extern const char *const pp_prof_mla_part_names[PP_PROF_MLA_PARTS];
 typedef struct {
     int64_t hidden, heads, q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim, seq, mbs, tp;

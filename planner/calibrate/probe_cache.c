@@ -1,4 +1,4 @@
-/* The measurement cache of `plan --probe` (issue 8). See pp_probe_cache.h. */
+/* The measurement cache of `plan --probe`. See pp_probe_cache.h. */
 #include "pp_probe_cache.h"
 
 #include <errno.h>

@@ -1,11 +1,13 @@
 /* Measured hardware profiles (`parplan probe -o FILE`, read by --profile) and the queries the
- * time model asks of them (GEMM rate, bus bandwidth, optimizer step: issue 8).
- * Schema: docs/cli.md "Hardware profile".
+ * time model asks of them (GEMM rate, bus bandwidth, optimizer step).
+ * Schema: docs/cli.md "Hardware profile"; its sections and keys: pp_profile_schema.h, from which
+ * the key tables below are made.
  *
  * Records are strict (unknown keys inside a gemm/attention/layer/nccl/optimizer/moe/mla record or in
  * `bandwidth` are errors); the top level also allows a few documented free-form keys
  * (env, notes, host, ...) because the contract welcomes more keys there. */
 #include "pp_profile.h"
+#include "pp_profile_schema.h"
 #include "pp_yaml.h"
 
 #include <math.h>
@@ -13,196 +15,97 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pp_coll_names[PP_COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter",
-                                                  "sendrecv", "all_to_all"};
-static const char *const attn_impl_names[2] = {"unfused", "flash"}; /* index = flash */
+const char *const pp_coll_names[PP_COLL_COUNT] = {PP_PROFILE_ENUM_coll(PP_PROFILE_STR)};
+const char *const pp_prof_moe_part_names[PP_PROF_MOE_PARTS] = {PP_PROFILE_PARTS_moe(PP_PROFILE_STR)};
+const char *const pp_prof_mla_part_names[PP_PROF_MLA_PARTS] = {PP_PROFILE_PARTS_mla(PP_PROFILE_STR)};
+_Static_assert(PP_PROFILE_COUNT(PP_PROFILE_ENUM_coll) == PP_COLL_COUNT, "pp_coll: the schema's collectives");
 
-/* Records as read: the public struct plus informational keys that are allowed, typed, and
- * not kept (op/label name the transformer GEMM, us/ms/algbw are what busbw came from). */
+/* The names of the schema's enumerations (ENUM keys: sub) */
+static const char *const enum_dtype[] = {PP_PROFILE_ENUM_dtype(PP_PROFILE_STR)};
+static const char *const enum_attn_impl[] = {PP_PROFILE_ENUM_attn_impl(PP_PROFILE_STR)};
+static const char *const enum_moe_impl[] = {PP_PROFILE_ENUM_moe_impl(PP_PROFILE_STR)};
+static const char *const enum_router[] = {PP_PROFILE_ENUM_router(PP_PROFILE_STR)};
+static const char *const enum_probe[] = {PP_PROFILE_ENUM_probe(PP_PROFILE_STR)};
+#define enum_coll pp_coll_names /* public: pp_coll */
+
+/* Records as read: the public struct `r` plus what the schema allows and the planner does not keep
+ * (op/label name the transformer GEMM, us/ms/algbw are what busbw came from). */
 typedef struct { pp_prof_gemm r; int dtype; char label[64]; int64_t tp; double scratch; } gemm_rec;
 typedef struct { pp_prof_attn r; int impl; bool causal; char dtype[16]; double scratch; } attn_rec;
 typedef struct { pp_prof_layer r; char dtype[16], act[16]; double scratch; } layer_rec;
 typedef struct { pp_prof_nccl r; int op; double scratch; } nccl_rec;
-
-#define RINT(T, k, f, lo, hi) {k, PP_KEY_INT, offsetof(T, f), lo, hi, 0, 0, NULL, 0, true, NULL, 0, 0}
-#define RNUM(T, k, f, lo, hi, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, 1, 0, NULL, 0, req, NULL, 0, 0}
-#define RENUM(T, k, f, nm, n) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, nm, n, true, NULL, 0, 0}
-#define RSTR(T, k, f) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, false, NULL, 0, 0}
-#define NKEYS(t) ((int)(sizeof t / sizeof t[0]))
-
-static const pp_key gemm_keys[] = {
-    RENUM(gemm_rec, "dtype", dtype, pp_dtype_names, PP_DT_COUNT),
-    RINT(gemm_rec, "m", r.m, 1, 1e9), RINT(gemm_rec, "n", r.n, 1, 1e9), RINT(gemm_rec, "k", r.k, 1, 1e9),
-    RNUM(gemm_rec, "tflops", r.tflops, 0, 1e6, true),
-    RSTR(gemm_rec, "op", label), RSTR(gemm_rec, "label", label),
-    {"tp", PP_KEY_INT, offsetof(gemm_rec, tp), 1, 1e6, 0, 0, NULL, 0, false, NULL, 0, 0},
-    RNUM(gemm_rec, "us", scratch, 0, 1e12, false), RNUM(gemm_rec, "ms", scratch, 0, 1e12, false),
-};
-static const pp_key attn_keys[] = {
-    RENUM(attn_rec, "impl", impl, attn_impl_names, 2),
-    RINT(attn_rec, "b", r.b, 1, 1e9), RINT(attn_rec, "s", r.s, 1, 1e9),
-    RINT(attn_rec, "heads", r.heads, 1, 1e9), RINT(attn_rec, "head_dim", r.head_dim, 1, 1e9),
-    RNUM(attn_rec, "fwd_tflops", r.fwd_tflops, 0, 1e6, true),
-    RNUM(attn_rec, "fwdbwd_tflops", r.fwdbwd_tflops, 0, 1e6, true),
-    {"causal", PP_KEY_BOOL, offsetof(attn_rec, causal), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
-    RSTR(attn_rec, "dtype", dtype),
-    RNUM(attn_rec, "fwd_ms", scratch, 0, 1e12, false), RNUM(attn_rec, "fwdbwd_ms", scratch, 0, 1e12, false),
-};
-static const pp_key layer_keys[] = {
-    RINT(layer_rec, "hidden", r.hidden, 1, 1e9), RINT(layer_rec, "heads", r.heads, 1, 1e9),
-    RINT(layer_rec, "seq", r.seq, 1, 1e9), RINT(layer_rec, "mbs", r.mbs, 1, 1e9),
-    RINT(layer_rec, "tp", r.tp, 1, 1e6),
-    /* grouped-query attention only (absent: kv_heads = heads); 1..heads dividing heads, checked below */
-    {"kv_heads", PP_KEY_INT, offsetof(layer_rec, r.kv_heads), 1, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0},
-    RNUM(layer_rec, "fwd_ms", r.fwd_ms, 0, 1e9, true),
-    RNUM(layer_rec, "fwdbwd_ms", r.fwdbwd_ms, 0, 1e9, true),
-    RSTR(layer_rec, "dtype", dtype), RSTR(layer_rec, "activation", act),
-    RNUM(layer_rec, "fwd_tflops", scratch, 0, 1e6, false),
-    RNUM(layer_rec, "fwdbwd_tflops", scratch, 0, 1e6, false),
-};
-static const pp_key nccl_keys[] = {
-    RENUM(nccl_rec, "op", op, pp_coll_names, PP_COLL_COUNT),
-    RINT(nccl_rec, "ranks", r.ranks, 1, 1e7),
-    RNUM(nccl_rec, "bytes", r.bytes, 1, 1e15, true),
-    RNUM(nccl_rec, "busbw_gbs", r.busbw_gbs, 0, 1e6, true),
-    RNUM(nccl_rec, "algbw_gbs", scratch, 0, 1e6, false),
-    RNUM(nccl_rec, "us", scratch, 0, 1e12, false),
-};
-
-/* `optimizer:` (parplan-probe optimizer, issue 8): one fused AdamW step per size. Bounds: up to
- * 1e15 parameters (the planner's range), 1..1000 bytes per parameter (30 in practice; fp64 states
- * with a master copy stay far below 1000), a step of 1 ns to a day: a zero time is no measurement. */
 typedef struct { pp_prof_optimizer r; } opt_rec;
-static const pp_key opt_keys[] = {
-    RNUM(opt_rec, "params", r.params, 1, 1e15, true),
-    RNUM(opt_rec, "bytes_per_param", r.bytes_per_param, 1, 1000, true),
-    RNUM(opt_rec, "ms", r.ms, 1e-6, 86400e3, true),
-    RNUM(opt_rec, "gbs", r.gbs, 1e-6, 1e6, true),
-};
-
-/* `moe:` and `mla:` (parplan-probe moe / mla): one model layer per record. Shapes are integers from
- * 1 (shared_ffn and q_lora_rank: 0 means none); times from 1 ns to a day; the part times are nested
- * mappings of the parts' own medians. The cross-field rules (topk <= experts, ep dividing experts,
- * tp dividing heads, an even rope size) are checked after reading, naming the record. */
-const char *const pp_prof_moe_part_names[PP_PROF_MOE_PARTS] = {"router", "permute",   "fc1",   "act",
-                                                               "fc2",    "unpermute", "shared"};
-const char *const pp_prof_mla_part_names[PP_PROF_MLA_PARTS] = {"q", "kv", "rope", "attn", "proj"};
-static const char *const moe_impl_names[2] = {"loop", "grouped"};
-static const char *const moe_router_names[2] = {"softmax", "sigmoid"};
 typedef struct { pp_prof_moe r; char backend[32], dtype[16]; } moe_rec;
 typedef struct { pp_prof_mla r; char dtype[16]; } mla_rec;
-#define ROPT(T, k, f, lo, hi) {k, PP_KEY_INT, offsetof(T, f), lo, hi, 0, 0, NULL, 0, false, NULL, 0, 0}
-#define PARTS(T, arr, i, nm) RNUM(T, nm, arr[i], 0, 86400e3, false)
-#define MOE_PART_KEYS(arr)                                                                              \
-    {PARTS(moe_rec, arr, 0, "router"), PARTS(moe_rec, arr, 1, "permute"), PARTS(moe_rec, arr, 2, "fc1"),       \
-     PARTS(moe_rec, arr, 3, "act"), PARTS(moe_rec, arr, 4, "fc2"), PARTS(moe_rec, arr, 5, "unpermute"),       \
-     PARTS(moe_rec, arr, 6, "shared")}
-#define MLA_PART_KEYS(arr)                                                                              \
-    {PARTS(mla_rec, arr, 0, "q"), PARTS(mla_rec, arr, 1, "kv"), PARTS(mla_rec, arr, 2, "rope"),               \
-     PARTS(mla_rec, arr, 3, "attn"), PARTS(mla_rec, arr, 4, "proj")}
-static const pp_key moe_fwd_part_keys[] = MOE_PART_KEYS(r.fwd_parts_ms);
-static const pp_key moe_bwd_part_keys[] = MOE_PART_KEYS(r.bwd_parts_ms);
-static const pp_key mla_fwd_part_keys[] = MLA_PART_KEYS(r.fwd_parts_ms);
-static const pp_key mla_bwd_part_keys[] = MLA_PART_KEYS(r.bwd_parts_ms);
-static const pp_key moe_keys[] = {
-    RINT(moe_rec, "hidden", r.hidden, 1, 1e9), RINT(moe_rec, "experts", r.experts, 1, 1e6),
-    RINT(moe_rec, "topk", r.topk, 1, 1e6), RINT(moe_rec, "moe_ffn", r.moe_ffn, 1, 1e9),
-    ROPT(moe_rec, "shared_ffn", r.shared_ffn, 0, 1e9), RINT(moe_rec, "tokens", r.tokens, 1, 1e12),
-    ROPT(moe_rec, "ep", r.ep, 1, 1e6),
-    RNUM(moe_rec, "imbalance", r.imbalance, 1, 1e6, false),
-    RENUM(moe_rec, "impl", r.grouped, moe_impl_names, 2),
-    {"router", PP_KEY_ENUM, offsetof(moe_rec, r.sigmoid), 0, 0, 0, 0, moe_router_names, 2, false, NULL, 0, 0},
-    RSTR(moe_rec, "backend", backend), RSTR(moe_rec, "dtype", dtype),
-    RNUM(moe_rec, "fwd_ms", r.fwd_ms, 1e-6, 86400e3, true),
-    RNUM(moe_rec, "fwdbwd_ms", r.fwdbwd_ms, 1e-6, 86400e3, true),
-    RNUM(moe_rec, "expert_fwd_tflops", r.expert_fwd_tflops, 0, 1e6, false),
-    RNUM(moe_rec, "expert_fwdbwd_tflops", r.expert_fwdbwd_tflops, 0, 1e6, false),
-    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_fwd_part_keys, NKEYS(moe_fwd_part_keys), 0},
-    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, moe_bwd_part_keys, NKEYS(moe_bwd_part_keys), 0},
-};
-static const pp_key mla_keys[] = {
-    RINT(mla_rec, "hidden", r.hidden, 1, 1e9), RINT(mla_rec, "heads", r.heads, 1, 1e6),
-    ROPT(mla_rec, "q_lora_rank", r.q_lora_rank, 0, 1e9), RINT(mla_rec, "kv_lora_rank", r.kv_lora_rank, 1, 1e9),
-    RINT(mla_rec, "qk_nope_dim", r.qk_nope_dim, 1, 1e6), RINT(mla_rec, "qk_rope_dim", r.qk_rope_dim, 2, 1e6),
-    RINT(mla_rec, "v_head_dim", r.v_head_dim, 1, 1e6), RINT(mla_rec, "seq", r.seq, 1, 1e9),
-    RINT(mla_rec, "mbs", r.mbs, 1, 1e9), RINT(mla_rec, "tp", r.tp, 1, 1e6),
-    RENUM(mla_rec, "attention", r.flash, attn_impl_names, 2),
-    RNUM(mla_rec, "fwd_ms", r.fwd_ms, 1e-6, 86400e3, true),
-    RNUM(mla_rec, "fwdbwd_ms", r.fwdbwd_ms, 1e-6, 86400e3, true),
-    RNUM(mla_rec, "fwd_tflops", r.fwd_tflops, 0, 1e6, false),
-    RNUM(mla_rec, "fwdbwd_tflops", r.fwdbwd_tflops, 0, 1e6, false),
-    RSTR(mla_rec, "dtype", dtype),
-    {"fwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_fwd_part_keys, NKEYS(mla_fwd_part_keys), 0},
-    {"bwd_parts_ms", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, mla_bwd_part_keys, NKEYS(mla_bwd_part_keys), 0},
-};
-
-/* `oom:` (parplan-probe, issue 9): the sizes that ran out of GPU memory, reported instead of
- * measured. Checked as strictly as the measurements, then not kept (nothing is timed in them). */
-static const char *const oom_probe_names[8] = {"gemm", "bandwidth", "attention", "layer",
-                                               "optimizer", "moe", "mla", "nccl"};
 typedef struct { int probe; char what[160]; bool oom, capped; double need, request, free_b; } oom_rec;
-static const pp_key oom_keys[] = {
-    RENUM(oom_rec, "probe", probe, oom_probe_names, 8),
-    {"what", PP_KEY_STR, offsetof(oom_rec, what), 0, 0, 0, sizeof(((oom_rec *)0)->what), NULL, 0, true, NULL, 0, 0},
-    {"oom", PP_KEY_BOOL, offsetof(oom_rec, oom), 0, 0, 0, 0, NULL, 0, true, NULL, 0, 0},
-    RNUM(oom_rec, "need_bytes", need, 0, 1e15, true),
-    RNUM(oom_rec, "request_bytes", request, 0, 1e15, false),
-    RNUM(oom_rec, "free_bytes", free_b, 0, 1e15, false),
-    {"capped", PP_KEY_BOOL, offsetof(oom_rec, capped), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
-};
+typedef struct { pp_profile p; } prof_file;
 
-typedef struct {
-    pp_profile p;
-} prof_file;
+#define NKEYS(t) ((int)(sizeof t / sizeof t[0]))
 
-static const pp_key bw_keys[] = {
-    {"copy_gbs", PP_KEY_NUM, offsetof(prof_file, p.copy_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0, 0},
-    {"mul_gbs", PP_KEY_NUM, offsetof(prof_file, p.mul_gbs), 0, 1e6, 1, 0, NULL, 0, true, NULL, 0, 0},
-};
-#define PANY(k) {k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0}
-/* `calibration:` written by `parplan calibrate` (calibrate.c): the factors are required when the
- * section is there; the fit's figures are informational. Bounds: what a real stack can be (a
- * GEMM at 5%..20x the model's rate, elementwise traffic 1/20..50x). */
-#define CNUM(sec, k, f, lo, hi, req, scale) \
-    {k, PP_KEY_NUM, offsetof(prof_file, p.sec.f), lo, hi, scale, 0, NULL, 0, req, NULL, 0, 0}
-#define CAL_KEYS(sec)                                                                                           \
-    {CNUM(sec, "gemm_scale", gemm_scale, 0.05, 20, true, 1),                                                    \
-     CNUM(sec, "elementwise_scale", elementwise_scale, 0.05, 50, true, 1),                                      \
-     CNUM(sec, "score_bytes", score_bytes, 0, 1000, true, 1),                                                   \
-     CNUM(sec, "layer_overhead_us", layer_overhead_s, 0, 1e6, true, 1e-6),                                      \
-     CNUM(sec, "optimizer_scale", optimizer_scale, 0.05, 50, true, 1),                                          \
-     CNUM(sec, "moe_layer_overhead_us", moe_layer_overhead_s, 0, 1e6, false, 1e-6),                             \
-     CNUM(sec, "expert_overhead_us", expert_overhead_s, 0, 1e6, false, 1e-6),                                   \
-     {"runs", PP_KEY_INT, offsetof(prof_file, p.sec.runs), 0, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0},             \
-     CNUM(sec, "mape_before_pct", mape_before, -1, 1e6, false, 1),                                              \
-     CNUM(sec, "mape_after_pct", mape_after, -1, 1e6, false, 1),                                                \
-     CNUM(sec, "mape_loo_pct", mape_loo, -1, 1e6, false, 1),                                                    \
-     {"stack", PP_KEY_STR, offsetof(prof_file, p.sec.stack), 0, 0, 0, sizeof(((pp_calibration *)0)->stack),    \
-      NULL, 0, false, NULL, 0, 0},                                                                                 \
-     {"fitted", PP_KEY_STR, offsetof(prof_file, p.sec.fitted), 0, 0, 0, sizeof(((pp_calibration *)0)->fitted), \
-      NULL, 0, false, NULL, 0, 0},                                                                                 \
-     PANY("logs"),                                                                                              \
-     PANY("notes")}
-static const pp_key cal_keys[] = CAL_KEYS(calibration);
-/* `probe_calibration:` has the keys of `calibration:` (same bounds, same meaning) */
-static const pp_key probe_cal_keys[] = CAL_KEYS(probe_calibration);
-enum { P_GPU, P_MEASURED, P_GEMM, P_BW, P_ATTN, P_LAYER, P_NCCL, P_CAL, P_OOM, P_OPT, P_PCAL, P_MOE, P_MLA };
-static const pp_key prof_keys[] = {
-    {"gpu", PP_KEY_STR, offsetof(prof_file, p.gpu), 0, 0, 0, sizeof(((pp_profile *)0)->gpu), NULL, 0, true, NULL, 0, 0},
-    {"measured", PP_KEY_STR, offsetof(prof_file, p.measured), 0, 0, 0, sizeof(((pp_profile *)0)->measured),
-     NULL, 0, true, NULL, 0, 0},
-    PANY("gemm"), /* the record lists are read below with their own tables */
-    {"bandwidth", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, bw_keys, NKEYS(bw_keys), 0},
-    PANY("attention"), PANY("layer"), PANY("nccl"),
-    {"calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, cal_keys, NKEYS(cal_keys), 0},
-    PANY("oom"), /* read below with oom_keys */
-    PANY("optimizer"), /* read below with opt_keys */
-    {"probe_calibration", PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, probe_cal_keys, NKEYS(probe_cal_keys), 0},
-    PANY("moe"), PANY("mla"), /* read below with moe_keys, mla_keys */
-    /* Free-form, documented extras: where and how the profile was measured. */
-    PANY("env"), PANY("notes"), PANY("host"), PANY("driver"), PANY("cuda"), PANY("tool"),
-    PANY("version"), PANY("gpus"), PANY("command"),
-};
+/* One key of the schema (X(key, type, lo, hi, use, sub, rd, ...)) as a row of T's table; a MAP key
+ * reads the table sec_key_keys. */
+#define KEY(T, sec, key, type, lo, hi, use, sub, rd, ...) KEY_##type(T, sec, key, lo, hi, PP_PROFILE_REQUIRED_##use, sub, rd)
+#define KEY_INT(T, sec, key, lo, hi, req, sub, rd) {#key, PP_KEY_INT, offsetof(T, rd), lo, hi, 0, 0, NULL, 0, req, NULL, 0, 0},
+#define KEY_NUM(T, sec, key, lo, hi, req, sub, rd) {#key, PP_KEY_NUM, offsetof(T, rd), lo, hi, 1, 0, NULL, 0, req, NULL, 0, 0},
+#define KEY_USEC(T, sec, key, lo, hi, req, sub, rd) {#key, PP_KEY_NUM, offsetof(T, rd), lo, hi, 1e-6, 0, NULL, 0, req, NULL, 0, 0},
+#define KEY_STR(T, sec, key, lo, hi, req, sub, rd) \
+    {#key, PP_KEY_STR, offsetof(T, rd), 0, 0, 0, sizeof(((T *)0)->rd), NULL, 0, req, NULL, 0, 0},
+#define KEY_BOOL(T, sec, key, lo, hi, req, sub, rd) {#key, PP_KEY_BOOL, offsetof(T, rd), 0, 0, 0, 0, NULL, 0, req, NULL, 0, 0},
+#define KEY_ENUM(T, sec, key, lo, hi, req, sub, rd) \
+    {#key, PP_KEY_ENUM, offsetof(T, rd), 0, 0, 0, 0, enum_##sub, NKEYS(enum_##sub), req, NULL, 0, 0},
+#define KEY_MAP(T, sec, key, lo, hi, req, sub, rd) \
+    {#key, PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, req, sec##_##key##_keys, NKEYS(sec##_##key##_keys), 0},
+#define KEY_ANY(T, sec, key, lo, hi, req, sub, rd) {#key, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
+
+/* the part times of moe and mla records: nested mappings of each part's own median */
+#define PART_KEY(T, arr, name) \
+    {#name, PP_KEY_NUM, offsetof(T, arr[PP_PROFILE_PART_##name]), 0, PP_PROFILE_PART_MS_MAX, 1, 0, NULL, 0, false, NULL, 0, 0},
+#define MOE_FWD_PART(name) PART_KEY(moe_rec, r.fwd_parts_ms, name)
+#define MOE_BWD_PART(name) PART_KEY(moe_rec, r.bwd_parts_ms, name)
+#define MLA_FWD_PART(name) PART_KEY(mla_rec, r.fwd_parts_ms, name)
+#define MLA_BWD_PART(name) PART_KEY(mla_rec, r.bwd_parts_ms, name)
+static const pp_key moe_fwd_parts_ms_keys[] = {PP_PROFILE_PARTS_moe(MOE_FWD_PART)};
+static const pp_key moe_bwd_parts_ms_keys[] = {PP_PROFILE_PARTS_moe(MOE_BWD_PART)};
+static const pp_key mla_fwd_parts_ms_keys[] = {PP_PROFILE_PARTS_mla(MLA_FWD_PART)};
+static const pp_key mla_bwd_parts_ms_keys[] = {PP_PROFILE_PARTS_mla(MLA_BWD_PART)};
+
+#define GEMM_KEY(...) KEY(gemm_rec, gemm, __VA_ARGS__)
+#define ATTN_KEY(...) KEY(attn_rec, attention, __VA_ARGS__)
+#define LAYER_KEY(...) KEY(layer_rec, layer, __VA_ARGS__)
+#define NCCL_KEY(...) KEY(nccl_rec, nccl, __VA_ARGS__)
+#define OPT_KEY(...) KEY(opt_rec, optimizer, __VA_ARGS__)
+#define MOE_KEY(...) KEY(moe_rec, moe, __VA_ARGS__)
+#define MLA_KEY(...) KEY(mla_rec, mla, __VA_ARGS__)
+#define OOM_KEY(...) KEY(oom_rec, oom, __VA_ARGS__)
+#define BW_KEY(...) KEY(prof_file, bandwidth, __VA_ARGS__)
+static const pp_key gemm_keys[] = {PP_PROFILE_REC_gemm(GEMM_KEY)};
+static const pp_key attention_keys[] = {PP_PROFILE_REC_attention(ATTN_KEY)};
+static const pp_key layer_keys[] = {PP_PROFILE_REC_layer(LAYER_KEY)};
+static const pp_key nccl_keys[] = {PP_PROFILE_REC_nccl(NCCL_KEY)};
+static const pp_key optimizer_keys[] = {PP_PROFILE_REC_optimizer(OPT_KEY)};
+static const pp_key moe_keys[] = {PP_PROFILE_REC_moe(MOE_KEY)};
+static const pp_key mla_keys[] = {PP_PROFILE_REC_mla(MLA_KEY)};
+/* `oom:` is checked as strictly as the measurements, then not kept */
+static const pp_key oom_keys[] = {PP_PROFILE_REC_oom(OOM_KEY)};
+static const pp_key bandwidth_keys[] = {PP_PROFILE_MAP_bandwidth(BW_KEY)};
+
+/* `calibration:` written by `parplan calibrate` (calibrate.c), and `probe_calibration:` with the same
+ * keys (same bounds, same meaning) */
+#define CAL_KEY(key, type, lo, hi, use, rd) KEY(prof_file, calibration, key, type, lo, hi, use, _, p.calibration.rd, _, 0)
+#define PCAL_KEY(key, type, lo, hi, use, rd) \
+    KEY(prof_file, probe_calibration, key, type, lo, hi, use, _, p.probe_calibration.rd, _, 0)
+static const pp_key calibration_keys[] = {PP_PROFILE_MAP_calibration(CAL_KEY)};
+static const pp_key probe_calibration_keys[] = {PP_PROFILE_MAP_calibration(PCAL_KEY)};
+
+/* The top level: the strings kept, the mappings read with their tables, the record lists read
+ * below with theirs (found[PP_PROFILE_SECTION_*]), the free-form keys ignored. */
+#define TOP_KEY(key, kind, use) TOP_##kind(key, PP_PROFILE_REQUIRED_##use)
+#define TOP_STR(key, req) \
+    {#key, PP_KEY_STR, offsetof(prof_file, p.key), 0, 0, 0, sizeof(((pp_profile *)0)->key), NULL, 0, req, NULL, 0, 0},
+#define TOP_MAP(key, req) {#key, PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, req, key##_keys, NKEYS(key##_keys), 0},
+#define TOP_LIST(key, req) {#key, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, req, NULL, 0, 0},
+#define TOP_ANY(key, req) {#key, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, req, NULL, 0, 0},
+static const pp_key prof_keys[] = {PP_PROFILE_SECTIONS(TOP_KEY)};
 
 void pp_profile_free(pp_profile *p)
 {
@@ -224,17 +127,40 @@ void pp_profile_free(pp_profile *p)
     p->n_gemm = p->n_attn = p->n_layer = p->n_nccl = p->n_optimizer = p->n_moe = p->n_mla = 0;
 }
 
-/* The value node of `key` in mapping `map` (NULL when absent), for a message about it. */
-static yaml_node_t *map_value(pp_yaml *y, yaml_node_t *map, const char *key)
+/* Where to point at record i of sequence seq for a message: its value of `key`, else the record,
+ * else the sequence. */
+static yaml_node_t *record_at(pp_yaml *y, yaml_node_t *seq, int i, const char *key)
 {
-    if (!map || map->type != YAML_MAPPING_NODE) return NULL;
-    for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
-        yaml_node_t *k = yaml_document_get_node(&y->doc, pr->key);
-        if (k && k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, key))
-            return yaml_document_get_node(&y->doc, pr->value);
-    }
-    return NULL;
+    yaml_node_t *item = yaml_document_get_node(&y->doc, seq->data.sequence.items.start[i]);
+    if (!item) return seq;
+    if (key && item->type == YAML_MAPPING_NODE)
+        for (yaml_node_pair_t *pr = item->data.mapping.pairs.start; pr < item->data.mapping.pairs.top; pr++) {
+            yaml_node_t *k = yaml_document_get_node(&y->doc, pr->key);
+            yaml_node_t *v = yaml_document_get_node(&y->doc, pr->value);
+            if (k && v && k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, key)) return v;
+        }
+    return item;
 }
+
+/* The records of a section (seq; NULL when absent) read with keys into *arr (records of rec_size,
+ * what *arr held before freed) and *n, and *dst allocated for n public records of dst_size (none when
+ * dst is NULL). */
+static pp_status records_of(pp_yaml *y, yaml_node_t *seq, const pp_key *keys, int nk, size_t rec_size, const char *name,
+                            void **arr, int *n, void **dst, size_t dst_size)
+{
+    free(*arr);
+    *arr = NULL;
+    *n = 0;
+    if (!seq) return PP_OK;
+    pp_status st = pp_yaml_seq(y, seq, keys, nk, rec_size, arr, n, name);
+    if (st) return st;
+    if (dst && *n && !(*dst = calloc((size_t)*n, dst_size)))
+        return pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory");
+    return PP_OK;
+}
+#define RECORDS(sec, T, dst)                                                                                     \
+    records_of(y, found[PP_PROFILE_SECTION_##sec], sec##_keys, NKEYS(sec##_keys), sizeof(T), #sec, &arr, &n,     \
+               (void **)&(dst), sizeof *(dst))
 
 static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
 {
@@ -248,145 +174,103 @@ static pp_status profile_from_doc(pp_yaml *y, pp_profile *out)
     yaml_node_t *found[NKEYS(prof_keys)];
     void *arr = NULL;
     int n = 0;
+    pp_profile *p = &pf.p;
     pp_status st = pp_yaml_map(y, root, prof_keys, NKEYS(prof_keys), &pf, 0, found, "profile");
     if (st) goto fail;
-    pp_profile *p = &pf.p;
-    p->calibration.present = found[P_CAL] != NULL;
-    p->probe_calibration.present = found[P_PCAL] != NULL;
-    if (found[P_GEMM]) {
-        if ((st = pp_yaml_seq(y, found[P_GEMM], gemm_keys, NKEYS(gemm_keys), sizeof(gemm_rec), &arr, &n, "gemm")))
+    p->calibration.present = found[PP_PROFILE_SECTION_calibration] != NULL;
+    p->probe_calibration.present = found[PP_PROFILE_SECTION_probe_calibration] != NULL;
+
+    if ((st = RECORDS(gemm, gemm_rec, p->gemm))) goto fail;
+    for (int i = 0; i < n; i++) {
+        const gemm_rec *r = (gemm_rec *)arr + i;
+        p->gemm[i] = r->r;
+        p->gemm[i].dtype = (pp_dtype)pp_name_lookup(pp_dtype_names, PP_DT_COUNT, enum_dtype[r->dtype]);
+    }
+    p->n_gemm = n;
+
+    if ((st = RECORDS(attention, attn_rec, p->attn))) goto fail;
+    for (int i = 0; i < n; i++) {
+        const attn_rec *r = (attn_rec *)arr + i;
+        p->attn[i] = r->r;
+        p->attn[i].flash = r->impl;
+    }
+    p->n_attn = n;
+
+    if ((st = RECORDS(layer, layer_rec, p->layer))) goto fail;
+    for (int i = 0; i < n; i++) {
+        pp_prof_layer *l = &p->layer[i];
+        *l = ((layer_rec *)arr)[i].r;
+        l->no_mlp = !strcmp(((layer_rec *)arr)[i].act, "none");
+        if (!l->kv_heads) {
+            l->kv_heads = l->heads; /* multi-head attention: the key is written only for GQA */
+        } else if (l->kv_heads > l->heads || l->heads % l->kv_heads) {
+            st = pp_yaml_error(y, record_at(y, found[PP_PROFILE_SECTION_layer], i, "kv_heads"),
+                               "layer[%d]: 'kv_heads': %lld must divide heads (%lld) and be at most heads", i,
+                               (long long)l->kv_heads, (long long)l->heads);
             goto fail;
-        if (n && !(p->gemm = calloc((size_t)n, sizeof *p->gemm))) goto nomem;
-        for (int i = 0; i < n; i++) {
-            gemm_rec *r = (gemm_rec *)arr + i;
-            p->gemm[i] = r->r;
-            p->gemm[i].dtype = (pp_dtype)r->dtype;
         }
-        p->n_gemm = n;
-        free(arr);
-        arr = NULL;
     }
-    if (found[P_ATTN]) {
-        if ((st = pp_yaml_seq(y, found[P_ATTN], attn_keys, NKEYS(attn_keys), sizeof(attn_rec), &arr, &n, "attention")))
+    p->n_layer = n;
+
+    if ((st = RECORDS(nccl, nccl_rec, p->nccl))) goto fail;
+    for (int i = 0; i < n; i++) {
+        const nccl_rec *r = (nccl_rec *)arr + i;
+        p->nccl[i] = r->r;
+        p->nccl[i].op = (pp_coll)r->op;
+    }
+    p->n_nccl = n;
+
+    if ((st = RECORDS(optimizer, opt_rec, p->optimizer))) goto fail;
+    for (int i = 0; i < n; i++) p->optimizer[i] = ((opt_rec *)arr)[i].r;
+    p->n_optimizer = n;
+
+    if ((st = RECORDS(moe, moe_rec, p->moe))) goto fail;
+    for (int i = 0; i < n; i++) {
+        pp_prof_moe *m = &p->moe[i];
+        *m = ((moe_rec *)arr)[i].r;
+        if (!m->ep) m->ep = 1;
+        if (!m->imbalance) m->imbalance = 1;
+        if (m->topk > m->experts || m->experts % m->ep) {
+            bool tk = m->topk > m->experts;
+            yaml_node_t *at = record_at(y, found[PP_PROFILE_SECTION_moe], i, tk ? "topk" : "ep");
+            st = tk ? pp_yaml_error(y, at, "moe[%d]: 'topk' %lld is more than 'experts' (%lld)", i, (long long)m->topk,
+                                    (long long)m->experts)
+                    : pp_yaml_error(y, at, "moe[%d]: 'ep' %lld does not divide 'experts' (%lld)", i, (long long)m->ep,
+                                    (long long)m->experts);
             goto fail;
-        if (n && !(p->attn = calloc((size_t)n, sizeof *p->attn))) goto nomem;
-        for (int i = 0; i < n; i++) {
-            attn_rec *r = (attn_rec *)arr + i;
-            p->attn[i] = r->r;
-            p->attn[i].flash = r->impl;
         }
-        p->n_attn = n;
-        free(arr);
-        arr = NULL;
     }
-    if (found[P_LAYER]) {
-        if ((st = pp_yaml_seq(y, found[P_LAYER], layer_keys, NKEYS(layer_keys), sizeof(layer_rec), &arr, &n, "layer")))
+    p->n_moe = n;
+
+    if ((st = RECORDS(mla, mla_rec, p->mla))) goto fail;
+    for (int i = 0; i < n; i++) {
+        pp_prof_mla *m = &p->mla[i];
+        *m = ((mla_rec *)arr)[i].r;
+        if (m->heads % m->tp || m->qk_rope_dim % 2) {
+            bool tp = m->heads % m->tp != 0;
+            yaml_node_t *at = record_at(y, found[PP_PROFILE_SECTION_mla], i, tp ? "tp" : "qk_rope_dim");
+            st = tp ? pp_yaml_error(y, at, "mla[%d]: 'tp' %lld does not split %lld heads evenly", i, (long long)m->tp,
+                                    (long long)m->heads)
+                    : pp_yaml_error(y, at, "mla[%d]: 'qk_rope_dim' %lld is odd (RoPE rotates pairs)", i,
+                                    (long long)m->qk_rope_dim);
             goto fail;
-        if (n && !(p->layer = calloc((size_t)n, sizeof *p->layer))) goto nomem;
-        for (int i = 0; i < n; i++) {
-            pp_prof_layer *l = &p->layer[i];
-            *l = ((layer_rec *)arr)[i].r;
-            l->no_mlp = !strcmp(((layer_rec *)arr)[i].act, "none");
-            if (!l->kv_heads) {
-                l->kv_heads = l->heads; /* multi-head attention: the key is written only for GQA */
-            } else if (l->kv_heads > l->heads || l->heads % l->kv_heads) {
-                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_LAYER]->data.sequence.items.start[i]);
-                yaml_node_t *v = map_value(y, item, "kv_heads");
-                st = pp_yaml_error(y, v ? v : item ? item : found[P_LAYER],
-                                   "layer[%d]: 'kv_heads': %lld must divide heads (%lld) and be at most heads", i,
-                                   (long long)l->kv_heads, (long long)l->heads);
-                goto fail;
-            }
         }
-        p->n_layer = n;
-        free(arr);
-        arr = NULL;
     }
-    if (found[P_NCCL]) {
-        if ((st = pp_yaml_seq(y, found[P_NCCL], nccl_keys, NKEYS(nccl_keys), sizeof(nccl_rec), &arr, &n, "nccl")))
+    p->n_mla = n;
+
+    /* the sizes that ran out of memory: checked, not kept */
+    if ((st = records_of(y, found[PP_PROFILE_SECTION_oom], oom_keys, NKEYS(oom_keys), sizeof(oom_rec), "oom", &arr, &n,
+                         NULL, 0)))
+        goto fail;
+    for (int i = 0; i < n; i++)
+        if (!((oom_rec *)arr)[i].oom) {
+            st = pp_yaml_error(y, record_at(y, found[PP_PROFILE_SECTION_oom], i, NULL),
+                               "oom[%d]: a record of a size that ran out of memory says `oom: true`", i);
             goto fail;
-        if (n && !(p->nccl = calloc((size_t)n, sizeof *p->nccl))) goto nomem;
-        for (int i = 0; i < n; i++) {
-            nccl_rec *r = (nccl_rec *)arr + i;
-            p->nccl[i] = r->r;
-            p->nccl[i].op = (pp_coll)r->op;
         }
-        p->n_nccl = n;
-        free(arr);
-        arr = NULL;
-    }
-    if (found[P_OPT]) {
-        if ((st = pp_yaml_seq(y, found[P_OPT], opt_keys, NKEYS(opt_keys), sizeof(opt_rec), &arr, &n, "optimizer")))
-            goto fail;
-        if (n && !(p->optimizer = calloc((size_t)n, sizeof *p->optimizer))) goto nomem;
-        for (int i = 0; i < n; i++) p->optimizer[i] = ((opt_rec *)arr)[i].r;
-        p->n_optimizer = n;
-        free(arr);
-        arr = NULL;
-    }
-    if (found[P_MOE]) {
-        if ((st = pp_yaml_seq(y, found[P_MOE], moe_keys, NKEYS(moe_keys), sizeof(moe_rec), &arr, &n, "moe"))) goto fail;
-        if (n && !(p->moe = calloc((size_t)n, sizeof *p->moe))) goto nomem;
-        for (int i = 0; i < n; i++) {
-            pp_prof_moe *m = &p->moe[i];
-            *m = ((moe_rec *)arr)[i].r;
-            if (!m->ep) m->ep = 1;
-            if (!m->imbalance) m->imbalance = 1;
-            if (m->topk > m->experts || m->experts % m->ep) {
-                bool tk = m->topk > m->experts;
-                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_MOE]->data.sequence.items.start[i]);
-                yaml_node_t *v = map_value(y, item, tk ? "topk" : "ep");
-                yaml_node_t *at = v ? v : item ? item : found[P_MOE];
-                st = tk ? pp_yaml_error(y, at, "moe[%d]: 'topk' %lld is more than 'experts' (%lld)", i,
-                                        (long long)m->topk, (long long)m->experts)
-                        : pp_yaml_error(y, at, "moe[%d]: 'ep' %lld does not divide 'experts' (%lld)", i,
-                                        (long long)m->ep, (long long)m->experts);
-                goto fail;
-            }
-        }
-        p->n_moe = n;
-        free(arr);
-        arr = NULL;
-    }
-    if (found[P_MLA]) {
-        if ((st = pp_yaml_seq(y, found[P_MLA], mla_keys, NKEYS(mla_keys), sizeof(mla_rec), &arr, &n, "mla"))) goto fail;
-        if (n && !(p->mla = calloc((size_t)n, sizeof *p->mla))) goto nomem;
-        for (int i = 0; i < n; i++) {
-            pp_prof_mla *m = &p->mla[i];
-            *m = ((mla_rec *)arr)[i].r;
-            if (m->heads % m->tp || m->qk_rope_dim % 2) {
-                bool tp = m->heads % m->tp != 0;
-                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_MLA]->data.sequence.items.start[i]);
-                yaml_node_t *v = map_value(y, item, tp ? "tp" : "qk_rope_dim");
-                yaml_node_t *at = v ? v : item ? item : found[P_MLA];
-                st = tp ? pp_yaml_error(y, at, "mla[%d]: 'tp' %lld does not split %lld heads evenly", i,
-                                        (long long)m->tp, (long long)m->heads)
-                        : pp_yaml_error(y, at, "mla[%d]: 'qk_rope_dim' %lld is odd (RoPE rotates pairs)", i,
-                                        (long long)m->qk_rope_dim);
-                goto fail;
-            }
-        }
-        p->n_mla = n;
-        free(arr);
-        arr = NULL;
-    }
-    if (found[P_OOM]) {
-        if ((st = pp_yaml_seq(y, found[P_OOM], oom_keys, NKEYS(oom_keys), sizeof(oom_rec), &arr, &n, "oom")))
-            goto fail;
-        for (int i = 0; i < n; i++)
-            if (!((oom_rec *)arr)[i].oom) {
-                yaml_node_t *item = yaml_document_get_node(&y->doc, found[P_OOM]->data.sequence.items.start[i]);
-                st = pp_yaml_error(y, item ? item : found[P_OOM], "oom[%d]: a record of a size that ran out of "
-                                                                  "memory says `oom: true`", i);
-                goto fail;
-            }
-        free(arr);
-        arr = NULL;
-    }
+    free(arr);
     *out = pf.p;
     return PP_OK;
-nomem:
-    st = pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory");
 fail:
     free(arr);
     pp_profile_free(&pf.p);
