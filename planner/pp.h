@@ -53,6 +53,21 @@ extern const char *const pp_pos_names[PP_POS_COUNT];   /* "learned", "rope", "al
 typedef enum { PP_QKNORM_NONE = 0, PP_QKNORM_HEAD, PP_QKNORM_FULL, PP_QKNORM_COUNT } pp_qk_norm;
 extern const char *const pp_qk_norm_names[PP_QKNORM_COUNT]; /* "none", "head", "full" */
 
+/* RoPE frequency scaling: none; linear position interpolation (Chen et al. 2023, arXiv:2306.15595;
+ * transformers "linear"); Llama 3.1's per-band rule (transformers "llama3"); YaRN (Peng et al.
+ * 2023, arXiv:2309.00071). */
+typedef enum { PP_ROPE_SCALING_NONE = 0, PP_ROPE_SCALING_LINEAR, PP_ROPE_SCALING_LLAMA3, PP_ROPE_SCALING_YARN,
+               PP_ROPE_SCALING_COUNT } pp_rope_scaling;
+extern const char *const pp_rope_scaling_names[PP_ROPE_SCALING_COUNT]; /* "none", "linear", "llama3", "yarn" */
+/* MoE router: the score function over the experts' logits, and the load-balancing loss (Megatron's
+ * --moe-router-load-balancing-type names: Switch/GShard per micro-batch, DeepSeek-V2's per
+ * sequence, over the global batch, Sinkhorn (BASE layers)). */
+typedef enum { PP_ROUTER_SOFTMAX = 0, PP_ROUTER_SIGMOID, PP_ROUTER_SCORE_COUNT } pp_router_score;
+extern const char *const pp_router_score_names[PP_ROUTER_SCORE_COUNT]; /* "softmax", "sigmoid" */
+typedef enum { PP_BALANCE_NONE = 0, PP_BALANCE_AUX_LOSS, PP_BALANCE_SEQ_AUX_LOSS, PP_BALANCE_GLOBAL_AUX_LOSS,
+               PP_BALANCE_SINKHORN, PP_BALANCE_COUNT } pp_router_balance;
+extern const char *const pp_router_balance_names[PP_BALANCE_COUNT]; /* "none", "aux_loss", ... */
+
 #define PP_MODEL_MAX_LIST 64 /* explicit layer lists (e.g. Qwen's mlp_only_layers) */
 
 /* A decoder-only (or encoder) transformer. Shapes follow Megatron's names. Every field past
@@ -68,7 +83,10 @@ typedef struct {
     int64_t head_dim;       /* d: query/key width per head; h / a unless given (Qwen3, Gemma) */
     int64_t ffn;            /* f: dense MLP inner size (4h for GPT, 11008 for Llama-2-7B) */
     int64_t vocab;          /* V (as trained, before any padding) */
-    int64_t seq;            /* s: training sequence length */
+    int64_t seq;            /* s: training sequence length (the pretraining recipe's; every memory
+                               and time term uses it) */
+    int64_t max_context;    /* the longest context the model serves (positions; Hugging Face
+                               max_position_embeddings); seq when not given. Not s. */
     pp_act act;             /* swiglu = any gated MLP (SwiGLU, GeGLU): 3 h f weights */
     pp_norm norm;
     pp_pos pos;
@@ -104,7 +122,8 @@ typedef struct {
     int64_t shared_ffn;     /* total inner size of the shared experts (Megatron
                                --moe-shared-expert-intermediate-size); 0 = none */
     bool shared_gate;       /* sigmoid gate h -> 1 on the shared experts' output (Qwen2-MoE) */
-    bool router_bias;       /* router bias (gpt-oss) or expert-score correction bias (DeepSeek-V3) */
+    bool router_bias;       /* a bias per expert on the router: a learned one (gpt-oss) or the
+                               expert-score correction bias (DeepSeek-V3: router_expert_bias) */
     /* Which layers are MoE: layer i is MoE when i >= moe_first_dense, i % moe_every ==
      * moe_phase (moe_every 0 = 1) and i is not in dense_layers. */
     int64_t moe_first_dense;
@@ -119,6 +138,33 @@ typedef struct {
     /* --- training defaults the model's own config states */
     bool dropout_set;       /* false: the file says nothing; see pp_stack */
     double attention_dropout, hidden_dropout;
+
+    /* --- what else defines the model: no memory or time term uses these; the launch writers
+     * carry them so that the framework builds this model and not another. Zero is "not given";
+     * pp_model_validate fills the defaults noted. */
+    double norm_eps;        /* epsilon of every LayerNorm/RMSNorm (default 1e-5) */
+    double rope_theta;      /* RoPE base (position rope only; default 10000, RoFormer's) */
+    double rope_local_theta; /* RoPE base of the windowed layers where it differs (Gemma 3); 0 = rope_theta */
+    pp_rope_scaling rope_scaling;
+    double rope_factor;     /* the scaling factor (linear, llama3, yarn) */
+    int64_t rope_original_context; /* llama3, yarn: the context the base frequencies were trained at */
+    double rope_low_freq, rope_high_freq; /* llama3: low_freq_factor, high_freq_factor (default 1, 4) */
+    double yarn_beta_fast, yarn_beta_slow; /* yarn: correction range (default 32, 1) */
+    double yarn_mscale, yarn_mscale_all_dim; /* yarn: attention temperature terms (DeepSeek; default 1, 0) */
+    bool yarn_no_truncate;  /* yarn: the correction range is not rounded to integers (gpt-oss) */
+    /* the MoE router (experts > 1 only) */
+    pp_router_score router_score;
+    bool router_raw_topk;   /* the top-k weights are the scores as the score function gave them over
+                               all experts, not renormalised over the k (Hugging Face
+                               norm_topk_prob false: DeepSeek-V2, Qwen2-MoE; Llama 4's top-1 sigmoid) */
+    double router_scale;    /* the top-k weights' factor (routed_scaling_factor; default 1) */
+    int64_t router_groups, router_group_topk; /* group-limited routing: experts in groups, tokens
+                               routed within the top group_topk groups (DeepSeek-V3 sec. 2.1.2); 0 = none */
+    bool router_expert_bias; /* aux-loss-free balancing: a per-expert bias added to the scores for
+                               the top-k choice only (DeepSeek-V3 sec. 2.1.2; counted in router_bias) */
+    pp_router_balance router_balance; /* the load-balancing loss */
+    double router_aux_coef; /* its coefficient */
+    double router_z_coef;   /* router z-loss coefficient (Zoph et al. 2022, ST-MoE); 0 = none */
 } pp_model;
 
 /* What differs between the layers of one model: the MLP (dense or MoE) and the attention span
@@ -355,7 +401,7 @@ typedef struct {
     int64_t replicate;       /* --replicate: HSDP replicas under --framework fsdp (torchtitan
                                 data_parallel_replicate_degree); 0 or 1 = none. dp = replicate x
                                 the ranks each parameter is sharded over. */
-    /* Optional uneven pipeline (ILP, issue 5): NULL = uniform split.
+    /* Optional uneven pipeline (the stage ILP): NULL = uniform split.
      * stage_layers[i] layers on stage i (pp entries); stage_recompute[i] of them fully recomputed. */
     const int *stage_layers;
     const int *stage_recompute;

@@ -19,6 +19,7 @@ static void model_json_shape(pp_json *j, const pp_model *m)
     pp_json_kint(j, "ffn", m->ffn);
     pp_json_kint(j, "vocab", m->vocab);
     pp_json_kint(j, "seq", m->seq);
+    pp_json_kint(j, "max_context", m->max_context);
     pp_json_kstr(j, "activation", pp_act_names[m->act]);
     pp_json_kstr(j, "norm", pp_norm_names[m->norm]);
     pp_json_kstr(j, "position", pp_pos_names[m->pos]);
@@ -229,6 +230,34 @@ static void model_describe_json(const pp_model *m)
     pp_json_kint(&j, "gbs", m->gbs);
     pp_json_knum(&j, "published_params", m->published_params);
     pp_json_knum(&j, "published_active", m->published_active);
+    pp_json_knum(&j, "norm_eps", m->norm_eps);
+    pp_json_key(&j, "rope");
+    pp_json_obj_begin(&j);
+    pp_json_knum(&j, "theta", m->rope_theta);
+    pp_json_knum(&j, "local_theta", m->rope_local_theta);
+    pp_json_kstr(&j, "scaling", pp_rope_scaling_names[m->rope_scaling]);
+    pp_json_knum(&j, "factor", m->rope_factor);
+    pp_json_kint(&j, "original_context", m->rope_original_context);
+    pp_json_knum(&j, "low_freq", m->rope_low_freq);
+    pp_json_knum(&j, "high_freq", m->rope_high_freq);
+    pp_json_knum(&j, "yarn_beta_fast", m->yarn_beta_fast);
+    pp_json_knum(&j, "yarn_beta_slow", m->yarn_beta_slow);
+    pp_json_knum(&j, "yarn_mscale", m->yarn_mscale);
+    pp_json_knum(&j, "yarn_mscale_all_dim", m->yarn_mscale_all_dim);
+    pp_json_kbool(&j, "yarn_truncate", !m->yarn_no_truncate);
+    pp_json_obj_end(&j);
+    pp_json_key(&j, "router");
+    pp_json_obj_begin(&j);
+    pp_json_kstr(&j, "score", pp_router_score_names[m->router_score]);
+    pp_json_kbool(&j, "raw_topk", m->router_raw_topk);
+    pp_json_knum(&j, "scale", m->router_scale);
+    pp_json_kint(&j, "groups", m->router_groups);
+    pp_json_kint(&j, "group_topk", m->router_group_topk);
+    pp_json_kbool(&j, "expert_bias", m->router_expert_bias);
+    pp_json_kstr(&j, "balance", pp_router_balance_names[m->router_balance]);
+    pp_json_knum(&j, "aux_coef", m->router_aux_coef);
+    pp_json_knum(&j, "z_coef", m->router_z_coef);
+    pp_json_obj_end(&j);
 
     int64_t kinds[PP_LAYER_KINDS];
     pp_model_layer_counts(m, 0, m->layers, kinds);
@@ -326,7 +355,20 @@ static void model_describe_table(const pp_model *m)
            (long long)m->kv_heads, (long long)m->head_dim);
     row_int(m->experts > 1 ? "ffn (dense layers)" : "ffn", m->ffn);
     row_int("vocab", m->vocab);
-    row_int("seq", m->seq);
+    printf("  %-18s %lld (training)\n", "seq", (long long)m->seq);
+    printf("  %-18s %lld (the longest context served)\n", "max_context", (long long)m->max_context);
+    printf("  %-18s %g\n", "norm_eps", m->norm_eps);
+    if (m->pos == PP_POS_ROPE) {
+        printf("  %-18s base %g", "rope", m->rope_theta);
+        if (m->rope_local_theta > 0) printf(" (windowed layers %g)", m->rope_local_theta);
+        if (m->rope_scaling != PP_ROPE_SCALING_NONE) printf(", %s x%g", pp_rope_scaling_names[m->rope_scaling], m->rope_factor);
+        if (m->rope_original_context > 0) printf(" of %lld", (long long)m->rope_original_context);
+        if (m->rope_scaling == PP_ROPE_SCALING_LLAMA3) printf(", bands %g-%g", m->rope_low_freq, m->rope_high_freq);
+        if (m->rope_scaling == PP_ROPE_SCALING_YARN)
+            printf(", beta %g/%g, mscale %g/%g%s", m->yarn_beta_fast, m->yarn_beta_slow, m->yarn_mscale,
+                   m->yarn_mscale_all_dim, m->yarn_no_truncate ? ", not truncated" : "");
+        printf("\n");
+    }
     printf("  %-18s %s, %s, %s position, %s embeddings\n", "shape", pp_act_names[m->act],
            pp_norm_names[m->norm], pp_pos_names[m->pos], m->tied ? "tied" : "untied");
     if (m->qkv_bias || m->out_bias || m->mlp_bias)
@@ -354,6 +396,15 @@ static void model_describe_table(const pp_model *m)
             printf("; %lld shared (ffn %lld%s)", (long long)m->shared_experts, (long long)m->shared_ffn,
                    m->shared_gate ? ", gated" : "");
         printf("%s\n", m->router_bias ? "; router bias" : "");
+        printf("  %-18s %s, top-%lld %s", "router", pp_router_score_names[m->router_score], (long long)m->topk,
+               m->router_raw_topk ? "weights as scored" : "weights renormalised");
+        if (m->router_scale != 1) printf(" x%g", m->router_scale);
+        if (m->router_groups > 0)
+            printf(", top-%lld of %lld groups", (long long)m->router_group_topk, (long long)m->router_groups);
+        if (m->router_expert_bias) printf(", aux-loss-free expert bias");
+        printf("; balance %s %g", pp_router_balance_names[m->router_balance], m->router_aux_coef);
+        if (m->router_z_coef > 0) printf(", z-loss %g", m->router_z_coef);
+        printf("\n");
     }
     if (m->mtp_layers > 0) row_int("mtp_layers", m->mtp_layers);
     if (m->dropout_set) printf("  %-18s attention %.3g, hidden %.3g\n", "dropout", m->attention_dropout, m->hidden_dropout);

@@ -20,6 +20,7 @@
  *    asserts not sequence_parallel; dot_product_attention.py (local) asserts cp == 1. */
 #include "launch_common.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static const char *const group_titles[G_COUNT] = {
 };
 
 #define MG_MAX_ARGS 128
-#define MG_MAX_NOTES 12
+#define MG_MAX_NOTES 20
 
 typedef struct {
     int group;
@@ -204,9 +205,6 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
         return BAD("Megatron's --optimizer-cpu-offload works on the distributed optimizer: add --dist-opt");
     const pp_stack *s = &w->stack;
     /* MoE with TP needs SP: pp_layout_validate says so for every command. */
-    if (pp_model_is_moe(m) && m->bias && pp_layout_etp(l) > 1)
-        return BAD("MoE with linear biases needs --etp 1: Megatron supports expert biases only without expert "
-                   "tensor parallelism (transformer_config.py)");
     if (s->tp_comm_overlap && !l->sp)
         return BAD("--tp-comm-overlap needs --sp (arguments.py validate_args)");
     if (s->ep_overlap && l->pp > 1 && l->vpp < 2)
@@ -247,6 +245,109 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     return pp_launch_cluster_check(w, err);
 }
 
+/* The shortest decimal that reads back as v (argparse's float() and parplan's reader). */
+static const char *num_repr(double v, char *buf, size_t n)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, n, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
+/* RoPE's base and scaling. Megatron-LM: arguments.py --rotary-base (an integer), --use-rope-scaling
+ * (rotary_pos_embedding.py _apply_scaling: Llama 3.1's bands 1 and 4 over 8192 positions, fixed;
+ * pretrain_gpt.py's gpt_config_from_args passes no --rope-scaling-factor, so the factor is
+ * GPTModel's 8), --rotary-seq-len-interpolation-factor (linear, an integer), --position-embedding-
+ * type yarn with --rotary-scaling-factor, --yarn-original-max-position-embeddings, --yarn-beta-fast/
+ * -slow, --mscale, --mscale-all-dim, --no-yarn-correction-range-round-to-int (argument_utils.py
+ * _apply_yarn_config_from_args); multi-latent attention reads --rope-type (default yarn), the
+ * factor (default 1: plain RoPE) and the mscales, and fixes the original length 4096 and betas 32
+ * and 1 (MLATransformerConfig, which also refuses --rope-type rope with the default RoPE fusion). */
+static void rope_args(mg_list *g, const pp_model *m)
+{
+    char a[40], b[40];
+    bool mla = pp_model_is_mla(m);
+    const double f = m->rope_factor;
+    if (m->rope_theta > 0 && m->rope_theta == floor(m->rope_theta) && m->rope_theta < 1e15)
+        ARGV(G_MODEL, "--rotary-base", "%.0f", m->rope_theta);
+    else if (m->rope_theta > 0)
+        mg_note(g, "RoPE base %g: Megatron's --rotary-base takes an integer: not written", m->rope_theta);
+    if (m->rope_local_theta > 0 && m->rope_local_theta != m->rope_theta)
+        mg_note(g, "the windowed layers' RoPE base %g (Gemma 3) has no Megatron flag: every layer gets --rotary-base, "
+                   "and --rotary-seq-len-interpolation-factor if written", m->rope_local_theta);
+    switch (m->rope_scaling) {
+    case PP_ROPE_SCALING_NONE: /* MLA: its default yarn of factor 1 is plain RoPE */
+        break;
+    case PP_ROPE_SCALING_LINEAR:
+        if (!mla && f == floor(f) && f >= 1) ARGV(G_MODEL, "--rotary-seq-len-interpolation-factor", "%.0f", f);
+        else mg_note(g, "linear RoPE scaling x%g: Megatron's --rotary-seq-len-interpolation-factor takes an integer and "
+                        "no latent attention: not written", f);
+        break;
+    case PP_ROPE_SCALING_LLAMA3:
+        if (mla) {
+            mg_note(g, "llama3 RoPE scaling with latent attention has no Megatron flag: not written");
+            break;
+        }
+        ARG(G_MODEL, "--use-rope-scaling");
+        ARGV(G_MODEL, "--rope-scaling-factor", "%s", num_repr(f, a, sizeof a));
+        if (f != 8 || m->rope_low_freq != 1 || m->rope_high_freq != 4 || m->rope_original_context != 8192)
+            mg_note(g, "llama3 RoPE scaling x%g over bands %g-%g of %lld positions: pretrain_gpt.py scales x8 over 1-4 of "
+                       "8192 whatever --rope-scaling-factor says (gpt_config_from_args, rotary_pos_embedding.py)", f,
+                    m->rope_low_freq, m->rope_high_freq, (long long)m->rope_original_context);
+        break;
+    case PP_ROPE_SCALING_YARN:
+        if (mla) ARGV(G_MODEL, "--rope-type", "%s", "yarn");
+        ARGV(G_MODEL, "--rotary-scaling-factor", "%s", num_repr(f, a, sizeof a));
+        if (!mla) {
+            ARGV(G_MODEL, "--yarn-original-max-position-embeddings", "%lld", (long long)m->rope_original_context);
+            ARGV(G_MODEL, "--yarn-beta-fast", "%s", num_repr(m->yarn_beta_fast, a, sizeof a));
+            ARGV(G_MODEL, "--yarn-beta-slow", "%s", num_repr(m->yarn_beta_slow, b, sizeof b));
+            if (m->yarn_no_truncate) ARG(G_MODEL, "--no-yarn-correction-range-round-to-int");
+        } else if (m->rope_original_context != 4096 || m->yarn_beta_fast != 32 || m->yarn_beta_slow != 1 ||
+                   m->yarn_no_truncate) {
+            mg_note(g, "YaRN of latent attention over %lld positions, betas %g/%g%s: Megatron fixes 4096 and 32/1, "
+                       "truncated (MLATransformerConfig)", (long long)m->rope_original_context, m->yarn_beta_fast,
+                    m->yarn_beta_slow, m->yarn_no_truncate ? ", not truncated" : "");
+        }
+        ARGV(G_MODEL, "--mscale", "%s", num_repr(m->yarn_mscale, a, sizeof a));
+        ARGV(G_MODEL, "--mscale-all-dim", "%s", num_repr(m->yarn_mscale_all_dim, b, sizeof b));
+        break;
+    case PP_ROPE_SCALING_COUNT:
+        break;
+    }
+}
+
+/* The router (megatron/core/transformer/moe/moe_utils.py topk_routing_with_score_function): softmax
+ * after the top-k (the default) renormalises the k weights, before it (--moe-router-pre-softmax)
+ * keeps the scores over all experts; sigmoid scores are renormalised when k > 1; the factor,
+ * group-limited routing, the aux-loss-free expert bias (sigmoid only: transformer_config.py), the
+ * balancing loss and the z-loss. */
+static void router_args(mg_list *g, const pp_model *m)
+{
+    char a[40];
+    ARGV(G_MODEL, "--moe-router-score-function", "%s", pp_router_score_names[m->router_score]);
+    if (m->router_score == PP_ROUTER_SOFTMAX && (m->router_raw_topk || m->topk == 1)) {
+        ARG(G_MODEL, "--moe-router-pre-softmax");
+        if (!m->router_raw_topk)
+            mg_note(g, "top-1 softmax renormalised over its one expert (weight 1): Megatron refuses it "
+                       "(transformer_config.py); --moe-router-pre-softmax written");
+    } else if (m->router_score == PP_ROUTER_SIGMOID && m->router_raw_topk != (m->topk == 1)) {
+        mg_note(g, "sigmoid top-%lld weights %s: Megatron renormalises them exactly when k > 1 (moe_utils.py)",
+                (long long)m->topk, m->router_raw_topk ? "as scored" : "renormalised");
+    }
+    if (m->router_scale > 0 && m->router_scale != 1)
+        ARGV(G_MODEL, "--moe-router-topk-scaling-factor", "%s", num_repr(m->router_scale, a, sizeof a));
+    if (m->router_groups > 0) {
+        ARGV(G_MODEL, "--moe-router-num-groups", "%lld", (long long)m->router_groups);
+        ARGV(G_MODEL, "--moe-router-group-topk", "%lld", (long long)m->router_group_topk);
+    }
+    if (m->router_expert_bias) ARG(G_MODEL, "--moe-router-enable-expert-bias");
+    ARGV(G_MODEL, "--moe-router-load-balancing-type", "%s", pp_router_balance_names[m->router_balance]);
+    ARGV(G_MODEL, "--moe-aux-loss-coeff", "%s", num_repr(m->router_aux_coef, a, sizeof a));
+    if (m->router_z_coef > 0) ARGV(G_MODEL, "--moe-z-loss-coeff", "%s", num_repr(m->router_z_coef, a, sizeof a));
+}
+
 static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error *err)
 {
     const pp_work *w = p->work;
@@ -270,14 +371,28 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     ARGV(G_MODEL, "--ffn-hidden-size", "%lld", (long long)m->ffn);
     if (m->act == PP_ACT_SWIGLU) ARG(G_MODEL, "--swiglu");
     ARGV(G_MODEL, "--normalization", "%s", m->norm == PP_NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
+    char eps[40];
+    if (m->norm_eps > 0) ARGV(G_MODEL, "--norm-epsilon", "%s", num_repr(m->norm_eps, eps, sizeof eps));
+    bool yarn = m->pos == PP_POS_ROPE && m->rope_scaling == PP_ROPE_SCALING_YARN && !pp_model_is_mla(m);
     ARGV(G_MODEL, "--position-embedding-type", "%s",
-         m->pos == PP_POS_ROPE ? "rope" : m->pos == PP_POS_NONE ? "none" : "learned_absolute");
+         m->pos == PP_POS_ROPE ? (yarn ? "yarn" : "rope") : m->pos == PP_POS_NONE ? "none" : "learned_absolute");
+    if (m->pos == PP_POS_ROPE) rope_args(g, m);
     if (!m->tied) ARG(G_MODEL, "--untie-embeddings-and-output-weights");
-    if (!m->bias) ARG(G_MODEL, "--disable-bias-linear");
-    if (!m->bias && m->qkv_bias) ARG(G_MODEL, "--add-qkv-bias");
-    if (!m->bias && (m->out_bias || m->mlp_bias))
+    /* Megatron's linear biases (--disable-bias-linear off) are every linear layer's and the MoE
+     * router's (router.py), and experts have them only at expert TP 1 (transformer_config.py) */
+    bool moe = pp_model_is_moe(m), biases = m->bias && !(moe && pp_layout_etp(l) > 1);
+    if (!biases) ARG(G_MODEL, "--disable-bias-linear");
+    if (!biases && m->qkv_bias) ARG(G_MODEL, "--add-qkv-bias");
+    if (m->bias && !biases)
+        mg_note(g, "Megatron has expert biases only at expert TP 1 (transformer_config.py): --etp %lld written without "
+                   "the linear biases but q/k/v's", (long long)pp_layout_etp(l));
+    else if (!m->bias && (m->out_bias || m->mlp_bias))
         mg_note(g, "the model has biases on the attention output or the MLPs only: Megatron's command line has "
                    "them on every linear layer or none (--disable-bias-linear written)");
+    if (moe && biases && !m->router_bias)
+        mg_note(g, "Megatron's router has a bias with the linear biases (router.py); the model's has none");
+    else if (moe && !biases && m->router_bias && !m->router_expert_bias)
+        mg_note(g, "the model's router bias needs Megatron's linear biases: not written");
     if (m->qk_norm != PP_QKNORM_NONE) ARG(G_MODEL, "--qk-layernorm");
     if (m->qk_norm == PP_QKNORM_FULL)
         mg_note(g, "the model normalises q and k over their whole width (OLMo 2); Megatron's --qk-layernorm "
@@ -292,8 +407,15 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     char pa[32], ph[32];
     ARGV(G_MODEL, "--attention-dropout", "%s", pp_launch_prob(attn_drop, pa, sizeof pa));
     ARGV(G_MODEL, "--hidden-dropout", "%s", pp_launch_prob(hidden_drop, ph, sizeof ph));
+    /* the training length, and the model's context (arguments.py: at least the training length) */
     ARGV(G_MODEL, "--seq-length", "%lld", (long long)m->seq);
-    ARGV(G_MODEL, "--max-position-embeddings", "%lld", (long long)m->seq);
+    ARGV(G_MODEL, "--max-position-embeddings", "%lld", (long long)(m->max_context > m->seq ? m->max_context : m->seq));
+    if (m->max_context > 0 && m->max_context < m->seq)
+        mg_note(g, "training at %lld tokens, past the model's context %lld: --max-position-embeddings %lld written "
+                   "(Megatron needs it at least --seq-length)", (long long)m->seq, (long long)m->max_context, (long long)m->seq);
+    else if (m->pos == PP_POS_LEARNED && m->max_context > m->seq)
+        mg_note(g, "Megatron's position table has %lld rows; the prediction counts the %lld trained", (long long)m->max_context,
+                (long long)m->seq);
     if (pp_model_is_mla(m)) {
         /* DeepSeek-V2 MLA (Megatron's MLATransformerConfig): qk_head_dim is the no-RoPE part */
         ARG(G_MODEL, "--multi-latent-attention");
@@ -330,11 +452,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         if (m->shared_ffn > 0)
             ARGV(G_MODEL, "--moe-shared-expert-intermediate-size", "%lld", (long long)m->shared_ffn);
         if (m->shared_gate) ARG(G_MODEL, "--moe-shared-expert-gate");
-        if (m->router_bias) {
-            /* DeepSeek-V3's aux-loss-free expert bias; Megatron allows it with sigmoid scores only */
-            ARG(G_MODEL, "--moe-router-enable-expert-bias");
-            ARGV(G_MODEL, "--moe-router-score-function", "%s", "sigmoid");
-        }
+        router_args(g, m);
         bool *pt = layer_pattern(m, false);
         if (!pt) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         bool all = true;

@@ -359,6 +359,110 @@ void pp_margs_config_overlap(pp_margs_config *c, const pp_layout *l)
 }
 
 
+/* A value that may be a list (nargs='+': "aux_loss seq_aux_loss" on a command line, "['aux_loss']"
+ * in a dump): its first item into out; the number of items. */
+static int first_item(const char *v, char *out, size_t n)
+{
+    int items = 0;
+    size_t k = 0;
+    out[0] = 0;
+    for (const char *p = v; *p;) {
+        while (*p && strchr("[]',\" ", *p)) p++;
+        if (!*p) break;
+        items++;
+        for (; *p && !strchr("[]',\" ", *p); p++)
+            if (items == 1 && k + 1 < n) out[k++] = *p;
+        out[k] = 0;
+    }
+    return items;
+}
+
+/* What else defines the model (pp.h; the flags and their defaults as launch_megatron.c rope_args
+ * and router_args write them): --norm-epsilon (dest layernorm_epsilon, default 1e-5),
+ * --max-position-embeddings, RoPE's base and scaling (multi-latent attention: --rope-type, default
+ * yarn, over 4096 positions with betas 32 and 1, MLATransformerConfig; a YaRN factor of at most 1
+ * scales nothing), and the router (moe_utils.py topk_routing_with_score_function). */
+static pp_status read_definition(rd *r, bool mla)
+{
+    pp_model *m = &r->c->model;
+    pp_status st;
+    if ((st = rd_num(r, "layernorm_epsilon", 1e-5, 1e-30, 0.5, false, &m->norm_eps)) ||
+        (st = rd_int(r, "max_position_embeddings", m->seq, 1, 100000000, &m->max_context)))
+        return st;
+    const char *pos = pp_margs_get(r->a, "position_embedding_type"), *rtype = NULL;
+    if (m->pos == PP_POS_ROPE) {
+        bool llama3, round;
+        double f8, fy;
+        int64_t lin;
+        pp_margs_kv *kt;
+        if ((st = rd_num(r, "rotary_base", 10000, 1, 1e15, false, &m->rope_theta)) ||
+            (st = rd_bool(r, "use_rope_scaling", false, &llama3)) ||
+            (st = rd_num(r, "rope_scaling_factor", 8, 1e-6, 1e6, false, &f8)) ||
+            (st = rd_num(r, "rotary_scaling_factor", 1, 1e-6, 1e6, false, &fy)) ||
+            (st = rd_int(r, "rotary_seq_len_interpolation_factor", 0, 0, 1000000, &lin)) || (st = rd_str(r, "rope_type", &rtype, &kt)))
+            return st;
+        if (rtype && strcmp(rtype, "rope") && strcmp(rtype, "yarn"))
+            return rd_bad(r, kt, "unknown value '%s' (rope or yarn)", rtype);
+        if (rtype && !mla && strcmp(rtype, "rope"))
+            return rd_bad(r, kt, "%s needs --multi-latent-attention (arguments.py)", rtype);
+        bool yarn = mla ? !rtype || !strcmp(rtype, "yarn") : pos && !strcmp(pos, "yarn");
+        if (yarn && fy > 1) {
+            m->rope_scaling = PP_ROPE_SCALING_YARN;
+            m->rope_factor = fy;
+            m->rope_original_context = 4096;
+            m->yarn_beta_fast = 32, m->yarn_beta_slow = 1;
+            if (!mla && ((st = rd_int(r, "yarn_original_max_position_embeddings", 4096, 1, 100000000, &m->rope_original_context)) ||
+                         (st = rd_num(r, "yarn_beta_fast", 32, 1e-6, 1e6, false, &m->yarn_beta_fast)) ||
+                         (st = rd_num(r, "yarn_beta_slow", 1, 1e-6, 1e6, false, &m->yarn_beta_slow)) ||
+                         (st = rd_bool(r, "yarn_correction_range_round_to_int", true, &round))))
+                return st;
+            m->yarn_no_truncate = !mla && !round;
+            if ((st = rd_num(r, "mscale", 1, 1e-6, 1e6, false, &m->yarn_mscale)) ||
+                (st = rd_num(r, "mscale_all_dim", 0, 0, 1e6, false, &m->yarn_mscale_all_dim)))
+                return st;
+        } else if (llama3 && !mla) {
+            m->rope_scaling = PP_ROPE_SCALING_LLAMA3;
+            m->rope_factor = f8;
+            m->rope_original_context = 8192, m->rope_low_freq = 1, m->rope_high_freq = 4; /* rotary_pos_embedding.py */
+        } else if (lin > 1 && !mla) {
+            m->rope_scaling = PP_ROPE_SCALING_LINEAR;
+            m->rope_factor = (double)lin;
+        }
+    }
+    if (m->experts <= 1) return PP_OK;
+    const char *score = NULL, *bal = NULL, *aux = NULL;
+    pp_margs_kv *ks, *kb, *ka;
+    bool pre;
+    if ((st = rd_str(r, "moe_router_score_function", &score, &ks)) || (st = rd_bool(r, "moe_router_pre_softmax", false, &pre)) ||
+        (st = rd_num(r, "moe_router_topk_scaling_factor", 1, 1e-6, 1e6, false, &m->router_scale)) ||
+        (st = rd_int(r, "moe_router_num_groups", 0, 1, 100000, &m->router_groups)) ||
+        (st = rd_int(r, "moe_router_group_topk", 0, 1, 100000, &m->router_group_topk)) ||
+        (st = rd_num(r, "moe_z_loss_coeff", 0, 0, 1e6, false, &m->router_z_coef)) ||
+        (st = rd_str(r, "moe_router_load_balancing_type", &bal, &kb)) || (st = rd_str(r, "moe_aux_loss_coeff", &aux, &ka)))
+        return st;
+    if (score && strcmp(score, "softmax") && strcmp(score, "sigmoid")) {
+        note(r, "%s %s (modelled as sigmoid)", kv_name(ks), score);
+        score = "sigmoid";
+    }
+    m->router_score = score && !strcmp(score, "sigmoid") ? PP_ROUTER_SIGMOID : PP_ROUTER_SOFTMAX;
+    m->router_raw_topk = m->router_score == PP_ROUTER_SOFTMAX ? pre : m->topk == 1;
+    /* the balancing loss: Megatron's default aux_loss with coefficient 0 */
+    char word[40], num[40];
+    int nb = bal ? first_item(bal, word, sizeof word) : 0;
+    int t = nb ? pp_name_lookup(pp_router_balance_names, PP_BALANCE_COUNT, word) : PP_BALANCE_AUX_LOSS;
+    if (t < 0) note(r, "%s %s (not modelled: none)", kv_name(kb), word);
+    else if (nb > 1) note(r, "%s %s (several losses: modelled as the first)", kv_name(kb), bal);
+    m->router_balance = t < 0 ? PP_BALANCE_NONE : (pp_router_balance)t;
+    char *end = NULL;
+    if (aux && first_item(aux, num, sizeof num) > 0) {
+        m->router_aux_coef = strtod(num, &end);
+        if (end == num || *end || !(m->router_aux_coef >= 0 && m->router_aux_coef <= 1e6))
+            return rd_bad(r, ka, "expects a coefficient in [0, 1e6], got '%s'", aux);
+    }
+    if (m->router_balance == PP_BALANCE_NONE || m->router_balance == PP_BALANCE_SINKHORN) m->router_aux_coef = 0;
+    return PP_OK;
+}
+
 static pp_status read_model(rd *r)
 {
     pp_margs_config *c = r->c;
@@ -454,8 +558,11 @@ static pp_status read_model(rd *r)
         RI("moe_shared_expert_intermediate_size", 0, 0, 100000000, m->shared_ffn);
         m->shared_experts = m->shared_ffn > 0 ? 1 : 0; /* one shared MLP of the summed size */
         if ((st = rd_bool(r, "moe_shared_expert_gate", false, &m->shared_gate)) ||
-            (st = rd_bool(r, "moe_router_enable_expert_bias", false, &m->router_bias)))
+            (st = rd_bool(r, "moe_router_enable_expert_bias", false, &m->router_expert_bias)))
             return st;
+        /* the expert bias is counted as the router's bias, and so is the router's linear bias that
+         * Megatron's linear biases give it (router.py) */
+        m->router_bias = m->router_expert_bias || bias;
         pp_margs_kv *kf = rd_kv(r, "moe_layer_freq");
         if (kf) {
             int64_t *pat = malloc((size_t)(m->layers + 1) * sizeof *pat);
@@ -550,6 +657,7 @@ static pp_status read_model(rd *r)
             if (st) return st;
         }
     }
+    if ((st = read_definition(r, mla))) return st;
     if (!c->need_vocab && (st = pp_model_validate(m, r->err))) {
         char msg[sizeof r->err->msg];
         snprintf(msg, sizeof msg, "%s", r->err->msg);

@@ -43,7 +43,18 @@ typedef struct {
     int64_t sliding_window, max_window_layers, sliding_window_pattern, attention_chunk_size,
         no_rope_layer_interval;
     int64_t no_rope_layers[HF_MAX_LAYER_LIST], n_no_rope_layers;
-    double rms_norm_eps, layer_norm_eps, layer_norm_epsilon, rotary_pct;
+    double rms_norm_eps, layer_norm_eps, layer_norm_epsilon, norm_eps, rotary_pct, rope_theta, rotary_emb_base,
+        rope_local_base_freq;
+    /* rope_scaling {type | rope_type, factor, original_max_position_embeddings, ...} */
+    char rs_type[32], rs_rope_type[32];
+    int64_t rs_original;
+    double rs_factor, rs_low, rs_high, rs_beta_fast, rs_beta_slow, rs_mscale, rs_mscale_all_dim;
+    bool rs_truncate;
+    /* the MoE router */
+    char scoring_func[32], topk_method[32];
+    double routed_scaling_factor, router_aux_loss_coef, aux_loss_alpha, router_z_loss_coef;
+    int64_t n_group, topk_group;
+    bool norm_topk_prob, seq_aux;
     double attention_dropout, hidden_dropout, attn_pdrop, resid_pdrop, hidden_dropout_prob,
         attention_probs_dropout_prob, dropout;
     bool tie_word_embeddings, use_parallel_residual, new_decoder_architecture, multi_query,
@@ -60,89 +71,71 @@ typedef struct {
 #define HBOOL(k) {#k, PP_KEY_BOOL, offsetof(hf_cfg, k), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0}
 #define HSEQ(k, hi, cap) {#k, PP_KEY_INTSEQ, offsetof(hf_cfg, k), 0, hi, 0, cap, NULL, 0, false, NULL, 0, offsetof(hf_cfg, n_##k)}
 #define HANY(k) {#k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0} /* read from its node */
+#define HRS(k, f, t, hi) {k, t, offsetof(hf_cfg, f), 0, hi, 1, t == PP_KEY_STR ? sizeof(((hf_cfg *)0)->f) : 0, NULL, 0, false, NULL, 0, 0}
+
+#define HMAP(k, sub) {#k, PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, sub, (int)(sizeof sub / sizeof sub[0]), 0}
+
+/* rope_scaling's keys (transformers modeling_rope_utils.py: "type" is the older spelling). */
+static const pp_key hf_rope_keys[] = {
+    HRS("type", rs_type, PP_KEY_STR, 0), HRS("rope_type", rs_rope_type, PP_KEY_STR, 0),
+    HRS("factor", rs_factor, PP_KEY_NUM, 1e6), HRS("original_max_position_embeddings", rs_original, PP_KEY_INT, 1e9),
+    HRS("low_freq_factor", rs_low, PP_KEY_NUM, 1e6), HRS("high_freq_factor", rs_high, PP_KEY_NUM, 1e6),
+    HRS("beta_fast", rs_beta_fast, PP_KEY_NUM, 1e6), HRS("beta_slow", rs_beta_slow, PP_KEY_NUM, 1e6),
+    HRS("mscale", rs_mscale, PP_KEY_NUM, 1e6), HRS("mscale_all_dim", rs_mscale_all_dim, PP_KEY_NUM, 1e6),
+    HRS("truncate", rs_truncate, PP_KEY_BOOL, 0),
+};
 
 /* The key table and its index enum from one list, so that they cannot drift apart. */
 #define HF_KEYS(X)                                                                               \
-    X(H_MODEL_TYPE, HSTR("model_type", model_type))                                              \
-    X(H_ARCH, HSTRSEQ("architectures", arch))                                                    \
-    X(H_NAME, HSTR("_name_or_path", name_or_path))                                               \
-    X(H_HIDDEN_ACT, HSTR("hidden_act", hidden_act))                                              \
-    X(H_ACT_FN, HSTR("activation_function", activation_function))                                \
-    X(H_HIDDEN_ACTIVATION, HSTR("hidden_activation", hidden_activation))                         \
-    X(H_HIDDEN_SIZE, HINT(hidden_size, 1))                                                       \
-    X(H_N_EMBD, HINT(n_embd, 1))                                                                 \
-    X(H_N_EMBED, HINT(n_embed, 1))                                                               \
-    X(H_INTERMEDIATE, HINT(intermediate_size, 1))                                                \
-    X(H_N_INNER, HINT(n_inner, 1))                                                               \
-    X(H_FFN_DIM, HINT(ffn_dim, 1))                                                               \
-    X(H_FFN_HIDDEN, HINT(ffn_hidden_size, 1))                                                    \
-    X(H_INTERMEDIATE_MLP, HINT(intermediate_size_mlp, 1))                                        \
-    X(H_NUM_HEADS, HINT(num_attention_heads, 1))                                                 \
-    X(H_N_HEAD, HINT(n_head, 1))                                                                 \
-    X(H_NUM_KV_HEADS, HINT(num_key_value_heads, 1))                                              \
-    X(H_NUM_KV_HEADS_F, HINT(num_kv_heads, 1))                                                   \
-    X(H_N_HEAD_KV, HINT(n_head_kv, 1))                                                           \
-    X(H_HEAD_DIM, HINT(head_dim, 1))                                                             \
-    X(H_NUM_LAYERS, HINT(num_hidden_layers, 1))                                                  \
-    X(H_N_LAYER, HINT(n_layer, 1))                                                               \
-    X(H_VOCAB, HINT(vocab_size, 1))                                                              \
-    X(H_MAX_POS, HINT(max_position_embeddings, 1))                                               \
-    X(H_N_POSITIONS, HINT(n_positions, 1))                                                       \
-    X(H_N_CTX, HINT(n_ctx, 1))                                                                   \
-    X(H_SEQ_LENGTH, HINT(seq_length, 1))                                                         \
-    X(H_WORD_EMBED_PROJ, HINT(word_embed_proj_dim, 1))                                           \
-    X(H_NUM_LOCAL_EXPERTS, HINT(num_local_experts, 0))                                           \
-    X(H_NUM_EXPERTS, HINT(num_experts, 0))                                                       \
-    X(H_N_ROUTED, HINT(n_routed_experts, 0))                                                     \
-    X(H_EXPERTS_PER_TOK, HINT(num_experts_per_tok, 0))                                           \
-    X(H_EXPERTS_PER_TOKEN, HINT(experts_per_token, 0))                                           \
-    X(H_MOE_INTERMEDIATE, HINT(moe_intermediate_size, 1))                                        \
-    X(H_SHARED_INTERMEDIATE, HINT(shared_expert_intermediate_size, 0))                           \
-    X(H_N_SHARED, HINT(n_shared_experts, 0))                                                     \
-    X(H_FIRST_K_DENSE, HINT(first_k_dense_replace, 0))                                           \
-    X(H_MOE_LAYER_FREQ, HINT(moe_layer_freq, 1))                                                 \
-    X(H_SPARSE_STEP, HINT(decoder_sparse_step, 1))                                               \
-    X(H_INTERLEAVE, HINT(interleave_moe_layer_step, 1))                                          \
-    X(H_MLP_ONLY, HSEQ(mlp_only_layers, 1e9, PP_MODEL_MAX_LIST))                                 \
-    X(H_MOE_LAYERS, HSEQ(moe_layers, 1e9, HF_MAX_LAYER_LIST))                                    \
-    X(H_Q_LORA, HINT(q_lora_rank, 1))                                                            \
-    X(H_KV_LORA, HINT(kv_lora_rank, 1))                                                          \
-    X(H_QK_NOPE, HINT(qk_nope_head_dim, 1))                                                      \
-    X(H_QK_ROPE, HINT(qk_rope_head_dim, 1))                                                      \
-    X(H_V_HEAD, HINT(v_head_dim, 1))                                                             \
-    X(H_NEXTN, HINT(num_nextn_predict_layers, 0))                                                \
-    X(H_SLIDING_WINDOW, HINT(sliding_window, 0))                                                 \
-    X(H_USE_SLIDING, HBOOL(use_sliding_window))                                                  \
-    X(H_MAX_WINDOW_LAYERS, HINT(max_window_layers, 0))                                           \
-    X(H_WINDOW_PATTERN, HINT(sliding_window_pattern, 1))                                         \
-    X(H_CHUNK, HINT(attention_chunk_size, 1))                                                    \
-    X(H_NO_ROPE_LAYERS, HSEQ(no_rope_layers, 1, HF_MAX_LAYER_LIST))                              \
-    X(H_NO_ROPE_INTERVAL, HINT(no_rope_layer_interval, 1))                                       \
-    X(H_LAYER_TYPES, HANY(layer_types))                                                          \
-    X(H_TEXT_CONFIG, HANY(text_config))                                                          \
-    X(H_RMS_EPS, HNUM(rms_norm_eps))                                                             \
-    X(H_LN_EPS, HNUM(layer_norm_eps))                                                            \
-    X(H_LN_EPSILON, HNUM(layer_norm_epsilon))                                                    \
-    X(H_ROTARY_PCT, HNUM(rotary_pct))                                                            \
-    X(H_ATTN_DROPOUT, HDROP(attention_dropout))                                                  \
-    X(H_HIDDEN_DROPOUT, HDROP(hidden_dropout))                                                   \
-    X(H_ATTN_PDROP, HDROP(attn_pdrop))                                                           \
-    X(H_RESID_PDROP, HDROP(resid_pdrop))                                                         \
-    X(H_HIDDEN_DROPOUT_PROB, HDROP(hidden_dropout_prob))                                         \
-    X(H_ATTN_PROBS_DROPOUT, HDROP(attention_probs_dropout_prob))                                 \
-    X(H_DROPOUT, HDROP(dropout))                                                                 \
-    X(H_TIE, HBOOL(tie_word_embeddings))                                                         \
-    X(H_PARALLEL_RESIDUAL, HBOOL(use_parallel_residual))                                         \
-    X(H_NEW_DECODER, HBOOL(new_decoder_architecture))                                            \
-    X(H_MULTI_QUERY, HBOOL(multi_query))                                                         \
-    X(H_PARALLEL_ATTN, HBOOL(parallel_attn))                                                     \
-    X(H_BIAS, HBOOL(bias))                                                                       \
-    X(H_ALIBI, HBOOL(alibi))                                                                     \
-    X(H_ATTN_BIAS, HBOOL(attention_bias))                                                        \
-    X(H_MLP_BIAS, HBOOL(mlp_bias))                                                               \
-    X(H_QKV_BIAS, HBOOL(qkv_bias))                                                               \
-    X(H_LN_BEFORE, HBOOL(do_layer_norm_before))                                                  \
-    X(H_ENABLE_BIAS, HBOOL(enable_bias))
+    X(H_MODEL_TYPE, HSTR("model_type", model_type)) X(H_ARCH, HSTRSEQ("architectures", arch))                 \
+    X(H_NAME, HSTR("_name_or_path", name_or_path)) X(H_HIDDEN_ACT, HSTR("hidden_act", hidden_act))            \
+    X(H_ACT_FN, HSTR("activation_function", activation_function))                                             \
+    X(H_HIDDEN_ACTIVATION, HSTR("hidden_activation", hidden_activation))                                      \
+    X(H_HIDDEN_SIZE, HINT(hidden_size, 1)) X(H_N_EMBD, HINT(n_embd, 1)) X(H_N_EMBED, HINT(n_embed, 1))        \
+    X(H_INTERMEDIATE, HINT(intermediate_size, 1)) X(H_N_INNER, HINT(n_inner, 1))                              \
+    X(H_FFN_DIM, HINT(ffn_dim, 1)) X(H_FFN_HIDDEN, HINT(ffn_hidden_size, 1))                                  \
+    X(H_INTERMEDIATE_MLP, HINT(intermediate_size_mlp, 1)) X(H_NUM_HEADS, HINT(num_attention_heads, 1))        \
+    X(H_N_HEAD, HINT(n_head, 1)) X(H_NUM_KV_HEADS, HINT(num_key_value_heads, 1))                              \
+    X(H_NUM_KV_HEADS_F, HINT(num_kv_heads, 1)) X(H_N_HEAD_KV, HINT(n_head_kv, 1))                             \
+    X(H_HEAD_DIM, HINT(head_dim, 1)) X(H_NUM_LAYERS, HINT(num_hidden_layers, 1))                              \
+    X(H_N_LAYER, HINT(n_layer, 1)) X(H_VOCAB, HINT(vocab_size, 1))                                            \
+    X(H_MAX_POS, HINT(max_position_embeddings, 1)) X(H_N_POSITIONS, HINT(n_positions, 1))                     \
+    X(H_N_CTX, HINT(n_ctx, 1)) X(H_SEQ_LENGTH, HINT(seq_length, 1))                                           \
+    X(H_WORD_EMBED_PROJ, HINT(word_embed_proj_dim, 1)) X(H_NUM_LOCAL_EXPERTS, HINT(num_local_experts, 0))     \
+    X(H_NUM_EXPERTS, HINT(num_experts, 0)) X(H_N_ROUTED, HINT(n_routed_experts, 0))                           \
+    X(H_EXPERTS_PER_TOK, HINT(num_experts_per_tok, 0)) X(H_EXPERTS_PER_TOKEN, HINT(experts_per_token, 0))     \
+    X(H_MOE_INTERMEDIATE, HINT(moe_intermediate_size, 1))                                                     \
+    X(H_SHARED_INTERMEDIATE, HINT(shared_expert_intermediate_size, 0))                                        \
+    X(H_N_SHARED, HINT(n_shared_experts, 0)) X(H_FIRST_K_DENSE, HINT(first_k_dense_replace, 0))               \
+    X(H_MOE_LAYER_FREQ, HINT(moe_layer_freq, 1)) X(H_SPARSE_STEP, HINT(decoder_sparse_step, 1))               \
+    X(H_INTERLEAVE, HINT(interleave_moe_layer_step, 1))                                                       \
+    X(H_MLP_ONLY, HSEQ(mlp_only_layers, 1e9, PP_MODEL_MAX_LIST))                                              \
+    X(H_MOE_LAYERS, HSEQ(moe_layers, 1e9, HF_MAX_LAYER_LIST)) X(H_Q_LORA, HINT(q_lora_rank, 1))               \
+    X(H_KV_LORA, HINT(kv_lora_rank, 1)) X(H_QK_NOPE, HINT(qk_nope_head_dim, 1))                               \
+    X(H_QK_ROPE, HINT(qk_rope_head_dim, 1)) X(H_V_HEAD, HINT(v_head_dim, 1))                                  \
+    X(H_NEXTN, HINT(num_nextn_predict_layers, 0)) X(H_SLIDING_WINDOW, HINT(sliding_window, 0))                \
+    X(H_USE_SLIDING, HBOOL(use_sliding_window)) X(H_MAX_WINDOW_LAYERS, HINT(max_window_layers, 0))            \
+    X(H_WINDOW_PATTERN, HINT(sliding_window_pattern, 1)) X(H_CHUNK, HINT(attention_chunk_size, 1))            \
+    X(H_NO_ROPE_LAYERS, HSEQ(no_rope_layers, 1, HF_MAX_LAYER_LIST))                                           \
+    X(H_NO_ROPE_INTERVAL, HINT(no_rope_layer_interval, 1)) X(H_LAYER_TYPES, HANY(layer_types))                \
+    X(H_TEXT_CONFIG, HANY(text_config)) X(H_RMS_EPS, HNUM(rms_norm_eps)) X(H_LN_EPS, HNUM(layer_norm_eps))    \
+    X(H_LN_EPSILON, HNUM(layer_norm_epsilon)) X(H_ROTARY_PCT, HNUM(rotary_pct))                               \
+    X(H_NORM_EPS, HNUM(norm_eps)) X(H_ROPE_THETA, HNUM(rope_theta)) X(H_ROTARY_BASE, HNUM(rotary_emb_base))   \
+    X(H_ROPE_LOCAL, HNUM(rope_local_base_freq)) X(H_ROPE_SCALING, HMAP(rope_scaling, hf_rope_keys))           \
+    X(H_SCORING, HSTR("scoring_func", scoring_func)) X(H_TOPK_METHOD, HSTR("topk_method", topk_method))       \
+    X(H_NORM_TOPK, HBOOL(norm_topk_prob)) X(H_ROUTED_SCALE, HNUM(routed_scaling_factor))                      \
+    X(H_N_GROUP, HINT(n_group, 0)) X(H_TOPK_GROUP, HINT(topk_group, 0))                                       \
+    X(H_AUX_COEF, HNUM(router_aux_loss_coef)) X(H_AUX_ALPHA, HNUM(aux_loss_alpha))                            \
+    X(H_SEQ_AUX, HBOOL(seq_aux)) X(H_Z_COEF, HNUM(router_z_loss_coef))                                        \
+    X(H_ATTN_DROPOUT, HDROP(attention_dropout)) X(H_HIDDEN_DROPOUT, HDROP(hidden_dropout))                    \
+    X(H_ATTN_PDROP, HDROP(attn_pdrop)) X(H_RESID_PDROP, HDROP(resid_pdrop))                                   \
+    X(H_HIDDEN_DROPOUT_PROB, HDROP(hidden_dropout_prob))                                                      \
+    X(H_ATTN_PROBS_DROPOUT, HDROP(attention_probs_dropout_prob)) X(H_DROPOUT, HDROP(dropout))                 \
+    X(H_TIE, HBOOL(tie_word_embeddings)) X(H_PARALLEL_RESIDUAL, HBOOL(use_parallel_residual))                 \
+    X(H_NEW_DECODER, HBOOL(new_decoder_architecture)) X(H_MULTI_QUERY, HBOOL(multi_query))                    \
+    X(H_PARALLEL_ATTN, HBOOL(parallel_attn)) X(H_BIAS, HBOOL(bias)) X(H_ALIBI, HBOOL(alibi))                  \
+    X(H_ATTN_BIAS, HBOOL(attention_bias)) X(H_MLP_BIAS, HBOOL(mlp_bias)) X(H_QKV_BIAS, HBOOL(qkv_bias))       \
+    X(H_LN_BEFORE, HBOOL(do_layer_norm_before)) X(H_ENABLE_BIAS, HBOOL(enable_bias))
 
 #define HF_ENUM_ID(id, def) id,
 #define HF_KEY_DEF(id, def) def,
@@ -381,6 +374,7 @@ static pp_status hf_shape(const hf_ctx *h, int ffn_id, int64_t vocab, int64_t ma
     HF_INT(&m->vocab, vocab == 0, H_VOCAB);
     m->seq = max_pos;
     HF_INT(&m->seq, max_pos == 0, H_MAX_POS);
+    m->max_context = m->seq; /* the training length is not in the file: the CLI asks for --seq */
     return PP_OK;
 }
 
@@ -425,38 +419,40 @@ typedef struct {
     int64_t head_dim, vocab, max_pos;
     bool tied;
     int64_t window, every, phase; /* WIN_TYPES: default window and full-attention layers */
+    double eps, theta;            /* rms_norm_eps, rope_theta */
 } hf_family;
 
-/* Defaults: the config classes' (configuration_<type>.py). Layer patterns: the comments. */
+/* Defaults: the config classes' (configuration_<type>.py), rms_norm_eps and rope_theta last
+ * (DeepseekV3Config's for kimi_k2). Layer patterns: the comments. */
 static const hf_family hf_families[] = {
-    {"llama", MOE_NONE, WIN_NONE, HF_ATTN_BIAS_KEY | HF_MLP_BIAS_KEY, 0, 0, 0, false, 0, 0, 0},
+    {"llama", MOE_NONE, WIN_NONE, HF_ATTN_BIAS_KEY | HF_MLP_BIAS_KEY, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
     /* MistralAttention, MixtralAttention, Phi3Attention pass config.sliding_window to every layer */
-    {"mistral", MOE_NONE, WIN_ALL, 0, 0, 0, 0, false, 0, 0, 0},
-    {"mixtral", MOE_MIXTRAL, WIN_ALL, 0, 0, 0, 0, false, 0, 0, 0},
-    {"phi3", MOE_NONE, WIN_ALL, 0, 0, 0, 0, false, 0, 0, 0},
-    {"qwen2", MOE_NONE, WIN_QWEN, HF_QKV_BIAS, 0, 0, 0, false, 0, 0, 0},
-    {"qwen2_moe", MOE_QWEN2, WIN_QWEN2_MOE, HF_QKV_BIAS_KEY, 0, 0, 0, false, 0, 0, 0},
+    {"mistral", MOE_NONE, WIN_ALL, 0, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
+    {"mixtral", MOE_MIXTRAL, WIN_ALL, 0, 0, 0, 0, false, 0, 0, 0, 1e-5, 1e6},
+    {"phi3", MOE_NONE, WIN_ALL, 0, 0, 0, 0, false, 0, 0, 0, 1e-5, 1e4},
+    {"qwen2", MOE_NONE, WIN_QWEN, HF_QKV_BIAS, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
+    {"qwen2_moe", MOE_QWEN2, WIN_QWEN2_MOE, HF_QKV_BIAS_KEY, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
     /* Qwen3Config: head_dim 128 */
-    {"qwen3", MOE_NONE, WIN_QWEN, HF_ATTN_BIAS_KEY | HF_QKNORM_HEAD, 128, 0, 0, false, 0, 0, 0},
-    {"qwen3_moe", MOE_QWEN, WIN_QWEN3_MOE, HF_ATTN_BIAS_KEY | HF_QKNORM_HEAD, 0, 0, 0, false, 0, 0, 0},
+    {"qwen3", MOE_NONE, WIN_QWEN, HF_ATTN_BIAS_KEY | HF_QKNORM_HEAD, 128, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
+    {"qwen3_moe", MOE_QWEN, WIN_QWEN3_MOE, HF_ATTN_BIAS_KEY | HF_QKNORM_HEAD, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
     /* GemmaConfig, Gemma2Config: head_dim 256, vocab 256000, 8192 positions, tied; Gemma 2's
      * layer_types default: sliding on even layers, full on odd ((i + 1) % 2 == 0) */
-    {"gemma", MOE_NONE, WIN_NONE, HF_GEMMA | HF_ATTN_BIAS_KEY, 256, 256000, 8192, true, 0, 0, 0},
-    {"gemma2", MOE_NONE, WIN_TYPES, HF_GEMMA | HF_ATTN_BIAS_KEY | HF_NORMS4, 256, 256000, 8192, true, 4096, 2, 1},
+    {"gemma", MOE_NONE, WIN_NONE, HF_GEMMA | HF_ATTN_BIAS_KEY, 256, 256000, 8192, true, 0, 0, 0, 1e-6, 1e4},
+    {"gemma2", MOE_NONE, WIN_TYPES, HF_GEMMA | HF_ATTN_BIAS_KEY | HF_NORMS4, 256, 256000, 8192, true, 4096, 2, 1, 1e-6, 1e4},
     /* Gemma3TextConfig: vocab 262208, 131072 positions, sliding_window 4096, full attention on
      * layer i when (i + 1) % sliding_window_pattern == 0 (pattern 6: five local, one global) */
     {"gemma3_text", MOE_NONE, WIN_TYPES, HF_GEMMA | HF_ATTN_BIAS_KEY | HF_NORMS4 | HF_QKNORM_HEAD | HF_WINDOW_PATTERN,
-     256, 262208, 131072, true, 4096, 6, 5},
-    {"olmo2", MOE_NONE, WIN_NONE, HF_ATTN_BIAS_KEY | HF_QKNORM_FULL, 0, 0, 0, false, 0, 0, 0},
+     256, 262208, 131072, true, 4096, 6, 5, 1e-6, 1e6},
+    {"olmo2", MOE_NONE, WIN_NONE, HF_ATTN_BIAS_KEY | HF_QKNORM_FULL, 0, 0, 0, false, 0, 0, 0, 1e-5, 1e4},
     /* GptOssConfig: head_dim 64, attention_bias true, sliding_window 128 on even layers */
-    {"gpt_oss", MOE_GPTOSS, WIN_TYPES, HF_ATTN_BIAS_KEY | HF_ATTN_BIAS_ON | HF_SINKS, 64, 0, 0, false, 128, 2, 1},
+    {"gpt_oss", MOE_GPTOSS, WIN_TYPES, HF_ATTN_BIAS_KEY | HF_ATTN_BIAS_ON | HF_SINKS, 64, 0, 0, false, 128, 2, 1, 1e-5, 1.5e5},
     /* Llama4TextConfig: vocab 202048, 4096 * 32 positions, head_dim 128 */
-    {"llama4_text", MOE_LLAMA4, WIN_LLAMA4, HF_ATTN_BIAS_KEY, 128, 202048, 131072, false, 0, 0, 0},
-    {"deepseek_v2", MOE_DEEPSEEK, WIN_NONE, HF_MLA, 0, 0, 0, false, 0, 0, 0},
-    {"deepseek_v3", MOE_DEEPSEEK, WIN_NONE, HF_MLA | HF_MTP, 0, 0, 0, false, 0, 0, 0},
+    {"llama4_text", MOE_LLAMA4, WIN_LLAMA4, HF_ATTN_BIAS_KEY, 128, 202048, 131072, false, 0, 0, 0, 1e-5, 5e5},
+    {"deepseek_v2", MOE_DEEPSEEK, WIN_NONE, HF_MLA, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
+    {"deepseek_v3", MOE_DEEPSEEK, WIN_NONE, HF_MLA | HF_MTP, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
     /* Kimi K2 (moonshotai/Kimi-K2-*): DeepSeek-V3's architecture (its auto_map points at
      * DeepseekV3Config) under its own model_type */
-    {"kimi_k2", MOE_DEEPSEEK, WIN_NONE, HF_MLA | HF_MTP, 0, 0, 0, false, 0, 0, 0},
+    {"kimi_k2", MOE_DEEPSEEK, WIN_NONE, HF_MLA | HF_MTP, 0, 0, 0, false, 0, 0, 0, 1e-6, 1e4},
 };
 #define N_FAMILIES (sizeof hf_families / sizeof hf_families[0])
 
@@ -722,6 +718,106 @@ static pp_status hf_window(const hf_ctx *h, const hf_family *fam, pp_model *m)
     return window_set(h, H_LAYER_TYPES, windowed, m->layers, window, m);
 }
 
+/* ================================================================== what else defines the model */
+
+static double hf_num(const hf_ctx *h, int id) { return *(const double *)((const char *)h->c + hf_keys[id].off); }
+
+/* The norm epsilon (any of its spellings, else the config class's eps) and, for RoPE models, the
+ * base (rope_theta; GPT-NeoX's rotary_emb_base; else theta) and rope_scaling as transformers'
+ * modeling_rope_utils.py reads it: "type" is rope_type's older spelling; default, linear, llama3
+ * and yarn are modelled (yarn: original_max_position_embeddings defaults to
+ * max_position_embeddings, betas 32 and 1, truncate true); others (dynamic, longrope) are an error. */
+static pp_status hf_definition(const hf_ctx *h, double eps, double theta, pp_model *m)
+{
+    static const int eps_ids[] = {H_RMS_EPS, H_LN_EPS, H_LN_EPSILON, H_NORM_EPS};
+    static const int theta_ids[] = {H_ROPE_THETA, H_ROTARY_BASE, H_ROPE_LOCAL};
+    m->norm_eps = eps;
+    for (int i = 3; i >= 0; i--)
+        if (hf_has(h, eps_ids[i])) m->norm_eps = hf_num(h, eps_ids[i]);
+    for (int i = 0; i < 4; i++) {
+        int id = i < 3 && hf_has(h, theta_ids[i]) && !(hf_num(h, theta_ids[i]) > 0) ? theta_ids[i]
+               : hf_has(h, eps_ids[i]) && !(hf_num(h, eps_ids[i]) > 0) ? eps_ids[i] : -1;
+        if (id >= 0) return hf_fail(h, id, "must be positive");
+    }
+    if (m->pos != PP_POS_ROPE) return PP_OK;
+    m->rope_theta = hf_has(h, H_ROPE_THETA) ? hf_num(h, H_ROPE_THETA) : hf_has(h, H_ROTARY_BASE) ? hf_num(h, H_ROTARY_BASE) : theta;
+    /* Gemma3TextConfig: the sliding layers' base rope_local_base_freq (10000), unscaled */
+    if (!strcmp(h->type, "gemma3_text")) m->rope_local_theta = hf_has(h, H_ROPE_LOCAL) ? hf_num(h, H_ROPE_LOCAL) : 1e4;
+    if (m->rope_local_theta == m->rope_theta) m->rope_local_theta = 0;
+    const hf_cfg *c = h->c;
+    yaml_node_t *rs = h->found[H_ROPE_SCALING];
+    bool oss = !rs && !strcmp(h->type, "gpt_oss"); /* GptOssConfig's default: yarn 32 over 4096, truncate false */
+    if (!rs && !oss) return PP_OK;
+#define RS_HAS(k) (oss ? false : (bool)(pp_yaml_lookup(h->y, rs, k, false) && !pp_yaml_is_null(pp_yaml_lookup(h->y, rs, k, false))))
+    const char *type = oss ? "yarn" : RS_HAS("rope_type") ? c->rs_rope_type : RS_HAS("type") ? c->rs_type : "default";
+    if (!strcmp(type, "default")) return PP_OK;
+    int t = pp_name_lookup(pp_rope_scaling_names, PP_ROPE_SCALING_COUNT, type);
+    if (t <= 0) return hf_fail(h, H_ROPE_SCALING, "type '%s' is not modelled (default, linear, llama3, yarn are)", type);
+    m->rope_scaling = (pp_rope_scaling)t;
+    m->rope_factor = oss ? 32 : c->rs_factor;
+    if (!(m->rope_factor > 0)) return hf_fail(h, H_ROPE_SCALING, "'%s' needs a positive factor", type);
+    if (m->rope_scaling == PP_ROPE_SCALING_LINEAR) return PP_OK;
+    m->rope_original_context = oss ? 4096 : RS_HAS("original_max_position_embeddings") ? c->rs_original : m->max_context;
+    if (m->rope_scaling == PP_ROPE_SCALING_LLAMA3) {
+        if (!RS_HAS("low_freq_factor") || !RS_HAS("high_freq_factor") || !RS_HAS("original_max_position_embeddings"))
+            return hf_fail(h, H_ROPE_SCALING, "llama3 needs factor, low_freq_factor, high_freq_factor and "
+                                              "original_max_position_embeddings");
+        m->rope_low_freq = c->rs_low;
+        m->rope_high_freq = c->rs_high;
+        return PP_OK;
+    }
+    m->yarn_beta_fast = RS_HAS("beta_fast") ? c->rs_beta_fast : 32;
+    m->yarn_beta_slow = RS_HAS("beta_slow") ? c->rs_beta_slow : 1;
+    m->yarn_mscale = RS_HAS("mscale") ? c->rs_mscale : 1;
+    m->yarn_mscale_all_dim = RS_HAS("mscale_all_dim") ? c->rs_mscale_all_dim : 0;
+    m->yarn_no_truncate = oss || (RS_HAS("truncate") && !c->rs_truncate);
+#undef RS_HAS
+    return PP_OK;
+}
+
+/* The router as each family's modeling code runs it. Score function: DeepseekV2MoEGate's
+ * scoring_func (softmax), DeepseekV3TopkRouter's and Llama4Router's sigmoid, softmax elsewhere.
+ * Top-k weights renormalised: always in MixtralSparseMoeBlock and GptOssTopKRouter (a softmax over
+ * the top-k logits), by norm_topk_prob in Qwen2-MoE, Qwen3-MoE and DeepSeek (config defaults false,
+ * false, V2 false, V3 true), never in Llama4Router (the sigmoid of the top-k logits). DeepSeek:
+ * routed_scaling_factor (V2 1.0, V3 2.5), groups n_group / topk_group (V3: 8 / 4; V2 only with
+ * topk_method group_limited_greedy; one group is no limit), the e_score_correction_bias of V3
+ * (aux-loss-free balancing), aux_loss_alpha with seq_aux (V2 0.001, true; V3's class has neither).
+ * The others: transformers' load_balancing_loss_func (Switch's) with router_aux_loss_coef (0.001;
+ * GptOssConfig 0.9). router_z_loss_coef where a config gives it. */
+static pp_status hf_router(const hf_ctx *h, const hf_family *fam, pp_model *m)
+{
+    const hf_cfg *c = h->c;
+    bool ds = fam->moe == MOE_DEEPSEEK, v3 = hf_is_deepseek_v3(fam);
+    if (m->experts <= 1) return PP_OK;
+    const char *sf = ds && hf_has(h, H_SCORING) ? c->scoring_func : v3 || fam->moe == MOE_LLAMA4 ? "sigmoid" : "softmax";
+    int score = pp_name_lookup(pp_router_score_names, PP_ROUTER_SCORE_COUNT, sf);
+    if (score < 0) return hf_fail(h, H_SCORING, "'%s' is not supported (softmax, sigmoid)", sf);
+    m->router_score = (pp_router_score)score;
+    bool norm = fam->moe == MOE_MIXTRAL || fam->moe == MOE_GPTOSS || v3;
+    if (fam->moe == MOE_QWEN || fam->moe == MOE_QWEN2 || ds) norm = hf_bool(h, H_NORM_TOPK, norm);
+    m->router_raw_topk = !norm;
+    m->router_z_coef = hf_has(h, H_Z_COEF) ? hf_num(h, H_Z_COEF) : 0;
+    if (!ds) {
+        m->router_balance = PP_BALANCE_AUX_LOSS;
+        m->router_aux_coef = hf_has(h, H_AUX_COEF) ? hf_num(h, H_AUX_COEF) : fam->moe == MOE_GPTOSS ? 0.9 : 0.001;
+        return PP_OK;
+    }
+    m->router_scale = hf_has(h, H_ROUTED_SCALE) ? hf_num(h, H_ROUTED_SCALE) : v3 ? 2.5 : 1.0;
+    int64_t ng = v3 ? 8 : 0, tg = v3 ? 4 : 0;
+    HF_INT(&ng, false, H_N_GROUP);
+    HF_INT(&tg, false, H_TOPK_GROUP);
+    if ((!v3 && (!hf_has(h, H_TOPK_METHOD) || strcmp(c->topk_method, "group_limited_greedy"))) || ng <= 1) ng = tg = 0;
+    m->router_groups = ng;
+    m->router_group_topk = tg;
+    m->router_expert_bias = v3;
+    if (!v3 || hf_has(h, H_AUX_ALPHA)) {
+        m->router_balance = hf_bool(h, H_SEQ_AUX, true) ? PP_BALANCE_SEQ_AUX_LOSS : PP_BALANCE_AUX_LOSS;
+        m->router_aux_coef = hf_has(h, H_AUX_ALPHA) ? hf_num(h, H_AUX_ALPHA) : 0.001;
+    }
+    return PP_OK;
+}
+
 /* The RMSNorm, RoPE, gated-MLP decoders (LLaMA, Touvron et al. 2023, and its descendants). */
 static pp_status hf_decoder(const hf_ctx *h, const hf_family *fam, pp_model *m)
 {
@@ -754,6 +850,9 @@ static pp_status hf_decoder(const hf_ctx *h, const hf_family *fam, pp_model *m)
     m->attn_sinks = fam->f & HF_SINKS;
     if ((fam->f & HF_MLA) && (st = hf_mla(h, m))) return st;
     if ((st = hf_moe(h, fam, m))) return st;
+    /* biases on every linear layer but the output (gpt-oss, as GPT-2): Megatron's --add-bias-linear */
+    m->bias = m->qkv_bias && m->out_bias && m->mlp_bias;
+    if ((st = hf_router(h, fam, m)) || (st = hf_definition(h, fam->eps, fam->theta, m))) return st;
     if ((st = hf_window(h, fam, m))) return st;
     hf_dropout(h, m, 0, 0); /* their config classes: attention_dropout 0.0, no hidden dropout */
     return PP_OK;
@@ -835,7 +934,8 @@ static pp_status hf_classic(const hf_ctx *h, const char *mt, pp_model *m)
                     hf_bool(h, H_TIE, true));
         hf_dropout(h, m, 0, 0);
     }
-    return PP_OK;
+    /* BertConfig layer_norm_eps 1e-12; the others' 1e-5 (OPT: torch.nn.LayerNorm's default) */
+    return hf_definition(h, strcmp(mt, "bert") ? 1e-5 : 1e-12, 1e4, m);
 }
 
 /* ================================================================== validation messages */
@@ -867,6 +967,12 @@ static const struct {
     {"moe_first_dense", {H_FIRST_K_DENSE, H_MOE_LAYERS, -1}},
     {"moe_every", {H_MOE_LAYER_FREQ, H_SPARSE_STEP, H_INTERLEAVE, H_MOE_LAYERS}},
     {"mtp_layers", {H_NEXTN, -1}},
+    {"norm_eps", {H_RMS_EPS, H_LN_EPS, H_LN_EPSILON, H_NORM_EPS}},
+    {"rope_factor", {H_ROPE_SCALING, -1}},
+    {"rope_low_freq", {H_ROPE_SCALING, -1}},
+    {"yarn_beta_fast", {H_ROPE_SCALING, -1}},
+    {"router_groups", {H_N_GROUP, H_TOPK_GROUP, -1}},
+    {"router_expert_bias", {H_SCORING, -1}},
 };
 
 /* The key behind a pp_model_validate message (-1: none given, the message is about the file). */

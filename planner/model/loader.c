@@ -46,7 +46,8 @@ static const pp_key model_keys[] = {
     KINT("head_dim", head_dim, 1, 1e7, false),
     KINT("ffn", ffn, 1, 1e7, false),
     KINT("vocab", vocab, 1, 1e8, true),
-    KINT("seq", seq, 1, 1e8, true),
+    KINT("seq", seq, 1, 1e8, true),          /* the training sequence length */
+    KINT("max_context", max_context, 1, 1e8, false), /* the longest context served; default seq */
     KENUM(pp_model, "activation", act, pp_act_names, PP_ACT_COUNT, false),
     KENUM(pp_model, "norm", norm, pp_norm_names, PP_NORM_COUNT, false),
     KENUM(pp_model, "position", pos, pp_pos_names, PP_POS_COUNT, false),
@@ -88,6 +89,29 @@ static const pp_key model_keys[] = {
     /* training defaults (dropout_set follows from either key, model_from_ours) */
     KNUM(pp_model, "attention_dropout", attention_dropout, 0, 0.999, 1, false),
     KNUM(pp_model, "hidden_dropout", hidden_dropout, 0, 0.999, 1, false),
+    /* what else defines the model (pp.h; defaults: pp_model_validate) */
+    KNUM(pp_model, "norm_eps", norm_eps, 1e-30, 0.5, 1, false),
+    KNUM(pp_model, "rope_theta", rope_theta, 1, 1e12, 1, false),
+    KNUM(pp_model, "rope_local_theta", rope_local_theta, 1, 1e12, 1, false),
+    KENUM(pp_model, "rope_scaling", rope_scaling, pp_rope_scaling_names, PP_ROPE_SCALING_COUNT, false),
+    KNUM(pp_model, "rope_factor", rope_factor, 1e-6, 1e6, 1, false),
+    KINT("rope_original_context", rope_original_context, 1, 1e8, false),
+    KNUM(pp_model, "rope_low_freq", rope_low_freq, 1e-6, 1e6, 1, false),
+    KNUM(pp_model, "rope_high_freq", rope_high_freq, 1e-6, 1e6, 1, false),
+    KNUM(pp_model, "yarn_beta_fast", yarn_beta_fast, 1e-6, 1e6, 1, false),
+    KNUM(pp_model, "yarn_beta_slow", yarn_beta_slow, 1e-6, 1e6, 1, false),
+    KNUM(pp_model, "yarn_mscale", yarn_mscale, 1e-6, 1e6, 1, false),
+    KNUM(pp_model, "yarn_mscale_all_dim", yarn_mscale_all_dim, 0, 1e6, 1, false),
+    KBOOL(pp_model, "yarn_no_truncate", yarn_no_truncate, false),
+    KENUM(pp_model, "router_score", router_score, pp_router_score_names, PP_ROUTER_SCORE_COUNT, false),
+    KBOOL(pp_model, "router_raw_topk", router_raw_topk, false),
+    KNUM(pp_model, "router_scale", router_scale, 1e-6, 1e6, 1, false),
+    KINT("router_groups", router_groups, 1, 1e5, false),
+    KINT("router_group_topk", router_group_topk, 1, 1e5, false),
+    KBOOL(pp_model, "router_expert_bias", router_expert_bias, false),
+    KENUM(pp_model, "router_balance", router_balance, pp_router_balance_names, PP_BALANCE_COUNT, false),
+    KNUM(pp_model, "router_aux_coef", router_aux_coef, 0, 1e6, 1, false),
+    KNUM(pp_model, "router_z_coef", router_z_coef, 0, 1e6, 1, false),
 };
 #define N_MODEL_KEYS ((int)(sizeof model_keys / sizeof model_keys[0]))
 
@@ -121,7 +145,10 @@ static pp_status model_from_ours(pp_yaml *y, yaml_node_t *root, pp_model *m)
             "topk", "gbs", "published_params", "published_active", "qk_norm", "norms_per_layer",
             "window_full_every", "window_full_phase", "window", "kv_lora_rank", "q_lora_rank",
             "qk_nope_dim", "qk_rope_dim", "v_head_dim", "moe_ffn", "shared_ffn", "shared_experts",
-            "moe_first_dense", "moe_every", "moe_phase", "dense_layers", "mtp_layers"};
+            "moe_first_dense", "moe_every", "moe_phase", "dense_layers", "mtp_layers", "max_context", "norm_eps",
+            "rope_theta", "rope_local_theta", "rope_scaling", "rope_factor", "rope_original_context", "rope_low_freq",
+            "yarn_beta_fast", "router_score", "router_scale", "router_groups", "router_expert_bias", "router_aux_coef",
+            "router_balance"};
         /* "hidden 100 is not divisible by heads 7": point at heads, the divisor */
         const char *const *keys = fields;
         yaml_node_t *at = validate_where(y, root, &verr, fields, keys, (int)(sizeof fields / sizeof *fields));

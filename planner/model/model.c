@@ -24,6 +24,10 @@ void pp_model_init(pp_model *m)
 }
 
 const char *const pp_qk_norm_names[PP_QKNORM_COUNT] = {"none", "head", "full"};
+const char *const pp_rope_scaling_names[PP_ROPE_SCALING_COUNT] = {"none", "linear", "llama3", "yarn"};
+const char *const pp_router_score_names[PP_ROUTER_SCORE_COUNT] = {"softmax", "sigmoid"};
+const char *const pp_router_balance_names[PP_BALANCE_COUNT] = {"none", "aux_loss", "seq_aux_loss",
+                                                                "global_aux_loss", "sinkhorn"};
 const char *const pp_layer_kind_names[PP_LAYER_KINDS] = {"dense", "moe", "dense+window", "moe+window"};
 const char *const pp_tensor_scope_names[PP_TS_COUNT] = {"embedding", "layer", "dense", "moe",
                                                          "expert", "final", "output", "mtp"};
@@ -323,6 +327,81 @@ static pp_status check_range(const char *field, int64_t v, double lo, double hi,
     return PP_OK;
 }
 
+/* The fields that define the model beyond its shapes (pp.h): defaults for what is not given,
+ * ranges, and what needs what. Defaults: norm epsilon 1e-5 (torch.nn.LayerNorm's and Megatron's
+ * --norm-epsilon); RoPE base 10000 (Su et al. 2021, RoFormer; every transformers config class's);
+ * the context the model serves, seq; Llama 3.1's bands 1 and 4 and YaRN's betas 32 and 1 and
+ * mscale 1 (Peng et al. 2023; transformers modeling_rope_utils.py); router factor 1. */
+static pp_status validate_definition(pp_model *m, pp_error *err)
+{
+    if (m->max_context == 0) m->max_context = m->seq;
+    if (m->max_context < 0 || (double)m->max_context > PP_MODEL_MAX_SEQ)
+        return BAD("max_context must be between 1 and %.0f, got %lld", PP_MODEL_MAX_SEQ, (long long)m->max_context);
+    if (m->norm_eps == 0) m->norm_eps = 1e-5;
+    if (!isfinite(m->norm_eps) || m->norm_eps <= 0 || m->norm_eps >= 1)
+        return BAD("norm_eps must be in (0, 1), got %g", m->norm_eps);
+    if ((unsigned)m->rope_scaling >= PP_ROPE_SCALING_COUNT) return BAD("rope_scaling is not one of none|linear|llama3|yarn");
+    bool rope = m->pos == PP_POS_ROPE, yarn = m->rope_scaling == PP_ROPE_SCALING_YARN;
+    bool llama3 = m->rope_scaling == PP_ROPE_SCALING_LLAMA3;
+    if (!rope && (m->rope_theta || m->rope_local_theta || m->rope_scaling || m->rope_factor || m->rope_original_context))
+        return BAD("rope_theta, rope_local_theta and the rope scaling keys need position rope");
+    if (rope && m->rope_theta == 0) m->rope_theta = 10000;
+    if (!isfinite(m->rope_theta) || m->rope_theta < 0 || m->rope_theta > 1e12 || !isfinite(m->rope_local_theta) ||
+        m->rope_local_theta < 0 || m->rope_local_theta > 1e12)
+        return BAD("rope_theta and rope_local_theta must be between 0 and 1e12");
+    if (!m->rope_scaling && (m->rope_factor || m->rope_original_context || m->rope_low_freq || m->rope_high_freq))
+        return BAD("rope_factor and rope_original_context need rope_scaling");
+    if (m->rope_scaling && (!isfinite(m->rope_factor) || m->rope_factor <= 0 || m->rope_factor > 1e6))
+        return BAD("rope_factor must be in (0, 1e6] with rope_scaling %s, got %g", pp_rope_scaling_names[m->rope_scaling],
+                   m->rope_factor);
+    if (!llama3 && (m->rope_low_freq || m->rope_high_freq))
+        return BAD("rope_low_freq and rope_high_freq need rope_scaling llama3");
+    if (!yarn && (m->yarn_beta_fast || m->yarn_beta_slow || m->yarn_mscale || m->yarn_mscale_all_dim || m->yarn_no_truncate))
+        return BAD("the yarn_ keys need rope_scaling yarn");
+    if ((llama3 || yarn) && m->rope_original_context < 1)
+        return BAD("rope_original_context must be given with rope_scaling %s", pp_rope_scaling_names[m->rope_scaling]);
+    if (m->rope_original_context < 0 || (double)m->rope_original_context > PP_MODEL_MAX_SEQ)
+        return BAD("rope_original_context must be between 0 and %.0f", PP_MODEL_MAX_SEQ);
+    if (llama3) {
+        if (m->rope_low_freq == 0) m->rope_low_freq = 1;
+        if (m->rope_high_freq == 0) m->rope_high_freq = 4;
+        if (!(m->rope_low_freq > 0 && m->rope_high_freq > m->rope_low_freq && m->rope_high_freq < 1e6))
+            return BAD("rope_low_freq and rope_high_freq must be 0 < low < high, got %g and %g", m->rope_low_freq,
+                       m->rope_high_freq);
+    }
+    if (yarn) {
+        if (m->yarn_beta_fast == 0) m->yarn_beta_fast = 32;
+        if (m->yarn_beta_slow == 0) m->yarn_beta_slow = 1;
+        if (m->yarn_mscale == 0) m->yarn_mscale = 1;
+        if (!(m->yarn_beta_fast > 0 && m->yarn_beta_fast < 1e6 && m->yarn_beta_slow > 0 && m->yarn_beta_slow < 1e6 &&
+              m->yarn_mscale > 0 && m->yarn_mscale < 1e6 && m->yarn_mscale_all_dim >= 0 && m->yarn_mscale_all_dim < 1e6))
+            return BAD("yarn_beta_fast, yarn_beta_slow and yarn_mscale must be in (0, 1e6), yarn_mscale_all_dim in [0, 1e6)");
+    }
+    /* the router */
+    if ((unsigned)m->router_score >= PP_ROUTER_SCORE_COUNT) return BAD("router_score is not one of softmax|sigmoid");
+    if ((unsigned)m->router_balance >= PP_BALANCE_COUNT)
+        return BAD("router_balance is not one of none|aux_loss|seq_aux_loss|global_aux_loss|sinkhorn");
+    if (m->router_scale == 0) m->router_scale = 1;
+    if (!isfinite(m->router_scale) || m->router_scale <= 0 || m->router_scale > 1e6 || !isfinite(m->router_aux_coef) ||
+        m->router_aux_coef < 0 || m->router_aux_coef > 1e6 || !isfinite(m->router_z_coef) || m->router_z_coef < 0 ||
+        m->router_z_coef > 1e6)
+        return BAD("router_scale must be in (0, 1e6], router_aux_coef and router_z_coef in [0, 1e6]");
+    if (m->experts <= 1 && (m->router_score || m->router_raw_topk || m->router_scale != 1 || m->router_groups ||
+                            m->router_group_topk || m->router_expert_bias || m->router_balance ||
+                            m->router_aux_coef || m->router_z_coef))
+        return BAD("the router keys need experts > 1");
+    if (m->router_aux_coef > 0 && (m->router_balance == PP_BALANCE_NONE || m->router_balance == PP_BALANCE_SINKHORN))
+        return BAD("router_aux_coef %g needs router_balance aux_loss, seq_aux_loss or global_aux_loss", m->router_aux_coef);
+    if (m->router_groups < 0 || m->router_group_topk < 0 || (m->router_groups > 0) != (m->router_group_topk > 0))
+        return BAD("router_groups and router_group_topk are given together");
+    if (m->router_groups > 0 && (m->experts % m->router_groups || m->router_group_topk > m->router_groups))
+        return BAD("router_groups %lld must divide the %lld experts and be at least router_group_topk %lld",
+                   (long long)m->router_groups, (long long)m->experts, (long long)m->router_group_topk);
+    if (m->router_expert_bias && (m->router_score != PP_ROUTER_SIGMOID || !m->router_bias))
+        return BAD("router_expert_bias needs router_score sigmoid and router_bias (DeepSeek-V3 sec. 2.1.2)");
+    return PP_OK;
+}
+
 pp_status pp_model_validate(pp_model *m, pp_error *err)
 {
     pp_status st;
@@ -431,6 +510,7 @@ pp_status pp_model_validate(pp_model *m, pp_error *err)
         m->published_active > PP_MODEL_MAX_PARAMS)
         return BAD("published_active must be between 0 and %g", PP_MODEL_MAX_PARAMS);
     if ((st = check_range("gbs", m->gbs, 0, 1e12, err))) return st;
+    if ((st = validate_definition(m, err))) return st;
     if (!isfinite(m->published_params) || m->published_params < 0 ||
         m->published_params > PP_MODEL_MAX_PARAMS)
         return BAD("published_params must be between 0 and %g", PP_MODEL_MAX_PARAMS);

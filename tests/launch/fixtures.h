@@ -15,7 +15,12 @@
  * files); DeepSeek-V2-Lite (MLA, 64 routed + 2 shared experts, first layer dense: its HF
  * config.json), Qwen3-30B-A3B (128 experts top-8, QK-norm, head_dim 128: HF config.json), and a
  * sliding-window shape (Mistral-7B's window 4096, every 4th layer full as in Gemma 3's 5:1 idea,
- * here 3:1 so that the phase differs from Megatron's integer form). */
+ * here 3:1 so that the phase differs from Megatron's integer form). What else defines them (pp.h:
+ * norm epsilon, RoPE base and scaling, the router) as their config.json files give it; Llama 3.1 8B
+ * (Llama 3 8B's shape, llama3 RoPE scaling), DeepSeek-V3 (sigmoid router in groups, expert bias,
+ * MLA YaRN) and gpt-oss-20b (YaRN, sinks, windows, biases) from theirs; and an invented small MoE
+ * with a Switch-style top-1 router, z-loss, a gated shared expert and linear RoPE scaling, for the
+ * flags no published model here needs. Fields left zero are "not given" (launch writes nothing). */
 static inline pp_model fx_model(const char *name)
 {
     pp_model m;
@@ -33,22 +38,56 @@ static inline pp_model fx_model(const char *name)
         if (!strcmp(name, "llama2-7b")) m.layers = 32, m.hidden = 4096, m.heads = 32, m.ffn = 11008;
         else if (!strcmp(name, "llama2-70b"))
             m.layers = 80, m.hidden = 8192, m.heads = 64, m.kv_heads = 8, m.ffn = 28672;
-        else if (!strcmp(name, "llama3-8b"))
+        else if (!strcmp(name, "llama3-8b") || !strcmp(name, "llama3.1-8b")) {
             m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336,
-            m.vocab = 128256, m.seq = 8192;
+            m.vocab = 128256, m.seq = 8192, m.max_context = 8192, m.norm_eps = 1e-5, m.rope_theta = 500000;
+            if (name[6] == '.')
+                m.max_context = 131072, m.rope_scaling = PP_ROPE_SCALING_LLAMA3, m.rope_factor = 8,
+                m.rope_original_context = 8192, m.rope_low_freq = 1, m.rope_high_freq = 4;
+        }
         else if (!strcmp(name, "tinyllama-1.1b"))
             m.layers = 22, m.hidden = 2048, m.heads = 32, m.kv_heads = 4, m.ffn = 5632, m.seq = 2048;
         else if (!strcmp(name, "mixtral-8x7b"))
             m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336,
-            m.experts = 8, m.topk = 2;
+            m.experts = 8, m.topk = 2, m.max_context = 32768, m.norm_eps = 1e-5, m.rope_theta = 1e6,
+            m.router_balance = PP_BALANCE_AUX_LOSS, m.router_aux_coef = 0.02;
         else if (!strcmp(name, "deepseek-v2-lite"))
             m.layers = 27, m.hidden = 2048, m.heads = 16, m.ffn = 10944, m.vocab = 102400, m.seq = 4096,
             m.kv_lora_rank = 512, m.qk_nope_dim = 128, m.qk_rope_dim = 64, m.v_head_dim = 128,
             m.experts = 64, m.topk = 6, m.moe_ffn = 1408, m.shared_experts = 2, m.shared_ffn = 2816,
-            m.moe_first_dense = 1;
+            m.moe_first_dense = 1, m.max_context = 163840, m.norm_eps = 1e-6, m.rope_theta = 10000,
+            m.rope_scaling = PP_ROPE_SCALING_YARN, m.rope_factor = 40, m.rope_original_context = 4096,
+            m.yarn_beta_fast = 32, m.yarn_beta_slow = 1, m.yarn_mscale = 0.707, m.yarn_mscale_all_dim = 0.707,
+            m.router_raw_topk = true, m.router_balance = PP_BALANCE_SEQ_AUX_LOSS, m.router_aux_coef = 0.001;
+        else if (!strcmp(name, "deepseek-v3"))
+            m.layers = 61, m.hidden = 7168, m.heads = 128, m.ffn = 18432, m.vocab = 129280, m.seq = 4096,
+            m.q_lora_rank = 1536, m.kv_lora_rank = 512, m.qk_nope_dim = 128, m.qk_rope_dim = 64, m.v_head_dim = 128,
+            m.experts = 256, m.topk = 8, m.moe_ffn = 2048, m.shared_experts = 1, m.shared_ffn = 2048,
+            m.moe_first_dense = 3, m.mtp_layers = 1, m.router_bias = true, m.max_context = 163840, m.norm_eps = 1e-6,
+            m.rope_theta = 10000, m.rope_scaling = PP_ROPE_SCALING_YARN, m.rope_factor = 40,
+            m.rope_original_context = 4096, m.yarn_beta_fast = 32, m.yarn_beta_slow = 1, m.yarn_mscale = 1,
+            m.yarn_mscale_all_dim = 1, m.router_score = PP_ROUTER_SIGMOID, m.router_scale = 2.5, m.router_groups = 8,
+            m.router_group_topk = 4, m.router_expert_bias = true, m.router_balance = PP_BALANCE_SEQ_AUX_LOSS,
+            m.router_aux_coef = 1e-4;
+        else if (!strcmp(name, "gpt-oss-20b"))
+            m.layers = 24, m.hidden = 2880, m.heads = 64, m.kv_heads = 8, m.head_dim = 64, m.ffn = 2880,
+            m.vocab = 201088, m.bias = m.qkv_bias = m.out_bias = m.mlp_bias = true, m.attn_sinks = true,
+            m.window = 128, m.window_full_every = 2, m.window_full_phase = 1, m.experts = 32, m.topk = 4,
+            m.moe_ffn = 2880, m.router_bias = true, m.max_context = 131072, m.norm_eps = 1e-5, m.rope_theta = 150000,
+            m.rope_scaling = PP_ROPE_SCALING_YARN, m.rope_factor = 32, m.rope_original_context = 4096,
+            m.yarn_beta_fast = 32, m.yarn_beta_slow = 1, m.yarn_mscale = 1, m.yarn_no_truncate = true,
+            m.router_balance = PP_BALANCE_AUX_LOSS, m.router_aux_coef = 0.9;
+        else if (!strcmp(name, "moe-zloss-1b"))
+            m.layers = 16, m.hidden = 2048, m.heads = 16, m.ffn = 5632, m.experts = 16, m.topk = 1, m.moe_ffn = 1408,
+            m.shared_experts = 1, m.shared_ffn = 2816, m.shared_gate = true, m.rope_theta = 10000,
+            m.rope_scaling = PP_ROPE_SCALING_LINEAR, m.rope_factor = 4, m.max_context = 16384, m.norm_eps = 1e-6,
+            m.router_raw_topk = true, m.router_balance = PP_BALANCE_AUX_LOSS, m.router_aux_coef = 0.01,
+            m.router_z_coef = 0.001;
         else if (!strcmp(name, "qwen3-30b-a3b"))
             m.layers = 48, m.hidden = 2048, m.heads = 32, m.kv_heads = 4, m.head_dim = 128, m.ffn = 6144,
-            m.vocab = 151936, m.experts = 128, m.topk = 8, m.moe_ffn = 768, m.qk_norm = PP_QKNORM_HEAD;
+            m.vocab = 151936, m.experts = 128, m.topk = 8, m.moe_ffn = 768, m.qk_norm = PP_QKNORM_HEAD,
+            m.max_context = 40960, m.norm_eps = 1e-6, m.rope_theta = 1e6, m.router_balance = PP_BALANCE_GLOBAL_AUX_LOSS,
+            m.router_aux_coef = 0.001;
         else if (!strcmp(name, "window-7b"))
             m.layers = 32, m.hidden = 4096, m.heads = 32, m.kv_heads = 8, m.ffn = 14336, m.window = 4096,
             m.window_full_every = 4, m.window_full_phase = 0;

@@ -4,7 +4,10 @@
  * argparse parser on the GPU machine: tests/data/launch/). For each of the layouts below
  * (models x formats x targets) the generated script is parsed: every --flag of every *_ARGS
  * array must be in the list, appear once, and carry the layout's values; the script must pass
- * `bash -n`. Prints one line per layout and the count of unknown flags (must be 0). */
+ * `bash -n`. The flags that define the model beyond its shape (norm epsilon, RoPE base and scaling,
+ * the router: pp.h) are read back by parplan's reader of Megatron arguments and must give the
+ * model's values, and each of them must have been written by some layout. Prints one line per
+ * layout and the count of unknown flags (must be 0). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +72,7 @@ static const fx_case cases[] = {
     {"llama3-8b",         4,  4,   64,  1, 1, 1, 1, 1, 2, false, false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
     {"gpt3-13b",         16,  8,  512,  2, 4, 1, 1, 1, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
     {"tinyllama-1.1b",   32,  8,  256,  1, 2, 1, 4, 1, 1, true,  false, PP_RC_FULL, 3, PP_OFF_NONE, FL, STD, SLM, {0}, {0}, PP_PREC_BF16, false, false, false, 0, 0},
-    /* MoE, MLA, QK-norm, windows, FP8, fp16 and the overlap switches (issue: the training stack as input) */
+    /* MoE, MLA, QK-norm, windows, FP8, fp16 and the overlap switches (the training stack as input) */
     {"deepseek-v2-lite", 32,  8,  256,  2, 1, 1, 1, 8, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
      PP_PREC_FP8, false, true, true, 1.25, 1},
     {"qwen3-30b-a3b",    64,  8,  512,  2, 4, 3, 1, 8, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0},
@@ -80,8 +83,62 @@ static const fx_case cases[] = {
      PP_PREC_FP16, false, false, false, 0, 0},
     {"gpt3-13b",         16,  8,  256,  4, 4, 2, 1, 1, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
      PP_PREC_BF16, true, true, false, 0, 0},
+    /* what defines the model beyond its shape: llama3 RoPE scaling; MLA YaRN with a sigmoid router in
+     * groups and the expert bias (grouped GEMM on the standard target); YaRN, sinks, windows and
+     * linear biases (expert TP 1); a top-1 Switch-style router with z-loss, a gated shared expert and
+     * linear RoPE scaling */
+    {"llama3.1-8b",       8,  8,   64,  2, 1, 1, 1, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
+     PP_PREC_BF16, false, false, false, 0, 0},
+    {"deepseek-v3",     256,  8, 1024,  1, 8, 1, 1, 32, 1, true, false, PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
+     PP_PREC_BF16, false, false, true, 0, 1},
+    {"gpt-oss-20b",       8,  8,   64,  1, 1, 1, 1, 8, 1, true,  false, PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0},
+     PP_PREC_BF16, false, false, true, 0, 1},
+    {"moe-zloss-1b",     16,  8,  128,  2, 1, 1, 1, 8, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0},
+     PP_PREC_BF16, false, false, false, 0, 1},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
+
+/* The flags of pp.h's definition fields; each must be written by some layout above. */
+static const char *const definition_flags[] = {
+    "--norm-epsilon", "--max-position-embeddings", "--rotary-base", "--use-rope-scaling", "--rope-scaling-factor",
+    "--rotary-seq-len-interpolation-factor", "--rope-type", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim",
+    "--yarn-original-max-position-embeddings", "--yarn-beta-fast", "--yarn-beta-slow",
+    "--no-yarn-correction-range-round-to-int", "--moe-router-score-function", "--moe-router-pre-softmax",
+    "--moe-router-topk-scaling-factor", "--moe-router-num-groups", "--moe-router-group-topk",
+    "--moe-router-enable-expert-bias", "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-z-loss-coeff",
+    "--moe-shared-expert-gate", "--moe-grouped-gemm", "--softmax-type", "--window-size", "--window-attn-skip-freq",
+};
+#define N_DEF_FLAGS (sizeof definition_flags / sizeof definition_flags[0])
+
+/* The definition fields of the model the script gives back (parplan's reader of Megatron arguments)
+ * against the model's own, defaults filled (pp_model_validate); the first difference named. */
+static bool definition_same(const char *script, const pp_model *model, char *why, size_t n)
+{
+    pp_model want = *model;
+    pp_error err = {0};
+    static pp_margs_config c;
+    pp_margs a;
+    pp_margs_init(&a, "script");
+    pp_status st = pp_model_validate(&want, &err);
+    if (st == PP_OK) st = pp_margs_parse_script(&a, script, strlen(script), &err);
+    if (st == PP_OK) st = pp_margs_read(&a, &c, &err);
+    pp_margs_free(&a);
+    if (st == PP_OK && c.need_vocab) c.model.vocab = want.vocab, st = pp_model_validate(&c.model, &err);
+    if (st != PP_OK) {
+        snprintf(why, n, "%s", err.msg);
+        return false;
+    }
+    const pp_model *b = &c.model;
+    why[0] = 0;
+#define F(f) if (want.f != b->f) { snprintf(why, n, #f " %.17g read back %.17g", (double)want.f, (double)b->f); return false; }
+    F(max_context); F(norm_eps); F(rope_theta); F(rope_scaling); F(rope_factor); F(rope_original_context);
+    F(rope_low_freq); F(rope_high_freq); F(yarn_beta_fast); F(yarn_beta_slow); F(yarn_mscale); F(yarn_mscale_all_dim);
+    F(yarn_no_truncate); F(router_score); F(router_raw_topk); F(router_scale); F(router_groups); F(router_group_topk);
+    F(router_expert_bias); F(router_bias); F(router_balance); F(router_aux_coef); F(router_z_coef); F(shared_gate);
+    F(attn_sinks); F(window); F(bias); F(mlp_bias);
+#undef F
+    return true;
+}
 
 static bool have_bash(void)
 {
@@ -214,6 +271,7 @@ int main(void)
     }
 
     int unknown_total = 0, checked_total = 0, layouts = 0;
+    bool def_seen[N_DEF_FLAGS] = {false};
     bool bash_checked = false;
     for (size_t ci = 0; ci < N_CASES; ci++) {
         const fx_case *c = &cases[ci];
@@ -336,6 +394,12 @@ int main(void)
         }
         tap_ok(stack_ok, "%s: the stack (%s%s%s) and the MoE/MLA/window fields as flags", name,
                pp_precision_names[c->prec], c->no_overlap ? ", no overlap" : "", c->tp_comm_overlap ? ", tp-comm-overlap" : "");
+        for (size_t k = 0; k < N_DEF_FLAGS; k++) def_seen[k] |= fx_value(&a, definition_flags[k]) != NULL;
+        if (c->target == STD) {
+            char why[600];
+            tap_ok(definition_same(s, &w.model, why, sizeof why),
+                   "%s: norm epsilon, context, RoPE and router read back as the model's (%s)", name, why);
+        }
         const char *lay = fx_value(&a, "--pipeline-model-parallel-layout");
         bool even = true;
         for (int64_t i = 1; i < l.pp; i++)
@@ -431,6 +495,9 @@ int main(void)
                "real run %s: %d flags, %d unknown, world %ld", runs[i], nf, unk, world);
         fx_args_free(&r);
     }
+    for (size_t k = 0; k < N_DEF_FLAGS; k++)
+        tap_ok(def_seen[k] && fx_flags_has(&flags, definition_flags[k]), "%s: written by a layout, in Megatron's parser",
+               definition_flags[k]);
     if (!bash_checked) tap_diag("bash not found: scripts not syntax-checked");
     tap_diag("validation: %d layouts, %d Megatron flags checked, %d unknown to Megatron-LM's parser",
              layouts, checked_total, unknown_total);

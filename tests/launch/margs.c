@@ -304,6 +304,85 @@ static void test_read(void)
     tap_ok(st == PP_OK && c.need_vocab, "a real tokenizer: the vocabulary is the caller's to give");
 }
 
+/* What defines the model beyond its shapes (pp.h): context, norm epsilon, RoPE, router. */
+static void test_definition(void)
+{
+    pp_margs a;
+    pp_error e;
+    static pp_margs_config c;
+    const pp_model *m = &c.model;
+    pp_status st = read_text("python pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && m->max_context == 1024 && m->norm_eps == 1e-5 && m->rope_theta == 0, "no flags: the context is "
+           "--seq-length, --norm-epsilon 1e-5 (Megatron's default), learned positions have no RoPE base (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --max-position-embeddings 8192 --norm-epsilon 1e-6 "
+                   "--position-embedding-type rope --rotary-base 500000 --use-rope-scaling --rope-scaling-factor 8", &a, &c, &e);
+    tap_ok(st == PP_OK && m->seq == 1024 && m->max_context == 8192 && m->norm_eps == 1e-6 && m->rope_theta == 500000 &&
+               m->rope_scaling == PP_ROPE_SCALING_LLAMA3 && m->rope_factor == 8 && m->rope_original_context == 8192 &&
+               m->rope_low_freq == 1 && m->rope_high_freq == 4 && !c.unmodelled[0],
+           "context 8192 apart from the training 1024; eps; base; llama3 scaling x8 (Megatron's fixed bands 1-4 of 8192)");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --position-embedding-type yarn --rotary-scaling-factor 32 "
+                   "--yarn-original-max-position-embeddings 4096 --yarn-beta-fast 16 --no-yarn-correction-range-round-to-int "
+                   "--mscale 0.9", &a, &c, &e);
+    tap_ok(st == PP_OK && m->pos == PP_POS_ROPE && m->rope_scaling == PP_ROPE_SCALING_YARN && m->rope_factor == 32 &&
+               m->rope_original_context == 4096 && m->yarn_beta_fast == 16 && m->yarn_beta_slow == 1 && m->yarn_mscale == 0.9 &&
+               m->yarn_mscale_all_dim == 0 && m->yarn_no_truncate && m->rope_theta == 10000,
+           "--position-embedding-type yarn: factor, original length, betas, mscale, not truncated; base 10000 (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --position-embedding-type rope --rotary-seq-len-interpolation-factor 4",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && m->rope_scaling == PP_ROPE_SCALING_LINEAR && m->rope_factor == 4, "linear interpolation x4");
+#define MLA "--position-embedding-type rope --multi-latent-attention --kv-lora-rank 64 --qk-head-dim 32 --qk-pos-emb-head-dim 16 "
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MLA, &a, &c, &e);
+    tap_ok(st == PP_OK && m->rope_scaling == PP_ROPE_SCALING_NONE, "MLA without --rope-type: yarn of factor 1, no scaling");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MLA "--rotary-scaling-factor 40 --mscale 0.707 --mscale-all-dim 0.707",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && m->rope_scaling == PP_ROPE_SCALING_YARN && m->rope_factor == 40 && m->rope_original_context == 4096 &&
+               m->yarn_beta_fast == 32 && m->yarn_beta_slow == 1 && m->yarn_mscale == 0.707 && m->yarn_mscale_all_dim == 0.707,
+           "MLA's YaRN x40: 4096 positions, betas 32 and 1 (MLATransformerConfig), the mscales");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MLA "--rope-type rope --rotary-scaling-factor 40", &a, &c, &e);
+    tap_ok(st == PP_OK && m->rope_scaling == PP_ROPE_SCALING_NONE, "MLA with --rope-type rope: no scaling");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --position-embedding-type rope \\\n  --rope-type yarn", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--multi-latent-attention") && e.line == 2,
+           "--rope-type yarn without latent attention refused (arguments.py) at 2: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --position-embedding-type rope --rotary-percent 0.25 --rotary-interleaved",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "--rotary-percent 0.25") && strstr(c.unmodelled, "--rotary-interleaved"),
+           "partial and interleaved rotary: named as not modelled (%s)", c.unmodelled);
+    /* the router */
+#define MOE "--num-experts 16 --moe-router-topk 4 "
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --disable-bias-linear " MOE, &a, &c, &e);
+    tap_ok(st == PP_OK && m->router_score == PP_ROUTER_SOFTMAX && !m->router_raw_topk && m->router_scale == 1 &&
+               m->router_balance == PP_BALANCE_AUX_LOSS && m->router_aux_coef == 0 && m->router_groups == 0 &&
+               !m->router_expert_bias && !m->router_bias && m->router_z_coef == 0,
+           "Megatron's router: softmax after the top-k (renormalised), aux_loss with coefficient 0");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --disable-bias-linear " MOE "--moe-router-score-function sigmoid "
+                   "--moe-router-topk-scaling-factor 2.5 --moe-router-num-groups 4 --moe-router-group-topk 2 "
+                   "--moe-router-enable-expert-bias --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 0.0001 "
+                   "--moe-z-loss-coeff 0.001", &a, &c, &e);
+    tap_ok(st == PP_OK && m->router_score == PP_ROUTER_SIGMOID && !m->router_raw_topk && m->router_scale == 2.5 &&
+               m->router_groups == 4 && m->router_group_topk == 2 && m->router_expert_bias && m->router_bias &&
+               m->router_balance == PP_BALANCE_SEQ_AUX_LOSS && m->router_aux_coef == 0.0001 && m->router_z_coef == 0.001 &&
+               !c.unmodelled[0],
+           "DeepSeek-V3's router: sigmoid x2.5, 2 of 4 groups, the expert bias (counted as the router's), seq_aux_loss, "
+           "z-loss (%s %s)", e.msg, c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-router-pre-softmax", &a, &c, &e);
+    tap_ok(st == PP_OK && m->router_raw_topk && m->router_bias, "--moe-router-pre-softmax: the weights as scored; "
+           "Megatron's linear biases give the router one");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-router-load-balancing-type \"['global_aux_loss']\" "
+                   "--moe-aux-loss-coeff '[0.001]'", &a, &c, &e);
+    tap_ok(st == PP_OK && m->router_balance == PP_BALANCE_GLOBAL_AUX_LOSS && m->router_aux_coef == 0.001,
+           "a dump's printed lists ['global_aux_loss'] and [0.001]");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-router-load-balancing-type aux_loss seq_aux_loss "
+                   "--moe-aux-loss-coeff 0.01 0.001 --moe-router-score-function sqrtsoftplus", &a, &c, &e);
+    tap_ok(st == PP_OK && m->router_balance == PP_BALANCE_AUX_LOSS && m->router_aux_coef == 0.01 &&
+               m->router_score == PP_ROUTER_SIGMOID && strstr(c.unmodelled, "several losses") &&
+               strstr(c.unmodelled, "sqrtsoftplus"),
+           "two losses (the first modelled), sqrtsoftplus (as sigmoid): both named (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "\\\n --moe-aux-loss-coeff x", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && e.line == 2 && strstr(e.msg, "coefficient"), "--moe-aux-loss-coeff x refused at 2: %s", e.msg);
+#undef MOE
+#undef MLA
+}
+
 /* ------------------------------------------------------------------ bad input */
 
 static void test_errors(void)
@@ -366,6 +445,7 @@ int main(int argc, char **argv)
     test_script();
     test_dumps();
     test_read();
+    test_definition();
     test_errors();
     return tap_done();
 }

@@ -1,4 +1,16 @@
-/* A launch script read back gives the prediction it was written from: for each layout below,
+/* A launch script read back gives the model and the prediction it was written from.
+ *
+ * Every field of pp_model: for a catalog model of each family (Llama 3 and 3.1, Qwen3 dense and MoE,
+ * Mixtral, DeepSeek-V3, gpt-oss, Gemma 2), the Megatron script pp_launch_write writes, read back
+ * by pp_margs_parse_script and pp_margs_read, gives a model equal field by field (the whole struct
+ * compared, so that a field added later and not carried fails here; moe_ffn 0 and = ffn, moe_every
+ * 0 and 1 are one model) except what a script does not
+ * hold by design - the name, family, source and published counts (metadata), the dropout (the
+ * script's is the stack's: compared with it), the model's default batch (the script's
+ * --global-batch-size: compared) - and what the script names in a note as not expressible (Gemma
+ * 2's post-norms).
+ *
+ * The prediction: for each layout below,
  *   parplan check FLAGS --json                                       (the prediction)
  *   parplan launch FLAGS --format megatron -o DIR                    (the script)
  *   parplan check --megatron-args DIR/pretrain_gpt.sh --gpu G --json (the script read back)
@@ -16,6 +28,9 @@
 #include <unistd.h>
 
 #include "jscan.h"
+#include "pp_launch.h"
+#include "pp_load.h"
+#include "pp_margs.h"
 #include "tap.h"
 
 static char tmpdir[256];
@@ -192,6 +207,124 @@ static void test_case(const rt_case *c, int idx)
     js_free(b);
 }
 
+
+/* ------------------------------------------------------------------ every field of pp_model */
+
+typedef struct {
+    const char *model;
+    int64_t gpus, tp, pp, ep, etp;
+    bool sp;
+    const char *not_carried; /* a field the script cannot carry ("" none), and a word of its note */
+    const char *note;
+} field_case;
+
+static const field_case field_cases[] = {
+    {"llama3-8b", 8, 2, 1, 1, 0, true, "", ""},
+    {"llama3-405b", 64, 8, 8, 1, 0, true, "", ""},        /* llama3 RoPE scaling */
+    {"qwen3-8b", 8, 2, 1, 1, 0, true, "", ""},
+    {"qwen3-30b-a3b", 16, 1, 2, 8, 0, false, "", ""},
+    {"mixtral-8x7b", 16, 2, 1, 8, 1, true, "", ""},
+    {"mixtral-8x22b", 64, 4, 2, 8, 1, true, "", ""},
+    {"deepseek-v3", 64, 1, 4, 16, 0, false, "", ""},      /* MLA YaRN, sigmoid, groups, expert bias, MTP */
+    {"gpt-oss-20b", 8, 1, 1, 8, 1, false, "", ""},        /* YaRN, sinks, windows, linear biases */
+    {"gemma2-9b", 8, 2, 1, 1, 0, true, "norms_per_layer", "post-norms"},
+};
+
+/* Name the first fields of a and b that differ (every field of pp.h's pp_model); count them. */
+static int model_diff(const pp_model *a, const pp_model *b, char *out, size_t n)
+{
+    int k = 0;
+    out[0] = 0;
+#define I(f) if (a->f != b->f && k++ < 6) pp_strcatf(out, n, " " #f " %lld/%lld", (long long)a->f, (long long)b->f)
+#define D(f) if (a->f != b->f && k++ < 6) pp_strcatf(out, n, " " #f " %.17g/%.17g", (double)a->f, (double)b->f)
+    I(layers); I(hidden); I(heads); I(kv_heads); I(head_dim); I(ffn); I(vocab); I(seq); I(max_context);
+    I(act); I(norm); I(pos); I(bias); I(tied); I(experts); I(topk); I(gbs);
+    I(qkv_bias); I(out_bias); I(mlp_bias); I(qk_norm); I(attn_sinks); I(norms_per_layer); I(window);
+    I(window_full_every); I(window_full_phase); I(q_lora_rank); I(kv_lora_rank); I(qk_nope_dim); I(qk_rope_dim);
+    I(v_head_dim); I(moe_ffn); I(shared_experts); I(shared_ffn); I(shared_gate); I(router_bias);
+    I(moe_first_dense); I(moe_every); I(moe_phase); I(n_dense_layers); I(mtp_layers); I(dropout_set);
+    D(attention_dropout); D(hidden_dropout); D(published_params); D(published_active);
+    D(norm_eps); D(rope_theta); D(rope_local_theta); I(rope_scaling); D(rope_factor); I(rope_original_context);
+    D(rope_low_freq); D(rope_high_freq); D(yarn_beta_fast); D(yarn_beta_slow); D(yarn_mscale);
+    D(yarn_mscale_all_dim); I(yarn_no_truncate); I(router_score); I(router_raw_topk); D(router_scale);
+    I(router_groups); I(router_group_topk); I(router_expert_bias); I(router_balance); D(router_aux_coef);
+    D(router_z_coef);
+#undef I
+#undef D
+    for (int64_t i = 0; i < a->n_dense_layers && i < PP_MODEL_MAX_LIST; i++)
+        if (a->dense_layers[i] != b->dense_layers[i] && k++ < 6) pp_strcatf(out, n, " dense_layers[%lld]", (long long)i);
+    /* the whole struct: a field missing from the list above differs here */
+    if (!k && memcmp(a, b, sizeof *a)) k++, pp_strcatf(out, n, " (a field not listed here)");
+    return k;
+}
+
+static void field_roundtrip(const pp_catalog *cat, const field_case *fc)
+{
+    const pp_model *orig = pp_catalog_model(cat, fc->model);
+    const pp_gpu *gpu = pp_catalog_gpu(cat, "h100-sxm");
+    if (!tap_ok(orig && gpu, "%s and h100-sxm in the catalog", fc->model)) return;
+    static pp_work w;
+    memset(&w, 0, sizeof w);
+    w.model = *orig;
+    w.gpu = *gpu;
+    w.gpus = fc->gpus, w.gpus_per_node = 8, w.gbs = orig->gbs ? orig->gbs : 256;
+    w.framework = PP_FW_MEGATRON, w.attention = PP_ATTN_FLASH;
+    pp_stack_init(&w.stack);
+    pp_layout l;
+    pp_layout_init(&l);
+    l.tp = fc->tp, l.pp = fc->pp, l.ep = fc->ep, l.etp = fc->etp, l.sp = fc->sp, l.mbs = 1, l.dist_opt = true;
+    pp_error err = {0};
+    if (!tap_ok(pp_layout_validate(&w, &l, &err) == PP_OK, "%s: layout (%s)", fc->model, err.msg)) return;
+    pp_launch_params p;
+    pp_launch_params_init(&p);
+    p.work = &w, p.layout = &l;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    pp_status st = f ? pp_launch_write(PP_LAUNCH_MEGATRON, &p, f, NULL, &err) : PP_ERR_RUNTIME;
+    if (f) fclose(f);
+    static pp_margs_config c;
+    pp_margs a;
+    pp_margs_init(&a, "pretrain_gpt.sh");
+    if (st == PP_OK) st = pp_margs_parse_script(&a, text, len, &err);
+    if (st == PP_OK) st = pp_margs_read(&a, &c, &err);
+    pp_margs_free(&a);
+    if (st == PP_OK && c.need_vocab) { /* a standard script takes the vocabulary from its tokenizer */
+        c.model.vocab = orig->vocab;
+        st = pp_model_validate(&c.model, &err);
+    }
+    if (!tap_ok(st == PP_OK, "%s: the script written and read back (%s)", fc->model, err.msg)) {
+        free(text);
+        return;
+    }
+    pp_model back = c.model, want = *orig;
+    /* by design: metadata; the dropout and the batch are the script's stack and work (compared) */
+    double att, hid;
+    pp_model_dropout(orig, &att, &hid);
+    bool carried = c.stack.attention_dropout == att && c.stack.hidden_dropout == hid && c.gbs == w.gbs;
+    memcpy(back.name, want.name, sizeof want.name);
+    memcpy(back.family, want.family, sizeof want.family);
+    memcpy(back.source, want.source, sizeof want.source);
+    back.published_params = want.published_params, back.published_active = want.published_active;
+    back.gbs = want.gbs;
+    back.dropout_set = want.dropout_set, back.attention_dropout = want.attention_dropout;
+    back.hidden_dropout = want.hidden_dropout;
+    /* one model, two spellings (pp.h): moe_ffn 0 is "= ffn", moe_every 0 is 1 (every layer from the first) */
+    if (want.experts > 1) want.moe_ffn = pp_model_expert_ffn(&want), back.moe_ffn = pp_model_expert_ffn(&back);
+    if (want.moe_every == 0 && back.moe_every == 1 && back.moe_phase == 0) back.moe_every = 0;
+    /* what the script says it cannot carry */
+    bool noted = true;
+    if (!strcmp(fc->not_carried, "norms_per_layer")) {
+        noted = strstr(text, fc->note) != NULL && back.norms_per_layer == 2;
+        back.norms_per_layer = want.norms_per_layer;
+    }
+    char why[600];
+    int ndiff = model_diff(&want, &back, why, sizeof why);
+    tap_ok(ndiff == 0 && carried && noted, "%s: every field of the model read back equal%s%s%s (%d differ:%s)", fc->model,
+           carried ? "" : "; dropout or batch differ", fc->not_carried[0] ? " but " : "", fc->not_carried, ndiff, why);
+    free(text);
+}
+
 int main(void)
 {
     if (!getenv("PARPLAN")) {
@@ -205,6 +338,14 @@ int main(void)
         return tap_done();
     }
     for (size_t i = 0; i < N_CASES; i++) test_case(&cases[i], (int)i);
+
+    pp_catalog cat;
+    pp_error cerr = {0};
+    const char *mdir = getenv("PARPLAN_MODELS_DIR");
+    if (tap_ok(mdir && pp_catalog_load(&cat, mdir, &cerr) == PP_OK, "the catalog loads (%s)", cerr.msg)) {
+        for (size_t i = 0; i < sizeof field_cases / sizeof field_cases[0]; i++) field_roundtrip(&cat, &field_cases[i]);
+        pp_catalog_free(&cat);
+    }
 
     /* standard input, and flags beside the file override it */
     char cmd[2048];

@@ -353,9 +353,21 @@ static void test_stack(void)
     W.model.moe_every = 0, W.model.moe_phase = 0;
     W.model.bias = true;
     Lay.etp = 2;
-    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "--etp 1"),
-           "MoE with biases needs etp 1 (transformer_config.py): %s", e.msg);
-    W.model.bias = false, Lay.etp = 0;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--disable-bias-linear") && !arg_value("--add-qkv-bias") &&
+               strstr(text, "expert biases only at expert TP 1"),
+           "MoE with biases at etp 2: Megatron has expert biases only at expert TP 1 (transformer_config.py), "
+           "written without them and said so");
+    W.model.qkv_bias = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--disable-bias-linear") && arg_value("--add-qkv-bias"),
+           "... keeping the q/k/v biases (--add-qkv-bias)");
+    Lay.etp = 1;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !arg_value("--disable-bias-linear") &&
+               strstr(text, "router has a bias with the linear biases"),
+           "MoE with biases at etp 1: Megatron's linear biases, and its router's bias named (the model has none)");
+    W.model.router_bias = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !arg_value("--disable-bias-linear") && !strstr(text, "router has a bias"),
+           "... a model with a router bias: nothing to say");
+    W.model.bias = W.model.qkv_bias = W.model.router_bias = false, Lay.etp = 0;
     P.target = PP_TARGET_DEVICE_LOCAL;
     Lay.tp = 1, Lay.sp = false, Lay.dp = 0, Lay.ep = 8;
     validate();
@@ -629,6 +641,67 @@ static void test_job_name(void)
            "model names are sanitized in the job name and comments");
 }
 
+/* What defines the model beyond its shape (pp.h): the flags, their values, and a note for what
+ * Megatron-LM cannot express (not written). */
+static void test_definition(void)
+{
+    pp_error e;
+    setup("llama3.1-8b", 8, 8, 64);
+    Lay.tp = 2, Lay.sp = true;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--norm-epsilon"), "1e-05") &&
+               !strcmp(arg_value("--rotary-base"), "500000") && arg_value("--use-rope-scaling") &&
+               !strcmp(arg_value("--rope-scaling-factor"), "8") && !strcmp(arg_value("--seq-length"), "8192") &&
+               !strcmp(arg_value("--max-position-embeddings"), "131072") && !strstr(text, "# note: llama3"),
+           "Llama 3.1: --norm-epsilon 1e-05, --rotary-base 500000, --use-rope-scaling x8; seq 8192 apart from the context "
+           "131072");
+    W.model.rope_factor = 16;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && strstr(text, "scales x8 over 1-4 of 8192 whatever"),
+           "llama3 x16: pretrain_gpt.py scales x8 whatever --rope-scaling-factor says: said");
+    W.model.rope_scaling = PP_ROPE_SCALING_LINEAR, W.model.rope_factor = 2.5, W.model.rope_local_theta = 10000;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !arg_value("--rotary-seq-len-interpolation-factor") &&
+               strstr(text, "linear RoPE scaling x2.5") && strstr(text, "windowed layers' RoPE base 10000"),
+           "linear x2.5 (Megatron's factor is an integer) and a windowed layers' base: not written, said");
+    W.model.rope_factor = 4, W.model.rope_local_theta = 0, W.model.rope_theta = 1e4 + 0.5;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--rotary-seq-len-interpolation-factor"), "4") &&
+               !arg_value("--rotary-base") && strstr(text, "takes an integer: not written"),
+           "linear x4: --rotary-seq-len-interpolation-factor 4; a base of 10000.5: not written, said");
+    W.model.seq = 262144;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--max-position-embeddings"), "262144") &&
+               strstr(text, "past the model's context 131072"),
+           "training past the context: --max-position-embeddings at the training length (arguments.py), said");
+    setup("deepseek-v3", 256, 8, 1024);
+    Lay.pp = 8, Lay.ep = 32;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !strcmp(arg_value("--rope-type"), "yarn") &&
+               !strcmp(arg_value("--rotary-scaling-factor"), "40") && !strcmp(arg_value("--mscale-all-dim"), "1") &&
+               !arg_value("--yarn-beta-fast") && !strcmp(arg_value("--moe-router-score-function"), "sigmoid") &&
+               !strcmp(arg_value("--moe-router-topk-scaling-factor"), "2.5") && !strcmp(arg_value("--moe-router-num-groups"), "8") &&
+               !strcmp(arg_value("--moe-router-group-topk"), "4") && arg_value("--moe-router-enable-expert-bias") &&
+               !strcmp(arg_value("--moe-router-load-balancing-type"), "seq_aux_loss") &&
+               !strcmp(arg_value("--moe-aux-loss-coeff"), "0.0001") && !arg_value("--moe-router-pre-softmax") &&
+               !arg_value("--moe-z-loss-coeff") && !strstr(text, "# note: YaRN"),
+           "DeepSeek-V3: MLA's --rope-type yarn x40 with its mscales; sigmoid x2.5, 4 of 8 groups, expert bias, seq_aux_loss");
+    W.model.yarn_beta_fast = 1, W.model.rope_original_context = 8192;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && strstr(text, "Megatron fixes 4096 and 32/1"),
+           "MLA's YaRN with Kimi K2's beta 1 over 8192 positions: Megatron fixes them, said");
+    W.model.rope_scaling = PP_ROPE_SCALING_NONE, W.model.rope_factor = 0, W.model.rope_original_context = 0;
+    W.model.router_raw_topk = true;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && !arg_value("--rope-type") && !arg_value("--rotary-scaling-factor") &&
+               strstr(text, "sigmoid top-8 weights as scored"),
+           "MLA without scaling: no --rope-type (Megatron's yarn of factor 1); sigmoid top-8 unnormalised: said");
+    setup("moe-zloss-1b", 16, 8, 128);
+    Lay.tp = 2, Lay.sp = true, Lay.ep = 8, Lay.etp = 1;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--moe-router-pre-softmax") &&
+               !strcmp(arg_value("--moe-z-loss-coeff"), "0.001") && !strcmp(arg_value("--moe-aux-loss-coeff"), "0.01") &&
+               arg_value("--moe-shared-expert-gate") && !strcmp(arg_value("--moe-router-score-function"), "softmax"),
+           "top-1 softmax as scored: --moe-router-pre-softmax; z-loss 0.001, aux 0.01, the shared expert's gate");
+    W.model.router_raw_topk = false;
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && arg_value("--moe-router-pre-softmax") && strstr(text, "Megatron refuses it"),
+           "top-1 softmax renormalised (weight 1): Megatron refuses it, --moe-router-pre-softmax written and said");
+}
+
 int main(void)
 {
     test_names();
@@ -637,6 +710,7 @@ int main(void)
     test_megatron_values();
     test_errors();
     test_stack();
+    test_definition();
     test_predictions_missing();
     test_deepspeed_nemo();
     test_atomic();

@@ -278,7 +278,8 @@ static void test_hf_today(void)
                 tap_diag("%s: %s = %lld, want %lld", e->file, names[k], (long long)got[k], (long long)want[k]);
         bool flags = m.qkv_bias == e->qkv_bias && m.out_bias == e->out_bias && m.mlp_bias == e->mlp_bias &&
                      m.attn_sinks == e->sinks && m.router_bias == e->router_bias && m.shared_gate == e->shared_gate &&
-                     m.tied == e->tied && m.dropout_set == e->dropout_set && !m.bias &&
+                     m.tied == e->tied && m.dropout_set == e->dropout_set &&
+                     m.bias == (e->qkv_bias && e->out_bias && e->mlp_bias) &&
                      m.act == PP_ACT_SWIGLU && m.norm == PP_NORM_RMSNORM && m.pos == PP_POS_ROPE;
         if (!flags)
             tap_diag("%s: qkv %d out %d mlp %d sinks %d router %d gate %d tied %d dropout_set %d bias %d", e->file,
@@ -436,10 +437,12 @@ static void test_hf_rules(void)
     st = load_model_str(&m, "{\"model_type\": \"deepseek_v3\", " LLAMA_BASE ", \"kv_lora_rank\": 16,"
                             " \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16, \"q_lora_rank\": null,"
                             " \"n_routed_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 32,"
-                            " \"first_k_dense_replace\": 1, \"moe_layer_freq\": 2, \"head_dim\": 8}", &err);
+                            " \"first_k_dense_replace\": 1, \"moe_layer_freq\": 2, \"head_dim\": 8, \"n_group\": 2,"
+                            " \"topk_group\": 1}", &err);
     if (!tap_ok(st == PP_OK && m.head_dim == 16 && m.q_lora_rank == 0 && m.shared_ffn == 0 && m.mtp_layers == 0 &&
                     !pp_model_layer_is_moe(&m, 0) && !pp_model_layer_is_moe(&m, 1) && pp_model_layer_is_moe(&m, 2) &&
-                    !pp_model_layer_is_moe(&m, 3) && m.router_bias,
+                    !pp_model_layer_is_moe(&m, 3) && m.router_bias && m.router_expert_bias && m.router_groups == 2 &&
+                    m.router_group_topk == 1 && m.router_score == PP_ROUTER_SIGMOID && m.router_scale == 2.5,
                 "deepseek_v3: MoE where i >= 1 and i %% 2 == 0; head_dim nope + rope (the key ignored)"))
         show(&err);
     /* dropout spellings */
@@ -459,7 +462,8 @@ static void test_hf_rules(void)
     st = load_model_str(&m, "{\"model_type\": \"llama\", " LLAMA_BASE "}", &err);
     tap_ok(st == PP_OK && !m.dropout_set, "llama without a dropout key: the model says nothing");
     st = load_model_str(&m, "{\"model_type\": \"llama\", " LLAMA_BASE ", \"attention_bias\": true, \"mlp_bias\": true}", &err);
-    tap_ok(st == PP_OK && m.qkv_bias && m.out_bias && m.mlp_bias && !m.bias, "llama: attention_bias, mlp_bias");
+    tap_ok(st == PP_OK && m.qkv_bias && m.out_bias && m.mlp_bias && m.bias,
+           "llama: attention_bias, mlp_bias: biases on every linear layer but the output (bias)");
 #undef LLAMA_BASE
 }
 
@@ -571,7 +575,7 @@ static void test_profile(void)
     tap_ok(p.gemm == NULL && p.n_gemm == 0, "free resets");
 }
 
-/* Issue 8: the `optimizer:` section (parplan-probe optimizer) and pp_profile_optimizer_s. Records
+/* The `optimizer:` section (parplan-probe optimizer) and pp_profile_optimizer_s. Records
  * out of order and two of the same size (averaged: 11 ms at 1e9). */
 static void test_profile_optimizer(void)
 {
@@ -612,7 +616,7 @@ static void test_profile_optimizer(void)
            "no optimizer records -> -1");
 }
 
-/* Issue 8: a layer record's optional kv_heads (grouped-query attention): absent reads as heads,
+/* A layer record's optional kv_heads (grouped-query attention): absent reads as heads,
  * given it is kept; JSON spelling too. */
 static void test_profile_layer_kv(void)
 {
