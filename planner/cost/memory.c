@@ -54,6 +54,16 @@ static const double MEM_DRIVER_BYTES = 616.0 * MIB;
  * PP=2 untied +1022 MiB (p2p + pipeline group), PP=2 tied +1508 MiB (+ embedding group).
  * 500 MiB per communicator fits all four within 70 MiB. */
 static const double MEM_NCCL_COMM_BYTES = 500.0 * MIB;
+/* MoE outside the allocator. One H200, no communicator: MoE runs left 2872 MiB where dense ones
+ * left 2476 (tests/data/megatron/runs_moe*.csv: smi peak minus max reserved, 17 of 19 runs), the
+ * kernels and handles the router and the token permutation load. The expert-parallel all-to-all
+ * then connects every rank of the EP group to every other one: on 4 x H200 (tests/data/node4,
+ * outside_mib) what was left beyond these and the communicators above was 549 MiB per peer at
+ * EP 4 (three runs alike), 452-876 MiB at EP 2: 500 MiB per peer, as a communicator. Not measured
+ * beyond EP 4, where NCCL's per-peer setup would not keep growing this way (DeepSeek-V3 trains
+ * EP 64 on 80 GB): held at EP 4's three peers. */
+static const double MEM_MOE_KERNELS_BYTES = 396.0 * MIB;
+static const double MEM_NCCL_A2A_PEER_BYTES = 500.0 * MIB;
 /* Caching-allocator slack at the peak. Without memory pressure the allocator keeps freed blocks
  * cached: max_memory_reserved - max_memory_allocated was 2-6% of the short-lived part of the peak
  * (max allocated minus the static allocation) for GPT shapes and 7-14% for the Llama shape in the
@@ -385,7 +395,9 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         if (pp_layout_etp(l) > 1 && pp_layout_etp(l) != l->tp) comms += 1;
         if (pp_layout_edp(l) > 1 && pp_layout_edp(l) != l->dp * l->cp) comms += 1;
     }
-    c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES;
+    double peers = m->experts > 1 && l->ep > 1 ? (double)(l->ep - 1 < 3 ? l->ep - 1 : 3) : 0.0;
+    c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES +
+                       (m->experts > 1 ? MEM_MOE_KERNELS_BYTES : 0.0) + peers * MEM_NCCL_A2A_PEER_BYTES;
 }
 
 /* Micro-batch-layers of activations held by stage i (in units of "one layer of one
