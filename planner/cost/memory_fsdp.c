@@ -238,6 +238,12 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     double logits = T * V / t;
     c->loss_fwd = 10.0 * logits;
     c->loss_bwd = 12.0 * logits;
+    /* Under TP, loss_parallel's log-softmax is DTensor's own (torch/distributed/tensor/parallel/
+     * loss.py): its backward forms exp(output) as a tensor of its own before subtracting, 4 more
+     * bytes per logit. Measured on 4 x H200 (tests/data/node4/fsdp_runs.csv, FSDP2 + TP 2): the
+     * loss-bound peaks were 2004 and 4009 MiB above 12 bytes per logit at 525M and 1050M logits
+     * per rank, 4.0 bytes each. */
+    if (l->tp > 1) c->loss_bwd = 16.0 * logits;
     /* The embedding backward (embedding_dense_backward) sums the token rows in fp32 partial
      * segments before writing the bf16 weight gradient. */
     c->embed_bwd_work = 4.0 * T * h;
