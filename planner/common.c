@@ -88,6 +88,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
     if (k > 0 && (size_t)k < n && s->grad_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 gradients");
+    if (k > 0 && (size_t)k < n && s->expandable_segments)
+        k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
         snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
                  s->grouped_gemm ? "grouped" : "looped",

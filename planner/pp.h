@@ -332,6 +332,10 @@ typedef struct {
     bool impl_given;
     pp_dispatch dispatcher;    /* --moe-dispatcher */
     bool grouped_gemm;         /* --moe-grouped-gemm (TE grouped GEMM; local runs SequentialMLP) */
+    bool expandable_segments;  /* --expandable-segments: PyTorch's caching allocator with
+                                  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which grows
+                                  segments instead of splitting cached blocks (no fragmentation
+                                  room is kept for dropless MoE's logits block, memory.c) */
     bool grad_bf16;            /* --grad-reduce-bf16: Megatron's gradient buffer and reduction in
                                   bf16 (--grad-reduce-in-bf16; Megatron-Bridge recipes'
                                   grad_reduce_in_fp32 = False) instead of fp32 main_grads */

@@ -241,6 +241,7 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kbool(j, "overlap", !s->no_overlap);
     pp_json_kbool(j, "tp_comm_overlap", s->tp_comm_overlap);
     pp_json_kbool(j, "grad_reduce_bf16", s->grad_bf16);
+    pp_json_kbool(j, "expandable_segments", s->expandable_segments);
     pp_json_kbool(j, "ep_overlap", s->ep_overlap);
     if (pp_model_is_moe(&w->model)) {
         pp_json_kstr(j, "moe_dispatcher", pp_dispatch_names[s->dispatcher]);

@@ -79,6 +79,16 @@ static const double MEM_NCCL_A2A_PEER_BYTES = 500.0 * MIB;
  * s 4096) that working set; kept as measured (no run near the capacity with full recompute). */
 static const double MEM_SLACK_FRACTION = 0.04;
 static const double MEM_SLACK_RECOMPUTE_SETS = 1.6;
+/* Dropless MoE near the capacity: the routed token buffers change size every micro-batch, so the
+ * caching allocator splits the blocks a repeated allocation would reuse, and the largest one of
+ * the step, the fp32 logits of the loss, may find no free block of its size among the cached
+ * ones. On 4 x H200 (tests/data/node4: q_ep2dp2_b4, 128 experts, EP 2, micro-batch 4) the step
+ * failed allocating those logits (9.27 GiB) with 16.45 GiB reserved but unallocated, at 124.1 GiB
+ * predicted (125.2 measured) of 139.8 usable. So for dropless MoE the last stage keeps room for
+ * that block on top of the slack: the one-H200 MoE runs nearest their capacity (q_b2 at 0.955 of
+ * it, 4.6 GiB of logits; m8_b4 at 0.915) still fit with it, and no dense run is charged. With
+ * expandable segments (--expandable-segments) the allocator grows a segment instead. */
+static const double MEM_MOE_LOGITS_BLOCKS = 1.0;
 /* cuBLAS / cuBLASLt workspaces (PyTorch allocates them through its caching allocator) and the
  * small persistent tensors of a training step (loss scalars, RNG states, rotary tables).
  * Measured: the static allocation after an iteration minus the model state and the attention
@@ -245,6 +255,7 @@ typedef struct {
     double data;        /* batch tensors per micro-batch (first and last stage) */
     double head_act;    /* last stage, per micro-batch: final norm and output layer inputs */
     double loss_work;   /* last stage: logits and loss working set */
+    double frag_block;  /* last stage: room kept for the fp32 logits block (dropless MoE) */
     double mtp_act;     /* last stage, per micro-batch: the MTP layers' extra saved tensors */
     double opt_work_per_param; /* optimizer-step temporaries per parameter on the rank */
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
@@ -344,6 +355,8 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * Hugging Face models (deepspeed/fsdp): 16-bit logits kept as output, fp32 upcast and the
      * fp32 log-softmax saved by the loss: 10 bytes. */
     double logits = sb * V / t;
+    c->frag_block = m->experts > 1 && w->stack.moe_capacity_factor <= 0 && !w->stack.expandable_segments
+                        ? MEM_MOE_LOGITS_BLOCKS * 4.0 * logits : 0.0;
     if (mega) {
         double wg = eager ? 2.0 * V * h / t : 0.0;
         c->loss_work = mem_max(6.0 * logits, 2.0 * logits + wg);
@@ -513,7 +526,7 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
                     o->transient_bytes;
     double shortlived = o->activations_bytes + o->transient_bytes - c->workspace;
     o->reserved_bytes = c->reserve_fixed + MEM_SLACK_FRACTION * shortlived +
-                        MEM_SLACK_RECOMPUTE_SETS * recompute_set;
+                        MEM_SLACK_RECOMPUTE_SETS * recompute_set + (last ? c->frag_block : 0.0);
     double cap = w->gpu.memory_bytes;
     o->fits = o->peak_bytes + o->reserved_bytes <= cap;
 }

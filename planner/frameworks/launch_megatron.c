@@ -722,6 +722,9 @@ static void write_env(pp_sbuf *b, const pp_launch_params *p)
     pp_sbuf_printf(b, "# Megatron-LM needs one CUDA connection per device so that TP/CP communication and\n"
                  "# compute kernels are issued in order (validate_args asserts it for TP or CP > 1).\n");
     pp_sbuf_printf(b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    if (p->work->stack.expandable_segments)
+        pp_sbuf_printf(b, "# PyTorch's allocator grows segments instead of splitting cached blocks (--expandable-segments)\n"
+                          "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");
     if (p->target == PP_TARGET_DEVICE_LOCAL)
         pp_sbuf_printf(b, "# NVLink multicast off (not available on the lent machines)\n"
                      "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1\n");

@@ -148,7 +148,7 @@ static const key_def key_table[] = {
     {"overlap_p2p_comm", K_READ, NULL}, {"tp_comm_overlap", K_READ, NULL},
     {"moe_token_dispatcher_type", K_READ, NULL}, {"moe_grouped_gemm", K_READ, NULL},
     {"moe_expert_capacity_factor", K_READ, NULL}, {"accumulate_allreduce_grads_in_fp32", K_READ, NULL},
-    {"grad_reduce_in_bf16", K_READ, NULL},
+    {"grad_reduce_in_bf16", K_READ, NULL}, {"expandable_segments", K_READ, NULL},
     /* ---- fused kernels: TransformerEngine's defaults; the time model assumes them with TE */
     {"gradient_accumulation_fusion", K_FUSION, NULL}, {"bias_gelu_fusion", K_FUSION, NULL},
     {"bias_swiglu_fusion", K_FUSION, NULL}, {"bias_dropout_fusion", K_FUSION, NULL},
@@ -478,6 +478,8 @@ pp_status pp_margs_parse_script_at(pp_margs *a, const char *text, size_t len, in
             snprintf(v, sizeof v, "%lld", (long long)c.nproc);
             if (st == PP_OK) st = pp_margs_kv_set(a, "gpus_per_node", "--nproc-per-node", v, false, c.line, 0, false, err);
         }
+        if (st == PP_OK && c.expandable)
+            st = pp_margs_kv_set(a, "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF", "true", false, c.line, 0, false, err);
         if (st == PP_OK && a->source == PP_MARGS_NONE) {
             a->source = PP_MARGS_SCRIPT;
             a->line = c.line;

@@ -878,7 +878,8 @@ static pp_status read_stack(rd *r)
         (st = rd_bool(r, "overlap_param_gather", false, &c->overlap_param_gather)) ||
         (st = rd_bool(r, "overlap_p2p_comm", true, &c->overlap_p2p_comm)) ||
         (st = rd_bool(r, "gradient_accumulation_fusion", true, &c->grad_accum_fusion)) ||
-        (st = rd_bool(r, "grad_reduce_in_bf16", false, &gbf16)))
+        (st = rd_bool(r, "grad_reduce_in_bf16", false, &gbf16)) ||
+        (st = rd_bool(r, "expandable_segments", false, &s->expandable_segments)))
         return st;
     pp_margs_kv *ka = rd_kv(r, "accumulate_allreduce_grads_in_fp32");
     if ((st = rd_bool(r, "accumulate_allreduce_grads_in_fp32", bf16 && !gbf16, &acc32))) return st;

@@ -573,6 +573,9 @@ static pp_status sh_assign_word(sh_ctx *c, const pp_sh_tok *t)
             return st;
         }
     }
+    /* PyTorch's allocator configuration, the one environment setting the memory model reads */
+    if (st == PP_OK && w.n == 1 && (!strcmp(name, "PYTORCH_CUDA_ALLOC_CONF") || !strcmp(name, "PYTORCH_ALLOC_CONF")))
+        c->best.expandable = strstr(w.w[0].s, "expandable_segments:True") || strstr(w.w[0].s, "expandable_segments:true");
     if (st == PP_OK) st = var_set(c, name, &w, false);
     words_free(&w);
     return st;

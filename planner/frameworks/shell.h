@@ -30,6 +30,7 @@ typedef struct {
     int line;              /* where the command starts */
     char program[64];      /* the *.py's base name ("" for bare --flag lines) */
     int64_t nproc, nnodes; /* the launcher's --nproc-per-node and --nnodes, 0 unknown */
+    bool expandable;       /* PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) has expandable_segments:True */
 } pp_sh_command;
 
 /* Read text (its first line is line line0 of the file path) into cmd. PP_ERR_INPUT with line:col

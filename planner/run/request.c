@@ -71,6 +71,8 @@ const pp_option pp_request_options[] = {
     NUM("--capacity-factor", capacity_factor, PP_RQ_CAPACITY, 0, 1000, "X: MoE expert capacity factor (0: dropless, the default)"),
     NUM("--moe-imbalance", moe_imbalance, PP_RQ_IMBALANCE, 1, 100000,
         "X: tokens of the busiest expert over the mean (>= 1, default 1)"),
+    FLAG("--expandable-segments", expandable_segments, PP_RQ_EXPANDABLE,
+         "PyTorch's allocator with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation)"),
     FLAG("--grad-reduce-bf16", grad_bf16, PP_RQ_GRAD_BF16,
          "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"),
     FLAG("--ep-overlap", ep_overlap, PP_RQ_EP_OVERLAP,
@@ -253,6 +255,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_IMBALANCE]) s->moe_imbalance = r->moe_imbalance;
     if (g[PP_RQ_EP_OVERLAP]) s->ep_overlap = true;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
+    if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */

@@ -180,7 +180,7 @@ static js_val *js_parse(const char *text, char *err, size_t errn)
             snprintf(ps.err, sizeof ps.err, "trailing text after the document: '%.20s'", ps.p);
         }
     }
-    if (!v) snprintf(err, errn, "%s", ps.err);
+    if (!v) snprintf(err, errn, "%.*s", (int)(errn > 0 ? errn - 1 : 0), ps.err);
     return v;
 }
 
