@@ -1,4 +1,4 @@
-/* libFuzzer harness: hardware profiles (pp_profile_load_file, planner/calibrate/profile.c). The loader
+/* libFuzzer harness: hardware profiles (pp_profile_load_file, planner/model/profile.c). The loader
  * takes a path, so each input is written to one scratch file per process first. An accepted
  * profile must answer the time model's queries (GEMM TFLOP/s, NCCL bus bandwidth, at measured
  * and unmeasured shapes) with finite, non-negative numbers, and the time model using it must

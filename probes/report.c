@@ -3,7 +3,7 @@
 #include "probe.h"
 
 /* the profile's sections and keys, shared with the planner's reader (plain C, macros only) */
-#include "../planner/calibrate/pp_profile_schema.h"
+#include "../planner/model/pp_profile_schema.h"
 
 #include <errno.h>
 #include <math.h>

@@ -144,11 +144,7 @@ void pp_calib_result_free(pp_calib_result *res); /* accepts NULL */
 
 /* ------------------------------------------------------------------ use by the time model */
 
-/* Called by pp_time_ctx_init and pp_time_layer_get (time.c) when the work's profile carries a
- * calibration: scale the rates, then add the per-layer terms. */
-void pp_calibration_apply_ctx(const pp_calibration *cal, pp_time_ctx *c);
-void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c, const pp_layout *l,
-                                pp_time_layer *ly);
+
 /* Neutral factors (gemm 1, elementwise 1, score 0, layer 0, optimizer 1), present = false. */
 void pp_calibration_init(pp_calibration *cal);
 

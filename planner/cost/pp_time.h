@@ -5,6 +5,7 @@
 #define PP_TIME_H
 
 #include "pp.h"
+#include "pp_profile.h"
 
 typedef struct {
     double step_time_s;      /* one optimizer step of the global batch */
@@ -162,5 +163,11 @@ double pp_time_behind(double comm, double window);
 /* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
  * that share a node of gpn GPUs. */
 int64_t pp_time_group_per_node(int64_t n, int64_t stride, int64_t gpn);
+
+/* Called by pp_time_ctx_init and pp_time_layer_get (time.c) when the work's profile carries a
+ * calibration: scale the rates, then add the per-layer terms. */
+void pp_calibration_apply_ctx(const pp_calibration *cal, pp_time_ctx *c);
+void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c, const pp_layout *l,
+                                pp_time_layer *ly);
 
 #endif

@@ -26,7 +26,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "pp_calibrate.h" /* issue 8: factors fitted by `parplan calibrate` */
 #include "pp_layer.h"
 #include "pp_profile.h"
 
@@ -718,3 +717,51 @@ double pp_hardware_flops_per_step(const pp_model *m, int64_t gbs, pp_recompute r
     else if (rc == PP_RC_SELECTIVE) extra = attn;      /* the attention core's forward */
     return (3.0 * fwd + extra) * tokens;
 }
+
+/* ------------------------------------------------------------------ a profile's calibration
+ * The factors `parplan calibrate` fits (pp_profile.h, calibration) applied to the time model. */
+
+void pp_calibration_apply_ctx(const pp_calibration *cal, pp_time_ctx *c)
+{
+    if (!cal || !cal->present) return;
+    /* The GEMM curve keeps its shape (c = R/BW was set from the catalog rate); only its scale
+     * moves. Fused attention kernels are priced as a fraction of the GEMM rate, so they follow. */
+    c->gemm_rate *= cal->gemm_scale;
+    c->flash_fwd_rate *= cal->gemm_scale;
+    c->flash_bwd_rate *= cal->gemm_scale;
+    c->mem_rate /= cal->elementwise_scale;
+}
+
+void pp_calibration_apply_layer(const pp_calibration *cal, const pp_time_ctx *c, const pp_layout *l,
+                                pp_time_layer *ly)
+{
+    if (!cal || !cal->present) return;
+    const pp_work *w = c->w;
+    const pp_model *m = &w->model;
+    double extra = 0;
+    if (w->attention == PP_ATTN_UNFUSED && cal->score_bytes > 0) {
+        /* scores of this rank: b x heads/t x (s/cp) x s, each touched score_bytes more per pass */
+        double scores = (double)l->mbs * (double)m->heads / (double)l->tp * (double)m->seq / (double)l->cp *
+                        (double)m->seq;
+        extra = cal->score_bytes * scores / c->mem_rate;
+    }
+    /* Every layer kind the model has: the main kind's terms are ly's own fields. (The MoE
+     * factors are read by time.c's layer terms: an MoE layer runs at the host's pace when that
+     * is slower than the GPU's.) */
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        if (!(ly->kinds_present & (1u << k)) && k != ly->kind_main) continue;
+        pp_time_terms y;
+        pp_time_layer_terms(ly, k, &y);
+        double over = cal->layer_overhead_s;
+        y.fwd_compute_s += extra + over;
+        y.bwd_compute_s += extra + 2.0 * over;
+        y.sel_recompute_s += extra; /* selective recompute redoes the attention core */
+        if (k == ly->kind_main) {
+            ly->fwd_compute_s = y.fwd_compute_s;
+            ly->bwd_compute_s = y.bwd_compute_s;
+            ly->sel_recompute_s = y.sel_recompute_s;
+        }
+        ly->kind[k] = y;
+    }
+}
+

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "pp_calibrate.h" /* issue 8: factors fitted by `parplan calibrate` */
 #include "pp_profile.h"
 
 /* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
@@ -455,7 +454,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
             opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
         out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;
         if (w->profile && w->profile->calibration.present)
-            out->optimizer_s *= w->profile->calibration.optimizer_scale; /* issue 8 */
+            out->optimizer_s *= w->profile->calibration.optimizer_scale;
     } else {
         /* CPU Adam: gradients down, 16-bit parameters up over PCIe, update on the host. */
         double pcie = w->gpu.pcie_gbs * 1e9;

@@ -1,6 +1,6 @@
 /* The hardware profile's schema (docs/cli.md "Hardware profile"): its sections, and the keys of each
  * record, listed once. The probes' writer (probes/report.c) writes from these lists, the planner's
- * reader (planner/calibrate/profile.c) makes its key tables from them, and `parplan calibrate` names
+ * reader (planner/model/profile.c) makes its key tables from them, and `parplan calibrate` names
  * the calibration's factors from them (calibrate.c pp_cal_names).
  *
  * X-macros: a user defines a macro X of the list's columns and expands the list with it. The file
