@@ -361,6 +361,9 @@ typedef struct {
     pp_attention attention;
     pp_stack stack;
     const struct pp_profile *profile; /* NULL: catalog efficiencies */
+    double mem_margin_frac;  /* share of the GPU's memory plan keeps free: its search ranks only
+                                layouts that need at most (1 - it) x capacity; check notes a layout
+                                above it (pp_memory_plan_bytes; 0: none) */
 } pp_work;
 /* The dropout and implementation the models use, valid on a zeroed stack too: the stack's
  * dropout when given, else the model's (pp_model_dropout); --impl when given, else local for

@@ -95,6 +95,9 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
 
 /* The training stack check and plan assumed: one line (pp_stack_describe, and the
  * --megatron-args file), and the "stack" (and "megatron_args") objects of their JSON. */
+/* "parplan CMD: MODEL on N x GPU (K nodes of G), global batch B x S tokens, FRAMEWORK, ATTN attention":
+ * the first line of check's and plan's tables. */
+void pp_cli_work_line(FILE *f, const char *command, const pp_work *w);
 void pp_cli_stack_line(FILE *f, const pp_cli *c);
 void pp_cli_stack_json(pp_json *j, const pp_cli *c);
 

@@ -77,12 +77,11 @@ static void check_table(const pp_cli *c, const pp_run *run)
     const pp_mem_result *r = &run->mem;
     const pp_time_result *t = &run->time;
     char b[12][24];
-    printf("parplan check: %s on %lld x %s (%s), %s attention\n", w->model.name, (long long)w->gpus,
-           w->gpu.name, pp_framework_names[w->framework], pp_attention_names[w->attention]);
-    printf("layout: tp %lld pp %lld dp %lld vpp %lld cp %lld ep %lld etp %lld, mbs %lld, gbs %lld, "
+    pp_cli_work_line(stdout, "check", w);
+    printf("layout: tp %lld pp %lld dp %lld vpp %lld cp %lld ep %lld etp %lld, mbs %lld, "
            "%lld micro-batches; %s%s%s, recompute %s",
            (long long)l->tp, (long long)l->pp, (long long)l->dp, (long long)l->vpp, (long long)l->cp,
-           (long long)l->ep, (long long)pp_layout_etp(l), (long long)l->mbs, (long long)w->gbs,
+           (long long)l->ep, (long long)pp_layout_etp(l), (long long)l->mbs,
            (long long)pp_layout_microbatches(w, l),
            l->dist_opt ? "distributed optimizer" : l->zero ? "ZeRO stage " : "no optimizer sharding",
            (!l->dist_opt && l->zero) ? (const char *[]){"", "1", "2", "3"}[l->zero] : "",

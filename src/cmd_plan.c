@@ -209,30 +209,46 @@ static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int
 
 /* ------------------------------------------------------------------ output */
 
+/* The last rule of the funnel that removed layouts (not memory): why none passed the rules. */
+static int last_rule(const pp_search_result *r)
+{
+    int last = -1;
+    for (int i = 0; i < PP_PRUNE_COUNT; i++)
+        if (r->pruned[i] && i != PP_PRUNE_OOM && i != PP_PRUNE_MARGIN) last = i;
+    return last;
+}
+
+/* "of 80.0 GiB; plan keeps 12% free: up to 70.4 GiB" (no margin: "of 80.0 GiB") */
+static const char *capacity_words(const pp_work *w, char *buf, size_t n)
+{
+    char cap[32], plan[32];
+    pp_fmt_bytes(w->gpu.memory_bytes, cap, sizeof cap);
+    if (pp_memory_plan_bytes(w) < w->gpu.memory_bytes)
+        snprintf(buf, n, "of %s, filled up to %s: a %.0f%% margin, --max-mem-frac sets it", cap,
+                 pp_fmt_bytes(pp_memory_plan_bytes(w), plan, sizeof plan), 100 * w->mem_margin_frac);
+    else
+        snprintf(buf, n, "of %s", cap);
+    return buf;
+}
+
 static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *cand,
                         const pp_search_result *r, const pp_search_candidate *shapes)
 {
     const pp_work *w = &c->work;
-    int64_t nodes = (w->gpus + w->gpus_per_node - 1) / w->gpus_per_node;
-    fprintf(f, "parplan plan: %s on %lld x %s (%lld node%s of %lld), global batch %lld x %lld tokens, "
-               "%s, %s attention\n",
-            w->model.name, (long long)w->gpus, w->gpu.name, (long long)nodes, nodes > 1 ? "s" : "",
-            (long long)w->gpus_per_node, (long long)w->gbs, (long long)w->model.seq,
-            pp_framework_names[w->framework], pp_attention_names[w->attention]);
+    pp_cli_work_line(f, "plan", w);
     pp_cli_stack_line(f, c);
     char nb[48];
     fprintf(f, "searched %s layouts in %.1f ms: ", pp_fmt_num((double)r->evaluated, 15, nb, sizeof nb),
             r->search_time_s * 1e3);
     if (r->n == 0) {
         /* nothing passed the rules: the last rule of the funnel removed the last layouts */
-        int last = -1;
-        for (int i = 0; i < PP_PRUNE_COUNT; i++)
-            if (r->pruned[i] && i != PP_PRUNE_OOM) last = i;
+        int last = last_rule(r);
         fprintf(f, "none passes the rules; the last to go fell to '%s' (%s)\n\n", last >= 0 ? pp_prune_names[last] : "?",
                 last >= 0 ? pp_prune_help[last] : "?");
     } else if (r->none_fit) {
-        fprintf(f, "%s pass the rules, NONE fits in memory: the %lld closest are shown\n\n",
-                pp_fmt_num((double)r->leaves, 15, nb, sizeof nb), (long long)r->n);
+        fprintf(f, "%s pass the rules, NONE fits in memory%s: the %lld closest are shown\n\n",
+                pp_fmt_num((double)r->leaves, 15, nb, sizeof nb),
+                pp_memory_plan_bytes(w) < w->gpu.memory_bytes ? " with the margin plan keeps" : "", (long long)r->n);
     } else {
         fprintf(f, "%s fit in memory; the best %lld by predicted step time\n\n",
                 pp_fmt_num((double)r->fitting, 15, nb, sizeof nb), (long long)r->n);
@@ -253,11 +269,11 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
                 pp_layout_label(&k->layout, lab, sizeof lab), pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
                 pp_fmt_num(k->time.step_time_s, 4, st, sizeof st), pp_fmt_num(k->time.samples_per_s, 4, sps, sizeof sps),
                 fmt_rate(k->time.tokens_per_s, tok, sizeof tok), k->time.model_tflops_per_gpu, 100 * k->time.mfu,
-                k->fits ? "" : "  OOM");
+                k->fits ? "" : k->worst_bytes <= w->gpu.memory_bytes ? "  margin" : "  OOM");
     }
-    fprintf(f, "(mem/GPU: peak + reserved on the fullest GPU, of %s; TFLOP/s: model FLOPs per GPU, no "
+    fprintf(f, "(mem/GPU: peak + reserved on the fullest GPU, %s;\n TFLOP/s: model FLOPs per GPU, no "
                "recompute; MFU against %.0f TFLOP/s)\n",
-            pp_fmt_bytes(w->gpu.memory_bytes, (char[32]){0}, 32),
+            capacity_words(w, (char[160]){0}, 160),
             (w->gpu.peak_flops[PP_DT_BF16] > 0 ? w->gpu.peak_flops[PP_DT_BF16] : w->gpu.peak_flops[PP_DT_FP16]) / 1e12);
 
     if (r->n > 0) {
@@ -318,7 +334,9 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
         pp_json_knum(&j, "need_bytes", round(k->worst_bytes));
         pp_json_knum(&j, "headroom_bytes", round(k->headroom_bytes));
-        pp_json_kbool(&j, "fits", k->fits);
+        /* fits: in the GPU (check's verdict); within_margin: what plan ranks (pp_memory_plan_bytes) */
+        pp_json_kbool(&j, "fits", k->worst_bytes <= w->gpu.memory_bytes);
+        pp_json_kbool(&j, "within_margin", k->fits);
         pp_json_knum(&j, "step_time_s", t->step_time_s);
         pp_json_knum(&j, "samples_per_s", t->samples_per_s);
         pp_json_knum(&j, "tokens_per_s", t->tokens_per_s);
@@ -437,12 +455,16 @@ static pp_status plan_resolve(pp_cli *c, pp_search_candidate *cand, pp_search_re
         k->peak_bytes = run->peak_bytes;
         k->worst_bytes = run->need_bytes;
         k->headroom_bytes = run->headroom_bytes;
-        k->fits = run->fits;
+        k->fits = run->fits && run->within_margin;
     }
     free(run);
     if (st != PP_OK) return st;
     qsort(cand, (size_t)r->n, sizeof *cand, cand_order);
     r->none_fit = r->n == 0 || !cand[0].fits;
+    /* a candidate the framework's form (or the stage split) pushed past the margin leaves the
+     * ranking when others fit */
+    if (!r->none_fit)
+        while (r->n > 0 && !cand[r->n - 1].fits) r->n--;
     return PP_OK;
 }
 
@@ -593,9 +615,7 @@ int pp_cmd_plan(pp_cli *c)
         pp_plan_probe_print(emit_stdout ? stderr : stdout, cand, plan_probe_n < r.n ? plan_probe_n : r.n, probe_info);
 
     if (r.n == 0) {
-        int last = -1;
-        for (int i = 0; i < PP_PRUNE_COUNT; i++)
-            if (r.pruned[i] && i != PP_PRUNE_OOM) last = i;
+        int last = last_rule(&r);
         fprintf(stderr, "parplan: no layout satisfies the rules for %lld GPUs and global batch %lld: the last "
                         "layouts fell to '%s' (%s; see the pruning funnel)\n",
                 (long long)c->work.gpus, (long long)c->work.gbs, last >= 0 ? pp_prune_names[last] : "?",
@@ -605,11 +625,14 @@ int pp_cmd_plan(pp_cli *c)
     }
     if (r.none_fit) {
         char need[32], have[32], lab[160];
-        fprintf(stderr, "parplan: no layout fits in %s per GPU; the closest (%s) needs %s (more GPUs, "
-                        "a smaller --gbs, or offload)\n",
-                pp_fmt_bytes(c->work.gpu.memory_bytes, have, sizeof have),
+        bool in_gpu = cand[0].worst_bytes <= c->work.gpu.memory_bytes;
+        fprintf(stderr, "parplan: no layout fits in %s per GPU%s; the closest (%s) needs %s (%s)\n",
+                pp_fmt_bytes(pp_memory_plan_bytes(&c->work), have, sizeof have),
+                pp_memory_plan_bytes(&c->work) < c->work.gpu.memory_bytes ? " (the margin plan keeps)" : "",
                 pp_layout_label(&cand[0].layout, lab, sizeof lab),
-                pp_fmt_bytes(cand[0].worst_bytes, need, sizeof need));
+                pp_fmt_bytes(cand[0].worst_bytes, need, sizeof need),
+                in_gpu ? "it fits the whole GPU: --max-mem-frac 1 plans with all of it"
+                       : "more GPUs, a smaller --gbs, or offload");
         rc = 1;
         goto done;
     }

@@ -612,6 +612,12 @@ static const char *mem_gib(double bytes, char *buf, size_t n)
     return buf;
 }
 
+double pp_memory_plan_bytes(const pp_work *w)
+{
+    double m = w->mem_margin_frac > 0 && w->mem_margin_frac < 1 ? w->mem_margin_frac : 0;
+    return w->gpu.memory_bytes * (1 - m);
+}
+
 /* Try one change of the layout; true when it validates and fits. */
 static bool mem_variant_fits(const pp_work *w, pp_layout *v)
 {

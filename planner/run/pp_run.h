@@ -6,7 +6,8 @@
  *   need  = peak + reserved on the fullest stage (what "mem/GPU" means everywhere);
  *   peak  = the largest allocator peak over the stages (torch.cuda.max_memory_allocated of a
  *           real run's fullest rank; docs/cli.md's "peak_bytes");
- *   fits  = need <= capacity on every stage. */
+ *   fits  = need <= capacity on every stage;
+ *   within_margin = need <= capacity less the margin plan keeps free (pp_memory_plan_bytes). */
 #ifndef PP_RUN_H
 #define PP_RUN_H
 
@@ -31,6 +32,7 @@ typedef struct {
     double capacity_bytes;
     double headroom_bytes;       /* capacity - need (negative: out of memory) */
     bool fits;
+    bool within_margin;          /* need <= pp_memory_plan_bytes: what plan would propose */
     /* warnings and adjustments, one line each (without "parplan: warning: ") */
     char notes[PP_RUN_MAX_NOTES][640];
     int n_notes;
@@ -52,7 +54,7 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
  * "replicate", and "stage_layers"/"stage_recompute" for an uneven split): the one layout JSON
  * writer, read by check ("layout": {...}) and plan (each candidate). */
 void pp_layout_json_keys(pp_json *j, const pp_layout *l);
-/* The run's figures: "fits", "capacity_bytes", "peak_bytes", "need_bytes",
+/* The run's figures: "fits", "within_margin", "capacity_bytes", "peak_bytes", "need_bytes",
  * "headroom_bytes", "step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu", "mfu". */
 void pp_run_json_figures(pp_json *j, const pp_run *r);
 /* The step's terms ("compute_s", ..., "optimizer_s") as the object "breakdown". */

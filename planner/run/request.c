@@ -1,6 +1,7 @@
 /* The request (pp_request.h): its option table and the one merge of catalog, --megatron-args
  * and flags into the work and layout every command plans from. */
 #include "pp_request.h"
+#include "pp_memory.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -66,7 +67,8 @@ const pp_option pp_request_options[] = {
          "alltoall|allgather: MoE token dispatch (default alltoall)"),
     FLAG("--moe-grouped-gemm", grouped_gemm, PP_RQ_GROUPED_GEMM, "MoE experts as one grouped GEMM (TransformerEngine)"),
     NUM("--max-mem-frac", max_mem_frac, PP_RQ_MAX_MEM_FRAC, 0.05, 1,
-        "X: a layout fits when peak + reserved <= X of the GPU's usable memory (default 1)"),
+        "X: a layout fits when peak + reserved <= X of the GPU's memory (default: fits in all of it, and plan "
+        "proposes only layouts within 0.88 of it)"),
     /* 0 is dropless; a factor caps each expert at factor x its fair share of the tokens */
     NUM("--capacity-factor", capacity_factor, PP_RQ_CAPACITY, 0, 1000, "X: MoE expert capacity factor (0: dropless, the default)"),
     NUM("--moe-imbalance", moe_imbalance, PP_RQ_IMBALANCE, 1, 100000,
@@ -342,6 +344,9 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
      * track); every fits verdict, the search's pruning and the printed capacity use the reduced
      * figure. */
     if (r->max_mem_frac > 0) w->gpu.memory_bytes *= r->max_mem_frac;
+    /* Without it, plan keeps the measured default margin free (pp_memory.h); a fraction given is
+     * the whole margin. */
+    w->mem_margin_frac = r->max_mem_frac > 0 ? 0 : PP_MEM_MARGIN_DEFAULT;
     pp_layout *l = &out->layout;
     if (mc) margs_layout(r, mc, l);
     w->gpus = r->gpus;

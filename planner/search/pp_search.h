@@ -42,10 +42,11 @@ typedef enum {
                               micro-batches are not a multiple of pp */
     PP_PRUNE_FRAMEWORK,    /* the framework cannot run it (DeepSpeed ZeRO-2/3 with PP) */
     PP_PRUNE_OOM,          /* the memory model: peak + reserved above the GPU's memory */
+    PP_PRUNE_MARGIN,       /* fits, but inside the margin plan keeps free (pp_memory_plan_bytes) */
     PP_PRUNE_COUNT
 } pp_prune_reason;
 /* "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "moe", "redundant", "pp_layers", "gbs", "vpp",
- * "framework", "oom": the keys of plan --json's "pruned". */
+ * "framework", "oom", "margin": the keys of plan --json's "pruned". */
 extern const char *const pp_prune_names[PP_PRUNE_COUNT];
 /* One line each, for the human funnel. */
 extern const char *const pp_prune_help[PP_PRUNE_COUNT];

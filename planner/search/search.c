@@ -25,7 +25,7 @@
 
 const char *const pp_prune_names[PP_PRUNE_COUNT] = {
     "tp_shape", "tp_cross_node", "gpus", "cp", "ep", "moe", "sp", "redundant", "pp_layers", "gbs", "vpp",
-    "framework", "oom",
+    "framework", "oom", "margin",
 };
 
 const char *const pp_prune_help[PP_PRUNE_COUNT] = {
@@ -43,6 +43,7 @@ const char *const pp_prune_help[PP_PRUNE_COUNT] = {
     "interleaving needs pp >= 2, pp x vpp dividing the layers, micro-batches a multiple of pp",
     "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism)",
     "does not fit in GPU memory (memory model: peak + reserved > capacity)",
+    "fits, but inside the memory margin plan keeps free (--max-mem-frac sets it)",
 };
 
 void pp_search_params_init(pp_search_params *p)
@@ -372,6 +373,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     pp_time_ctx tctx;
     pp_time_ctx_init(&tctx, w, &topts);
     const double capacity = w->gpu.memory_bytes;
+    const double plan_bytes = pp_memory_plan_bytes(w); /* capacity less the margin plan keeps */
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     const bool flash = w->attention == PP_ATTN_FLASH;
 
@@ -506,14 +508,14 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                                         res->leaves++;
                                         double peak = 0;
                                         double worst = pp_memory_worst_bytes(w, &l, &peak);
-                                        bool fits = worst <= capacity;
+                                        bool fits = worst <= plan_bytes;
                                         cand.layout = l;
                                         cand.peak_bytes = peak;
                                         cand.worst_bytes = worst;
                                         cand.headroom_bytes = capacity - worst;
                                         cand.fits = fits;
                                         if (!fits) {
-                                            pruned[PP_PRUNE_OOM]++;
+                                            pruned[worst <= capacity ? PP_PRUNE_MARGIN : PP_PRUNE_OOM]++;
                                             /* Only needed when nothing fits: keep the closest. */
                                             if (res->fitting == 0 &&
                                                 (oomh.n < oomh.cap || worst < oomh.a[0].worst_bytes)) {

@@ -542,7 +542,8 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
         st = pp_time_estimate(w, &l, &t, err);
         if (st != PP_OK) break;
         double peak = 0, worst = pp_memory_worst_bytes(w, &l, &peak);
-        bool fits = worst <= w->gpu.memory_bytes;
+        /* ilp takes the MILP's split as check does (fits the GPU); auto, only within plan's margin */
+        bool fits = worst <= (mi == PP_STAGES_MODE_ILP ? w->gpu.memory_bytes : pp_memory_plan_bytes(w));
         bool take = mi == PP_STAGES_MODE_ILP ? fits || !k->fits
                                              : fits && (!k->fits || t.step_time_s < k->time.step_time_s);
         if (!take) continue;

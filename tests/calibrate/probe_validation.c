@@ -112,8 +112,9 @@ static double plan_ms(const row *r, const char *profile, bool probe, char *sourc
     for (int i = 0; i < r->argc; i++) a[k++] = r->argv[i];
     snprintf(gpus, sizeof gpus, "%d", r->gpus);
     snprintf(gpn, sizeof gpn, "%d", r->gpus < 2 ? r->gpus : 2);
+    /* every row ran: plan may fill the whole GPU (some sit inside plan's default margin) */
     const char *more[] = {"--gpu", "h200", "--gpus", gpus, "--gpus-per-node", gpn, "--attention", "unfused",
-                          "--profile", profile, "--top", "1", "--stages", "uniform", "--json"};
+                          "--profile", profile, "--top", "1", "--stages", "uniform", "--max-mem-frac", "1", "--json"};
     for (size_t i = 0; i < sizeof more / sizeof *more; i++) a[k++] = (char *)more[i];
     if (probe) {
         a[k++] = "--probe";

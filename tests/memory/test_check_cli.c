@@ -27,7 +27,10 @@ int main(void)
                           "16", "--gpus-per-node", "8", "--tp", "2", "--pp", "2", "--mbs", "1", NULL};
     tc_proc r;
     tc_run(table_argv, &r);
-    tap_ok(r.status == 0 && r.err_len == 0, "check gpt3-13b tp 2 pp 2 on 16 x a100-80gb: exit 0");
+    /* 70.6 of 80 GiB: fits (exit 0), above the 70.4 GiB plan fills by default: one warning says so */
+    tap_ok(r.status == 0 && strstr(r.err, "needs 70.6 of 80.0 GiB (88%): fits, but inside the 12% plan keeps free") &&
+               !strchr(strchr(r.err, '\n') + 1, '\n'),
+           "check gpt3-13b tp 2 pp 2 on 16 x a100-80gb: exit 0, one warning: inside plan's margin");
     tap_ok(strstr(r.out, "stage") && strstr(r.out, "weights") && strstr(r.out, "activations") &&
                strstr(r.out, "reserved") && strstr(r.out, "<- largest"),
            "table: per-stage columns and the largest stage named");

@@ -142,12 +142,63 @@ static void test_estimate(void)
     tc_proc_result_free(&r);
 }
 
+/* plan's default margin (pp_memory.h PP_MEM_MARGIN_DEFAULT 0.12): 13B on 16 A100-80GB, whose fastest
+ * layout in the whole GPU (tp2 dp8 mbs4 dist-opt sp) needs 78.9 GiB. */
+static void test_plan_margin(void)
+{
+    const double gib = 1073741824.0, cap = 80.0 * gib; /* models.d a100-80gb: 81920 MiB */
+    char *deflt[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--gpus-per-node", "8",
+                     "--json", "--top", "5", NULL};
+    char *whole[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--gpus-per-node", "8",
+                     "--json", "--top", "5", "--max-mem-frac", "1", NULL};
+    tc_proc r;
+    char err[256] = "";
+    double worst = 0, first_whole = 0, margin_pruned = NAN, margin_whole = NAN;
+    bool all_within = true;
+    run(&r, deflt);
+    js_val *d = r.status == 0 ? js_parse(r.out, err, sizeof err) : NULL;
+    const js_val *c = js_get(d, "candidates");
+    for (int i = 0; c && i < c->n; i++) {
+        double need = js_num(c->items[i], "need_bytes");
+        if (need > worst) worst = need;
+        const js_val *w = js_get(c->items[i], "within_margin");
+        all_within &= w && w->type == JS_BOOL && w->b;
+    }
+    margin_pruned = js_num(js_get(d, "pruned"), "margin");
+    js_free(d);
+    tc_proc_result_free(&r);
+    run(&r, whole);
+    d = r.status == 0 ? js_parse(r.out, err, sizeof err) : NULL;
+    c = js_get(d, "candidates");
+    if (c && c->n) first_whole = js_num(c->items[0], "need_bytes");
+    margin_whole = js_num(js_get(d, "pruned"), "margin");
+    js_free(d);
+    tc_proc_result_free(&r);
+    printf("# default: largest need of the top 5 %.2f GiB, %g layouts inside the margin; --max-mem-frac 1: #1 needs "
+           "%.2f GiB\n", worst / gib, margin_pruned, first_whole / gib);
+    tap_ok(worst > 0 && worst <= 0.88 * cap && all_within, "default plan: every candidate within 0.88 x 80 GiB");
+    tap_ok(margin_pruned > 0 && margin_whole == 0, "pruned.margin counts the layouts the margin removed (%g; 0 with "
+           "--max-mem-frac 1)", margin_pruned);
+    tap_ok(first_whole > 0.88 * cap && first_whole <= cap,
+           "--max-mem-frac 1: #1 fills the GPU past the default margin (%.2f GiB)", first_whole / gib);
+
+    /* a fixed layout inside the margin: plan says so and how to plan with all of it (exit 1) */
+    char *fixed[] = {"plan", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--gpus", "16", "--gpus-per-node", "8",
+                     "--tp", "2", "--pp", "1", "--dp", "8", "--cp", "1", "--mbs", "4", "--dist-opt", "--sp", "--recompute", "none",
+                     NULL};
+    run(&r, fixed);
+    tap_ok(r.status == 1 && strstr(r.err, "(the margin plan keeps)") && strstr(r.err, "--max-mem-frac 1"),
+           "a fixed layout at 78.9 of 80 GiB: exit 1, names the margin and --max-mem-frac 1 (%.160s)", r.err);
+    tc_proc_result_free(&r);
+}
+
 int main(void)
 {
     exe = getenv("PARPLAN");
     if (!exe || access(exe, X_OK)) return tap_skip_all("PARPLAN is not set to the parplan binary");
     test_plan_json();
     test_plan_table();
+    test_plan_margin();
     test_estimate();
     return tap_done();
 }
