@@ -25,7 +25,7 @@ def run(parplan, src, args):
 
 
 def main():
-    parplan, src, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    parplan, src, files = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3:]
     update = os.environ.get("PARPLAN_UPDATE_DOCS") == "1"
     n = bad = 0
     for rel in files:
