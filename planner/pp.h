@@ -275,9 +275,14 @@ typedef struct {
     double inter_latency_s;   /* per-step latency across nodes */
     double max_power_w;       /* the board's maximum power limit (datasheet TDP), at which the
                                  entry's FLOP/s and gemm_eff hold; 0 = not stated */
-    double power_w;           /* the power limit the GPU runs at (a variant's default limit);
-                                 0 = max_power_w */
+    double power_w;           /* the power limit the GPU runs at (a variant's default limit, or
+                                 --gpu-power-w); 0 = max_power_w */
     char source[256];
+    /* The run's GPU where it differs from the entry (pp_request_resolve): --gpu-mem-gib replaces
+     * memory_bytes (before --max-mem-frac takes its share), --gpu-power-w replaces power_w. */
+    double entry_memory_bytes;  /* the entry's memory_bytes */
+    double given_memory_bytes;  /* --gpu-mem-gib in bytes; 0 = not given */
+    bool power_given;           /* power_w is --gpu-power-w's */
 } pp_gpu;
 
 void pp_gpu_init(pp_gpu *g);
