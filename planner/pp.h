@@ -273,11 +273,38 @@ typedef struct {
     double gemm_eff;          /* achievable fraction of bf16 peak for large GEMMs (catalog) */
     double intra_latency_s;   /* per-collective-step latency inside a node */
     double inter_latency_s;   /* per-step latency across nodes */
+    double max_power_w;       /* the board's maximum power limit (datasheet TDP), at which the
+                                 entry's FLOP/s and gemm_eff hold; 0 = not stated */
+    double power_w;           /* the power limit the GPU runs at (a variant's default limit, or
+                                 --gpu-power-w); 0 = max_power_w */
     char source[256];
+    /* The run's GPU where it differs from the entry (pp_request_resolve): --gpu-mem-gib replaces
+     * memory_bytes (before --max-mem-frac takes its share), --gpu-power-w replaces power_w. */
+    double entry_memory_bytes;  /* the entry's memory_bytes */
+    double given_memory_bytes;  /* --gpu-mem-gib in bytes; 0 = not given */
+    bool power_given;           /* power_w is --gpu-power-w's */
 } pp_gpu;
 
 void pp_gpu_init(pp_gpu *g);
 pp_status pp_gpu_validate(pp_gpu *g, pp_error *err);
+
+/* A power limit below the board's maximum lowers the clock the GPU sustains under dense
+ * tensor-core load; memory bandwidth is left as the entry gives it. The curve and its source:
+ * planner/model/gpu_power.c. */
+#define PP_POWER_MIN_FRAC 0.4 /* the curve's lowest measured point, as a fraction of max_power_w */
+/* Sustained dense GEMM throughput at frac x the maximum power, over the throughput at the
+ * maximum (1 at frac >= 1); frac below PP_POWER_MIN_FRAC reads the lowest point. */
+double pp_power_gemm_factor(double frac);
+/* The factor of g at its power_w (1 when power_w is 0 or max_power_w is not stated). */
+double pp_gpu_gemm_power_factor(const pp_gpu *g);
+/* The large-GEMM rate of g in dtype dt (PP_DT_BF16 falls back to fp16 where bf16 is 0): the
+ * dense peak x gemm_eff x the power limit's factor, FLOP/s. The time model's scale (cost/time.c). */
+double pp_gpu_gemm_flops(const pp_gpu *g, pp_dtype dt);
+/* Is power_w a limit g can run at: max_power_w stated, power_w in [PP_POWER_MIN_FRAC x
+ * max_power_w, max_power_w]. The error names `what` (the flag or the YAML key). */
+pp_status pp_gpu_power_check(const pp_gpu *g, double power_w, const char *what, pp_error *err);
+/* One line for the notes: "GPU at 500 W of 700 W (<from>): dense GEMM throughput x0.90 (...)". */
+void pp_gpu_power_describe(const pp_gpu *g, const char *from, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ work and layout */
 

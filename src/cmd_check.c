@@ -25,6 +25,7 @@ static void check_json(const pp_cli *c, const pp_run *run)
     pp_json_obj_begin(&j);
     pp_json_kstr(&j, "model", w->model.name);
     pp_json_kstr(&j, "gpu", w->gpu.name);
+    pp_gpu_json_effective(&j, &w->gpu);
     pp_json_kint(&j, "gpus", w->gpus);
     pp_json_kint(&j, "seq", w->model.seq);
     pp_json_key(&j, "layout");

@@ -66,6 +66,7 @@ int pp_cmd_estimate(pp_cli *c)
         if (priced) pp_json_num(&j, cost);
         else pp_json_null(&j);
         pp_run_json_figures(&j, run);
+        pp_gpu_json_effective(&j, &w->gpu);
         pp_json_obj_end(&j);
         pp_json_end(&j);
     } else {

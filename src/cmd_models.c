@@ -75,6 +75,8 @@ static void models_json(const pp_catalog *cat)
         pp_json_knum(&j, "gemm_eff", g->gemm_eff);
         pp_json_knum(&j, "intra_latency_s", g->intra_latency_s);
         pp_json_knum(&j, "inter_latency_s", g->inter_latency_s);
+        pp_json_knum(&j, "max_power_w", g->max_power_w);
+        pp_json_knum(&j, "gpu_power_w", g->power_w > 0 ? g->power_w : g->max_power_w);
         pp_json_kstr(&j, "source", g->source);
         pp_json_obj_end(&j);
     }
@@ -100,18 +102,28 @@ static void models_table(const pp_catalog *cat)
                (long long)m->kv_heads, (long long)m->ffn, (long long)m->vocab, (long long)m->seq,
                (double)pc.total / 1e9, (double)pc.active / 1e9);
     }
+    int gw = 10;
+    for (int i = 0; i < cat->n_gpus; i++)
+        if ((int)strlen(cat->gpus[i].name) > gw) gw = (int)strlen(cat->gpus[i].name);
     printf("\n# GPUs (%s/gpus)\n", cat->dir);
-    printf("%-10s %10s %10s %8s %8s %8s %11s\n", "name", "memory GiB", "bf16 TFLOPs", "HBM GB/s",
-           "NVLink", "per node", "network GB/s");
+    printf("%-*s %10s %10s %8s %8s %8s %11s %9s\n", gw, "name", "memory GiB", "bf16 TFLOPs", "HBM GB/s",
+           "NVLink", "per node", "network GB/s", "power W");
     for (int i = 0; i < cat->n_gpus; i++) {
         const pp_gpu *g = &cat->gpus[i];
-        char bf16[32];
+        char bf16[32], power[32];
         if (g->peak_flops[PP_DT_BF16] > 0)
             snprintf(bf16, sizeof bf16, "%.1f", g->peak_flops[PP_DT_BF16] / 1e12);
         else
             snprintf(bf16, sizeof bf16, "-"); /* no bf16 units (V100): see --json for fp16 */
-        printf("%-10s %10.1f %11s %8.0f %8.0f %8lld %12.2f\n", g->name, g->memory_bytes / 1073741824.0,
-               bf16, g->mem_bw_gbs, g->nvlink_gbs, (long long)g->gpus_per_node, g->internode_gbs);
+        /* the board's maximum, or the limit it runs at "of" the maximum (a lower default limit) */
+        if (g->power_w > 0 && g->power_w < g->max_power_w)
+            snprintf(power, sizeof power, "%.0f/%.0f", g->power_w, g->max_power_w);
+        else if (g->max_power_w > 0)
+            snprintf(power, sizeof power, "%.0f", g->max_power_w);
+        else
+            snprintf(power, sizeof power, "-");
+        printf("%-*s %10.1f %11s %8.0f %8.0f %8lld %12.2f %9s\n", gw, g->name, g->memory_bytes / 1073741824.0,
+               bf16, g->mem_bw_gbs, g->nvlink_gbs, (long long)g->gpus_per_node, g->internode_gbs, power);
     }
 }
 

@@ -237,6 +237,8 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
     const pp_work *w = &c->work;
     pp_cli_work_line(f, "plan", w);
     pp_cli_stack_line(f, c);
+    char gpu_notes[2][640]; /* the GPU as the run has it (--gpu-mem-gib, a power limit) */
+    for (int i = 0, n = pp_run_gpu_notes(&w->gpu, gpu_notes, 2); i < n; i++) fprintf(f, "gpu: %s\n", gpu_notes[i]);
     char nb[48];
     fprintf(f, "searched %s layouts in %.1f ms: ", pp_fmt_num((double)r->evaluated, 15, nb, sizeof nb),
             r->search_time_s * 1e3);
@@ -322,6 +324,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
     pp_json_kint(&j, "leaves", r->leaves);
     pp_json_knum(&j, "search_time_s", r->search_time_s);
     pp_json_knum(&j, "capacity_bytes", w->gpu.memory_bytes);
+    pp_gpu_json_effective(&j, &w->gpu);
     pp_cli_stack_json(&j, c);
     pp_json_key(&j, "candidates");
     pp_json_arr_begin(&j);

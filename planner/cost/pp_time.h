@@ -87,7 +87,7 @@ typedef struct {
     const pp_work *w;
     pp_time_opts opts;
     double peak_flops;        /* bf16 (else fp16) dense peak, FLOP/s */
-    double gemm_rate;         /* large-GEMM FLOP/s: peak x gemm_eff */
+    double gemm_rate;         /* large-GEMM FLOP/s: peak x gemm_eff x the power limit's factor */
     double gemm_shape_c;      /* shape constant of the GEMM efficiency curve (elements) */
     double gemm_norm;         /* 1 + 3c/8192: the curve is 1 at 8192^3 */
     /* FP8 (--precision fp8): the transformer layers' linear GEMMs run on the FP8 tensor cores

@@ -252,7 +252,9 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
     else pp_time_opts_default(w, &c->opts);
     const pp_gpu *g = &w->gpu;
     c->peak_flops = gpu_peak(g);
-    c->gemm_rate = c->peak_flops * g->gemm_eff;
+    /* peak x gemm_eff x the power limit's factor (a limit below the board's maximum lowers the
+     * tensor-core clock: planner/model/gpu_power.c); the datasheet peak stays the MFU's reference */
+    c->gemm_rate = pp_gpu_gemm_flops(g, PP_DT_BF16);
     double bw = g->mem_bw_gbs * 1e9;
     c->gemm_shape_c = bw > 0 ? c->gemm_rate / bw : 0;
     c->gemm_norm = GEMM_SUSTAINED * (1.0 + 3.0 * c->gemm_shape_c / GEMM_REF_DIM);
@@ -262,7 +264,7 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
         /* The catalog's large-GEMM efficiency applied to the FP8 peak: measured on one H200
          * (tests/data/probes, torch._scaled_mm, per-tensor scales, bf16 out) 1479 TFLOP/s at
          * 8192^3 against 788 for bf16, 1.88x, where the peaks are 2x apart. */
-        c->gemm_rate_fp8 = g->peak_flops[PP_DT_FP8] * g->gemm_eff;
+        c->gemm_rate_fp8 = pp_gpu_gemm_flops(g, PP_DT_FP8);
         c->gemm_shape_c_fp8 = bw > 0 ? c->gemm_rate_fp8 / bw : 0;
         c->gemm_norm_fp8 = GEMM_SUSTAINED * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
     }

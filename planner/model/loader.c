@@ -222,6 +222,8 @@ static const pp_key gpu_keys[] = {
     GNUM("gemm_eff", g.gemm_eff, 0.01, 1, 1, true),
     GNUM("intra_latency_us", g.intra_latency_s, 0, 1e6, 1e-6, true),
     GNUM("inter_latency_us", g.inter_latency_s, 0, 1e6, 1e-6, true),
+    GNUM("max_power_w", g.max_power_w, 1, 1e5, 1, false),
+    GNUM("gpu_power_w", g.power_w, 1, 1e5, 1, false),
     KSTR(gpu_file, "source", g.source, false),
 };
 #define N_GPU_KEYS ((int)(sizeof gpu_keys / sizeof gpu_keys[0]))
@@ -255,7 +257,11 @@ pp_status pp_gpu_load_string(pp_gpu *g, const char *text, size_t len, const char
                       : found[3] ? gf.memory_mib * 1048576.0 : gf.memory_bytes;
     pp_error verr;
     if ((st = pp_gpu_validate(&gf.g, &verr))) {
-        yaml_node_t *at = strncmp(verr.msg, "flops", 5) ? root : pp_yaml_lookup(&y, root, "flops", true);
+        /* point at the key the message is about, where it is one of these */
+        static const char *const at_keys[] = {"flops", "gpu_power_w", "max_power_w"};
+        yaml_node_t *at = NULL;
+        for (size_t i = 0; i < sizeof at_keys / sizeof at_keys[0] && !at; i++)
+            if (!strncmp(verr.msg, at_keys[i], strlen(at_keys[i]))) at = pp_yaml_lookup(&y, root, at_keys[i], true);
         st = pp_yaml_error(&y, at ? at : root, "gpu: %s", verr.msg);
         goto done;
     }

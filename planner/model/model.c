@@ -561,5 +561,9 @@ pp_status pp_gpu_validate(pp_gpu *g, pp_error *err)
     if (g->gpus_per_node < 1 || g->gpus_per_node > 1000000)
         return BAD("gpus_per_node must be between 1 and 1000000, got %lld",
                    (long long)g->gpus_per_node);
+    if (!isfinite(g->max_power_w) || g->max_power_w < 0 || g->max_power_w > 1e5)
+        return BAD("max_power_w must be between 1 and 100000 W, got %g", g->max_power_w);
+    /* a variant's lower default limit: the same range as --gpu-power-w (gpu_power.c) */
+    if (g->power_w != 0) return pp_gpu_power_check(g, g->power_w, "gpu_power_w", err);
     return PP_OK;
 }

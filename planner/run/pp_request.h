@@ -19,7 +19,7 @@
 /* One key per request option: request.given[key] is set when the option was given. */
 typedef enum {
     PP_RQ_MODEL, PP_RQ_GPU, PP_RQ_PROFILE, PP_RQ_MEGATRON_ARGS, PP_RQ_GPUS, PP_RQ_GPN, PP_RQ_GBS,
-    PP_RQ_FRAMEWORK, PP_RQ_ATTENTION, PP_RQ_MAX_MEM_FRAC,
+    PP_RQ_FRAMEWORK, PP_RQ_ATTENTION, PP_RQ_MAX_MEM_FRAC, PP_RQ_GPU_MEM, PP_RQ_GPU_POWER,
     /* model overrides */
     PP_RQ_LAYERS, PP_RQ_HIDDEN, PP_RQ_HEADS, PP_RQ_KV_HEADS, PP_RQ_FFN, PP_RQ_VOCAB, PP_RQ_SEQ,
     PP_RQ_EXPERTS, PP_RQ_TOPK, PP_RQ_ACT, PP_RQ_NORM, PP_RQ_TIED, PP_RQ_BIAS,
@@ -40,6 +40,8 @@ typedef struct {
     int64_t gpus, gpus_per_node, gbs;
     int framework, attention; /* pp_framework, pp_attention */
     double max_mem_frac;      /* 0: not given (all of the usable memory) */
+    double gpu_mem_gib;       /* --gpu-mem-gib: the GPU memory the run had, over the entry's */
+    double gpu_power_w;       /* --gpu-power-w: the power limit the run had, over the entry's */
     /* model overrides (applied over the resolved model) */
     int64_t layers, hidden, heads, kv_heads, ffn, vocab, seq, experts, topk;
     int act, norm, tied, bias; /* pp_act, pp_norm, 0/1 */

@@ -16,7 +16,7 @@
 #include "pp_memory.h"
 #include "pp_time.h"
 
-#define PP_RUN_MAX_NOTES 4
+#define PP_RUN_MAX_NOTES 6
 
 typedef struct {
     const pp_work *work;
@@ -57,6 +57,16 @@ void pp_layout_json_keys(pp_json *j, const pp_layout *l);
 /* The run's figures: "fits", "within_margin", "capacity_bytes", "peak_bytes", "need_bytes",
  * "headroom_bytes", "step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu", "mfu". */
 void pp_run_json_figures(pp_json *j, const pp_run *r);
+/* The GPU as the run had it, where it differs from its catalog entry (--gpu-mem-gib, a power limit
+ * below max_power_w from the entry or --gpu-power-w): one line each into notes (at most max);
+ * returns how many. pp_run_build puts them first among the run's notes; plan prints them for its
+ * whole search. */
+int pp_run_gpu_notes(const pp_gpu *g, char (*notes)[640], int max);
+/* The effective GPU as the object "gpu_effective": "name", "memory_bytes" (the usable capacity),
+ * "entry_memory_bytes", "memory_from" ("entry" | "--gpu-mem-gib"), "max_power_w" (0: not stated),
+ * "power_w", "power_from" ("entry" | "--gpu-power-w"), "gemm_power_factor" and "gemm_flops" (the
+ * large-GEMM bf16 rate the time model scales: pp_gpu_gemm_flops). check, estimate and plan write it. */
+void pp_gpu_json_effective(pp_json *j, const pp_gpu *g);
 /* The step's terms ("compute_s", ..., "optimizer_s") as the object "breakdown". */
 void pp_run_json_breakdown(pp_json *j, const pp_time_result *t);
 

@@ -26,6 +26,13 @@ static const char *const stages_names[] = {"uniform", "ilp", "auto"};
 const pp_option pp_request_options[] = {
     STR("--model", model, PP_RQ_MODEL, "NAME|FILE: catalog name, model YAML or HF config.json"),
     STR("--gpu", gpu, PP_RQ_GPU, "NAME|FILE: catalog GPU or GPU YAML"),
+    /* the GPU as the run had it, where it differs from the entry: the memory size (1 GiB to
+     * 100,000 GiB) and the board power limit (checked against the entry's max_power_w once the
+     * GPU is known, planner/model/gpu_power.c) */
+    NUM("--gpu-mem-gib", gpu_mem_gib, PP_RQ_GPU_MEM, 1, 100000,
+        "G: the GPU's memory in GiB as the run had it (overrides the entry's capacity)"),
+    NUM("--gpu-power-w", gpu_power_w, PP_RQ_GPU_POWER, 1, 100000,
+        "W: the GPU's power limit (at most the entry's max_power_w): lowers dense GEMM throughput"),
     STR("--profile", profile, PP_RQ_PROFILE, "FILE: hardware profile from `parplan probe`"),
     INT("--gpus", gpus, PP_RQ_GPUS, 1, MAX_GPUS, "N: total GPUs"),
     INT("--gpus-per-node", gpus_per_node, PP_RQ_GPN, 1, 1024, "N: GPUs per node (default: the GPU's)"),
@@ -340,6 +347,14 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
     if (!r->gpu) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu is required (see parplan models)");
     st = pp_gpu_resolve(&w->gpu, cat, r->gpu, err);
     if (st != PP_OK) return st;
+    w->gpu.entry_memory_bytes = w->gpu.memory_bytes;
+    if (g[PP_RQ_GPU_MEM]) w->gpu.memory_bytes = w->gpu.given_memory_bytes = r->gpu_mem_gib * 1073741824.0;
+    if (g[PP_RQ_GPU_POWER]) {
+        st = pp_gpu_power_check(&w->gpu, r->gpu_power_w, "--gpu-power-w", err);
+        if (st != PP_OK) return st;
+        w->gpu.power_w = r->gpu_power_w;
+        w->gpu.power_given = true;
+    }
     /* --max-mem-frac: room the user keeps (another process, fragmentation the model does not
      * track); every fits verdict, the search's pruning and the printed capacity use the reduced
      * figure. */

@@ -20,6 +20,21 @@ static void note(pp_run *r, const char *fmt, ...)
     va_end(ap);
 }
 
+int pp_run_gpu_notes(const pp_gpu *g, char (*notes)[640], int max)
+{
+    int n = 0;
+    if (n < max && g->given_memory_bytes > 0)
+        snprintf(notes[n++], sizeof notes[0], "capacity %.1f GiB from --gpu-mem-gib (%s's entry has %.1f GiB)",
+                 g->given_memory_bytes / 1073741824.0, g->name, g->entry_memory_bytes / 1073741824.0);
+    if (n < max && pp_gpu_gemm_power_factor(g) < 1.0) {
+        char from[128];
+        if (g->power_given) snprintf(from, sizeof from, "--gpu-power-w");
+        else snprintf(from, sizeof from, "%s's gpu_power_w", g->name);
+        pp_gpu_power_describe(g, from, notes[n++], sizeof notes[0]);
+    }
+    return n;
+}
+
 pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *o, pp_run *r, pp_error *err)
 {
     static const pp_run_opts none = {0};
@@ -27,6 +42,10 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
     memset(r, 0, sizeof *r);
     r->work = w;
     r->layout = *l;
+    r->n_notes = pp_run_gpu_notes(&w->gpu, r->notes, PP_RUN_MAX_NOTES);
+    if (w->profile && pp_gpu_gemm_power_factor(&w->gpu) < 1.0)
+        note(r, "the profile's measured GEMM rates are used as measured (at the power limit of the GPU that ran "
+                "parplan probe); the power limit's factor applies to the shapes the profile lacks");
     pp_layout *rl = &r->layout;
     pp_status st = PP_OK;
     if (l->stage_layers && !o->stages) {
@@ -130,6 +149,22 @@ void pp_run_json_figures(pp_json *j, const pp_run *r)
     pp_json_knum(j, "tokens_per_s", r->time.tokens_per_s);
     pp_json_knum(j, "model_tflops_per_gpu", r->time.model_tflops_per_gpu);
     pp_json_knum(j, "mfu", r->time.mfu);
+}
+
+void pp_gpu_json_effective(pp_json *j, const pp_gpu *g)
+{
+    pp_json_key(j, "gpu_effective");
+    pp_json_obj_begin(j);
+    pp_json_kstr(j, "name", g->name);
+    kbytes(j, "memory_bytes", g->memory_bytes);
+    kbytes(j, "entry_memory_bytes", g->entry_memory_bytes > 0 ? g->entry_memory_bytes : g->memory_bytes);
+    pp_json_kstr(j, "memory_from", g->given_memory_bytes > 0 ? "--gpu-mem-gib" : "entry");
+    pp_json_knum(j, "max_power_w", g->max_power_w);
+    pp_json_knum(j, "power_w", g->power_w > 0 ? g->power_w : g->max_power_w);
+    pp_json_kstr(j, "power_from", g->power_given ? "--gpu-power-w" : "entry");
+    pp_json_knum(j, "gemm_power_factor", pp_gpu_gemm_power_factor(g));
+    pp_json_knum(j, "gemm_flops", pp_gpu_gemm_flops(g, PP_DT_BF16));
+    pp_json_obj_end(j);
 }
 
 void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)

@@ -95,6 +95,14 @@ static const bad_case cases[] = {
      "gpus_per_node: 4\ninternode_gbs: 0\ngemm_eff: 0.8\nintra_latency_us: 10\ninter_latency_us: 20\n", 4, 1,
      "bf16 or fp16 must be given"},
     {GPU, "gpus_per_node fraction", "name: g\ngpus_per_node: 7.5\n", 2, 16, "'gpus_per_node': expected an integer"},
+    /* the power limit (planner/model/gpu_power.c): the error at the key it is about */
+    {GPU, "max_power_w zero", "name: g\nmax_power_w: 0\n", 2, 14, "'max_power_w': 0 is out of range"},
+    {GPU, "gpu_power_w negative", "name: g\ngpu_power_w: -5\n", 2, 14, "'gpu_power_w': -5 is out of range"},
+    {GPU, "gpu_power_w above max_power_w", OKG "max_power_w: 700\ngpu_power_w: 800\n", 13, 1,
+     "gpu: gpu_power_w 800 W is above g's maximum power limit of 700 W"},
+    {GPU, "gpu_power_w without max_power_w", OKG "gpu_power_w: 500\n", 12, 1, "gpu_power_w needs the GPU's max_power_w"},
+    {GPU, "gpu_power_w below the curve", OKG "max_power_w: 700\ngpu_power_w: 200\n", 13, 1,
+     "gpu_power_w 200 W is 29% of g's 700 W"},
     /* Hugging Face config.json */
     {MODEL, "HF string for a number", "{\"model_type\": \"llama\",\n \"hidden_size\": \"4096\"}", 2, 17,
      "'hidden_size': expected a number, got the string \"4096\""},

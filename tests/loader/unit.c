@@ -516,7 +516,7 @@ static void test_catalog(void)
            "missing model file: %s: %s", err.file, err.msg);
     pp_gpu g;
     st = pp_gpu_resolve(&g, &cat, "h100", &err);
-    tap_ok(st == PP_ERR_INPUT && !strcmp(err.msg, "unknown GPU 'h100': did you mean h100-pcie, h100-sxm? (see parplan models)"), "unknown GPU message: %s", err.msg);
+    tap_ok(st == PP_ERR_INPUT && !strcmp(err.msg, "unknown GPU 'h100': did you mean h100-96gb-gt500w, h100-nvl, h100-pcie, h100-sxm? (see parplan models)"), "unknown GPU message: %s", err.msg);
     st = pp_gpu_resolve(&g, &cat, "h200", &err);
     tap_ok(st == PP_OK && g.memory_bytes == 143771.0 * 1048576.0, "resolve h200: 143771 MiB");
     pp_catalog_free(&cat);

@@ -399,6 +399,62 @@ static void test_profile(const pp_gpu *h100)
     tap_near(r, 600.0, 0.02, "--profile: a measured GEMM shape is used as measured (%.1f TFLOP/s)", r);
 }
 
+/* A power limit below the board's maximum (planner/model/gpu_power.c): the curve's points as its
+ * comment tabulates them (the mean of the Zeus NSDI'23 BERT traces on V100, A40 and RTX 6000), the
+ * interpolation between them, and the time model scaling the tensor-core rates only. */
+static void test_power_limit(const pp_gpu *h100)
+{
+    static const double frac[] = {0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+    static const double speed[] = {0.450, 0.653, 0.810, 0.897, 0.946, 0.980, 1.0};
+    int bad = 0;
+    for (int i = 0; i < 7; i++)
+        if (fabs(pp_power_gemm_factor(frac[i]) - speed[i]) > 1e-12) {
+            tap_diag("at %.1f of the maximum: %.4f, want %.3f", frac[i], pp_power_gemm_factor(frac[i]), speed[i]);
+            bad++;
+        }
+    tap_ok(bad == 0, "power curve: its 7 points from 0.4 to 1.0 of the maximum");
+    /* 500 of 700 W (the Grand Teton H100): 0.897 + (0.946 - 0.897) x 0.1429 / 0.1 = 0.9040 */
+    tap_near(pp_power_gemm_factor(500.0 / 700.0), 0.9040, 1e-4, "500 of 700 W: x%.4f (linear between 0.7 and 0.8)",
+             pp_power_gemm_factor(500.0 / 700.0));
+    tap_ok(pp_power_gemm_factor(1.0) == 1.0 && pp_power_gemm_factor(1.2) == 1.0, "at or above the maximum: x1");
+    bool rising = true;
+    for (double f = 0.4; f < 1.0; f += 0.01) rising &= pp_power_gemm_factor(f + 0.01) > pp_power_gemm_factor(f);
+    tap_ok(rising, "the curve rises from 0.4 to 1.0");
+
+    pp_gpu g = *h100;
+    tap_ok(g.max_power_w == 700 && pp_gpu_gemm_power_factor(&g) == 1.0, "h100-sxm: max_power_w 700, no limit: x1");
+    pp_error err;
+    tap_ok(pp_gpu_power_check(&g, 800, "--gpu-power-w", &err) == PP_ERR_INPUT && strstr(err.msg, "--gpu-power-w 800 W is above"),
+           "800 W on a 700 W board: %s", err.msg);
+    tap_ok(pp_gpu_power_check(&g, 250, "--gpu-power-w", &err) == PP_ERR_INPUT && strstr(err.msg, "measured from 40%"),
+           "250 W (36%%): below the curve: %s", err.msg);
+    tap_ok(pp_gpu_power_check(&g, 280, "--gpu-power-w", &err) == PP_OK, "280 W (40%%) is the lowest accepted");
+    pp_gpu nomax = g;
+    nomax.max_power_w = 0;
+    tap_ok(pp_gpu_power_check(&nomax, 500, "gpu_power_w", &err) == PP_ERR_INPUT && strstr(err.msg, "needs the GPU's max_power_w"),
+           "no max_power_w: %s", err.msg);
+
+    pp_work w = {0};
+    w.gpu = *h100;
+    tt_gpt(&w.model, 1, 4096, 32, 2048, 50257);
+    w.gpus = w.gpus_per_node = w.gbs = 1;
+    pp_time_ctx full, capped;
+    pp_time_ctx_init(&full, &w, NULL);
+    w.gpu.power_w = 500;
+    pp_time_ctx_init(&capped, &w, NULL);
+    double want = 0.95 * h100->gemm_eff * h100->peak_flops[PP_DT_BF16] * pp_power_gemm_factor(500.0 / 700.0);
+    tap_near(pp_time_gemm_rate(&capped, 8192, 8192, 8192), want, 1e-9,
+             "500 W: 8192^3 at 0.95 x gemm_eff x peak x 0.904 (%.1f TFLOP/s)", want / 1e12);
+    tap_ok(capped.mem_rate == full.mem_rate && capped.peak_flops == full.peak_flops,
+           "500 W: memory bandwidth and the MFU's peak unchanged");
+    tap_near(capped.flash_fwd_rate / full.flash_fwd_rate, pp_power_gemm_factor(500.0 / 700.0), 1e-12,
+             "500 W: attention (tensor cores) takes the same factor");
+    w.stack.precision = PP_PREC_FP8;
+    pp_time_ctx_init(&capped, &w, NULL);
+    tap_near(capped.gemm_rate_fp8, h100->gemm_eff * h100->peak_flops[PP_DT_FP8] * pp_power_gemm_factor(500.0 / 700.0),
+             1e-9, "500 W: the FP8 rate takes the factor too");
+}
+
 int main(void)
 {
     pp_gpu a100, h100;
@@ -412,5 +468,6 @@ int main(void)
     test_flops();
     test_structure(&a100);
     test_profile(&h100);
+    test_power_limit(&h100);
     return tap_done();
 }
