@@ -12,7 +12,6 @@
  * holdout half (MAPE <= 10%, every row within 25%, every layout accepted, every run predicted to
  * fit) are printed and marked "TARGET NOT MET" where they are not.
  *   runs PARPLAN SOURCE_DIR */
-#define _DEFAULT_SOURCE /* realpath */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -271,8 +270,10 @@ int main(int argc, char **argv)
     const double fam_bound[2][3] = {{CAL_MEGATRON_MAPE_BOUND, CAL_FSDP_MAPE_BOUND, CAL_MOE_MAPE_BOUND},
                                     {HOLD_MEGATRON_MAPE_BOUND, HOLD_FSDP_MAPE_BOUND, HOLD_MOE_MAPE_BOUND}};
     for (int s = 0; s < 2; s++) {
-        group all = {0}, fam[3] = {{{0}}}, by_fw[32], by_src[32];
+        group all, fam[3], by_fw[32], by_src[32];
         int nfw = 0, nsrc = 0;
+        memset(&all, 0, sizeof all);
+        memset(fam, 0, sizeof fam);
         snprintf(all.name, sizeof all.name, "all");
         for (int k = 0; k < 3; k++) snprintf(fam[k].name, sizeof fam[k].name, "%s", fams[k]);
         for (int i = 0; i < n; i++) {
