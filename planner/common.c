@@ -88,6 +88,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
     if (k > 0 && (size_t)k < n && s->grad_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 gradients");
+    if (k > 0 && (size_t)k < n && s->compile)
+        k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
@@ -129,9 +131,16 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->grad_bf16 && (w->framework != PP_FW_MEGATRON || s->precision == PP_PREC_FP16))
         return STACK_BAD("--grad-reduce-bf16 is Megatron's bf16 gradient buffer: with --framework megatron "
                          "and --precision bf16 or fp8 (fp16 gradients are 16-bit already)");
-    if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON)
-        return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers): not with --framework %s",
+    if (s->compile && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--compile is torch.compile of PyTorch's FSDP training: with --framework fsdp, not %s",
                          pp_framework_names[w->framework]);
+    /* --tp-comm-overlap: TransformerEngine's userbuffers under Megatron; torchtitan's async TP
+     * (parallelism.enable_async_tensor_parallel) under fsdp, which torchtitan runs only compiled */
+    if (s->tp_comm_overlap && w->framework == PP_FW_FSDP && !s->compile)
+        return STACK_BAD("--tp-comm-overlap with --framework fsdp is torchtitan's async TP, which needs --compile");
+    if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers) or torchtitan's async TP: "
+                         "not with --framework %s", pp_framework_names[w->framework]);
     if (w->framework != PP_FW_MEGATRON) return PP_OK;
     pp_impl impl = pp_work_impl(w);
     if (impl != PP_IMPL_LOCAL) return PP_OK;

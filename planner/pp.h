@@ -347,6 +347,9 @@ typedef struct {
                                   the time model; memory adds its own margin, memory.c) */
     pp_adam_impl optimizer_impl; /* --optimizer-impl: torch.optim.AdamW's implementation under
                                   --framework fsdp (torchtitan's Optimizer.implementation) */
+    bool compile;              /* --compile: torch.compile of each block under --framework fsdp
+                                  (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
+                                  fuses the block's elementwise ops and runs it as one graph */
 } pp_stack;
 void pp_stack_init(pp_stack *s);
 
