@@ -88,6 +88,10 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
     if (k > 0 && (size_t)k < n && s->grad_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 gradients");
+    if (k > 0 && (size_t)k < n && s->optimizer_bf16)
+        k += snprintf(buf + k, n - (size_t)k, ", bf16 optimizer state");
+    if (k > 0 && (size_t)k < n && s->no_attention_mask)
+        k += snprintf(buf + k, n - (size_t)k, ", no dataloader mask");
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
@@ -131,6 +135,12 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->grad_bf16 && (w->framework != PP_FW_MEGATRON || s->precision == PP_PREC_FP16))
         return STACK_BAD("--grad-reduce-bf16 is Megatron's bf16 gradient buffer: with --framework megatron "
                          "and --precision bf16 or fp8 (fp16 gradients are 16-bit already)");
+    if (s->no_attention_mask && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--no-attention-mask is about Megatron's dataloader mask: with --framework megatron, not %s",
+                         pp_framework_names[w->framework]);
+    if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
+                         "megatron, not %s", pp_framework_names[w->framework]);
     if (s->compile && w->framework != PP_FW_FSDP)
         return STACK_BAD("--compile is torch.compile of PyTorch's FSDP training: with --framework fsdp, not %s",
                          pp_framework_names[w->framework]);

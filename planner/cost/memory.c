@@ -296,6 +296,13 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     if (w->framework == PP_FW_MEGATRON &&
         (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16))
         c->st.grads = c->st_expert.grads = 2.0;
+    /* --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype: bf16): Apex DistributedFusedAdam
+     * keeps m, v and its copy of the parameters in the optimizer dtype (apex/contrib/optimizers/
+     * distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2 bytes per parameter. */
+    if (w->framework == PP_FW_MEGATRON && w->stack.optimizer_bf16 && l->offload == PP_OFF_NONE) {
+        c->st.optimizer = l->dist_opt ? 6.0 / (double)(shard > 0 ? shard : 1) : 6.0;
+        c->st_expert.optimizer = l->dist_opt ? 6.0 / (double)(eshard > 0 ? eshard : 1) : 6.0;
+    }
     for (int moe = 0; moe < 2; moe++) {
         const pp_layer *y = lk[moe];
         c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);
@@ -341,8 +348,11 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     c->fp8_weight_per_param = w->stack.precision == PP_PREC_FP8 ? 2.0 : 0.0;
 
     /* Batch tensors held per micro-batch: tokens, labels, position ids (int64), loss mask (fp32)
-     * and Megatron's dataloader attention mask (b x s x s bool, on by default). */
-    c->data = 36.0 * sb + (mega ? b * y0->seq * y0->seq : 0.0);
+     * and Megatron's dataloader attention mask (b x s x s bool, on by default: arguments.py
+     * --no-create-attention-mask-in-dataloader turns it off; NeMo and Megatron-Bridge do not build
+     * it, their attention takes the causal mask from the fused kernel). */
+    bool mask = mega && !w->stack.no_attention_mask;
+    c->data = 36.0 * sb + (mask ? b * y0->seq * y0->seq : 0.0);
     /* Embedding: the int64 ids for its backward are in data; its dropout keeps a mask. */
     c->embed_act = hdrop ? sb * h * rep : 0.0;
     /* Final norm input + stats and the output layer input (16-bit). */

@@ -207,6 +207,9 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     /* MoE with TP needs SP: pp_layout_validate says so for every command. */
     if (s->tp_comm_overlap && !l->sp)
         return BAD("--tp-comm-overlap needs --sp (arguments.py validate_args)");
+    if (s->optimizer_bf16)
+        return BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (dtype: bf16); Megatron-LM keeps fp32 main "
+                   "parameters (use --format nemo)");
     if (s->ep_overlap && l->pp > 1 && l->vpp < 2)
         return BAD("--ep-overlap with --pp %lld needs --vpp: Megatron overlaps the all-to-alls of interleaved "
                    "micro-batches (transformer_config.py, overlap_moe_expert_parallel_comm)", (long long)l->pp);
@@ -567,6 +570,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     }
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
+    if (s->no_attention_mask) ARG(G_DATA, "--no-create-attention-mask-in-dataloader");
     /* The implementation the prediction assumed (pp_work_impl: --impl, else local for unfused
      * attention), so that the script read back predicts the same. */
     bool local_impl = pp_work_impl(w) == PP_IMPL_LOCAL;

@@ -206,7 +206,7 @@ static const key_def key_table[] = {
     {"overlap_p2p_comm_warmup_flush", K_IGNORE, NULL}, {"microbatch_group_size_per_vp_stage", K_IGNORE, NULL},
     {"transformer_pipeline_model_parallel_size", K_IGNORE, NULL}, {"encoder_num_layers", K_IGNORE, NULL},
     {"encoder_seq_length", K_IGNORE, NULL}, {"decoder_num_layers", K_IGNORE, NULL},
-    {"decoder_seq_length", K_IGNORE, NULL}, {"create_attention_mask_in_dataloader", K_IGNORE, NULL},
+    {"decoder_seq_length", K_IGNORE, NULL}, {"create_attention_mask_in_dataloader", K_READ, NULL},
     {"clone_scatter_output_in_embedding", K_IGNORE, NULL}, {"cross_entropy_loss_fusion", K_IGNORE, NULL},
     {"cross_entropy_fusion_impl", K_IGNORE, NULL}, {"calculate_per_token_loss", K_IGNORE, NULL},
     {"use_te_activation_func", K_IGNORE, NULL}, {"te_rng_tracker", K_IGNORE, NULL},

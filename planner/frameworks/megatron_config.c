@@ -881,6 +881,9 @@ static pp_status read_stack(rd *r)
         (st = rd_bool(r, "grad_reduce_in_bf16", false, &gbf16)) ||
         (st = rd_bool(r, "expandable_segments", false, &s->expandable_segments)))
         return st;
+    bool mask = true; /* --no-create-attention-mask-in-dataloader (arguments.py: on by default) */
+    if ((st = rd_bool(r, "create_attention_mask_in_dataloader", true, &mask))) return st;
+    s->no_attention_mask = !mask;
     pp_margs_kv *ka = rd_kv(r, "accumulate_allreduce_grads_in_fp32");
     if ((st = rd_bool(r, "accumulate_allreduce_grads_in_fp32", bf16 && !gbf16, &acc32))) return st;
     /* validate_args: bf16 accumulates and reduces in fp32 unless --grad-reduce-in-bf16 */

@@ -13,6 +13,7 @@
 
 static const char *const zero_names[] = {"0", "1", "2", "3"};
 static const char *const stages_names[] = {"uniform", "ilp", "auto"};
+static const char *const optimizer_dtype_names[] = {"fp32", "bf16"};
 
 #define F(field) offsetof(pp_request, field)
 #define INT(n, f, k, lo, hi, h) {n, 0, PP_OPT_INT, F(f), k, lo, hi, NULL, 0, 0, h}
@@ -77,6 +78,10 @@ const pp_option pp_request_options[] = {
          "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"),
     FLAG("--ep-overlap", ep_overlap, PP_RQ_EP_OVERLAP,
          "EP all-to-alls overlapped with another micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm)"),
+    FLAG("--no-attention-mask", no_attention_mask, PP_RQ_NO_ATTN_MASK,
+         "Megatron's dataloader builds no b x s x s attention mask (--no-create-attention-mask-in-dataloader; NeMo)"),
+    ENUM("--optimizer-dtype", optimizer_dtype, PP_RQ_OPTIMIZER_DTYPE, optimizer_dtype_names, 2,
+         "fp32|bf16: Adam's state dtype (megatron; bf16: NeMo's distributed_fused_adam with dtype bf16)"),
     FLAG("--compile", compile, PP_RQ_COMPILE,
          "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
@@ -260,6 +265,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
     if (g[PP_RQ_COMPILE]) s->compile = true;
+    if (g[PP_RQ_NO_ATTN_MASK]) s->no_attention_mask = true;
+    if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
     if (from_file && g[PP_RQ_FRAMEWORK] && fw != PP_FW_MEGATRON) {
