@@ -354,6 +354,9 @@ typedef struct {
                                   bf16 (Apex DistributedFusedAdam keeps Adam's moments and its
                                   parameter copy in the optimizer dtype: 6 bytes per parameter of
                                   the shard, not fp32 master + moments, 12) */
+    bool megatron_fsdp;        /* --megatron-fsdp: Megatron-Core's FSDP (--use-megatron-fsdp): with
+                                  --framework megatron, --zero 1|2|3 is its data-parallel sharding
+                                  strategy optim | optim_grads | optim_grads_params */
     bool compile;              /* --compile: torch.compile of each block under --framework fsdp
                                   (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
                                   fuses the block's elementwise ops and runs it as one graph */

@@ -189,7 +189,7 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     const pp_work *w = p->work;
     const pp_model *m = &w->model;
     const pp_layout *l = p->layout;
-    if (l->zero > 0)
+    if (l->zero > 0 && !w->stack.megatron_fsdp)
         return BAD("Megatron-LM has no ZeRO-%d option here: use --dist-opt (framework megatron) "
                    "or --format deepspeed", l->zero);
     if (m->act == PP_ACT_RELU)
@@ -500,6 +500,15 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
 
     /* -- optimizer sharding, recompute, offload */
     if (l->dist_opt) ARG(G_MEMORY, "--use-distributed-optimizer");
+    if (w->stack.megatron_fsdp && l->zero > 0) {
+        /* Megatron-FSDP (docs/source/api-guide/custom_fsdp.md): its sharding strategy, on top of the
+         * distributed optimizer it requires, without the fused main_grad accumulation */
+        static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+        ARG(G_MEMORY, "--use-megatron-fsdp");
+        ARGV(G_MEMORY, "--data-parallel-sharding-strategy", "%s", strategies[l->zero]);
+        ARG(G_MEMORY, "--use-distributed-optimizer");
+        ARG(G_MEMORY, "--no-gradient-accumulation-fusion");
+    }
     if (l->recompute == PP_RC_SELECTIVE) {
         ARGV(G_MEMORY, "--recompute-granularity", "%s", "selective");
         if (l->recompute_modules && l->recompute_modules != 1u << PP_RCM_CORE_ATTN) {

@@ -82,6 +82,9 @@ const pp_option pp_request_options[] = {
          "Megatron's dataloader builds no b x s x s attention mask (--no-create-attention-mask-in-dataloader; NeMo)"),
     ENUM("--optimizer-dtype", optimizer_dtype, PP_RQ_OPTIMIZER_DTYPE, optimizer_dtype_names, 2,
          "fp32|bf16: Adam's state dtype (megatron; bf16: NeMo's distributed_fused_adam with dtype bf16)"),
+    FLAG("--megatron-fsdp", megatron_fsdp, PP_RQ_MEGATRON_FSDP,
+         "Megatron-Core's FSDP (--use-megatron-fsdp): with --framework megatron, --zero 1|2|3 shards "
+         "optimizer | + gradients | + parameters"),
     FLAG("--compile", compile, PP_RQ_COMPILE,
          "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
@@ -266,6 +269,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
     if (g[PP_RQ_COMPILE]) s->compile = true;
     if (g[PP_RQ_NO_ATTN_MASK]) s->no_attention_mask = true;
+    if (g[PP_RQ_MEGATRON_FSDP]) s->megatron_fsdp = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
