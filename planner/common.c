@@ -88,6 +88,14 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
                      drop_src, s->no_overlap ? "off" : "on", s->tp_comm_overlap ? "on" : "off");
     if (k > 0 && (size_t)k < n && s->grad_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 gradients");
+    if (k > 0 && (size_t)k < n && s->megatron_fsdp)
+        k += snprintf(buf + k, n - (size_t)k, ", Megatron-FSDP");
+    if (k > 0 && (size_t)k < n && s->optimizer_bf16)
+        k += snprintf(buf + k, n - (size_t)k, ", bf16 optimizer state");
+    if (k > 0 && (size_t)k < n && s->no_attention_mask)
+        k += snprintf(buf + k, n - (size_t)k, ", no dataloader mask");
+    if (k > 0 && (size_t)k < n && s->compile)
+        k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
@@ -129,9 +137,25 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->grad_bf16 && (w->framework != PP_FW_MEGATRON || s->precision == PP_PREC_FP16))
         return STACK_BAD("--grad-reduce-bf16 is Megatron's bf16 gradient buffer: with --framework megatron "
                          "and --precision bf16 or fp8 (fp16 gradients are 16-bit already)");
-    if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON)
-        return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers): not with --framework %s",
+    if (s->no_attention_mask && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--no-attention-mask is about Megatron's dataloader mask: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
+    if (s->megatron_fsdp && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--megatron-fsdp is Megatron-Core's FSDP: with --framework megatron, not %s "
+                         "(--framework fsdp is PyTorch's FSDP2)", pp_framework_names[w->framework]);
+    if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
+                         "megatron, not %s", pp_framework_names[w->framework]);
+    if (s->compile && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--compile is torch.compile of PyTorch's FSDP training: with --framework fsdp, not %s",
+                         pp_framework_names[w->framework]);
+    /* --tp-comm-overlap: TransformerEngine's userbuffers under Megatron; torchtitan's async TP
+     * (parallelism.enable_async_tensor_parallel) under fsdp, which torchtitan runs only compiled */
+    if (s->tp_comm_overlap && w->framework == PP_FW_FSDP && !s->compile)
+        return STACK_BAD("--tp-comm-overlap with --framework fsdp is torchtitan's async TP, which needs --compile");
+    if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers) or torchtitan's async TP: "
+                         "not with --framework %s", pp_framework_names[w->framework]);
     if (w->framework != PP_FW_MEGATRON) return PP_OK;
     pp_impl impl = pp_work_impl(w);
     if (impl != PP_IMPL_LOCAL) return PP_OK;
@@ -343,9 +367,12 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                           "refuses sequence parallelism (megatron/core/transformer/torch_norm.py)");
     if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");
     if (l->zero > 0 && l->dist_opt) return LAYOUT_BAD("--zero and --dist-opt exclude each other");
-    if (l->zero > 0 && w->framework == PP_FW_MEGATRON)
-        return LAYOUT_BAD("--zero %d is DeepSpeed/FSDP; with --framework megatron use --dist-opt",
+    if (l->zero > 0 && w->framework == PP_FW_MEGATRON && !w->stack.megatron_fsdp)
+        return LAYOUT_BAD("--zero %d is DeepSpeed/FSDP; with --framework megatron use --dist-opt (or --megatron-fsdp)",
                           l->zero);
+    if (w->stack.megatron_fsdp && l->zero < 1)
+        return LAYOUT_BAD("--megatron-fsdp shards with --zero 1|2|3 (Megatron-FSDP's data-parallel sharding strategy "
+                          "optim | optim_grads | optim_grads_params)");
     if (l->dist_opt && w->framework != PP_FW_MEGATRON)
         return LAYOUT_BAD("--dist-opt is Megatron's; with --framework %s use --zero 1",
                           pp_framework_names[w->framework]);

@@ -374,6 +374,19 @@ typedef struct {
                                   the time model; memory adds its own margin, memory.c) */
     pp_adam_impl optimizer_impl; /* --optimizer-impl: torch.optim.AdamW's implementation under
                                   --framework fsdp (torchtitan's Optimizer.implementation) */
+    bool no_attention_mask;    /* --no-attention-mask: Megatron's dataloader builds no b x s x s
+                                  attention mask (--no-create-attention-mask-in-dataloader; NeMo
+                                  and Megatron-Bridge never build it) */
+    bool optimizer_bf16;       /* --optimizer-dtype bf16: NeMo's distributed_fused_adam with dtype
+                                  bf16 (Apex DistributedFusedAdam keeps Adam's moments and its
+                                  parameter copy in the optimizer dtype: 6 bytes per parameter of
+                                  the shard, not fp32 master + moments, 12) */
+    bool megatron_fsdp;        /* --megatron-fsdp: Megatron-Core's FSDP (--use-megatron-fsdp): with
+                                  --framework megatron, --zero 1|2|3 is its data-parallel sharding
+                                  strategy optim | optim_grads | optim_grads_params */
+    bool compile;              /* --compile: torch.compile of each block under --framework fsdp
+                                  (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
+                                  fuses the block's elementwise ops and runs it as one graph */
 } pp_stack;
 void pp_stack_init(pp_stack *s);
 

@@ -255,6 +255,10 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kbool(j, "grad_reduce_bf16", s->grad_bf16);
     pp_json_kbool(j, "expandable_segments", s->expandable_segments);
     pp_json_kbool(j, "ep_overlap", s->ep_overlap);
+    pp_json_kbool(j, "compile", s->compile);
+    pp_json_kstr(j, "optimizer_dtype", s->optimizer_bf16 ? "bf16" : "fp32");
+    pp_json_kbool(j, "megatron_fsdp", s->megatron_fsdp);
+    pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);
     if (pp_model_is_moe(&w->model)) {
         pp_json_kstr(j, "moe_dispatcher", pp_dispatch_names[s->dispatcher]);
         pp_json_kbool(j, "moe_grouped_gemm", s->grouped_gemm);

@@ -112,6 +112,14 @@ void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offl
         out->weights = 2;
         out->grads = 4;
         out->optimizer = dist_opt ? 12.0 / d : 12.0;
+        /* Megatron-FSDP (--megatron-fsdp; --zero is its sharding strategy, megatron/core/
+         * distributed/fsdp): optim shards the 12 optimizer bytes, optim_grads also the fp32
+         * gradients, optim_grads_params also the bf16 parameters. */
+        if (zero >= 1) {
+            out->weights = zero >= 3 ? 2.0 / d : 2.0;
+            out->grads = zero >= 2 ? 4.0 / d : 4.0;
+            out->optimizer = 12.0 / d;
+        }
     } else {
         /* ZeRO paper (Rajbhandari et al. 2020, sec. 3 and table 1): mixed-precision Adam keeps
          * 2 (16-bit params) + 2 (16-bit grads) + K = 12 (fp32 params, m, v). Stage 1 shards the
@@ -294,8 +302,18 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * --grad-reduce-in-bf16 (param_and_grad_buffer.py: grad_dtype = param.dtype unless
      * grad_reduce_in_fp32): 2 bytes, not the fp32 main_grad's 4. */
     if (w->framework == PP_FW_MEGATRON &&
-        (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16))
-        c->st.grads = c->st_expert.grads = 2.0;
+        (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16)) {
+        c->st.grads = l->zero >= 2 ? 2.0 / (double)(shard > 0 ? shard : 1) : 2.0;
+        c->st_expert.grads = l->zero >= 2 ? 2.0 / (double)(eshard > 0 ? eshard : 1) : 2.0;
+    }
+    /* --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype: bf16): Apex DistributedFusedAdam
+     * keeps m, v and its copy of the parameters in the optimizer dtype (apex/contrib/optimizers/
+     * distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2 bytes per parameter. */
+    if (w->framework == PP_FW_MEGATRON && w->stack.optimizer_bf16 && l->offload == PP_OFF_NONE) {
+        bool sharded = l->dist_opt || l->zero >= 1;
+        c->st.optimizer = sharded ? 6.0 / (double)(shard > 0 ? shard : 1) : 6.0;
+        c->st_expert.optimizer = sharded ? 6.0 / (double)(eshard > 0 ? eshard : 1) : 6.0;
+    }
     for (int moe = 0; moe < 2; moe++) {
         const pp_layer *y = lk[moe];
         c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);
@@ -341,8 +359,11 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     c->fp8_weight_per_param = w->stack.precision == PP_PREC_FP8 ? 2.0 : 0.0;
 
     /* Batch tensors held per micro-batch: tokens, labels, position ids (int64), loss mask (fp32)
-     * and Megatron's dataloader attention mask (b x s x s bool, on by default). */
-    c->data = 36.0 * sb + (mega ? b * y0->seq * y0->seq : 0.0);
+     * and Megatron's dataloader attention mask (b x s x s bool, on by default: arguments.py
+     * --no-create-attention-mask-in-dataloader turns it off; NeMo and Megatron-Bridge do not build
+     * it, their attention takes the causal mask from the fused kernel). */
+    bool mask = mega && !w->stack.no_attention_mask;
+    c->data = 36.0 * sb + (mask ? b * y0->seq * y0->seq : 0.0);
     /* Embedding: the int64 ids for its backward are in data; its dropout keeps a mask. */
     c->embed_act = hdrop ? sb * h * rep : 0.0;
     /* Final norm input + stats and the output layer input (16-bit). */
@@ -379,12 +400,12 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * (TE, apex, DeepSpeed) has no such temporary. Offloaded optimizers step on the host. */
     bool foreach_adam = (mega && eager) || w->framework == PP_FW_FSDP;
     double opt_shard = 1.0;
-    if ((mega && l->dist_opt) || (!mega && l->zero >= 1)) opt_shard = (double)shard;
+    if (l->dist_opt || l->zero >= 1) opt_shard = (double)shard;
     c->opt_work_per_param = (foreach_adam && l->offload == PP_OFF_NONE) ? 4.0 / opt_shard : 0.0;
     /* ZeRO-3 / FSDP FULL_SHARD: the layer being computed and the prefetched next one are
      * gathered in 16-bit, parameters and gradients: DeepSpeed's estimate uses
      * 4 x largest layer (formulas.md). */
-    c->zero_gather = (!mega && l->zero >= 3) ? 4.0 * c->par.layer_total : 0.0;
+    c->zero_gather = l->zero >= 3 ? 4.0 * c->par.layer_total : 0.0; /* Megatron-FSDP's too */
     /* Gradient reduction buffers. Megatron's DDP reduces in place in its contiguous fp32 grad
      * buffer (all-reduce; with the distributed optimizer a reduce-scatter into that buffer and an
      * all-gather into the bf16 parameter buffer, megatron/core/distributed/
@@ -681,12 +702,12 @@ static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_resul
         }
         if (mb == 1) break;
     }
-    if (w->framework == PP_FW_MEGATRON && !l->dist_opt && l->dp * l->cp > 1) {
+    if (w->framework == PP_FW_MEGATRON && !l->dist_opt && l->zero == 0 && l->dp * l->cp > 1) {
         v = *l;
         v.dist_opt = true;
         if (mem_variant_fits(w, &v)) MEM_FIX("--dist-opt");
     }
-    if (w->framework != PP_FW_MEGATRON && l->zero < 3 && l->dp * l->cp > 1) {
+    if ((w->framework != PP_FW_MEGATRON || w->stack.megatron_fsdp) && l->zero < 3 && l->dp * l->cp > 1) {
         for (int z = l->zero + 1; z <= 3; z++) {
             v = *l;
             v.zero = z;

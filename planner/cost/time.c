@@ -152,6 +152,13 @@
  * ahead of the GPU, so the floor holds for the block as a whole, not for each pass. The other
  * TP 2 run (micro-batch 2, full AC) is GPU-bound (1300 ms measured, 1203 ms modelled). */
 #define FSDP_TP_HOST_BLOCK_S 0.0275
+/* --compile (torch.compile of each block): Inductor fuses the block's pointwise ops into one kernel
+ * per chain, as TransformerEngine's and Megatron's fused kernels do, so SwiGLU and RoPE cost the
+ * fused kernels' bytes (EW_SWIGLU_*, EW_ROPE: read the inputs, write the outputs once) instead of
+ * eager PyTorch's op-by-op passes (EW_FSDP_SWIGLU_*, EW_FSDP_ROPE's fp32 complex round trip); the
+ * norms, residual adds, repeat_kv copies and the input-gradient sums are already one pass each.
+ * A compiled block is dispatched as one graph: the DTensor host pace (FSDP_TP_HOST_BLOCK_S, measured
+ * eager) does not apply. */
 /* FlashAttention-2 (PyTorch SDPA's flash backend, what torchtitan-style code runs) is written for
  * Ampere's mma.sync. On Hopper-class GPUs (catalog dense bf16 peak above this) it reaches 0.36 of
  * the large-GEMM rate forward and 0.25 backward: PyTorch 2.11 on H200, flash backend, b 1, s
@@ -418,6 +425,8 @@ double pp_time_behind(double comm, double window)
 static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
 {
     double mask = c->opts.dropout ? 0 : EW_MASK;
+    if (c->w->stack.compile && (cls == PP_EW_T_SWIGLU || cls == PP_EW_T_ROPE)) /* fused by Inductor */
+        cls = cls == PP_EW_T_SWIGLU ? PP_EW_SWIGLU : PP_EW_ROPE;
     switch (cls) {
     case PP_EW_NORM:
     case PP_EW_QK_NORM: *f = EW_NORM_FWD, *b = EW_NORM_BWD; return;
@@ -545,7 +554,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
     }
 
-    if (ly.titan && ly.tp > 1) {
+    if (ly.titan && ly.tp > 1 && !w->stack.compile) {
         /* the host's pace of the DTensor block (FSDP_TP_HOST_BLOCK_S) when the GPU's is faster */
         double gpu = o->fwd_compute_s + o->bwd_compute_s;
         if (gpu > 0 && gpu < FSDP_TP_HOST_BLOCK_S) {
@@ -586,7 +595,12 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
          * pipeline every all-gather and reduce-scatter with its GEMM (the re-gather inside the
          * dgrad GEMM's). */
         double wnd = x->bwd ? win[x->beside] / BWD_GEMM_EFF : win[x->beside];
-        double e = l->sp && c->opts.tp_comm_overlap ? (x->regather ? 0 : pp_time_behind(t, wnd))
+        /* torchtitan's async TP (--tp-comm-overlap under fsdp; its TP is always sequence
+         * parallel) decomposes each all-gather + matmul and matmul + reduce-scatter into
+         * micro-pipelined steps over symmetric memory (torch/distributed/_symmetric_memory
+         * fused_all_gather_matmul, fused_matmul_reduce_scatter): the same overlap as userbuffers. */
+        bool tp_overlap = c->opts.tp_comm_overlap && (l->sp || ly.titan);
+        double e = tp_overlap                       ? (x->regather ? 0 : pp_time_behind(t, wnd))
                    : x->async                       ? pp_time_behind(t, wnd)
                                                     : t;
         if (x->bwd) o->bwd_tp_s += e;

@@ -12,6 +12,9 @@
 /* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
  * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
 #define OPT_BYTES_PER_PARAM 34.0
+/* The same step with the state in bf16 (--optimizer-dtype bf16): read the parameter copy, grad, m, v
+ * (8), write the copy, m, v and the model's bf16 parameter (8), the grad again for the norm (2). */
+#define OPT_BYTES_PER_PARAM_BF16 18.0
 
 /* FSDP2's parameter and gradient copies (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
  * and _fsdp_param_group.py), bytes per parameter: an unshard casts the fp32 shard to bf16 (4/S
@@ -449,7 +452,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     if (l->offload == PP_OFF_NONE) {
         double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
         if (meas > 0) out->optimizer_measured_s = meas;
-        double opt_bytes = OPT_BYTES_PER_PARAM;
+        double opt_bytes = w->stack.optimizer_bf16 ? OPT_BYTES_PER_PARAM_BF16 : OPT_BYTES_PER_PARAM;
         if (w->framework == PP_FW_FSDP)
             opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
         out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;

@@ -189,7 +189,7 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     const pp_work *w = p->work;
     const pp_model *m = &w->model;
     const pp_layout *l = p->layout;
-    if (l->zero > 0)
+    if (l->zero > 0 && !w->stack.megatron_fsdp)
         return BAD("Megatron-LM has no ZeRO-%d option here: use --dist-opt (framework megatron) "
                    "or --format deepspeed", l->zero);
     if (m->act == PP_ACT_RELU)
@@ -207,6 +207,9 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     /* MoE with TP needs SP: pp_layout_validate says so for every command. */
     if (s->tp_comm_overlap && !l->sp)
         return BAD("--tp-comm-overlap needs --sp (arguments.py validate_args)");
+    if (s->optimizer_bf16)
+        return BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (dtype: bf16); Megatron-LM keeps fp32 main "
+                   "parameters (use --format nemo)");
     if (s->ep_overlap && l->pp > 1 && l->vpp < 2)
         return BAD("--ep-overlap with --pp %lld needs --vpp: Megatron overlaps the all-to-alls of interleaved "
                    "micro-batches (transformer_config.py, overlap_moe_expert_parallel_comm)", (long long)l->pp);
@@ -497,6 +500,15 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
 
     /* -- optimizer sharding, recompute, offload */
     if (l->dist_opt) ARG(G_MEMORY, "--use-distributed-optimizer");
+    if (w->stack.megatron_fsdp && l->zero > 0) {
+        /* Megatron-FSDP (docs/source/api-guide/custom_fsdp.md): its sharding strategy, on top of the
+         * distributed optimizer it requires, without the fused main_grad accumulation */
+        static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+        ARG(G_MEMORY, "--use-megatron-fsdp");
+        ARGV(G_MEMORY, "--data-parallel-sharding-strategy", "%s", strategies[l->zero]);
+        ARG(G_MEMORY, "--use-distributed-optimizer");
+        ARG(G_MEMORY, "--no-gradient-accumulation-fusion");
+    }
     if (l->recompute == PP_RC_SELECTIVE) {
         ARGV(G_MEMORY, "--recompute-granularity", "%s", "selective");
         if (l->recompute_modules && l->recompute_modules != 1u << PP_RCM_CORE_ATTN) {
@@ -567,6 +579,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     }
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
+    if (s->no_attention_mask) ARG(G_DATA, "--no-create-attention-mask-in-dataloader");
     /* The implementation the prediction assumed (pp_work_impl: --impl, else local for unfused
      * attention), so that the script read back predicts the same. */
     bool local_impl = pp_work_impl(w) == PP_IMPL_LOCAL;

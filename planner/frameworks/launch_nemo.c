@@ -150,6 +150,8 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
         bool ov = l->dp > 1 && !stk->no_overlap;
         pp_sbuf_printf(b, "    overlap_grad_sync: %s\n", ov ? "true" : "false");
         pp_sbuf_printf(b, "    overlap_param_sync: %s\n", ov ? "true" : "false");
+        if (stk->optimizer_bf16) pp_sbuf_printf(b, "    dtype: bf16  # --optimizer-dtype bf16\n");
+        if (stk->grad_bf16) pp_sbuf_printf(b, "    grad_sync_dtype: bf16  # --grad-reduce-bf16\n");
     }
     return PP_OK;
 }

@@ -22,7 +22,9 @@
  *   --offload              training.enable_cpu_offload (FSDP2's CPUOffloadPolicy)
  *   --precision fp8        model.converters = ["quantize.linear.float8"] with tensorwise scaling
  *                          and the float8 all-gather (output layer left in bf16)
- *   --optimizer-impl       optimizer.implementation */
+ *   --optimizer-impl       optimizer.implementation
+ *   --tp-comm-overlap      parallelism.enable_async_tensor_parallel (with --compile, as torchtitan needs)
+ *   --compile              compile.enable (torch.compile of each block; the time model prices it) */
 #include "pp_launch.h"
 #include "launch_common.h"
 
@@ -312,6 +314,7 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
     tt_printf(b, "fsdp_reshard_after_forward = \"%s\"  # --zero %d\n", policy, l->zero);
     tt_printf(b, "tensor_parallel_degree = %lld\n", (long long)l->tp);
     if (l->tp > 1 && !l->sp) tt_printf(b, "# torchtitan's tensor parallelism is always sequence parallel\n");
+    if (l->tp > 1 && w->stack.tp_comm_overlap) tt_printf(b, "enable_async_tensor_parallel = true  # --tp-comm-overlap\n");
     tt_printf(b, "pipeline_parallel_degree = %lld\n", (long long)l->pp);
     if (l->pp > 1) {
         tt_printf(b, "pipeline_parallel_schedule = \"%s\"\n", l->vpp > 1 ? "Interleaved1F1B" : "1F1B");
@@ -344,7 +347,7 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
         tt_printf(b, "precompute_float8_dynamic_scale_for_fsdp = %s\n", S > 1 ? "true" : "false");
         tt_printf(b, "filter_fqns = [\"output\"]\n");
     }
-    tt_printf(b, "\n[compile]\nenable = false\n");
+    tt_printf(b, "\n[compile]\nenable = %s\n", w->stack.compile ? "true" : "false");
     tt_printf(b, "\n[checkpoint]\nenable = false\n");
     tt_printf(b, "\n[metrics]\nlog_freq = 10\n");
     return PP_OK;

@@ -723,6 +723,25 @@ static pp_status read_layout(rd *r)
         (st = rd_bool(r, "sequence_parallel", false, &sp)))
         return st;
     l->sp = sp && l->tp > 1; /* validate_args turns it off at tp 1 */
+    /* Megatron-FSDP (--use-megatron-fsdp): its --data-parallel-sharding-strategy no_shard | optim |
+     * optim_grads | optim_grads_params is parplan's --megatron-fsdp --zero 0..3; it replaces the
+     * distributed optimizer's sharding */
+    bool mfsdp;
+    if ((st = rd_bool(r, "use_megatron_fsdp", false, &mfsdp))) return st;
+    if (mfsdp) {
+        const char *strat = NULL;
+        pp_margs_kv *kst;
+        if ((st = rd_str(r, "data_parallel_sharding_strategy", &strat, &kst))) return st;
+        static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+        int z = strat ? pp_name_lookup(strategies, 4, strat) : 0;
+        if (z < 0) return rd_bad(r, kst, "unknown value '%s' (no_shard, optim, optim_grads or optim_grads_params)", strat);
+        if (z == 0) {
+            note(r, "--use-megatron-fsdp with --data-parallel-sharding-strategy no_shard (modelled as Megatron's DDP)");
+        } else {
+            l->zero = z; /* read_stack sets the stack's megatron_fsdp from it */
+            l->dist_opt = false;
+        }
+    }
     bool off;
     double frac;
     if ((st = rd_bool(r, "optimizer_cpu_offload", false, &off)) ||
@@ -819,6 +838,7 @@ static pp_status read_stack(rd *r)
     pp_stack *s = &c->stack;
     pp_status st;
     pp_stack_init(s);
+    s->megatron_fsdp = c->layout.zero > 0; /* read_layout: --use-megatron-fsdp with a sharding strategy */
     bool fp16, bf16;
     const char *fp8 = NULL;
     pp_margs_kv *k8;
@@ -881,6 +901,9 @@ static pp_status read_stack(rd *r)
         (st = rd_bool(r, "grad_reduce_in_bf16", false, &gbf16)) ||
         (st = rd_bool(r, "expandable_segments", false, &s->expandable_segments)))
         return st;
+    bool mask = true; /* --no-create-attention-mask-in-dataloader (arguments.py: on by default) */
+    if ((st = rd_bool(r, "create_attention_mask_in_dataloader", true, &mask))) return st;
+    s->no_attention_mask = !mask;
     pp_margs_kv *ka = rd_kv(r, "accumulate_allreduce_grads_in_fp32");
     if ((st = rd_bool(r, "accumulate_allreduce_grads_in_fp32", bf16 && !gbf16, &acc32))) return st;
     /* validate_args: bf16 accumulates and reduces in fp32 unless --grad-reduce-in-bf16 */

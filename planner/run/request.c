@@ -14,6 +14,7 @@
 
 static const char *const zero_names[] = {"0", "1", "2", "3"};
 static const char *const stages_names[] = {"uniform", "ilp", "auto"};
+static const char *const optimizer_dtype_names[] = {"fp32", "bf16"};
 
 #define F(field) offsetof(pp_request, field)
 #define INT(n, f, k, lo, hi, h) {n, 0, PP_OPT_INT, F(f), k, lo, hi, NULL, 0, 0, h}
@@ -67,7 +68,7 @@ const pp_option pp_request_options[] = {
     FLAG("--no-overlap", no_overlap, PP_RQ_NO_OVERLAP,
          "no DP gradient-reduce, parameter-gather or pipeline overlap (2021 Megatron, DeepSpeed's pipeline engine)"),
     FLAG("--tp-comm-overlap", tp_comm_overlap, PP_RQ_TP_COMM_OVERLAP,
-         "TP collectives hidden behind the GEMMs (TransformerEngine userbuffers, with --sp)"),
+         "TP collectives hidden behind the GEMMs (TransformerEngine userbuffers, with --sp; fsdp: torchtitan's async TP)"),
     ENUM("--impl", impl, PP_RQ_IMPL, pp_impl_names, PP_IMPL_COUNT,
          "te|local: Megatron-LM transformer implementation (default te; local with --attention unfused)"),
     ENUM("--moe-dispatcher", dispatcher, PP_RQ_DISPATCHER, pp_dispatch_names, PP_DISPATCH_COUNT,
@@ -86,6 +87,15 @@ const pp_option pp_request_options[] = {
          "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"),
     FLAG("--ep-overlap", ep_overlap, PP_RQ_EP_OVERLAP,
          "EP all-to-alls overlapped with another micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm)"),
+    FLAG("--no-attention-mask", no_attention_mask, PP_RQ_NO_ATTN_MASK,
+         "Megatron's dataloader builds no b x s x s attention mask (--no-create-attention-mask-in-dataloader; NeMo)"),
+    ENUM("--optimizer-dtype", optimizer_dtype, PP_RQ_OPTIMIZER_DTYPE, optimizer_dtype_names, 2,
+         "fp32|bf16: Adam's state dtype (megatron; bf16: NeMo's distributed_fused_adam with dtype bf16)"),
+    FLAG("--megatron-fsdp", megatron_fsdp, PP_RQ_MEGATRON_FSDP,
+         "Megatron-Core's FSDP (--use-megatron-fsdp): with --framework megatron, --zero 1|2|3 shards "
+         "optimizer | + gradients | + parameters"),
+    FLAG("--compile", compile, PP_RQ_COMPILE,
+         "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
     INT("--pp", pp, PP_RQ_PP, 1, 1000000, "N: pipeline parallel"),
     INT("--dp", dp, PP_RQ_DP, 1, MAX_GPUS, "N: data parallel (default gpus/(tp*pp*cp))"),
@@ -266,6 +276,10 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
+    if (g[PP_RQ_COMPILE]) s->compile = true;
+    if (g[PP_RQ_NO_ATTN_MASK]) s->no_attention_mask = true;
+    if (g[PP_RQ_MEGATRON_FSDP]) s->megatron_fsdp = true;
+    if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
     if (from_file && g[PP_RQ_FRAMEWORK] && fw != PP_FW_MEGATRON) {

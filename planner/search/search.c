@@ -252,7 +252,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
         goto done;
     }
     /* Fixed optimizer sharding must suit the framework (the search never proposes otherwise). */
-    if ((fix & PP_SEARCH_FIX_ZERO) && fx->zero > 0 && w->framework == PP_FW_MEGATRON) {
+    if ((fix & PP_SEARCH_FIX_ZERO) && fx->zero > 0 && w->framework == PP_FW_MEGATRON && !w->stack.megatron_fsdp) {
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
                           "--zero %d is DeepSpeed/FSDP; with --framework megatron use --dist-opt", fx->zero);
         goto done;
@@ -325,11 +325,13 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
         for (int i = 0; i < PP_RC_COUNT; i++) L[D_RC].v[i] = i;
         L[D_RC].n = PP_RC_COUNT;
     }
-    /* Optimizer sharding: Megatron {none, dist-opt}; DeepSpeed ZeRO {0,1,2,3}; FSDP {NO_SHARD,
+    /* Optimizer sharding: Megatron {none, dist-opt} (Megatron-FSDP: --zero 1, 2, 3); DeepSpeed ZeRO {0,1,2,3}; FSDP {NO_SHARD,
      * SHARD_GRAD_OP (2), FULL_SHARD (3)}. A fixed --zero / --dist-opt narrows it. */
     if (fix & (PP_SEARCH_FIX_ZERO | PP_SEARCH_FIX_DIST_OPT)) {
         opts[n_opts++] = (opt_choice){(fix & PP_SEARCH_FIX_ZERO) ? fx->zero : 0,
                                       (fix & PP_SEARCH_FIX_DIST_OPT) ? fx->dist_opt : false};
+    } else if (w->framework == PP_FW_MEGATRON && w->stack.megatron_fsdp) {
+        for (int z = 1; z <= 3; z++) opts[n_opts++] = (opt_choice){z, false}; /* Megatron-FSDP's strategies */
     } else if (w->framework == PP_FW_MEGATRON) {
         opts[n_opts++] = (opt_choice){0, false};
         opts[n_opts++] = (opt_choice){0, true};

@@ -19,6 +19,7 @@ w="--framework fsdp --gpu h200"
 cases=(
   "one-gpu-3b|--model $src/tests/data/fsdp/models/llama-3.2-3b.yaml $w --gpus 1 --gbs 1 --mbs 1 --seq 8192 --zero 3 --recompute none"
   "8b-tp2-sel|--model llama3-8b $w --gpus 16 --gpus-per-node 8 --gbs 32 --mbs 1 --tp 2 --zero 3 --recompute selective"
+  "8b-tp2-compile-asynctp|--model llama3-8b $w --gpus 16 --gpus-per-node 8 --gbs 32 --mbs 1 --tp 2 --zero 3 --recompute selective --compile --tp-comm-overlap"
   "70b-pp4-vpp2|--model llama3-70b $w --gpus 64 --gpus-per-node 8 --gbs 256 --mbs 1 --tp 8 --pp 4 --vpp 2 --zero 2 --recompute full"
   "8b-hsdp|--model llama3-8b $w --gpus 16 --gpus-per-node 8 --gbs 64 --mbs 2 --replicate 2 --zero 3 --recompute full --optimizer-impl foreach"
   "8b-cp2-offload|--model llama3-8b $w --gpus 8 --gbs 8 --mbs 1 --cp 2 --zero 3 --offload optimizer --recompute full"

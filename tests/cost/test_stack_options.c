@@ -1,0 +1,161 @@
+/* The stack options the published runs needed (tests/data/published/README.md), each against the
+ * figure its source gives, through the request a user's flags build (pp_request_parse_line,
+ * pp_request_resolve):
+ *   --megatron-fsdp --zero 1|2|3   Megatron-FSDP's sharding strategies: bytes per parameter of the
+ *                                  weights, fp32 gradients and optimizer state over dp
+ *   --optimizer-dtype bf16         Apex DistributedFusedAdam with dtype bf16: 6 optimizer bytes per
+ *                                  parameter of the shard instead of 12
+ *   --no-attention-mask            Megatron's dataloader mask, b x s x s bytes per micro-batch held
+ *   --compile                      SwiGLU and RoPE at the fused kernels' bytes (time.c's EW_* counts
+ *                                  at the elementwise rate, 0.9 of the GPU's memory bandwidth), and
+ *                                  no DTensor host pace under TP
+ *   --tp-comm-overlap (fsdp)       torchtitan's async TP hides TP collectives behind the GEMMs */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pp_load.h"
+#include "pp_memory.h"
+#include "pp_request.h"
+#include "pp_time.h"
+#include "tap.h"
+
+static pp_catalog cat;
+
+typedef struct {
+    pp_request rq;
+    pp_resolved res;
+    pp_mem_result mem;
+    pp_time_result time;
+} run;
+
+/* parplan check ARGS: the memory and time results; false (and a failed TAP line) when refused */
+static bool run_args(run *r, const char *args)
+{
+    pp_error err = {0};
+    pp_request_init(&r->rq);
+    memset(&r->res, 0, sizeof r->res);
+    bool ok = pp_request_parse_line(&r->rq, args, &err) == PP_OK &&
+              pp_request_resolve(&r->rq, &cat, true, true, &r->res, &err) == PP_OK &&
+              pp_memory_estimate(&r->res.work, &r->res.layout, &r->mem, &err) == PP_OK &&
+              pp_time_estimate(&r->res.work, &r->res.layout, &r->time, &err) == PP_OK;
+    if (!ok) tap_ok(0, "parplan check %s: %s", args, err.msg);
+    return ok;
+}
+
+static void run_free(run *r)
+{
+    pp_resolved_free(&r->res);
+    pp_request_free(&r->rq);
+}
+
+#define L8B "--model llama3-8b --gpu h100-sxm --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 --framework megatron"
+
+static void megatron_fsdp(void)
+{
+    static run d, z[4];
+    if (!run_args(&d, L8B " --dist-opt")) return;
+    const pp_mem_stage *sd = &d.mem.stages[0];
+    for (int k = 1; k <= 3; k++) {
+        char args[512];
+        snprintf(args, sizeof args, "%s --megatron-fsdp --zero %d", L8B, k);
+        if (!run_args(&z[k], args)) continue;
+        const pp_mem_stage *s = &z[k].mem.stages[0];
+        /* dist-opt: 2 + 4 + 12/8 bytes per parameter; optim: the same; optim_grads: 4/8 gradient
+         * bytes; optim_grads_params: 2/8 weight bytes too */
+        tap_near(s->weights_bytes / sd->weights_bytes, k >= 3 ? 1.0 / 8 : 1.0, 1e-9,
+                 "--megatron-fsdp --zero %d: weights %s dp 8", k, k >= 3 ? "sharded over" : "not sharded by");
+        tap_near(s->grads_bytes / sd->grads_bytes, k >= 2 ? 1.0 / 8 : 1.0, 1e-9,
+                 "--megatron-fsdp --zero %d: fp32 gradients %s dp 8", k, k >= 2 ? "sharded over" : "not sharded by");
+        tap_near(s->optimizer_bytes / sd->optimizer_bytes, 1.0, 1e-9,
+                 "--megatron-fsdp --zero %d: optimizer state sharded as the distributed optimizer's", k);
+        run_free(&z[k]);
+    }
+    run_free(&d);
+}
+
+static void optimizer_bf16(void)
+{
+    static run a, b;
+    if (run_args(&a, L8B " --dist-opt") && run_args(&b, L8B " --dist-opt --optimizer-dtype bf16"))
+        tap_near(b.mem.stages[0].optimizer_bytes / a.mem.stages[0].optimizer_bytes, 6.0 / 12.0, 1e-9,
+                 "--optimizer-dtype bf16: 6 of the 12 optimizer bytes per parameter (m, v, parameter copy in bf16)");
+    run_free(&a);
+    run_free(&b);
+}
+
+static void attention_mask(void)
+{
+    static run a, b;
+    if (run_args(&a, L8B " --dist-opt") && run_args(&b, L8B " --dist-opt --no-attention-mask")) {
+        double mask = 1.0 * 4096.0 * 4096.0; /* b x s x s bool, one micro-batch in flight */
+        tap_near(a.mem.stages[0].activations_bytes - b.mem.stages[0].activations_bytes, mask, 1e-9,
+                 "--no-attention-mask: the stage holds b x s x s = %.0f bytes less", mask);
+        tap_near(a.time.step_time_s, b.time.step_time_s, 1e-12, "--no-attention-mask: the step time does not move");
+    }
+    run_free(&a);
+    run_free(&b);
+    pp_error err = {0};
+    pp_request rq;
+    pp_request_init(&rq);
+    pp_resolved res;
+    memset(&res, 0, sizeof res);
+    bool refused = pp_request_parse_line(&rq, "--model llama3-8b --gpu h100-sxm --gpus 8 --framework fsdp --zero 3 "
+                                              "--no-attention-mask", &err) == PP_OK &&
+                   pp_request_resolve(&rq, &cat, true, true, &res, &err) != PP_OK;
+    tap_ok(refused && strstr(err.msg, "--no-attention-mask"), "--no-attention-mask under --framework fsdp is refused (%s)",
+           err.msg);
+    pp_resolved_free(&res);
+    pp_request_free(&rq);
+}
+
+#define T8B "--model llama3-8b --gpu h200 --gpus 8 --gpus-per-node 8 --seq 8192 --mbs 1 --framework fsdp --zero 3 " \
+            "--recompute none"
+
+static void compile(void)
+{
+    static run e, c;
+    /* TP 1: no host pace either way; the difference is SwiGLU (f = 14336 per token: 10 + 18 eager,
+     * 6 + 10 fused) and RoPE (q + k = 4096 + 1024 per token: 20 + 20 eager, 4 + 4 fused), 32 layers,
+     * one micro-batch of 8192 tokens per rank, at 0.9 of the H200's memory bandwidth */
+    if (run_args(&e, T8B " --gbs 8") && run_args(&c, T8B " --gbs 8 --compile")) {
+        double T = 8192.0, bytes = 32.0 * T * (14336.0 * ((10 - 6) + (18 - 10)) + 5120.0 * ((20 - 4) + (20 - 4)));
+        double want = bytes / (0.9 * e.res.work.gpu.mem_bw_gbs * 1e9);
+        tap_near(e.time.compute_s - c.time.compute_s, want, 1e-6,
+                 "--compile: SwiGLU and RoPE fused save %.1f ms of a step's elementwise time", 1e3 * want);
+    }
+    run_free(&e);
+    run_free(&c);
+    /* TP 2 at one 8192-token micro-batch: eager runs at the DTensor host pace (27.5 ms per block,
+     * 880 ms for 32 blocks); compiled, the GPU's pace is what is left */
+    static run et, ct, at;
+    if (run_args(&et, T8B " --gbs 4 --tp 2") && run_args(&ct, T8B " --gbs 4 --tp 2 --compile") &&
+        run_args(&at, T8B " --gbs 4 --tp 2 --compile --tp-comm-overlap")) {
+        tap_ok(et.time.compute_s >= 32 * 0.0275 * 0.999, "eager FSDP2 + TP 2: the blocks at the host pace (%.0f ms >= 880)",
+               1e3 * et.time.compute_s);
+        tap_ok(ct.time.compute_s < 0.8 * et.time.compute_s, "--compile: no host pace (%.0f ms against %.0f eager)",
+               1e3 * ct.time.compute_s, 1e3 * et.time.compute_s);
+        tap_ok(at.time.tp_comm_s < ct.time.tp_comm_s && at.time.compute_s == ct.time.compute_s,
+               "--tp-comm-overlap (async TP): exposed TP collectives %.1f ms, %.1f ms without", 1e3 * at.time.tp_comm_s,
+               1e3 * ct.time.tp_comm_s);
+    }
+    run_free(&et);
+    run_free(&ct);
+    run_free(&at);
+}
+
+int main(void)
+{
+    char dir[1024];
+    pp_error err = {0};
+    if (pp_catalog_find_dir(NULL, dir, sizeof dir, &err) != PP_OK || pp_catalog_load(&cat, dir, &err) != PP_OK) {
+        tap_ok(0, "catalog: %s", err.msg);
+        return tap_done();
+    }
+    megatron_fsdp();
+    optimizer_bf16();
+    attention_mask();
+    compile();
+    pp_catalog_free(&cat);
+    return tap_done();
+}
