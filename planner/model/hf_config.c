@@ -12,45 +12,15 @@
  * the default of transformers' config class, as transformers itself does (Gemma 3's text_config
  * has no vocab_size).
  *
- * This file holds the key table, reading keys, the decoder families (the Llama lineage, with
- * their defaults) and the other families (GPT-2, GPT-NeoX, OPT, BLOOM, Falcon, BERT), the norm
- * and RoPE definition, validation messages and the entry point; what varies by layer (latent
- * attention, experts, the router, windows) is in hf_config_layers.c.
+ * This file holds the decoder families (the Llama lineage, with their defaults) and the other
+ * families (GPT-2, GPT-NeoX, OPT, BLOOM, Falcon, BERT), the norm and RoPE definition, validation
+ * messages and the entry point. The key table and reading keys are in hf_keys.c; what varies by
+ * layer (latent attention, experts, the router, windows) is in hf_config_layers.c.
  */
-#include "hf_config_internal.h"
+#include "hf_config_layers.h"
 
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-
-#define HSTR(k, f) {k, PP_KEY_STR, offsetof(pp_hf_cfg, f), 0, 0, 0, sizeof(((pp_hf_cfg *)0)->f), NULL, 0, false, NULL, 0, 0}
-#define HSTRSEQ(k, f) {k, PP_KEY_STRSEQ, offsetof(pp_hf_cfg, f), 0, 0, 0, sizeof(((pp_hf_cfg *)0)->f), NULL, 0, false, NULL, 0, 0}
-#define HINT(k, lo) {#k, PP_KEY_INT, offsetof(pp_hf_cfg, k), lo, 1e9, 0, 0, NULL, 0, false, NULL, 0, 0}
-#define HNUM(k) {#k, PP_KEY_NUM, offsetof(pp_hf_cfg, k), 0, 1e9, 1, 0, NULL, 0, false, NULL, 0, 0}
-/* A probability: [0, 1) (the schema's own bound for attention_dropout, hidden_dropout). */
-#define HDROP(k) {#k, PP_KEY_NUM, offsetof(pp_hf_cfg, k), 0, 0.999, 1, 0, NULL, 0, false, NULL, 0, 0}
-#define HBOOL(k) {#k, PP_KEY_BOOL, offsetof(pp_hf_cfg, k), 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0}
-#define HSEQ(k, hi, cap) {#k, PP_KEY_INTSEQ, offsetof(pp_hf_cfg, k), 0, hi, 0, cap, NULL, 0, false, NULL, 0, offsetof(pp_hf_cfg, n_##k)}
-#define HANY(k) {#k, PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0} /* read from its node */
-#define HRS(k, f, t, hi) {k, t, offsetof(pp_hf_cfg, f), 0, hi, 1, t == PP_KEY_STR ? sizeof(((pp_hf_cfg *)0)->f) : 0, NULL, 0, false, NULL, 0, 0}
-
-#define HMAP(k, sub) {#k, PP_KEY_MAP, 0, 0, 0, 0, 0, NULL, 0, false, sub, (int)(sizeof sub / sizeof sub[0]), 0}
-
-/* rope_scaling's keys (transformers modeling_rope_utils.py: "type" is the older spelling). */
-static const pp_key hf_rope_keys[] = {
-    HRS("type", rs_type, PP_KEY_STR, 0), HRS("rope_type", rs_rope_type, PP_KEY_STR, 0),
-    HRS("factor", rs_factor, PP_KEY_NUM, 1e6), HRS("original_max_position_embeddings", rs_original, PP_KEY_INT, 1e9),
-    HRS("low_freq_factor", rs_low, PP_KEY_NUM, 1e6), HRS("high_freq_factor", rs_high, PP_KEY_NUM, 1e6),
-    HRS("beta_fast", rs_beta_fast, PP_KEY_NUM, 1e6), HRS("beta_slow", rs_beta_slow, PP_KEY_NUM, 1e6),
-    HRS("mscale", rs_mscale, PP_KEY_NUM, 1e6), HRS("mscale_all_dim", rs_mscale_all_dim, PP_KEY_NUM, 1e6),
-    HRS("truncate", rs_truncate, PP_KEY_BOOL, 0),
-};
-
-/* The HF_KEYS list (hf_config_internal.h) as a key table. */
-#define HF_KEY_DEF(id, def) def,
-const pp_key pp_hf_keys[H_COUNT] = {HF_KEYS(HF_KEY_DEF)};
-_Static_assert(H_COUNT <= PP_YAML_MAX_KEYS, "pp_hf_keys is longer than a key table may be");
 
 bool pp_hf_is_config(pp_yaml *y, yaml_node_t *root)
 {
@@ -60,49 +30,6 @@ bool pp_hf_is_config(pp_yaml *y, yaml_node_t *root)
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
         if (pp_yaml_lookup(y, root, marks[i], true)) return true;
     return false;
-}
-
-/* ================================================================== reading keys */
-
-/* An error about the value of key id (at its value node). */
-pp_status pp_hf_fail(const pp_hf_ctx *h, int id, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return pp_yaml_error(h->y, h->found[id] ? h->found[id] : h->root, "key '%s': %s", pp_hf_keys[id].key, msg);
-}
-
-/* The first of the alias keys given (hidden_size | n_embd | n_embed). Aliases given together
- * must agree (num_experts_per_tok and gpt-oss's experts_per_token). A required key that is
- * absent is an error at the mapping; one that is null, an error at the null. */
-pp_status pp_hf_int(const pp_hf_ctx *h, const int *ids, int n, bool required, int64_t *out)
-{
-    int first = -1;
-    for (int i = 0; i < n; i++) {
-        if (!pp_hf_has(h, ids[i])) continue;
-        if (first < 0) {
-            first = ids[i];
-            *out = pp_hf_i64(h, first);
-        } else if (pp_hf_i64(h, ids[i]) != *out) {
-            return pp_hf_fail(h, ids[i], "%lld disagrees with '%s' %lld", (long long)pp_hf_i64(h, ids[i]),
-                              pp_hf_keys[first].key, (long long)*out);
-        }
-    }
-    if (first >= 0 || !required) return PP_OK;
-    char names[200] = "";
-    for (int i = 0; i < n; i++) {
-        yaml_node_t *v = pp_yaml_lookup(h->y, h->root, pp_hf_keys[ids[i]].key, false);
-        if (v && pp_yaml_is_null(v))
-            return pp_yaml_error(h->y, v, "key '%s': null where a number is needed (model_type '%s')",
-                                 pp_hf_keys[ids[i]].key, h->type);
-        size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s'%s'", i ? " or " : "", pp_hf_keys[ids[i]].key);
-    }
-    return pp_yaml_error(h->y, h->root, "config.json (model_type '%s'): missing required key %s",
-                         h->type, names);
 }
 
 /* GELU variants and ReLU of the non-gated MLPs. */
@@ -501,21 +428,11 @@ static pp_status hf_unsupported(const pp_hf_ctx *h, const char *mt)
     return pp_hf_fail(h, H_MODEL_TYPE, "'%s' is not supported (%s)", mt, list);
 }
 
-static pp_status hf_read(pp_yaml *y, yaml_node_t *map, pp_hf_cfg *c, pp_hf_ctx *h, const char *what)
-{
-    memset(c, 0, sizeof *c);
-    h->y = y;
-    h->root = map;
-    h->c = c;
-    return pp_yaml_map(y, map, pp_hf_keys, H_COUNT, c, PP_YAML_IGNORE_UNKNOWN | PP_YAML_NULL_ABSENT,
-                       h->found, what);
-}
-
 pp_status pp_hf_model_load(pp_yaml *y, yaml_node_t *root, pp_model *m)
 {
     pp_hf_cfg outer_c, text_c; /* about 17 KiB each (the layer lists) */
     pp_hf_ctx outer = {0}, text = {0};
-    pp_status st = hf_read(y, root, &outer_c, &outer, "config.json");
+    pp_status st = pp_hf_read(y, root, &outer_c, &outer, "config.json");
     if (st) return st;
     if (!pp_hf_has(&outer, H_MODEL_TYPE))
         return pp_yaml_error(y, root, "config.json: missing required key 'model_type'");
@@ -543,7 +460,7 @@ pp_status pp_hf_model_load(pp_yaml *y, yaml_node_t *root, pp_model *m)
         }
         if (tc->type != YAML_MAPPING_NODE)
             return pp_hf_fail(&outer, H_TEXT_CONFIG, "expected a mapping, got %s", pp_yaml_node_kind(tc));
-        if ((st = hf_read(y, tc, &text_c, &text, "text_config"))) return st;
+        if ((st = pp_hf_read(y, tc, &text_c, &text, "text_config"))) return st;
         text.type = hf_wrappers[i].text_type;
         text.outer = &outer;
         if (pp_hf_has(&text, H_MODEL_TYPE) && strcmp(text_c.model_type, text.type))

@@ -4,7 +4,7 @@
  * layers. Each reads the keys its family's transformers code reads (modeling_<type>.py, cited per
  * rule) and makes a pattern pp_model cannot represent an error at the key, never a default.
  */
-#include "hf_config_internal.h"
+#include "hf_config_layers.h"
 
 #include <string.h>
 

@@ -1,13 +1,10 @@
-/* What the two files of the Hugging Face config.json reader share; not installed.
- *   hf_config.c         the key table, reading keys, the decoder families and the other (GPT-2
- *                       lineage) families, norm and RoPE definition, validation, the entry point
- *   hf_config_layers.c  what varies layer by layer or inside a layer: latent attention, experts
- *                       and their layer pattern, the router, sliding and chunked attention
- * Both read one config through pp_hf_ctx: the parsed keys (pp_hf_cfg), which of them the file
- * gives (found[]) and the mapping they come from, so that errors point at the key's file:line:col.
+/* The keys of a Hugging Face config.json as the reader's files share them (hf_keys.c defines the
+ * table and the reading; hf_config.c and hf_config_layers.c read through them); not installed.
+ * One config is read through pp_hf_ctx: the parsed keys (pp_hf_cfg), which of them the file gives
+ * (found[]) and the mapping they come from, so that errors point at the key's file:line:col.
  */
-#ifndef PP_HF_CONFIG_INTERNAL_H
-#define PP_HF_CONFIG_INTERNAL_H
+#ifndef PP_HF_KEYS_H
+#define PP_HF_KEYS_H
 
 #include "pp_yaml.h"
 
@@ -57,7 +54,7 @@ typedef struct {
         qkv_bias, use_sliding_window;
 } pp_hf_cfg;
 
-/* The key table (pp_hf_keys, hf_config.c) and its index enum from one list, so that they cannot
+/* The key table (pp_hf_keys, hf_keys.c) and its index enum from one list, so that they cannot
  * drift apart. The key macros (HSTR, HINT, ...) are defined where the table is. */
 #define HF_KEYS(X)                                                                               \
     X(H_MODEL_TYPE, HSTR("model_type", model_type)) X(H_ARCH, HSTRSEQ("architectures", arch))                 \
@@ -137,6 +134,10 @@ pp_status pp_hf_fail(const pp_hf_ctx *h, int id, const char *fmt, ...) __attribu
  * must agree (num_experts_per_tok and gpt-oss's experts_per_token). A required key that is
  * absent is an error at the mapping; one that is null, an error at the null. */
 pp_status pp_hf_int(const pp_hf_ctx *h, const int *ids, int n, bool required, int64_t *out);
+/* Read the keys of mapping map into c (zeroed first) and set h up to read them: the file's
+ * top level ("config.json") or a wrapper's "text_config". Unknown keys are ignored; a null
+ * value counts as absent. */
+pp_status pp_hf_read(pp_yaml *y, yaml_node_t *map, pp_hf_cfg *c, pp_hf_ctx *h, const char *what);
 /* pp_hf_int into out, returning its error from the calling function (which has h in scope). */
 #define HF_INT(out, req, ...)                                                                  \
     do {                                                                                       \
@@ -144,51 +145,5 @@ pp_status pp_hf_int(const pp_hf_ctx *h, const int *ids, int n, bool required, in
         pp_status s_ = pp_hf_int(h, ids_, (int)(sizeof ids_ / sizeof ids_[0]), req, out);      \
         if (s_) return s_;                                                                     \
     } while (0)
-
-/* Mixture of Experts: how a family spells it (the readers in pp_hf_moe). */
-typedef enum { MOE_NONE, MOE_MIXTRAL, MOE_QWEN, MOE_QWEN2, MOE_DEEPSEEK, MOE_LLAMA4, MOE_GPTOSS } pp_hf_moe_kind;
-/* Sliding or chunked attention: which layers and how the family says so (pp_hf_window). */
-typedef enum { WIN_NONE, WIN_ALL, WIN_QWEN, WIN_QWEN3_MOE, WIN_QWEN2_MOE, WIN_TYPES, WIN_LLAMA4 } pp_hf_win_kind;
-
-enum {
-    HF_QKV_BIAS = 1u << 0,       /* q/k/v biases with no key (Qwen2Attention: bias=True) */
-    HF_QKV_BIAS_KEY = 1u << 1,   /* q/k/v biases by `qkv_bias`, default true (Qwen2MoeConfig) */
-    HF_ATTN_BIAS_KEY = 1u << 2,  /* `attention_bias` gives q/k/v/o biases (LlamaAttention, ...) */
-    HF_ATTN_BIAS_ON = 1u << 3,   /* ... and defaults to true (GptOssConfig) */
-    HF_MLP_BIAS_KEY = 1u << 4,   /* `mlp_bias` gives MLP biases (LlamaMLP) */
-    HF_QKNORM_HEAD = 1u << 5,    /* RMSNorm(head_dim) on q and k (Qwen3Attention, Gemma3Attention) */
-    HF_QKNORM_FULL = 1u << 6,    /* RMSNorm over all heads' q and k (Olmo2Attention) */
-    HF_NORMS4 = 1u << 7,         /* pre- and post-norm around attention and MLP (Gemma 2, 3) */
-    HF_GEMMA = 1u << 8,          /* hidden_activation, GeGLU (gelu_pytorch_tanh) by default */
-    HF_MLA = 1u << 9,            /* multi-head latent attention (DeepSeek-V2 sec. 2.1) */
-    HF_MTP = 1u << 10,           /* num_nextn_predict_layers (DeepSeek-V3 sec. 2.2) */
-    HF_SINKS = 1u << 11,         /* a learned sink logit per head (GptOssAttention.sinks) */
-    HF_WINDOW_PATTERN = 1u << 12, /* sliding_window_pattern: full every n-th layer (Gemma 3) */
-};
-
-typedef struct {
-    const char *type;
-    pp_hf_moe_kind moe;
-    pp_hf_win_kind win;
-    unsigned f;
-    /* transformers' config-class defaults for keys configs leave out (0: the key is required) */
-    int64_t head_dim, vocab, max_pos;
-    bool tied;
-    int64_t window, every, phase; /* WIN_TYPES: default window and full-attention layers */
-    double eps, theta;            /* rms_norm_eps, rope_theta */
-} pp_hf_family;
-
-/* DeepSeek-V3 and its descendants (multi-token prediction, the V3 router). */
-static inline bool pp_hf_is_deepseek_v3(const pp_hf_family *fam) { return fam->f & HF_MTP; }
-
-/* hf_config_layers.c, called by the decoder families' reader in this order. */
-/* Multi-head latent attention's ranks and head sizes (DeepseekV3Attention). */
-pp_status pp_hf_mla(const pp_hf_ctx *h, pp_model *m);
-/* The routed and shared experts and which layers are MoE, as each family spells it. */
-pp_status pp_hf_moe(const pp_hf_ctx *h, const pp_hf_family *fam, pp_model *m);
-/* The router as each family's modeling code runs it (score function, top-k, balancing). */
-pp_status pp_hf_router(const pp_hf_ctx *h, const pp_hf_family *fam, pp_model *m);
-/* Sliding or chunked attention: the window and which layers attend fully. */
-pp_status pp_hf_window(const pp_hf_ctx *h, const pp_hf_family *fam, pp_model *m);
 
 #endif
