@@ -93,7 +93,7 @@ struct pp_probe_ctx {
     double target_ms;         /* work per measurement that pp_time_ms aims at (0: 150 ms) */
     int min_reps;             /* fewest timed repeats (0: 5) */
     double batch_us;          /* > 0: each timed repeat is enough back-to-back runs to last this long */
-    void *dnn;                /* cudnnHandle_t, created on first use (attention.cu) */
+    void *dnn;                /* cudnnHandle_t, created on first use (attn.cu) */
     void *ballast;            /* --mem-limit-gib: the memory held back from the probes */
 };
 
