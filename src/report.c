@@ -1,4 +1,4 @@
-/* The HTML/SVG report (issue 10). See report.h.
+/* The HTML/SVG report. See report.h.
  *
  * This file holds the page: opening, the head and style sheet, closing (fsync and rename), the
  * simple sections (summary, note, text, launch command) and the whole pages of `check --report`

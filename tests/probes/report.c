@@ -38,7 +38,7 @@ static void check_report(void)
     pp_report_add_attn(&r, &at);
     pp_layer_row l = {2048, 16, 2048, 8, 1, 8192, "gelu", "flash", 2.7, 9.5, 700.0, 607.0, 1e-2, 0};
     pp_report_add_layer(&r, &l);
-    /* issue 8: a grouped-query layer (Llama-3.2-3B-like: 24 heads in 8 kv groups) at tp 2 */
+    /* a grouped-query layer (Llama-3.2-3B-like: 24 heads in 8 kv groups) at tp 2 */
     pp_layer_row lg = {3072, 24, 4096, 2, 2, 8192, "swiglu", "unfused", 30.5, 95.25, 300.0, 290.0, 1e-2, 8};
     pp_layer_row lbad = lg;
     lbad.kv_heads = 5;
@@ -53,7 +53,7 @@ static void check_report(void)
     n0.ranks = 1;
     tap_ok(pp_report_add_nccl(&r, &n0) == -1, "an nccl row of one rank is refused");
     pp_report_add_nccl(&r, &n1);
-    /* issue 8: one fused AdamW step, 30 bytes per parameter (optimizer.cu) */
+    /* one fused AdamW step, 30 bytes per parameter (optimizer.cu) */
     pp_opt_row o = {1e9, 30, 11.25, 30e9 / 11.25e-3 / 1e9, 3e-4}, obad = o;
     obad.ms = INFINITY;
     tap_ok(pp_report_add_opt(&r, &obad) == -1, "an optimizer row with an infinite time is refused");
@@ -216,7 +216,7 @@ static void check_report(void)
     pp_report_free(&r);
 }
 
-/* Issue 9: OOM rows, the fault knobs' parsing and the one-line reports. */
+/* Faults: OOM rows, the fault knobs' parsing and the one-line reports. */
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");

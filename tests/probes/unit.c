@@ -157,7 +157,7 @@ static void grads_free(double *gr[13])
     for (int i = 0; i < 13; i++) free(gr[i]);
 }
 
-/* Grouped-query attention in the reference (issue 8):
+/* Grouped-query attention in the reference:
  *   - kv_heads == heads is multi-head attention: bit for bit what kv_heads 0 gives;
  *   - a GQA layer (heads 4, kv 2) equals, bit for bit in its output, the multi-head layer whose
  *     Wqkv repeats each group's k and v rows for the group's heads (Megatron's repeat_interleave);
