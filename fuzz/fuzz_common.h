@@ -1,4 +1,4 @@
-/* Shared by the fuzz harnesses (issue 9): the invariants every loader result must keep, and a
+/* Shared by the fuzz harnesses: the invariants every loader result must keep, and a
  * pass of whatever loaded through the memory and time models, where a weird-but-accepted input
  * would turn into an overflow or a NaN. A broken invariant aborts, which libFuzzer reports as a
  * crash and the replay test (fuzz/replay.c, suite 'fuzz') as a failure.

@@ -302,9 +302,7 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     if (m->kv_heads % l->tp && l->tp % m->kv_heads)
         return LAYOUT_BAD("--tp %lld and the %lld KV heads: neither divides the other",
                           (long long)l->tp, (long long)m->kv_heads);
-    pp_param_count pc;
-    pp_model_params(m, &pc);
-    if (pc.dense_layers > 0 && m->ffn % l->tp)
+    if (pp_model_moe_layers(m) < m->layers && m->ffn % l->tp)
         return LAYOUT_BAD("--tp %lld does not divide the FFN size %lld", (long long)l->tp,
                           (long long)m->ffn);
     if (l->pp > m->layers)

@@ -178,6 +178,8 @@ int pp_model_layer_kind(const pp_model *m, int64_t i);
 void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t out[PP_LAYER_KINDS]);
 /* Kind of the MTP layers (MoE when the last decoder layer is, full attention). */
 int pp_model_mtp_kind(const pp_model *m);
+/* Decoder layers whose MLP is MoE (the rest are dense). */
+int64_t pp_model_moe_layers(const pp_model *m);
 static inline bool pp_model_is_moe(const pp_model *m) { return m->experts > 1; }
 static inline bool pp_model_is_mla(const pp_model *m) { return m->kv_lora_rank > 0; }
 /* Routed expert inner size (moe_ffn, else ffn). */

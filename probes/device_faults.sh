@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 9 on the lent GPU machines: the probes under faults (see NOTES.md "Faults").
+# The probes under faults on the lent GPU machines (see NOTES.md "Faults").
 #   probes/device_faults.sh        writes $OUT/faults.log (the transcript) and $OUT/oom-*.yaml
 # Runs the carried .devbin/parplan-probe (probes/build_device.sh .devbin, or built here when it
 # does not run), .devbin/pp_gpu_hog (nvcc tests/probes/gpu_hog.cu) and .devbin/faults_gpu (cc
@@ -24,7 +24,7 @@ run() {
     echo "[exit $rc, $(awk "BEGIN{printf \"%.1f\", $(now) - $t0}") s wall]"
 }
 {
-    echo "# parplan-probe under faults (issue 9), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "# parplan-probe under faults, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "# NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE TORCH_SYMM_MEM_DISABLE_MULTICAST=$TORCH_SYMM_MEM_DISABLE_MULTICAST NVSHMEM_DISABLE_NVLS=$NVSHMEM_DISABLE_NVLS"
     nvidia-smi --query-gpu=index,name,memory.total,memory.used,compute_mode,driver_version --format=csv,noheader
     if ! "$B" --count >/dev/null 2>&1; then

@@ -67,6 +67,16 @@ __device__ __forceinline__ uint4 pp_pack8(const float *f)
     return u;
 }
 
+/* splitmix64 (Steele, Lea, Flood 2014): a good 64-bit mix of (seed, index): the
+ * random inputs (pp_fill) and the rows a GEMM check samples (pp_check_linear). */
+__device__ __forceinline__ unsigned long long pp_mix(unsigned long long z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 struct pp_probe_ctx {
     const pp_probe_opts *opt;
     pp_report *rep;
@@ -83,7 +93,7 @@ struct pp_probe_ctx {
     double target_ms;         /* work per measurement that pp_time_ms aims at (0: 150 ms) */
     int min_reps;             /* fewest timed repeats (0: 5) */
     double batch_us;          /* > 0: each timed repeat is enough back-to-back runs to last this long */
-    void *dnn;                /* cudnnHandle_t, created on first use (attention.cu) */
+    void *dnn;                /* cudnnHandle_t, created on first use (attn.cu) */
     void *ballast;            /* --mem-limit-gib: the memory held back from the probes */
 };
 

@@ -10,7 +10,7 @@
  *         value contiguous for the attention: "TE can only accept contiguous tensors for MLA")
  *   attn  causal attention with d_qk = nope + rope (192) and d_v (128), scale 1/sqrt(d_qk): cuDNN's
  *         fused flash attention when it builds this graph (cuDNN >= 9.10 on Hopper takes d_qk != d_v),
- *         else the unfused cuBLASLt GEMMs + softmax (attention.cu; the row says which)
+ *         else the unfused cuBLASLt GEMMs + softmax (attn.cu; the row says which)
  *   proj  heads*v -> hidden (linear_proj, row-parallel)
  * TP: the heads split (q_up, kv_up column-parallel, proj row-parallel); the down projections are not
  * split (Megatron's TELinear parallel_mode 'duplicated'): each rank runs them whole. The

@@ -1,4 +1,4 @@
-/* optimizer.cu (issue 8): the time of one optimizer step, as mixed-precision training takes it.
+/* optimizer.cu: the time of one optimizer step, as mixed-precision training takes it.
  *
  * What is timed: ONE fused AdamW step over N parameters, per parameter the work of Megatron-LM's
  * Float16OptimizerWithFloat16Params and of its distributed optimizer (megatron/core/optimizer/

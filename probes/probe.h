@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-/* The optimizer probe (issue 8) comes before nccl: the single-GPU probes share one context, which
+/* The optimizer probe comes before nccl: the single-GPU probes share one context, which
  * main.c closes before nccl drives its own devices. moe and mla (a model's Mixture-of-Experts MLP
  * and multi-head latent attention layers) are single-GPU probes too; `all` leaves them out (they
  * measure a model's layer, not the machine: name them). */
@@ -44,7 +44,7 @@ typedef struct {
     bool quick;               /* --quick: small sizes and few repeats (tests, smoke runs) */
     int device;               /* --gpu-index N (--device N): the GPU of the single-GPU probes */
     int gpus;                 /* --gpus N: GPUs the nccl probe drives in one process (0: all) */
-    /* Faults (issue 9). */
+    /* Faults: the collective timeout, and the knobs that force an OOM or a hang (tests). */
     double timeout_s;         /* --timeout-s (or $PARPLAN_PROBE_TIMEOUT_S; default 30): a collective or
                                * communicator set-up that has not completed by then is aborted */
     double mem_limit_bytes;   /* --mem-limit-gib: > 0: after set-up a ballast allocation leaves only
@@ -268,7 +268,7 @@ int pp_report_write_json(const pp_report *r, FILE *f);
  * Returns 0 for an unknown op or n < 1. */
 double pp_nccl_busbw_factor(const char *op, int64_t ranks);
 
-/* ---------------------------------------------------------------- faults (issue 9), pure C */
+/* ---------------------------------------------------------------- faults, pure C */
 
 /* Bytes, an integer with an optional binary suffix K, M, G (KiB, MiB, GiB): "4194304", "4M", "4MiB".
  * 0 ok, -1 malformed, zero, or above 2^50. */

@@ -82,7 +82,7 @@ int pp_cmd_plan(pp_cli *c);
 int pp_cmd_estimate(pp_cli *c);
 int pp_cmd_launch(pp_cli *c);
 int pp_cmd_probe(pp_cli *c);
-int pp_cmd_calibrate(pp_cli *c); /* cmd_calibrate.c (issue 8) */
+int pp_cmd_calibrate(pp_cli *c); /* cmd_calibrate.c: fit the time model to real training logs */
 /* Path of parplan-probe ($PARPLAN_PROBE, beside this executable, ../probes/, ../libexec/, the
  * libexecdir); false with the places tried. Defined in cmd_probe.c. */
 bool pp_probe_find(const char *argv0, char *out, size_t n, char *tried, size_t tried_n);

@@ -1,4 +1,4 @@
-/* parplan calibrate LOG[:ARGS]... --gpu NAME [--profile BASE] [-o FILE] [--fit LIST] (issue 8):
+/* parplan calibrate LOG[:ARGS]... --gpu NAME [--profile BASE] [-o FILE] [--fit LIST]:
  * read real Megatron-LM training logs, rebuild each run, predict it with the time model, fit the
  * efficiency factors of that software stack on that cluster (planner/calibrate/calibrate.c), report the
  * error before, after and leave-one-out, and write them into a profile's `calibration:` section

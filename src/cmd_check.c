@@ -1,5 +1,6 @@
-/* parplan check WORK LAYOUT: per-stage memory breakdown (issue 3), fits or OOM per rank with the
- * reason and what would make it fit, and the predicted step time (issue 4's model).
+/* parplan check WORK LAYOUT: per-stage memory breakdown (the memory model, cost/memory.c), fits or
+ * OOM per rank with the reason and what would make it fit, and the predicted step time (the
+ * step-time model, cost/time.c).
  * JSON fields: docs/cli.md, "check". */
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* parplan estimate: time and cost to train on a token budget with one layout (issue 4), from
+/* parplan estimate: time and cost to train on a token budget with one layout, from
  * the layout's predicted throughput: steps = tokens / (gbs x seq), time = steps x step time,
  * GPU-hours = time x GPUs, cost = GPU-hours x price. */
 #include <math.h>

@@ -1,5 +1,5 @@
-/* parplan launch: the launch config of one layout (issue 6). Also pp_launch_emit, which
- * plan --emit FORMAT calls for its best layout. */
+/* parplan launch: the launch config of one layout (frameworks/launch*.c). Also pp_launch_emit,
+ * which plan --emit FORMAT calls for its best layout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The HTML report of `plan --report` and `check --report` (issue 10): one self-contained page
+/* The HTML report of `plan --report` and `check --report`: one self-contained page
  * (inline CSS and SVG, no script, no remote font or image) with charts drawn here:
  *   - memory per pipeline stage: stacked bars against the GPU's capacity line;
  *   - candidates: throughput against memory headroom, the Pareto front drawn, the chosen marked;

@@ -1,16 +1,16 @@
 /* Calibration of the time model on real training logs: `parplan calibrate LOG...`.
  *
  * 1. Megatron-LM logs are parsed (pp_mlog): the "elapsed time per iteration (ms)" lines and the
- *    per-rank "memory (MB)" reports here; the arguments (the printed block or, for a log that
- *    lacks it, the command line it records or a launch script) by the one reader of Megatron
- *    arguments, pp_margs (megatron_args.c).
- * 2. Each run is rebuilt as a work and a layout (pp_calib_run) from pp_margs_read's model, layout
- *    and stack, plus the software behaviour the time model needs (overlap flags, fusions,
- *    dropout, attention implementation).
+ *    per-rank "memory (MB)" reports in calibrate_runs.c; the arguments (the printed block or, for
+ *    a log that lacks it, the command line it records or a launch script) by the one reader of
+ *    Megatron arguments, pp_margs (megatron_args.c).
+ * 2. Each run is rebuilt as a work and a layout (pp_calib_run, calibrate_runs.c) from
+ *    pp_margs_read's model, layout and stack, plus the software behaviour the time model needs
+ *    (overlap flags, fusions, dropout, attention implementation).
  * 3. A few efficiency factors of one software stack on one cluster (pp_calibration, stored in the
  *    hardware profile) are fitted by bounded least squares on log(predicted / measured), and the
  *    time model applies them whenever the work's profile carries them (time.c calls
- *    pp_calibration_apply_ctx / _layer). */
+ *    pp_calibration_apply_ctx / _layer). The fit is calibrate.c. */
 #ifndef PP_CALIBRATE_H
 #define PP_CALIBRATE_H
 

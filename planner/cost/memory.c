@@ -1,4 +1,4 @@
-/* Memory model (issue 3): per pipeline stage, what one rank holds at its allocator peak.
+/* Memory model: per pipeline stage, what one rank holds at its allocator peak.
  *
  * Everything is a table or a sum of tables:
  *   - parameters: one entry per weight/bias with its tensor-parallel sharding (mem_params);

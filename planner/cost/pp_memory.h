@@ -1,5 +1,5 @@
 /* Memory model: per pipeline stage weights, grads, optimizer, activations, transients and the
- * reserve beyond the allocator peak (issue 3). Formulas and sources are in memory.c. */
+ * reserve beyond the allocator peak. Formulas and sources are in memory.c. */
 #ifndef PP_MEMORY_H
 #define PP_MEMORY_H
 
@@ -32,9 +32,10 @@ typedef struct {
     char why[512];          /* when !fits: one line, why and what would make it fit */
 } pp_mem_result;
 
-/* One stage with an explicit layer count and fully recomputed layer count (the ILP helper of
- * issue 5 prices uneven splits with it). recompute_layers is exact (0: none fully recomputed,
- * whatever l->recompute says; the other layers are selective when l->recompute is selective).
+/* One stage with an explicit layer count and fully recomputed layer count (the stage split's
+ * MILP, search/stages*.c, prices uneven splits with it). recompute_layers is exact (0: none fully
+ * recomputed, whatever l->recompute says; the other layers are selective when l->recompute is
+ * selective).
  * stage selects the embedding (first), the output layer and loss (last) and the in-flight
  * micro-batches of the schedule. The layout is validated. */
 void pp_memory_stage(const pp_work *w, const pp_layout *l, int64_t stage, int64_t layers,

@@ -1,4 +1,4 @@
-/* Step-time model (issue 4): compute, recompute, TP/CP/EP collectives, PP send/recv and
+/* Step-time model: compute, recompute, TP/CP/EP collectives, PP send/recv and
  * bubble, DP gradient reduction with overlap, ZeRO-3 gathers, optimizer step.
  * Formulas, constants and their sources are in time.c; docs/time-model.md is the overview. */
 #ifndef PP_TIME_H
@@ -31,7 +31,7 @@ typedef struct {
     double mfu;              /* against bf16 dense peak */
 } pp_time_result;
 
-/* Per-micro-batch times on one rank, the building blocks of the step (and of the ILP, issue 5):
+/* Per-micro-batch times on one rank, the building blocks of the step (and of the stage MILP):
  * one transformer layer forward/backward (TP collectives included), the extra forward of a fully
  * recomputed layer, the embedding (first stage) and output layer + loss (last stage), and one
  * pipeline send/recv of the activations.

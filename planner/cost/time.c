@@ -1,4 +1,4 @@
-/* Step-time model (issue 4).
+/* Step-time model.
  *
  * A step is built bottom-up, as a Megatron expert would estimate it on paper:
  *   1. one transformer layer, one micro-batch, one rank (this file): the layer description's
@@ -297,7 +297,8 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
     c->final_params = (double)pc.final_norm;
     c->output_params = (double)pc.output;
     c->model_flops = pp_model_flops_per_step(m, w->gbs);
-    if (w->profile) pp_calibration_apply_ctx(&w->profile->calibration, c); /* issue 8 */
+    /* a calibrated profile: the fitted factors of its software stack */
+    if (w->profile) pp_calibration_apply_ctx(&w->profile->calibration, c);
 }
 
 /* ------------------------------------------------------------------ building blocks */
@@ -307,7 +308,8 @@ double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k)
     const pp_profile *p = c->w->profile;
     if (p) {
         double tf = pp_profile_gemm_tflops(p, PP_DT_BF16, (int64_t)m, (int64_t)n, (int64_t)k);
-        if (tf > 0) return tf * 1e12 * (p->calibration.present ? p->calibration.gemm_scale : 1.0); /* issue 8 */
+        /* the measured rate x the calibrated stack's gemm_scale */
+        if (tf > 0) return tf * 1e12 * (p->calibration.present ? p->calibration.gemm_scale : 1.0);
     }
     return c->gemm_rate * c->gemm_norm / (1.0 + c->gemm_shape_c * (1.0 / m + 1.0 / n + 1.0 / k));
 }
@@ -713,7 +715,8 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     o->p2p_bytes = split ? M / t : M;
     if (split && !l->sp)
         o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, pp_time_group_per_node(l->tp, 1, gpn), M);
-    if (w->profile) pp_calibration_apply_layer(&w->profile->calibration, c, l, o); /* issue 8 */
+    /* a calibrated profile: the fitted factors of its software stack */
+    if (w->profile) pp_calibration_apply_layer(&w->profile->calibration, c, l, o);
 }
 
 double pp_model_flops_per_step(const pp_model *m, int64_t gbs)

@@ -4,7 +4,7 @@
 #ifndef PP_MEGATRON_ARGS_H
 #define PP_MEGATRON_ARGS_H
 
-#include "pp_margs.h"
+#include "margs_table.h"
 
 /* The entry of a dest name, NULL when absent. */
 pp_margs_kv *pp_margs_kv_find(const pp_margs *a, const char *key);

@@ -17,6 +17,7 @@
  *  - megatron/core/models/backends.py LocalSpecProvider: the local implementation runs experts
  *    one by one (SequentialMLP) whatever --moe-grouped-gemm says. */
 #include "megatron_args.h"
+#include "pp_margs.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* Python list expressions, the small language of Megatron-LM's --moe-layer-freq and
  * --window-attn-skip-freq (megatron/training/arguments.py moe_freq_type: "([0]*1+[1]*7)",
  * "[0,1,1]*4"), evaluated without eval(): pp_margs_list_expr (pp_margs.h). */
-#include "pp_margs.h"
+#include "margs_table.h"
 
 #include <ctype.h>
 #include <errno.h>

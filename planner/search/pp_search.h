@@ -1,4 +1,4 @@
-/* Layout search (issue 4): enumerate DP x TP x PP x VPP x CP x EP x micro-batch x ZeRO /
+/* Layout search: enumerate DP x TP x PP x VPP x CP x EP x micro-batch x ZeRO /
  * distributed optimizer x SP x recompute for the work's GPUs and global batch, prune with the
  * divisibility and topology rules and the memory model (counting each reason), rank what is
  * left by the predicted step time (ties: more memory headroom first).

@@ -1,4 +1,4 @@
-/* Layout search (issue 4). See pp_search.h for the contract.
+/* Layout search. See pp_search.h for the contract.
  *
  * Loop nest, outermost first, with the rules checked at each level:
  *   tp   tp_shape (tp | heads, KV heads, FFN), tp_cross_node, gpus (tp | gpus)

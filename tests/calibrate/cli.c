@@ -1,4 +1,4 @@
-/* Issue 8, through the CLI: `parplan calibrate` (errors, the fit, the profile it writes and its use
+/* Through the CLI: `parplan calibrate` (errors, the fit, the profile it writes and its use
  * by check), and `plan --probe` without a GPU and with a stand-in parplan-probe (fake-probe.sh):
  * measured figures, the cache reused by a repeated plan, and an interrupted plan that resumes.
  * argv[1]: the megatron log directory; argv[2]: fake-probe.sh. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# plan --probe on the lent 2 x H200 machine (issue 8), as it was run:
+# plan --probe on the lent 2 x H200 machine, as it was run:
 #   run(kind nvidia-h200-x2, carry [build-cal/devrun, .devbin, .megatron],
 #       "bash tests/calibrate/device_probe.sh 560 [NAMES]")
 # NAMES (an extended regular expression, default all) picks the layouts and Megatron scripts;

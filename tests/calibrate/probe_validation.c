@@ -1,4 +1,4 @@
-/* Issue 8's validation of plan --probe against real Megatron-LM on 2 x H200, re-checked without a
+/* The validation of plan --probe against real Megatron-LM on 2 x H200, re-checked without a
  * GPU: tests/calibrate/device_probe.sh ran `plan --probe 1` for every layout of
  * tests/data/calibrate/probe/layouts.tsv on the lent machine and kept its measurements
  * (tests/data/calibrate/probe/probe-cache.yaml). Here each layout is planned again from that cache

@@ -1,4 +1,4 @@
-"""PyTorch's figure for the optimizer probe (issue 8): one mixed-precision AdamW step the way
+"""PyTorch's figure for the optimizer probe: one mixed-precision AdamW step the way
 Megatron-LM runs it with torch's fused kernel (torch.optim.AdamW(fused=True) over the fp32 main
 parameters and gradients, then the copy of the main parameters into the bf16 model parameters),
 timed with CUDA events on the same sizes as `parplan-probe optimizer`. Prints one '#'-headed table

@@ -1,4 +1,4 @@
-/* Issue 8, unit: Megatron-LM log parsing on the committed real logs (exact values), rebuilding the
+/* Calibration: Megatron-LM log parsing on the committed real logs (exact values), rebuilding the
  * runs from their arguments, the calibration's effect on the time model, and the probe cache
  * (atomic saves, merge, resume, malformed files).
  * argv[1]: the directory the megatron logs were extracted to (meson: tests/data/megatron/logs.tar.xz). */

@@ -1,4 +1,4 @@
-/* Issue 8, validation: the calibration on the real Megatron-LM runs of tests/data (2 x H200,
+/* Calibration, validation: the calibration on the real Megatron-LM runs of tests/data (2 x H200,
  * Megatron-Core 0.20 `--transformer-impl local`, unfused attention, no fusions): 16 runs of the
  * memory helper (tests/data/megatron, GPT 2.7B/6.7B and Llama-3.2-3B shapes, DP/TP/PP, selective
  * and full recompute) and 5 runs of the launch helper (tests/data/launch, GPT-3 1.3B DP2/TP2/PP2 and

@@ -1,4 +1,4 @@
-/* The bad-input suite (issue 9): a data-driven TAP test. Each case in bad_input.txt runs
+/* The bad-input suite: a data-driven TAP test. Each case in bad_input.txt runs
  * $PARPLAN once and must end with
  *   - exit status 2 (bad input), within PARPLAN_TEST_TIMEOUT_S seconds, under the RSS bound;
  *   - nothing at all on stdout (no partial result);

@@ -1,4 +1,4 @@
-/* Extreme sizes through the whole CLI (issue 9): a 1e15-parameter model on 1e6 GPUs through
+/* Extreme sizes through the whole CLI: a 1e15-parameter model on 1e6 GPUs through
  * check, plan and estimate, plus the largest and smallest shapes the flags accept. Every output
  * must be finite: the JSON parses strictly (no NaN/Infinity tokens, no number overflowing a
  * double, no null standing in for one), the text output has no nan/inf word, and the figures

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The CLI tests with parplan under valgrind (suite 'valgrind', issue 9): memcheck errors or
+# The CLI tests with parplan under valgrind (suite 'valgrind'): memcheck errors or
 # definite/indirect leaks make valgrind exit 1 and print on stderr, which fails the case (the
 # bad-input cases want exit 2 and one stderr line; the overflow runs want exit 0 and a clean
 # stderr). The two TAP streams are merged into one.

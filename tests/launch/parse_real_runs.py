@@ -93,7 +93,7 @@ def main():
               "peak_error_pct_rank0", "max_allocated_mib_rank1", "predicted_peak_mib_rank1",
               "peak_error_pct_rank1", "script", "command"]
     with open(opt.out, "w", newline="") as f:
-        f.write("# Real Megatron-LM runs of parplan-generated launch scripts (issue 6), 2 x H200, 5 iterations.\n"
+        f.write("# Real Megatron-LM runs of parplan-generated launch scripts, 2 x H200, 5 iterations.\n"
                 "# Measured: 'elapsed time per iteration' (median of iterations 3-5) and 'max allocated'\n"
                 "# (torch.cuda.max_memory_allocated, MiB) per printing rank; DP rank 1 of r1 is a replica and does\n"
                 "# not print. Predicted: parplan's memory and time models (gen_real_runs --predict); one row per\n"

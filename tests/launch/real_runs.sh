@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Device side of issue 6's proof (lent 2 x H200, from the repository root, .megatron/ carried):
+# Device side of the launch configs' proof (lent 2 x H200, from the repository root,
+# .megatron/ carried):
 #  1. every generated Megatron command line (tests/data/launch/scripts*/*.sh and the validation
 #     layouts dumped to $PARPLAN_CHECK_SCRIPTS) goes through Megatron-LM's own parse_args and
 #     validate_args (tests/launch/megatron_parse_check.py);

@@ -217,7 +217,7 @@ static const bad_case cases[] = {
     {PROFILE, "unknown top-level key", OKP "gemms: []\n", 3, 1, "unknown key 'gemms'"},
     {PROFILE, "attention impl", OKP "attention:\n  - {impl: xformers, b: 1, s: 1, heads: 1, head_dim: 1, fwd_tflops: 1, fwdbwd_tflops: 1}\n",
      4, 12, "'impl': 'xformers' is not one of unfused|flash"},
-    /* issue 8: kv_heads of a layer record (grouped-query attention) */
+    /* kv_heads of a layer record (grouped-query attention) */
     {PROFILE, "layer kv_heads not dividing heads", OKP "layer:\n  - {hidden: 3072, heads: 24, kv_heads: 5, seq: 4096, mbs: 2, tp: 1, fwd_ms: 1, fwdbwd_ms: 3}\n",
      4, 41, "layer[0]: 'kv_heads': 5 must divide heads (24)"},
     {PROFILE, "layer kv_heads above heads", OKP "layer:\n  - {hidden: 3072, heads: 24, kv_heads: 48, seq: 4096, mbs: 2, tp: 1, fwd_ms: 1, fwdbwd_ms: 3}\n",
@@ -226,7 +226,7 @@ static const bad_case cases[] = {
      4, 41, "'kv_heads': 0 is out of range"},
     {PROFILE, "layer kv_heads fraction", OKP "layer:\n  - {hidden: 3072, heads: 24, kv_heads: 2.5, seq: 4096, mbs: 2, tp: 1, fwd_ms: 1, fwdbwd_ms: 3}\n",
      4, 41, "'kv_heads': expected an integer"},
-    /* issue 8: the optimizer section */
+    /* the optimizer section */
     {PROFILE, "unknown key in an optimizer record", OKP "optimizer:\n  - {params: 1000, bytes_per_param: 30, ms: 1, gbs: 30, foo: 2}\n", 4, 57,
      "optimizer[0]: unknown key 'foo'"},
     {PROFILE, "negative optimizer ms", OKP "optimizer:\n  - {params: 1000, bytes_per_param: 30, ms: -1, gbs: 30}\n", 4, 45,

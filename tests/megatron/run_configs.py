@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Launch the real Megatron-LM runs of tests/megatron/configs.csv on the lent GPU machine.
 
-Device-side script (issue 3, memory-model validation). It runs from the repository root with a
+Device-side script (memory-model validation). It runs from the repository root with a
 Megatron-LM snapshot in .megatron/ (git-ignored, carried), following
 docs/megatron-on-device.md: local transformer implementation, no TE/apex, mock
 data, bf16. Launches that share a slot run at the same time, each on its own GPU

@@ -1,5 +1,5 @@
 /* Bad layouts through the CLI: `parplan check` must reject each with exit 2, one stderr line
- * "parplan: <reason>" naming what is wrong, and nothing on stdout (issue 3; the rules live in
+ * "parplan: <reason>" naming what is wrong, and nothing on stdout (the rules live in
  * planner/common.c pp_layout_validate). Runs $PARPLAN. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* `parplan check` through the CLI (issue 3): the per-stage table, and --json with the fields
+/* `parplan check` through the CLI: the per-stage table, and --json with the fields
  * docs/cli.md fixes for check, consistent with each other. Runs $PARPLAN. */
 #include <math.h>
 #include <stdio.h>

@@ -157,7 +157,7 @@ int main(void)
             char *argv[] = {(char *)probe, "layer", "--hidden", "100", "--heads", "3", NULL};
             expect("parplan-probe --hidden 100 --heads 3", argv, no_gpu, 2, "multiple");
         }
-        /* issue 8: the layer's attention and the optimizer's sizes, checked before any GPU */
+        /* the layer's attention and the optimizer's sizes, checked before any GPU */
         {
             char *argv[] = {(char *)probe, "layer", "--hidden", "1024", "--heads", "16", "--attention", "bogus", NULL};
             expect("parplan-probe --attention bogus", argv, no_gpu, 2, "--attention");
@@ -241,7 +241,7 @@ int main(void)
             snprintf(what, sizeof what, "parplan-probe %s", bad[i].what);
             expect(what, argv, no_gpu, 2, bad[i].want);
         }
-        /* issue 9: the fault flags and knobs are checked before any GPU is looked for */
+        /* the fault flags and knobs are checked before any GPU is looked for */
         {
             char *argv[] = {(char *)probe, "nccl", "--timeout-s", "0", NULL};
             expect("parplan-probe --timeout-s 0", argv, no_gpu, 2, "--timeout-s");

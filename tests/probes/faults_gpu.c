@@ -1,4 +1,4 @@
-/* Issue 9: the probes under faults, on a GPU (suite gpu; skipped without one). Plain C with no
+/* The probes under faults, on a GPU (suite gpu; skipped without one). Plain C with no
  * planner library, so that it also builds with `cc` alone on the lent GPU machines (no libyaml):
  *   cc -std=c11 -D_DEFAULT_SOURCE -Itests -Itests/probes tests/probes/faults_gpu.c -o faults_gpu
  *   PARPLAN_PROBE_EXE=... [PARPLAN_GPU_HOG=pp_gpu_hog] ./faults_gpu

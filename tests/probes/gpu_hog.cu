@@ -1,4 +1,4 @@
-/* A stand-in for "another process holds the GPU" (tests of the busy-GPU error, issue 9):
+/* A stand-in for "another process holds the GPU" (tests of the busy-GPU error):
  *   pp_gpu_hog DEVICE LEAVE_MIB
  * allocates all of DEVICE's free memory but LEAVE_MIB (plain cudaMalloc, never touched), prints
  * "held H MiB, F MiB free" on stdout and holds it until stdin closes (or a signal ends it).

@@ -1,4 +1,4 @@
-/* Issue 9, `plan --probe` under faults (suite unit, no GPU: the stand-in probe
+/* `plan --probe` under faults (suite unit, no GPU: the stand-in probe
  * tests/calibrate/fake-probe.sh).
  * A layer shape that runs out of GPU memory in the probe (its `oom` record, FAKE_PROBE_OOM_TP): a
  * warning, the candidates of that TP size keep the model's figures ("out of GPU memory in the

@@ -1,7 +1,7 @@
 /* The committed profiles (tests/data/profiles, measured on the lent GPUs) against PyTorch
  * (suite validation): tests/data/anchors (PyTorch 2.11 on other machines of the same kinds) and the
  * PyTorch figures taken in the same device call as each profile (*.torch.jsonl from
- * probes/torch_ref.py). The floor of issue 7: each figure at least 95% of PyTorch's. Every
+ * probes/torch_ref.py). The probes' floor: each figure at least 95% of PyTorch's. Every
  * comparison prints its ratio, each group its mean absolute deviation (MAPE of the ratio).
  * Rows under 0.95 in groups that NOTES.md explains (transformer-shape GEMMs: the power limit and
  * launch overhead; layer forward on the H200: the power limit) are TAP TODO, but still held to a

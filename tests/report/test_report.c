@@ -1,4 +1,4 @@
-/* Unit tests of the HTML report writer (src/report.c, issue 10): a page from synthetic memory,
+/* Unit tests of the HTML report writer (src/report*.c): a page from synthetic memory,
  * candidate, funnel and step-time data is checked for well-formed markup (a small tag checker),
  * no external reference, the expected SVG elements and geometry (bars per stage, segment
  * heights proportional to the bytes, the capacity line on the axis, the Pareto front), escaping

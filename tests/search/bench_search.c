@@ -4,7 +4,7 @@
  *   2. the per-candidate cost alone: memory fast path + step time over a fixed list of layouts;
  *   3. whole-process time of `parplan plan` (fork + exec + catalog + search + output) for
  *      GPT-3 13B on 16 A100s and a 1T GPT on 3072 A100s, median of several runs.
- * Targets (issue 4): >= 1e6 candidates/s, 13B/16 < 20 ms, 1T/3072 < 1 s. */
+ * Targets: >= 1e6 candidates/s, 13B/16 < 20 ms, 1T/3072 < 1 s. */
 #include <math.h>
 #include <spawn.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Solve times of the stage MILP (issue 5) on the synthetic costs of synth.h, by pipeline depth;
+/* Solve times of the stage MILP on the synthetic costs of synth.h, by pipeline depth;
  * then layers of several kinds (the cut formulation) at DeepSeek-V3's size (61 layers, 16
  * stages) and Llama 4 Maverick's (48 layers), synthetic and from the models (tests/data/stages).
  * Benchmark: reports rates, asserts only that each solve proved an optimum (or fell back with a

@@ -84,8 +84,8 @@ static inline void synth_costs(const synth_work *s, pp_stages_costs *c)
     }
 }
 
-/* The 30-layer / 4-stage / 256k-vocabulary case of issue 5: h 4096, s 4096, t 1, 16 micro-batches,
- * an 80 GB device (H100 bf16 at 60%). */
+/* The 30-layer / 4-stage / 256k-vocabulary case, the base the stage tests and benchmarks vary:
+ * h 4096, s 4096, t 1, 16 micro-batches, an 80 GB device (H100 bf16 at 60%). */
 static inline void synth_work_256k(synth_work *s)
 {
     memset(s, 0, sizeof *s);
