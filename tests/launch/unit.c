@@ -570,7 +570,10 @@ static void test_atomic(void)
     tap_ok(pp_launch_write(PP_LAUNCH_MEGATRON, &P, NULL, sub, &e) == PP_OK, "-o DIR created and written (%s)", e.msg);
     snprintf(path, sizeof path, "%s/pretrain_gpt.sh", sub);
     struct stat st;
-    tap_ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755, "script is executable (mode %o)", st.st_mode & 0777);
+    /* stat first: the arguments of tap_ok are evaluated in no fixed order */
+    bool stat_ok = stat(path, &st) == 0;
+    unsigned mode = stat_ok ? (unsigned)(st.st_mode & 0777) : 0;
+    tap_ok(stat_ok && mode == 0755, "script is executable (mode %o)", mode);
     size_t n;
     char *first = slurp(path, &n);
     tap_ok(first && strstr(first, "--tensor-model-parallel-size 2") && count_tmp(sub) == 0,
