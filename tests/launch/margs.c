@@ -427,8 +427,10 @@ static void test_errors(void)
            "a layout with a repeated group and a comma: 'Et*3|(t*2)*2,tL' = 3 / 5 layers (%s)", e.msg);
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
                    "--pipeline-model-parallel-layout 'Et|t|t*3|t*3L'", &a, &c, &e);
-    tap_ok(st == PP_OK && c.uneven && c.layout.vpp == 2 && c.stage_layers[0] == 4 && c.stage_layers[1] == 4,
-           "four segments on pp 2: vpp 2, rank 0 holds segments 0 and 2 (1 + 3 layers)");
+    tap_ok(st == PP_OK && c.vsplit && !c.uneven && c.layout.vpp == 2 && c.vstage_layers[0] == 1 &&
+               c.vstage_layers[1] == 1 && c.vstage_layers[2] == 3 && c.vstage_layers[3] == 3,
+           "four segments on pp 2: vpp 2, the virtual stages in Megatron's order 1 / 1 / 3 / 3 (rank 0 holds "
+           "segments 0 and 2: 1 + 3 layers)");
     /* a cut dump */
     pp_margs_init(&a, "cut.log");
     const char *cut = "log line\n------------------------ arguments ------------------------\n  num_layers ..... 2\n";
