@@ -314,7 +314,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         const pp_layout *l = &k->layout;
         const pp_time_result *t = &k->time;
         pp_json_obj_begin(&j);
-        pp_layout_json_keys(&j, l);
+        pp_layout_json_keys(&j, w, l);
         pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
         pp_json_knum(&j, "need_bytes", round(k->worst_bytes));
         pp_json_knum(&j, "headroom_bytes", round(k->headroom_bytes));
