@@ -52,10 +52,10 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
 
 /* The layout's keys, written into the JSON object being built ("tp", "pp", "dp", "vpp", "cp",
  * "ep", "etp", "mbs", "zero", "dist_opt", "sp", "recompute", "recompute_layers", "offload",
- * "replicate", "stage_layers"/"stage_recompute" for an uneven split, and for a split by virtual
- * stage, given or the balanced default, "vstage_layers" (pp x vpp, Megatron's order) and
- * "pipeline_layout" (Megatron's layout string)): the one layout JSON writer, read by check
- * ("layout": {...}) and plan (each candidate). */
+ * "replicate", "stage_layers"/"stage_recompute" for an uneven split of a pipeline without
+ * interleaving, and for an interleaved one whose virtual stages differ, given or the balanced
+ * default, "vstage_layers" (pp x vpp, Megatron's order) and "pipeline_layout" (Megatron's layout
+ * string)): the one layout JSON writer, read by check ("layout": {...}) and plan (each candidate). */
 void pp_layout_json_keys(pp_json *j, const pp_work *w, const pp_layout *l);
 /* The run's figures: "fits", "capacity_bytes", "peak_bytes", "need_bytes",
  * "headroom_bytes", "step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu", "mfu". */

@@ -110,17 +110,20 @@ void pp_layout_json_keys(pp_json *j, const pp_work *w, const pp_layout *l)
     pp_json_kint(j, "recompute_layers", l->recompute_layers);
     pp_json_kstr(j, "offload", pp_offload_names[l->offload]);
     pp_json_kint(j, "replicate", l->replicate > 1 ? l->replicate : 1);
-    if (l->stage_layers) {
+    if (l->stage_layers || (l->vstage_layers && l->vpp < 2)) {
+        /* a per-stage split: the ILP's, a file's, or a given one without interleaving (its
+         * recompute by the layout's rule, as a file's is read) */
         pp_json_key(j, "stage_layers");
         pp_json_arr_begin(j);
-        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, l->stage_layers[s]);
+        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, pp_layout_stage_layers(w, l, s));
         pp_json_arr_end(j);
         pp_json_key(j, "stage_recompute");
         pp_json_arr_begin(j);
-        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, l->stage_recompute ? l->stage_recompute[s] : 0);
+        for (int64_t s = 0; s < l->pp; s++)
+            pp_json_int(j, l->stage_recompute ? l->stage_recompute[s] : pp_layout_vstage_recompute(w, l, s, 0));
         pp_json_arr_end(j);
     }
-    if (l->vstage_layers || pp_layout_vstages_uneven(w, l)) {
+    if (pp_layout_vstages_uneven(w, l)) {
         int64_t v = l->vpp > 1 ? l->vpp : 1;
         pp_json_key(j, "vstage_layers");
         pp_json_arr_begin(j);
