@@ -104,6 +104,29 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
     }
 }
 
+/* Middle stages (or model chunks) of the same make-up cost the same: stage_eval, reusing the last
+ * middle one's figures when sd is the same. */
+typedef struct {
+    stage_desc sd;
+    stage_time st;
+    bool have;
+} stage_memo;
+
+static void stage_eval_memo(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly, const stage_desc *sd,
+                            stage_time *st, stage_memo *memo)
+{
+    if (memo->have && !sd->first && !sd->last && !memcmp(sd, &memo->sd, sizeof *sd)) {
+        *st = memo->st;
+        return;
+    }
+    stage_eval(c, l, ly, sd, st);
+    if (!sd->first && !sd->last) {
+        memo->sd = *sd;
+        memo->st = *st;
+        memo->have = true;
+    }
+}
+
 static void stage_time_add(stage_time *acc, const stage_time *x)
 {
     acc->fwd += x->fwd;
@@ -138,6 +161,17 @@ static void stage_desc_range(const pp_model *m, int64_t first, int64_t n, int64_
     sd->mtp = is_last ? (double)m->mtp_layers : 0.0;
     sd->first = is_first;
     sd->last = is_last;
+}
+
+/* Decoder layers [first, first + n) with the first r fully recomputed, on the first and/or last
+ * stage (or model chunk), priced through the memo. */
+static void stage_eval_range(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly, int64_t first, int64_t n,
+                             int64_t r, bool is_first, bool is_last, stage_memo *memo, stage_time *st)
+{
+    stage_desc sd;
+    memset(&sd, 0, sizeof sd);
+    stage_desc_range(&c->w->model, first, n, r, is_first, is_last, &sd);
+    stage_eval_memo(c, l, ly, &sd, st, memo);
 }
 
 /* A stage of n layers all of kind k (the uniform fast path of one-kind models). */
@@ -259,27 +293,13 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         stage_time rank[PP_MAX_STAGES]; /* pp_layout_validate: p <= PP_MAX_STAGES here */
         memset(rank, 0, (size_t)p * sizeof rank[0]);
         const int64_t nv = p * l->vpp;
-        stage_desc prev_sd;
-        stage_time prev_st;
-        bool have_prev = false;
+        stage_memo memo = {.have = false};
         for (int64_t k = 0, at = 0; k < nv; k++) {
             int64_t i = k % p, j = k / p;
             int64_t n = pp_layout_vstage_layers(w, l, i, j), r = pp_layout_vstage_recompute(w, l, i, j);
-            stage_desc sd;
-            memset(&sd, 0, sizeof sd);
-            stage_desc_range(mdl, at, n, r, k == 0, k == nv - 1, &sd);
-            at += n;
             stage_time st;
-            if (have_prev && !sd.first && !sd.last && !memcmp(&sd, &prev_sd, sizeof sd)) {
-                st = prev_st;
-            } else {
-                stage_eval(c, l, ly, &sd, &st);
-                if (!sd.first && !sd.last) {
-                    prev_sd = sd;
-                    prev_st = st;
-                    have_prev = true;
-                }
-            }
+            stage_eval_range(c, l, ly, at, n, r, k == 0, k == nv - 1, &memo, &st);
+            at += n;
             if (st.fwd + st.bwd > max_chunk_work) max_chunk_work = st.fwd + st.bwd;
             stage_time_add(&rank[i], &st);
         }
@@ -292,28 +312,13 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         last = rank[p - 1];
     } else if (l->stage_layers || l->vstage_layers || !one_kind) {
         int64_t at = 0;
-        stage_desc prev_sd;
-        stage_time prev_st;
-        bool have_prev = false;
+        stage_memo memo = {.have = false};
         for (int64_t i = 0; i < p; i++) {
             int64_t n = pp_layout_stage_layers(w, l, i);
             int64_t r = l->stage_recompute ? l->stage_recompute[i] : (int64_t)recomputed(l, (double)n);
-            stage_desc sd;
-            memset(&sd, 0, sizeof sd);
-            stage_desc_range(mdl, at, n, r, i == 0, i == p - 1, &sd);
-            at += n;
             stage_time st;
-            /* Middle stages of the same make-up cost the same: price each make-up once. */
-            if (have_prev && !sd.first && !sd.last && !memcmp(&sd, &prev_sd, sizeof sd)) {
-                st = prev_st;
-            } else {
-                stage_eval(c, l, ly, &sd, &st);
-                if (!sd.first && !sd.last) {
-                    prev_sd = sd;
-                    prev_st = st;
-                    have_prev = true;
-                }
-            }
+            stage_eval_range(c, l, ly, at, n, r, i == 0, i == p - 1, &memo, &st);
+            at += n;
             double work = st.fwd + st.bwd;
             sum_work += work;
             if (work > worst_work) { worst_work = work; worst = st; }

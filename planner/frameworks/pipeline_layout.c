@@ -271,6 +271,19 @@ pp_status pp_pipeline_layout_format(const pp_work *w, const pp_layout *l, char *
 
 /* ------------------------------------------------------------------ Megatron's flags */
 
+/* The first or the last stage's layers (0: not given) taken from the rest and its stage from the
+ * middle ones, with Megatron's checks on it. */
+static pp_status end_stage(int64_t layers, const char *flag, int64_t v, int64_t *rest, int64_t *mid, pp_error *err)
+{
+    if (!layers) return PP_OK;
+    if (layers < 1) return LBAD(0, "%s must be at least 1", flag);
+    if (layers % v)
+        return LBAD(0, "%s %lld is not divisible by the %lld virtual stages", flag, (long long)layers, (long long)v);
+    *rest -= layers;
+    (*mid)--;
+    return PP_OK;
+}
+
 pp_status pp_pipeline_split_megatron(int64_t layers, int64_t pp, int64_t vpp, const pp_pipeline_flags *f,
                                      const char *first_flag, const char *last_flag, int *counts, pp_error *err)
 {
@@ -300,22 +313,10 @@ pp_status pp_pipeline_split_megatron(int64_t layers, int64_t pp, int64_t vpp, co
         return PP_OK;
     }
     int64_t rest = L, mid = pp;
-    if (f->first) {
-        if (f->first < 1) return LBAD(0, "%s must be at least 1", first_flag);
-        if (f->first % v)
-            return LBAD(0, "%s %lld is not divisible by the %lld virtual stages", first_flag, (long long)f->first,
-                        (long long)v);
-        rest -= f->first;
-        mid--;
-    }
-    if (f->last) {
-        if (f->last < 1) return LBAD(0, "%s must be at least 1", last_flag);
-        if (f->last % v)
-            return LBAD(0, "%s %lld is not divisible by the %lld virtual stages", last_flag, (long long)f->last,
-                        (long long)v);
-        rest -= f->last;
-        mid--;
-    }
+    pp_status st;
+    if ((st = end_stage(f->first, first_flag, v, &rest, &mid, err)) ||
+        (st = end_stage(f->last, last_flag, v, &rest, &mid, err)))
+        return st;
     if (rest < 0 || (rest > 0) != (mid > 0) || (mid > 0 && rest % mid) || (mid > 0 && (rest / mid) % v) ||
         (mid > 0 && rest / mid < 1))
         return LBAD(0, "%s%s%s: the other %lld layers do not split evenly over the %lld middle pipeline stages%s",
