@@ -176,6 +176,9 @@ bool pp_model_layer_is_window(const pp_model *m, int64_t i);
 int pp_model_layer_kind(const pp_model *m, int64_t i);
 /* Layers of each kind among decoder layers [first, first + n). */
 void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t out[PP_LAYER_KINDS]);
+/* Whether every decoder layer from `first` on is of one kind: all of a dense model's without
+ * windows, an MoE model's past its dense first layers when every later one is MoE. */
+bool pp_model_one_kind_from(const pp_model *m, int64_t first);
 /* Kind of the MTP layers (MoE when the last decoder layer is, full attention). */
 int pp_model_mtp_kind(const pp_model *m);
 static inline bool pp_model_is_moe(const pp_model *m) { return m->experts > 1; }

@@ -235,15 +235,6 @@ static bool mem_uniform_kinds(const pp_model *m)
     return m->moe_first_dense == 0 && m->moe_every <= 1 && m->n_dense_layers == 0;
 }
 
-/* Whether every decoder layer from `first` on is of one kind (all of a dense model's without
- * windows; an MoE model's past its dense first layers when every later one is MoE). */
-static bool mem_one_kind_from(const pp_model *m, int64_t first)
-{
-    if (m->window > 0 && m->window_full_every > 0) return false;
-    if (m->experts <= 1) return true;
-    return m->moe_every <= 1 && m->n_dense_layers == 0 && first >= m->moe_first_dense;
-}
-
 /* ------------------------------------------------------------------ per-layout context */
 
 /* Everything the per-stage arithmetic needs, computed once per (work, layout): the search calls
@@ -532,8 +523,9 @@ static double mem_layers_bytes(const pp_layout *l, const mem_ctx *c, const int64
     return bytes;
 }
 
-/* The layers and the first decoder layer of every virtual stage of an uneven interleaved split, in
- * model order (k < pp x vpp): once per layout, so that a stage's chunks cost O(vpp). */
+/* The layers and the first decoder layer of every virtual stage of an explicit split, in model
+ * order (k < pp x vpp): once per layout, so that a stage's chunks cost O(vpp) (the balanced split
+ * has them in closed form: pp_layout_vstage_first_layer). */
 static void mem_vstage_firsts(const pp_work *w, const pp_layout *l, int64_t *firsts, int64_t *counts)
 {
     int64_t at = 0;
@@ -545,7 +537,8 @@ static void mem_vstage_firsts(const pp_work *w, const pp_layout *l, int64_t *fir
 }
 
 /* A stage of an uneven interleaved split, chunk by chunk (pp_layout_vstage_layers: the layers,
- * pp_layout_vstage_recompute: the first ones of each chunk fully recomputed). */
+ * pp_layout_vstage_recompute: the first ones of each chunk fully recomputed); firsts and counts
+ * from mem_vstage_firsts, or NULL. */
 static void mem_vshape_get(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage,
                            const int64_t *firsts, const int64_t *counts, mem_vshape *vs)
 {
@@ -554,7 +547,8 @@ static void mem_vshape_get(const pp_work *w, const pp_layout *l, const mem_ctx *
     double pa[PP_MAX_VSTAGES + 1], pb[PP_MAX_VSTAGES + 1]; /* prefix sums of the chunks' bytes, layers */
     pa[0] = pb[0] = 0;
     for (int64_t j = 0; j < v; j++) {
-        int64_t first = firsts[j * p + stage], n = counts[j * p + stage];
+        int64_t first = firsts ? firsts[j * p + stage] : pp_layout_vstage_first_layer(w, l, stage, j);
+        int64_t n = counts ? counts[j * p + stage] : pp_layout_vstage_layers(w, l, stage, j);
         int64_t r = l->recompute == PP_RC_FULL ? pp_layout_vstage_recompute(w, l, stage, j) : 0;
         int64_t ca[PP_LAYER_KINDS], cr[PP_LAYER_KINDS];
         pp_model_layer_counts(&w->model, first, n, ca);
@@ -718,11 +712,14 @@ double pp_memory_worst_bytes(const pp_work *w, const pp_layout *l, double *peak_
          * micro-batches in flight, so where both hold layers of one kind only (all of them past
          * an MoE model's dense first layers) the one before bounds it. */
         int64_t firsts[PP_MAX_VSTAGES], counts[PP_MAX_VSTAGES];
-        mem_vstage_firsts(w, l, firsts, counts);
+        bool given = l->vstage_layers != NULL;
+        if (given) mem_vstage_firsts(w, l, firsts, counts);
         for (int64_t i = 0; i < n; i++) {
-            if (!l->vstage_layers && i > 1 && i < n - 1 && mem_one_kind_from(&w->model, firsts[i - 1])) continue;
+            if (!given && i > 1 && i < n - 1 &&
+                pp_model_one_kind_from(&w->model, pp_layout_vstage_first_layer(w, l, i - 1, 0)))
+                continue;
             pp_mem_stage s;
-            mem_stage_eval_v(w, l, &c, i, firsts, counts, &s);
+            mem_stage_eval_v(w, l, &c, i, given ? firsts : NULL, given ? counts : NULL, &s);
             if (s.peak_bytes + s.reserved_bytes > worst) {
                 worst = s.peak_bytes + s.reserved_bytes;
                 worst_peak = s.peak_bytes;

@@ -110,6 +110,8 @@ typedef struct {
     stage_desc sd;
     stage_time st;
     bool have;
+    int64_t n, r;  /* its layers and recomputed layers */
+    bool one_kind; /* all its layers (and all after them) of one kind: pp_model_one_kind_from */
 } stage_memo;
 
 static void stage_eval_memo(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly, const stage_desc *sd,
@@ -168,10 +170,23 @@ static void stage_desc_range(const pp_model *m, int64_t first, int64_t n, int64_
 static void stage_eval_range(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly, int64_t first, int64_t n,
                              int64_t r, bool is_first, bool is_last, stage_memo *memo, stage_time *st)
 {
+    const pp_model *m = &c->w->model;
+    bool one_kind = pp_model_one_kind_from(m, first);
+    /* past the layers whose kinds differ, the same counts make the same stage: no need to count
+     * its layers' kinds again (the search prices every chunk of every candidate) */
+    if (memo->have && memo->one_kind && one_kind && !is_first && !is_last && n == memo->n && r == memo->r) {
+        *st = memo->st;
+        return;
+    }
     stage_desc sd;
     memset(&sd, 0, sizeof sd);
-    stage_desc_range(&c->w->model, first, n, r, is_first, is_last, &sd);
+    stage_desc_range(m, first, n, r, is_first, is_last, &sd);
     stage_eval_memo(c, l, ly, &sd, st, memo);
+    if (!is_first && !is_last) {
+        memo->n = n;
+        memo->r = r;
+        memo->one_kind = one_kind;
+    }
 }
 
 /* A stage of n layers all of kind k (the uniform fast path of one-kind models). */
