@@ -258,6 +258,7 @@ int64_t pp_layout_edp(const pp_layout *l)
 
 int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage)
 {
+    if (l->vstage_layers || pp_layout_vstages_uneven(w, l)) return pp_layout_vstage_first_layer(w, l, stage, 0);
     if (l->stage_layers) {
         int64_t f = 0;
         for (int64_t i = 0; i < stage; i++) f += l->stage_layers[i];
@@ -270,8 +271,81 @@ int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_
 int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage)
 {
     if (l->stage_layers) return l->stage_layers[stage];
+    if (l->vstage_layers || pp_layout_vstages_uneven(w, l)) {
+        int64_t n = 0;
+        for (int64_t j = 0; j < (l->vpp > 1 ? l->vpp : 1); j++) n += pp_layout_vstage_layers(w, l, stage, j);
+        return n;
+    }
     int64_t L = w->model.layers, p = l->pp;
     return L / p + (stage < L % p ? 1 : 0);
+}
+
+bool pp_layout_vstages_uneven(const pp_work *w, const pp_layout *l)
+{
+    if (l->vpp < 2 || l->stage_layers) return false;
+    return l->vstage_layers || (l->pp > 0 && w->model.layers % (l->pp * l->vpp));
+}
+
+/* The balanced split's MTP slots: the MTP layers count as layers of the last virtual stage when
+ * its share of the slots can hold them beside the loss, else not at all. */
+static int64_t vstage_mtp_slots(const pp_work *w, int64_t n_vstages)
+{
+    int64_t L = w->model.layers, mtp = w->model.mtp_layers > 0 ? w->model.mtp_layers : 0;
+    return (L + 2 + mtp) / n_vstages >= 1 + mtp ? mtp : 0;
+}
+
+int64_t pp_layout_vstage_layers(const pp_work *w, const pp_layout *l, int64_t stage, int64_t chunk)
+{
+    int64_t p = l->pp, v = l->vpp > 1 ? l->vpp : 1, L = w->model.layers;
+    if (l->vstage_layers) return l->vstage_layers[chunk * p + stage];
+    if (v == 1) return pp_layout_stage_layers(w, l, stage);
+    if (l->stage_layers) {
+        int64_t n = l->stage_layers[stage];
+        return n / v + (chunk < n % v ? 1 : 0);
+    }
+    int64_t N = p * v;
+    if (L % N == 0) return L / N;
+    /* balanced: S slots (the layers, the embedding, the loss, the MTP layers that fit) over the
+     * N virtual stages in model order, the first S % N of them one more */
+    int64_t mtp = vstage_mtp_slots(w, N), S = L + 2 + mtp, k = chunk * p + stage;
+    int64_t slots = S / N + (k < S % N ? 1 : 0);
+    return slots - (k == 0 ? 1 : 0) - (k == N - 1 ? 1 + mtp : 0);
+}
+
+int64_t pp_layout_vstage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage, int64_t chunk)
+{
+    int64_t p = l->pp, v = l->vpp, k = chunk * p + stage, f = 0, L = w->model.layers;
+    if (!l->vstage_layers && v > 1 && !l->stage_layers) {
+        int64_t N = p * v;
+        if (L % N == 0) return k * (L / N); /* uniform */
+        /* balanced: the slots before virtual stage k less the embedding's (the loss and the
+         * MTP layers are in the last one) */
+        int64_t S = L + 2 + vstage_mtp_slots(w, N), q = S / N, r = S % N;
+        return k == 0 ? 0 : k * q + (k < r ? k : r) - 1;
+    }
+    for (int64_t i = 0; i < k; i++) f += pp_layout_vstage_layers(w, l, i % p, i / p);
+    return f;
+}
+
+int64_t pp_layout_vstage_recompute(const pp_work *w, const pp_layout *l, int64_t stage, int64_t chunk)
+{
+    if (l->recompute != PP_RC_FULL) return 0;
+    int64_t n = pp_layout_vstage_layers(w, l, stage, chunk), v = l->vpp > 1 ? l->vpp : 1;
+    int64_t k = l->recompute_layers > 0 ? (l->recompute_layers + v - 1) / v : n;
+    return k < n ? k : n;
+}
+
+void pp_layout_canonical(const pp_work *w, pp_layout *l)
+{
+    if (!l->vstage_layers) return;
+    pp_layout d = *l;
+    d.vstage_layers = NULL;
+    int64_t v = l->vpp > 1 ? l->vpp : 1;
+    /* the default of a non-dividing interleaved split must be one the layout can have */
+    if (v > 1 && l->pp * v > w->model.layers + 2 && w->model.layers % (l->pp * v)) return;
+    for (int64_t k = 0; k < l->pp * v; k++)
+        if (pp_layout_vstage_layers(w, &d, k % l->pp, k / l->pp) != l->vstage_layers[k]) return;
+    l->vstage_layers = NULL;
 }
 
 #define LAYOUT_BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
@@ -310,9 +384,33 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                           (long long)m->layers);
     if (l->vpp > 1) {
         if (l->pp < 2) return LAYOUT_BAD("--vpp %lld needs --pp of at least 2", (long long)l->vpp);
-        if (m->layers % (l->pp * l->vpp))
-            return LAYOUT_BAD("--pp %lld x --vpp %lld does not divide the %lld layers",
-                              (long long)l->pp, (long long)l->vpp, (long long)m->layers);
+        /* Not dividing: the balanced split (pp_layout_vstage_layers), one slot at least per
+         * virtual stage. */
+        if (!l->vstage_layers && !l->stage_layers && m->layers % (l->pp * l->vpp) &&
+            (l->pp * l->vpp > PP_MAX_VSTAGES || l->pp > PP_MAX_STAGES))
+            return LAYOUT_BAD("--pp %lld x --vpp %lld: at most %d stages and %d virtual stages where they do not "
+                              "divide the layers", (long long)l->pp, (long long)l->vpp, PP_MAX_STAGES, PP_MAX_VSTAGES);
+        if (!l->vstage_layers && !l->stage_layers && m->layers % (l->pp * l->vpp) &&
+            l->pp * l->vpp > m->layers + 2)
+            return LAYOUT_BAD("--pp %lld x --vpp %lld = %lld virtual stages: more than the %lld layers with the "
+                              "embedding and the loss (give fewer, or --pipeline-layout with empty stages)",
+                              (long long)l->pp, (long long)l->vpp, (long long)(l->pp * l->vpp),
+                              (long long)m->layers);
+    }
+    if (l->vstage_layers) {
+        int64_t nv = l->pp * (l->vpp > 1 ? l->vpp : 1), sum = 0;
+        if (l->stage_layers || l->stage_recompute)
+            return LAYOUT_BAD("a split by virtual stage excludes per-stage layer counts");
+        if (nv > PP_MAX_VSTAGES || l->pp > PP_MAX_STAGES)
+            return LAYOUT_BAD("--pp %lld x --vpp %lld: at most %d stages and %d virtual stages in an explicit split",
+                              (long long)l->pp, (long long)l->vpp, PP_MAX_STAGES, PP_MAX_VSTAGES);
+        for (int64_t k = 0; k < nv; k++) {
+            if (l->vstage_layers[k] < 0) return LAYOUT_BAD("virtual stage %lld has a negative layer count", (long long)k);
+            sum += l->vstage_layers[k];
+        }
+        if (sum != m->layers)
+            return LAYOUT_BAD("the pipeline split holds %lld layers, the model has %lld", (long long)sum,
+                              (long long)m->layers);
     }
     if (l->cp > 1 && m->seq % (2 * l->cp))
         return LAYOUT_BAD("--cp %lld: sequence %lld is not divisible by 2*cp", (long long)l->cp,
@@ -457,6 +555,18 @@ const char *pp_layout_label(const pp_layout *l, char *buf, size_t n)
     if (l->recompute == PP_RC_FULL && l->recompute_layers > 0) pp_strcatf(buf, n, "(%lld)", (long long)l->recompute_layers);
     if (l->offload > PP_OFF_NONE && l->offload < PP_OFF_COUNT) pp_strcatf(buf, n, " offload=%s", pp_offload_names[l->offload]);
     if (l->replicate > 1) pp_strcatf(buf, n, " hsdp%lld", (long long)l->replicate);
+    if (l->vstage_layers) {
+        /* an explicit split: the layers of each virtual stage, runs as N*k ("vstages 1,2*30,0") */
+        int64_t nv = l->pp * (l->vpp > 1 ? l->vpp : 1);
+        pp_strcatf(buf, n, " vstages ");
+        for (int64_t k = 0; k < nv;) {
+            int64_t run = 1;
+            while (k + run < nv && l->vstage_layers[k + run] == l->vstage_layers[k]) run++;
+            pp_strcatf(buf, n, "%s%d", k ? "," : "", l->vstage_layers[k]);
+            if (run > 1) pp_strcatf(buf, n, "*%lld", (long long)run);
+            k += run;
+        }
+    }
     if (l->stage_layers) {
         /* uneven stages: "stages 21/19" (+ "rc 0/2" when some are recomputed) */
         pp_strcatf(buf, n, " stages ");

@@ -82,6 +82,13 @@ void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t 
     layer_counts_periodic(m, split, end, out);
 }
 
+bool pp_model_one_kind_from(const pp_model *m, int64_t first)
+{
+    if (m->window > 0 && m->window_full_every > 0) return false;
+    if (m->experts <= 1) return true;
+    return m->moe_every <= 1 && m->n_dense_layers == 0 && first >= m->moe_first_dense;
+}
+
 int pp_model_mtp_kind(const pp_model *m)
 {
     return m->layers > 0 && pp_model_layer_is_moe(m, m->layers - 1) ? PP_LAYER_MOE : 0;

@@ -176,6 +176,9 @@ bool pp_model_layer_is_window(const pp_model *m, int64_t i);
 int pp_model_layer_kind(const pp_model *m, int64_t i);
 /* Layers of each kind among decoder layers [first, first + n). */
 void pp_model_layer_counts(const pp_model *m, int64_t first, int64_t n, int64_t out[PP_LAYER_KINDS]);
+/* Whether every decoder layer from `first` on is of one kind: all of a dense model's without
+ * windows, an MoE model's past its dense first layers when every later one is MoE. */
+bool pp_model_one_kind_from(const pp_model *m, int64_t first);
 /* Kind of the MTP layers (MoE when the last decoder layer is, full attention). */
 int pp_model_mtp_kind(const pp_model *m);
 /* Decoder layers whose MLP is MoE (the rest are dense). */
@@ -434,6 +437,7 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n);
 pp_status pp_stack_check(const pp_work *w, pp_error *err);
 
 #define PP_MAX_STAGES 512
+#define PP_MAX_VSTAGES 4096 /* virtual pipeline stages (pp x vpp) an explicit split may list */
 
 /* One parallel layout. Zero-initialise, then set; pp_layout_init gives the defaults. */
 typedef struct {
@@ -454,13 +458,52 @@ typedef struct {
      * stage_layers[i] layers on stage i (pp entries); stage_recompute[i] of them fully recomputed. */
     const int *stage_layers;
     const int *stage_recompute;
+    /* Optional split by virtual stage, as the user or a Megatron file states it
+     * (--pipeline-layout, --first-stage-layers / --last-stage-layers): the decoder layers of
+     * virtual stage (model chunk) j of pipeline stage i at vstage_layers[j * pp + i], pp x vpp
+     * entries in model order, which is Megatron's order (pipeline_parallel_layer_layout.py: the
+     * layout list's entry v * pp + r is virtual stage v of rank r). NULL: the default split
+     * (pp_layout_vstage_layers). The embedding is part of virtual stage 0 and the output layer,
+     * the loss and the MTP layers of the last one, where Megatron builds them (pre_process and
+     * post_process of the first and last model chunk): they cost memory and time there. Excludes
+     * stage_layers and stage_recompute; with vpp 1 it is a per-stage split. */
+    const int *vstage_layers;
 } pp_layout;
 
 void pp_layout_init(pp_layout *l); /* tp=pp=dp=vpp=cp=ep=mbs=1, rest 0 */
 /* Fill dp from gpus when 0 and check every divisibility rule; the error names the flag. */
 pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err);
-/* Layers on pipeline stage i under the layout (uniform split puts the remainder first). */
+/* Layers on pipeline stage i under the layout: the explicit split's, else the sum of its virtual
+ * stages' (pp_layout_vstage_layers), else the uniform split, which puts the remainder first. */
 int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage);
+/* The one answer to "how many decoder layers does virtual stage `chunk` of pipeline stage `stage`
+ * hold" (chunk < vpp; with vpp 1 the stage's layers):
+ *   - an explicit split (vstage_layers) says it; the ILP's per-stage counts (stage_layers) are
+ *     spread over the stage's chunks, the remainder on the first ones;
+ *   - L / (pp vpp) when that divides (Megatron's interleaved split);
+ *   - otherwise the balanced split: the embedding, the loss and (when the last virtual stage can
+ *     take them) each MTP layer count as one layer, and the pp vpp virtual stages in model order
+ *     share the L + 2 (+ MTP) slots evenly, the first ones one more where they do not divide.
+ *     That is torchtitan's default split (generate_llm_fqn_per_model_part, input and output
+ *     weighted as one layer each), and Megatron's --account-for-embedding-in-pipeline-split
+ *     --account-for-loss-in-pipeline-split wherever those divide (transformer_block.py,
+ *     get_num_layers_to_build): 94 layers on pp 8 x vpp 4 is E+2 | 3 x 30 | 2+L, DeepSeek-V3's
+ *     61 (+1 MTP) on 8 x 4 is Megatron-Bridge's 'Et|(tt|)*30mL'. Needs pp vpp <= L + 2. */
+int64_t pp_layout_vstage_layers(const pp_work *w, const pp_layout *l, int64_t stage, int64_t chunk);
+/* First decoder layer of that virtual stage (the layers of the virtual stages before it in model
+ * order). */
+int64_t pp_layout_vstage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage, int64_t chunk);
+/* Fully recomputed layers of that virtual stage under --recompute full: all of them, or with
+ * --recompute-layers K (per pipeline stage, Megatron's block method: the first K / vpp of each
+ * model chunk, rounded up as the launch writes it) at most that many. */
+int64_t pp_layout_vstage_recompute(const pp_work *w, const pp_layout *l, int64_t stage, int64_t chunk);
+/* An interleaved layout (vpp > 1) whose virtual stages are priced one by one: an explicit split,
+ * or the balanced default where pp x vpp does not divide the layers. The memory and time models
+ * then walk the schedule by model chunk (memory.c, time_step.c). */
+bool pp_layout_vstages_uneven(const pp_work *w, const pp_layout *l);
+/* An explicit vstage_layers split that equals the default split is dropped (NULL), so that a
+ * layout has one form: the default needs no flag, and launch -> read back gives the same layout. */
+void pp_layout_canonical(const pp_work *w, pp_layout *l);
 /* Micro-batches per step per DP replica: gbs / (dp * mbs). */
 int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l);
 /* Expert tensor parallel size (etp, or tp when 0) and the expert data-parallel size that the
@@ -471,9 +514,13 @@ int64_t pp_layout_edp(const pp_layout *l);
  * the layout's recompute is not selective). */
 unsigned pp_layout_rc_modules(const pp_layout *l);
 /* "tp2 pp1 dp8 mbs4 dist-opt sp selective" (sizes of 1 left out except tp, pp, dp, mbs; an uneven
- * split as " stages 21/19 rc 0/2"): the one label of a layout, in every table and report. */
+ * split as " stages 21/19 rc 0/2", an explicit virtual-stage split as " vstages 1,2*30,0": the
+ * layers of each virtual stage in model order, runs as N*k): the one label of a layout, in every
+ * table and report. */
 const char *pp_layout_label(const pp_layout *l, char *buf, size_t n);
-/* First decoder layer of pipeline stage i (sum of the earlier stages' layers). */
+/* First decoder layer of pipeline stage i (sum of the earlier stages' layers). An interleaved
+ * stage's layers are not contiguous: the models price a uniform one as this block, and the
+ * stages of pp_layout_vstages_uneven layouts chunk by chunk. */
 int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage);
 
 #endif

@@ -205,6 +205,7 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
     c->layout = res.layout;
     c->fixed = res.fixed;
     c->margs = res.margs;
+    c->split = res.split;
     if (res.have_profile) {
         c->profile = res.profile;
         c->have_profile = true;
@@ -286,6 +287,8 @@ void pp_cli_free(pp_cli *c)
     if (c->have_profile) pp_profile_free(&c->profile);
     free(c->margs);
     c->margs = NULL;
+    free(c->split);
+    c->split = NULL;
     free(c->pos);
     c->pos = NULL;
 }

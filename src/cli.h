@@ -41,6 +41,7 @@ typedef struct {
     pp_layout layout;
     unsigned fixed;           /* PP_FIX_* */
     pp_margs_config *margs;   /* --megatron-args: what the file says (owns the layout's stage arrays) */
+    int *split;               /* --pipeline-layout / --first|last-stage-layers: owns layout.vstage_layers */
     pp_profile profile;
     bool have_profile;
     /* subcommand options */

@@ -47,7 +47,7 @@ static pp_status parse_fit(const char *s, unsigned *mask, pp_error *err)
 static const char *run_label(const pp_calib_run *r, char *buf, size_t n)
 {
     pp_layout_label(&r->layout, buf, n);
-    pp_strcatf(buf, n, " gbs%lld%s", (long long)r->work.gbs, r->uneven ? " uneven" : "");
+    pp_strcatf(buf, n, " gbs%lld%s", (long long)r->work.gbs, r->uneven || r->vsplit ? " uneven" : "");
     return buf;
 }
 

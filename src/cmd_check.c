@@ -31,7 +31,7 @@ static void check_json(const pp_cli *c, const pp_run *run)
     pp_json_kint(&j, "seq", w->model.seq);
     pp_json_key(&j, "layout");
     pp_json_obj_begin(&j);
-    pp_layout_json_keys(&j, l);
+    pp_layout_json_keys(&j, w, l);
     pp_json_kint(&j, "gbs", w->gbs);
     pp_json_kstr(&j, "framework", pp_framework_names[w->framework]);
     pp_json_kstr(&j, "attention", pp_attention_names[w->attention]);
@@ -144,7 +144,8 @@ int pp_cmd_check(pp_cli *c)
     }
     /* --stages ilp|auto: the stage MILP's split; uniform by default, or the uneven stages a
      * --megatron-args file gives (its --pipeline-model-parallel-layout) */
-    pp_run_opts ro = {.stages = c->stages, .given_split = "megatron-args", .dump_ilp = c->dump_ilp};
+    pp_run_opts ro = {.stages = c->stages, .dump_ilp = c->dump_ilp,
+                      .given_split = c->split && c->layout.vstage_layers == c->split ? "flags" : "megatron-args"};
     int rc = 0;
     st = pp_run_build(&c->work, &c->layout, &ro, run, &err);
     if (st != PP_OK) {

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "pp_json.h"
 #include "pp_launch.h"
+#include "pp_pipeline.h"
 #include "pp_memory.h"
 #include "pp_search.h"
 #include "pp_stages.h"
@@ -277,6 +278,20 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
                "recompute; MFU against %.0f TFLOP/s)\n",
             capacity_words(w, (char[160]){0}, 160),
             (w->gpu.peak_flops[PP_DT_BF16] > 0 ? w->gpu.peak_flops[PP_DT_BF16] : w->gpu.peak_flops[PP_DT_FP16]) / 1e12);
+    /* rows whose pp x vpp does not divide the layers: the balanced split by virtual stage, which the
+     * label does not show (pp_layout_vstage_layers) */
+    char rows[160] = "", lay[512] = "";
+    for (int64_t i = 0; i < r->n; i++) {
+        const pp_layout *l = &cand[i].layout;
+        if (l->vstage_layers || !pp_layout_vstages_uneven(w, l)) continue;
+        pp_strcatf(rows, sizeof rows, "%s#%lld", rows[0] ? ", " : "", (long long)(i + 1));
+        pp_error le = {0};
+        if (!lay[0] && pp_pipeline_layout_format(w, l, lay, sizeof lay, &le) != PP_OK) snprintf(lay, sizeof lay, "?");
+    }
+    if (rows[0])
+        fprintf(f, "(%s: pp x vpp does not divide the %lld layers: the balanced split by virtual stage, the embedding and "
+                   "the loss counted as one layer each; the first is --pipeline-layout '%s')\n",
+                rows, (long long)w->model.layers, lay);
 
     if (r->n > 0) {
         const pp_time_result *t = &cand[0].time;
@@ -333,7 +348,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         const pp_layout *l = &k->layout;
         const pp_time_result *t = &k->time;
         pp_json_obj_begin(&j);
-        pp_layout_json_keys(&j, l);
+        pp_layout_json_keys(&j, w, l);
         pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
         pp_json_knum(&j, "need_bytes", round(k->worst_bytes));
         pp_json_knum(&j, "headroom_bytes", round(k->headroom_bytes));

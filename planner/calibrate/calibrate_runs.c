@@ -254,6 +254,7 @@ pp_layout pp_calib_run_layout(const pp_calib_run *run)
     } else {
         l.stage_layers = l.stage_recompute = NULL;
     }
+    l.vstage_layers = run->vsplit ? run->vstage_layers : NULL;
     return l;
 }
 
@@ -307,7 +308,7 @@ pp_status pp_calib_run_init(pp_calib_run *run, pp_mlog *log, const pp_gpu *gpu, 
     /* layout */
     pp_layout *l = &run->layout;
     *l = cfg->layout;
-    l->stage_layers = l->stage_recompute = NULL;
+    l->stage_layers = l->stage_recompute = l->vstage_layers = NULL;
     if (world % (l->tp * l->pp * l->cp)) {
         free(cfg);
         return pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "world size %lld is not a multiple of tp x pp x cp = %lld",
@@ -321,6 +322,9 @@ pp_status pp_calib_run_init(pp_calib_run *run, pp_mlog *log, const pp_gpu *gpu, 
             run->stage_layers[i] = cfg->stage_layers[i];
             run->stage_recompute[i] = cfg->stage_recompute[i];
         }
+    run->vsplit = cfg->vsplit;
+    if (run->vsplit)
+        for (int64_t k = 0; k < l->pp * l->vpp && k < PP_MAX_VSTAGES; k++) run->vstage_layers[k] = cfg->vstage_layers[k];
     pp_layout lv = pp_calib_run_layout(run);
     if ((st = pp_layout_validate(w, &lv, err))) {
         free(cfg);

@@ -70,6 +70,8 @@ typedef struct {
     pp_time_opts opts;
     bool uneven;             /* stage_layers/stage_recompute hold an explicit split */
     int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    bool vsplit;             /* vstage_layers holds the log's split by virtual stage */
+    int vstage_layers[PP_MAX_VSTAGES];
     char stack[160];         /* "megatron local (no TE), unfused attention, no fusions" */
     double measured_step_s;  /* median after the warm-up */
     /* calibrate --probe-cache: the run's layer as parplan-probe measured it (0: not measured) */

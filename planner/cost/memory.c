@@ -460,30 +460,161 @@ static double mem_inflight_chunks(const pp_layout *l, int64_t m, int64_t stage, 
     return chunks;
 }
 
+/* An interleaved stage whose virtual stages differ (pp_layout_vstages_uneven): its layers of
+ * each kind over its model chunks (each chunk a contiguous range of decoder layers of its own) and
+ * what it holds at the fullest moment of the schedule. */
+typedef struct {
+    int64_t layers, rc_layers;
+    int64_t n_all[PP_LAYER_KINDS], n_rc[PP_LAYER_KINDS];
+    double held_bytes;  /* stored layer activations at the fullest moment (not FSDP) */
+    double held_layers; /* FSDP: the same in layer-micro-batches (one layer of one micro-batch = 1) */
+} mem_vshape;
+
+/* The fullest moment of Megatron's interleaved 1F1B on stage `stage` for model chunks of
+ * different sizes (megatron/core/pipeline_parallel/schedules.py: forward k runs model chunk
+ * (k mod p v) / p of micro-batch group k / (p v) (get_schedule_table with the default group of p
+ * micro-batches), backward k chunk v - 1 minus that; (p - stage - 1) x 2 + (v - 1) x p warm-up
+ * forwards, then a forward and a backward each, m v of each in the step). A forward's chunk
+ * activations are held until its backward: the largest sum of a[chunk] over the forwards run but
+ * not backwarded, right after a forward: H(j) = F(W + 1 + j) - B(j) in the steady state (F, B:
+ * the first n forwards' and backwards' sums), or F(T) when the warm-up is the whole step. With
+ * equal chunks this is (warm-up + 1) chunks, capped by the step: mem_inflight_chunks' count.
+ * H repeats with period p v (each period runs every chunk p times both ways) and is linear
+ * between the steps where the forward's or the backward's chunk changes, so its largest value is
+ * at one of those O(v) steps. pre[c]: the sum of a[0 .. c). */
+static double mem_vs_sum(const double *pre, int64_t v, int64_t p, int64_t n, bool backward)
+{
+    int64_t P = p * v, rem = n % P, c = rem / p, part = rem % p;
+    double A = pre[v], s = (double)(n / P) * (double)p * A;
+    if (!backward) return s + (double)p * pre[c] + (double)part * (pre[c + 1] - pre[c]);
+    return s + (double)p * (A - pre[v - c]) + (double)part * (pre[v - c] - pre[v - c - 1]);
+}
+
+static double mem_vstage_peak(int64_t p, int64_t v, int64_t m, int64_t stage, const double *pre)
+{
+    int64_t P = p * v, T = m * v, W = (p - stage - 1) * 2 + (v - 1) * p;
+    if (W >= T) return mem_vs_sum(pre, v, p, T, false);
+    int64_t J = T - W < P ? T - W : P;
+    double h = mem_vs_sum(pre, v, p, W + 1, false), best = h;
+    /* step j adds forward W + 1 + j (chunk cf, fo steps into its run of p) and drops backward j
+     * (chunk v - 1 - cb, bo steps into its run) */
+    int64_t fpos = (W + 1) % P, cf = fpos / p, fo = fpos % p, cb = 0, bo = 0;
+    for (int64_t j = 0; j < J - 1;) {
+        int64_t step = p - fo < p - bo ? p - fo : p - bo;
+        if (step > J - 1 - j) step = J - 1 - j;
+        h += (double)step * ((pre[cf + 1] - pre[cf]) - (pre[v - cb] - pre[v - cb - 1]));
+        if (h > best) best = h;
+        j += step;
+        if ((fo += step) == p) fo = 0, cf = cf + 1 == v ? 0 : cf + 1;
+        if ((bo += step) == p) bo = 0, cb = cb + 1 == v ? 0 : cb + 1;
+    }
+    return best;
+}
+
+static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage, int64_t layers,
+                           int64_t rc_layers, const int64_t n_all[PP_LAYER_KINDS], const int64_t n_rc[PP_LAYER_KINDS],
+                           const mem_vshape *vs, pp_mem_stage *o);
+
 /* A stage holding layers [first, first + layers) of which the first rc_layers are fully
  * recomputed (Megatron's block method recomputes the first K layers of a stage). */
 static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage,
                            int64_t first, int64_t layers, int64_t rc_layers, pp_mem_stage *o)
 {
-    memset(o, 0, sizeof *o);
-    const pp_model *m = &w->model;
-    bool first_stage = stage == 0, last = stage == l->pp - 1;
-    const mem_params *p = &c->par;
     /* rc_layers is the exact count of fully recomputed layers (Megatron's block method); the
      * other layers follow the layout: selective, or nothing recomputed. */
     if (rc_layers > layers) rc_layers = layers;
     if (rc_layers < 0) rc_layers = 0;
+    int64_t n_rc[PP_LAYER_KINDS], n_all[PP_LAYER_KINDS];
+    pp_model_layer_counts(&w->model, first, rc_layers, n_rc);
+    pp_model_layer_counts(&w->model, first, layers, n_all);
+    mem_stage_core(w, l, c, stage, layers, rc_layers, n_all, n_rc, NULL, o);
+}
+
+/* Stored bytes per micro-batch of n_all layers of each kind, n_rc of them fully recomputed. */
+static double mem_layers_bytes(const pp_layout *l, const mem_ctx *c, const int64_t n_all[PP_LAYER_KINDS],
+                               const int64_t n_rc[PP_LAYER_KINDS])
+{
+    pp_recompute rc = l->recompute == PP_RC_SELECTIVE ? PP_RC_SELECTIVE : PP_RC_NONE;
+    double bytes = 0;
+    for (int k = 0; k < PP_LAYER_KINDS; k++) {
+        int moe = k & PP_LAYER_MOE ? 1 : 0;
+        double r = (double)n_rc[k];
+        bytes += ((double)n_all[k] - r) * c->layer_bytes[moe][rc] + r * c->layer_bytes[moe][PP_RC_FULL];
+    }
+    return bytes;
+}
+
+/* The layers and the first decoder layer of every virtual stage of an explicit split, in model
+ * order (k < pp x vpp): once per layout, so that a stage's chunks cost O(vpp) (the balanced split
+ * has them in closed form: pp_layout_vstage_first_layer). */
+static void mem_vstage_firsts(const pp_work *w, const pp_layout *l, int64_t *firsts, int64_t *counts)
+{
+    int64_t at = 0;
+    for (int64_t k = 0; k < l->pp * l->vpp; k++) {
+        firsts[k] = at;
+        counts[k] = pp_layout_vstage_layers(w, l, k % l->pp, k / l->pp);
+        at += counts[k];
+    }
+}
+
+/* A stage of an uneven interleaved split, chunk by chunk (pp_layout_vstage_layers: the layers,
+ * pp_layout_vstage_recompute: the first ones of each chunk fully recomputed); firsts and counts
+ * from mem_vstage_firsts, or NULL. */
+static void mem_vshape_get(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage,
+                           const int64_t *firsts, const int64_t *counts, mem_vshape *vs)
+{
+    memset(vs, 0, sizeof *vs);
+    int64_t v = l->vpp, p = l->pp;
+    double pa[PP_MAX_VSTAGES + 1], pb[PP_MAX_VSTAGES + 1]; /* prefix sums of the chunks' bytes, layers */
+    pa[0] = pb[0] = 0;
+    for (int64_t j = 0; j < v; j++) {
+        int64_t first = firsts ? firsts[j * p + stage] : pp_layout_vstage_first_layer(w, l, stage, j);
+        int64_t n = counts ? counts[j * p + stage] : pp_layout_vstage_layers(w, l, stage, j);
+        int64_t r = l->recompute == PP_RC_FULL ? pp_layout_vstage_recompute(w, l, stage, j) : 0;
+        int64_t ca[PP_LAYER_KINDS], cr[PP_LAYER_KINDS];
+        pp_model_layer_counts(&w->model, first, n, ca);
+        pp_model_layer_counts(&w->model, first, r, cr);
+        for (int q = 0; q < PP_LAYER_KINDS; q++) {
+            vs->n_all[q] += ca[q];
+            vs->n_rc[q] += cr[q];
+        }
+        vs->layers += n;
+        vs->rc_layers += r;
+        pa[j + 1] = pa[j] + (w->framework == PP_FW_FSDP ? 0.0 : mem_layers_bytes(l, c, ca, cr));
+        pb[j + 1] = pb[j] + (double)n;
+    }
+    if (w->framework == PP_FW_FSDP) vs->held_layers = mem_vstage_peak(p, v, c->m, stage, pb);
+    else vs->held_bytes = mem_vstage_peak(p, v, c->m, stage, pa);
+}
+
+static void mem_stage_eval_v(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage,
+                             const int64_t *firsts, const int64_t *counts, pp_mem_stage *o)
+{
+    mem_vshape vs;
+    mem_vshape_get(w, l, c, stage, firsts, counts, &vs);
+    mem_stage_core(w, l, c, stage, vs.layers, vs.rc_layers, vs.n_all, vs.n_rc, &vs, o);
+}
+
+/* The stage's figures from its layers of each kind (n_all, n_rc fully recomputed) and, for an
+ * uneven interleaved split, what the schedule holds (vs; NULL: the in-flight count of
+ * mem_inflight_chunks times the stage's layers). */
+static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage, int64_t layers,
+                           int64_t rc_layers, const int64_t n_all[PP_LAYER_KINDS], const int64_t n_rc[PP_LAYER_KINDS],
+                           const mem_vshape *vs, pp_mem_stage *o)
+{
+    memset(o, 0, sizeof *o);
+    const pp_model *m = &w->model;
+    bool first_stage = stage == 0, last = stage == l->pp - 1;
+    const mem_params *p = &c->par;
     o->stage = stage;
     o->layers = layers;
     o->recompute_layers = rc_layers;
-    int64_t n_rc[PP_LAYER_KINDS], n_all[PP_LAYER_KINDS];
-    pp_model_layer_counts(m, first, rc_layers, n_rc);
-    pp_model_layer_counts(m, first, layers, n_all);
     int64_t mtp = last ? m->mtp_layers : 0;
     int mtp_kind = pp_model_mtp_kind(m);
     if (w->framework == PP_FW_FSDP) {
         double fsdp_mbs;
         double fsdp_chunks = mem_inflight_chunks(l, c->m, stage, &fsdp_mbs);
+        if (vs) fsdp_chunks = layers > 0 ? vs->held_layers / (double)layers : 1.0;
         o->inflight = (int64_t)fsdp_mbs;
         pp_fsdp_stage_eval(w, l, &c->fsdp, n_all, n_rc, first_stage, last, fsdp_chunks, o, NULL);
         return;
@@ -521,7 +652,7 @@ static void mem_stage_eval(const pp_work *w, const pp_layout *l, const mem_ctx *
     double stage_mb = (first_stage || last ? c->data : 0.0) + (first_stage ? c->embed_act : 0.0) +
                       (last ? c->mtp_act : 0.0);
     /* The last stage runs forward then backward for one micro-batch at a time. */
-    o->activations_bytes = chunks * per_mb + mbs_held * stage_mb + (last ? c->head_act : 0.0);
+    o->activations_bytes = (vs ? vs->held_bytes : chunks * per_mb) + mbs_held * stage_mb + (last ? c->head_act : 0.0);
 
     /* Transient: the largest working set on top of the stored activations. */
     bool has_moe = n_all[PP_LAYER_MOE] + n_all[PP_LAYER_MOE | PP_LAYER_WINDOW] > 0 ||
@@ -596,7 +727,29 @@ double pp_memory_worst_bytes(const pp_work *w, const pp_layout *l, double *peak_
      * last stage (loss) bound all others, whose terms are each no larger than stage 0's. Uneven
      * splits (ILP) and mixed layer kinds are checked stage by stage. */
     int64_t n = l->pp;
-    bool uniform = !l->stage_layers && !l->stage_recompute;
+    if (pp_layout_vstages_uneven(w, l)) {
+        /* chunk by chunk. The balanced split: a middle stage holds no more layers in any chunk
+         * than the stage before it (the extra slots go to the first virtual stages) and no more
+         * micro-batches in flight, so where both hold layers of one kind only (all of them past
+         * an MoE model's dense first layers) the one before bounds it. */
+        int64_t firsts[PP_MAX_VSTAGES], counts[PP_MAX_VSTAGES];
+        bool given = l->vstage_layers != NULL;
+        if (given) mem_vstage_firsts(w, l, firsts, counts);
+        for (int64_t i = 0; i < n; i++) {
+            if (!given && i > 1 && i < n - 1 &&
+                pp_model_one_kind_from(&w->model, pp_layout_vstage_first_layer(w, l, i - 1, 0)))
+                continue;
+            pp_mem_stage s;
+            mem_stage_eval_v(w, l, &c, i, given ? firsts : NULL, given ? counts : NULL, &s);
+            if (s.peak_bytes + s.reserved_bytes > worst) {
+                worst = s.peak_bytes + s.reserved_bytes;
+                worst_peak = s.peak_bytes;
+            }
+        }
+        if (peak_bytes) *peak_bytes = worst_peak;
+        return worst;
+    }
+    bool uniform = !l->stage_layers && !l->stage_recompute && !l->vstage_layers;
     bool skip = uniform && mem_uniform_kinds(&w->model);
     /* Mixed kinds under a uniform split: a middle stage holding the same layers of each kind as
      * the middle stage before it holds no more micro-batches than that one (1F1B and the
@@ -640,11 +793,13 @@ double pp_memory_plan_bytes(const pp_work *w)
 }
 
 /* Try one change of the layout; true when it validates and fits. */
-static bool mem_variant_fits(const pp_work *w, pp_layout *v)
+static bool mem_variant_fits(const pp_work *w, pp_layout *v, const pp_layout *l)
 {
     pp_error e;
     v->stage_layers = NULL;
     v->stage_recompute = NULL;
+    /* an explicit split by virtual stage holds while the pipeline does */
+    if (v->pp != l->pp || v->vpp != l->vpp) v->vstage_layers = NULL;
     if (pp_layout_validate(w, v, &e) != PP_OK) return false;
     return pp_memory_worst_bytes(w, v, NULL) <= w->gpu.memory_bytes;
 }
@@ -685,18 +840,18 @@ static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_resul
     if (l->recompute != PP_RC_SELECTIVE && l->recompute != PP_RC_FULL) {
         v = *l;
         v.recompute = PP_RC_SELECTIVE;
-        if (mem_variant_fits(w, &v)) MEM_FIX("--recompute selective");
+        if (mem_variant_fits(w, &v, l)) MEM_FIX("--recompute selective");
     }
     if (l->recompute != PP_RC_FULL || l->recompute_layers > 0) {
         v = *l;
         v.recompute = PP_RC_FULL;
         v.recompute_layers = 0;
-        if (mem_variant_fits(w, &v)) MEM_FIX("--recompute full");
+        if (mem_variant_fits(w, &v, l)) MEM_FIX("--recompute full");
     }
     for (int64_t mb = l->mbs / 2; mb >= 1; mb /= 2) {
         v = *l;
         v.mbs = mb;
-        if (mem_variant_fits(w, &v)) {
+        if (mem_variant_fits(w, &v, l)) {
             MEM_FIX("--mbs %lld", (long long)mb);
             break;
         }
@@ -705,13 +860,13 @@ static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_resul
     if (w->framework == PP_FW_MEGATRON && !l->dist_opt && l->zero == 0 && l->dp * l->cp > 1) {
         v = *l;
         v.dist_opt = true;
-        if (mem_variant_fits(w, &v)) MEM_FIX("--dist-opt");
+        if (mem_variant_fits(w, &v, l)) MEM_FIX("--dist-opt");
     }
     if ((w->framework != PP_FW_MEGATRON || w->stack.megatron_fsdp) && l->zero < 3 && l->dp * l->cp > 1) {
         for (int z = l->zero + 1; z <= 3; z++) {
             v = *l;
             v.zero = z;
-            if (mem_variant_fits(w, &v)) {
+            if (mem_variant_fits(w, &v, l)) {
                 MEM_FIX("--zero %d", z);
                 break;
             }
@@ -721,7 +876,7 @@ static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_resul
         v = *l;
         v.tp = l->tp * f;
         v.dp = 0;
-        if (mem_variant_fits(w, &v)) {
+        if (mem_variant_fits(w, &v, l)) {
             MEM_FIX("--tp %lld", (long long)v.tp);
             break;
         }
@@ -731,7 +886,7 @@ static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_resul
         v.pp = l->pp * f;
         v.dp = 0;
         v.vpp = 1;
-        if (mem_variant_fits(w, &v)) {
+        if (mem_variant_fits(w, &v, l)) {
             MEM_FIX("--pp %lld", (long long)v.pp);
             break;
         }
@@ -756,11 +911,18 @@ pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result
     out->capacity_bytes = w->gpu.memory_bytes;
     out->fits = true;
     double worst = -1;
+    bool by_chunk = pp_layout_vstages_uneven(w, l);
+    int64_t firsts[PP_MAX_VSTAGES], counts[PP_MAX_VSTAGES];
+    if (by_chunk) mem_vstage_firsts(w, l, firsts, counts);
     for (int64_t i = 0; i < l->pp; i++) {
         int64_t layers, rc;
-        mem_stage_shape(w, l, i, &layers, &rc);
         pp_mem_stage *s = &out->stages[i];
-        mem_stage_eval(w, l, &c, i, pp_layout_stage_first_layer(w, l, i), layers, rc, s);
+        if (by_chunk) {
+            mem_stage_eval_v(w, l, &c, i, firsts, counts, s);
+        } else {
+            mem_stage_shape(w, l, i, &layers, &rc);
+            mem_stage_eval(w, l, &c, i, pp_layout_stage_first_layer(w, l, i), layers, rc, s);
+        }
         if (s->peak_bytes > out->peak_bytes) out->peak_bytes = s->peak_bytes;
         if (s->peak_bytes + s->reserved_bytes > worst) {
             worst = s->peak_bytes + s->reserved_bytes;

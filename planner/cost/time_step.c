@@ -107,6 +107,44 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
     }
 }
 
+/* Middle stages (or model chunks) of the same make-up cost the same: stage_eval, reusing the last
+ * middle one's figures when sd is the same. */
+typedef struct {
+    stage_desc sd;
+    stage_time st;
+    bool have;
+    int64_t n, r;  /* its layers and recomputed layers */
+    bool one_kind; /* all its layers (and all after them) of one kind: pp_model_one_kind_from */
+} stage_memo;
+
+static void stage_eval_memo(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly, const stage_desc *sd,
+                            stage_time *st, stage_memo *memo)
+{
+    if (memo->have && !sd->first && !sd->last && !memcmp(sd, &memo->sd, sizeof *sd)) {
+        *st = memo->st;
+        return;
+    }
+    stage_eval(c, l, ly, sd, st);
+    if (!sd->first && !sd->last) {
+        memo->sd = *sd;
+        memo->st = *st;
+        memo->have = true;
+    }
+}
+
+static void stage_time_add(stage_time *acc, const stage_time *x)
+{
+    acc->fwd += x->fwd;
+    acc->bwd += x->bwd;
+    acc->compute += x->compute;
+    acc->recompute += x->recompute;
+    acc->tp += x->tp;
+    acc->cp += x->cp;
+    acc->ep += x->ep;
+    acc->params += x->params;
+    acc->expert_params += x->expert_params;
+}
+
 static double recomputed(const pp_layout *l, double n)
 {
     if (l->recompute != PP_RC_FULL) return 0;
@@ -128,6 +166,30 @@ static void stage_desc_range(const pp_model *m, int64_t first, int64_t n, int64_
     sd->mtp = is_last ? (double)m->mtp_layers : 0.0;
     sd->first = is_first;
     sd->last = is_last;
+}
+
+/* Decoder layers [first, first + n) with the first r fully recomputed, on the first and/or last
+ * stage (or model chunk), priced through the memo. */
+static void stage_eval_range(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly, int64_t first, int64_t n,
+                             int64_t r, bool is_first, bool is_last, stage_memo *memo, stage_time *st)
+{
+    const pp_model *m = &c->w->model;
+    bool one_kind = pp_model_one_kind_from(m, first);
+    /* past the layers whose kinds differ, the same counts make the same stage: no need to count
+     * its layers' kinds again (the search prices every chunk of every candidate) */
+    if (memo->have && memo->one_kind && one_kind && !is_first && !is_last && n == memo->n && r == memo->r) {
+        *st = memo->st;
+        return;
+    }
+    stage_desc sd;
+    memset(&sd, 0, sizeof sd);
+    stage_desc_range(m, first, n, r, is_first, is_last, &sd);
+    stage_eval_memo(c, l, ly, &sd, st, memo);
+    if (!is_first && !is_last) {
+        memo->n = n;
+        memo->r = r;
+        memo->one_kind = one_kind;
+    }
 }
 
 /* A stage of n layers all of kind k (the uniform fast path of one-kind models). */
@@ -240,30 +302,41 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
      * and the last stage and the sum. */
     stage_time worst = {0}, first = {0}, last = {0};
     double sum_work = 0, worst_work = -1;
-    if (l->stage_layers || !one_kind) {
+    /* An interleaved split whose virtual stages differ: each model chunk priced by its own layers
+     * (a contiguous range of decoder layers, the embedding in the first, the output layer, loss
+     * and MTP layers in the last), a stage the sum of its chunks. */
+    const bool by_chunk = pp_layout_vstages_uneven(w, l);
+    double max_chunk_work = 0;
+    if (by_chunk) {
+        stage_time rank[PP_MAX_STAGES]; /* pp_layout_validate: p <= PP_MAX_STAGES here */
+        memset(rank, 0, (size_t)p * sizeof rank[0]);
+        const int64_t nv = p * l->vpp;
+        stage_memo memo = {.have = false};
+        for (int64_t k = 0, at = 0; k < nv; k++) {
+            int64_t i = k % p, j = k / p;
+            int64_t n = pp_layout_vstage_layers(w, l, i, j), r = pp_layout_vstage_recompute(w, l, i, j);
+            stage_time st;
+            stage_eval_range(c, l, ly, at, n, r, k == 0, k == nv - 1, &memo, &st);
+            at += n;
+            if (st.fwd + st.bwd > max_chunk_work) max_chunk_work = st.fwd + st.bwd;
+            stage_time_add(&rank[i], &st);
+        }
+        for (int64_t i = 0; i < p; i++) {
+            double work = rank[i].fwd + rank[i].bwd;
+            sum_work += work;
+            if (work > worst_work) { worst_work = work; worst = rank[i]; }
+        }
+        first = rank[0];
+        last = rank[p - 1];
+    } else if (l->stage_layers || l->vstage_layers || !one_kind) {
         int64_t at = 0;
-        stage_desc prev_sd;
-        stage_time prev_st;
-        bool have_prev = false;
+        stage_memo memo = {.have = false};
         for (int64_t i = 0; i < p; i++) {
             int64_t n = pp_layout_stage_layers(w, l, i);
             int64_t r = l->stage_recompute ? l->stage_recompute[i] : (int64_t)recomputed(l, (double)n);
-            stage_desc sd;
-            memset(&sd, 0, sizeof sd);
-            stage_desc_range(mdl, at, n, r, i == 0, i == p - 1, &sd);
-            at += n;
             stage_time st;
-            /* Middle stages of the same make-up cost the same: price each make-up once. */
-            if (have_prev && !sd.first && !sd.last && !memcmp(&sd, &prev_sd, sizeof sd)) {
-                st = prev_st;
-            } else {
-                stage_eval(c, l, ly, &sd, &st);
-                if (!sd.first && !sd.last) {
-                    prev_sd = sd;
-                    prev_st = st;
-                    have_prev = true;
-                }
-            }
+            stage_eval_range(c, l, ly, at, n, r, i == 0, i == p - 1, &memo, &st);
+            at += n;
             double work = st.fwd + st.bwd;
             sum_work += work;
             if (work > worst_work) { worst_work = work; worst = st; }
@@ -337,10 +410,17 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         /* Flow shop of m identical jobs over p machines: (m-1) max + sum. */
         pipe = (m - 1) * (worst_work + per_mb_p2p) + sum_work + (double)p * per_mb_p2p;
         pp_comm = (m + (double)p - 1) * per_mb_p2p;
-    } else {
+    } else if (!by_chunk) {
         /* Interleaved (Narayanan et al. SC'21 sec. 2.2.2): the bubble shrinks to (p-1)/v. */
         double avg = sum_work / (double)p;
         pipe = m * (worst_work + per_mb_p2p) + ((double)p - 1) / v * (avg + per_mb_p2p);
+        pp_comm = (m + ((double)p - 1) / v) * per_mb_p2p;
+    } else {
+        /* Interleaved with virtual stages of different sizes: the steady state runs at the pace
+         * of the fullest stage (all its chunks per micro-batch), and the fill and the drain pass
+         * p - 1 chunk boundaries at the pace of the slowest virtual stage: the bubble is
+         * (p-1) x its time, where equal chunks give the (p-1)/v of a stage above. */
+        pipe = m * (worst_work + per_mb_p2p) + ((double)p - 1) * (max_chunk_work + per_mb_p2p / v);
         pp_comm = (m + ((double)p - 1) / v) * per_mb_p2p;
     }
     out->compute_s = m * worst.compute;

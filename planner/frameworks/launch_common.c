@@ -168,8 +168,15 @@ void pp_launch_header_write(pp_sbuf *b, const char *cc, pp_launch_format fmt, co
     if (l->recompute == PP_RC_FULL && !l->stage_recompute && l->recompute_layers > 0)
         pp_sbuf_printf(b, " (%lld layers per stage)", (long long)l->recompute_layers);
     pp_sbuf_printf(b, ", offload %s\n", pp_offload_names[l->offload]);
-    if (l->pp > 1 && (l->stage_layers || !pp_launch_stages_even(w, l))) {
-        pp_sbuf_printf(b, "%s stages (%s): layers", cc, l->stage_layers ? "ILP" : "uniform, remainder first");
+    if (l->pp > 1 && pp_layout_vstages_uneven(w, l)) {
+        /* by virtual stage, in model order (pp_layout_vstage_layers) */
+        pp_sbuf_printf(b, "%s virtual stages (%s): layers", cc, l->vstage_layers ? "as given" : "balanced");
+        for (int64_t k = 0; k < l->pp * l->vpp; k++)
+            pp_sbuf_printf(b, "%s%lld", k ? "," : " ", (long long)pp_layout_vstage_layers(w, l, k % l->pp, k / l->pp));
+        pp_sbuf_printf(b, " (model order: virtual stage k on pipeline stage k mod %lld)\n", (long long)l->pp);
+    } else if (l->pp > 1 && (l->stage_layers || l->vstage_layers || !pp_launch_stages_even(w, l))) {
+        pp_sbuf_printf(b, "%s stages (%s): layers", cc, l->stage_layers ? "ILP" : l->vstage_layers ? "as given"
+                                                                                   : "uniform, remainder first");
         for (int64_t i = 0; i < l->pp; i++)
             pp_sbuf_printf(b, "%s%lld", i ? "," : " ", (long long)pp_layout_stage_layers(w, l, i));
         if (l->recompute == PP_RC_FULL) {

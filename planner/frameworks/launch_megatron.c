@@ -10,15 +10,17 @@
  *    --overlap-grad-reduce; --recompute-granularity selective takes no method; TP or CP on
  *    pre-Blackwell GPUs needs CUDA_DEVICE_MAX_CONNECTIONS=1; --optimizer-cpu-offload needs
  *    --use-precision-aware-optimizer.
- *  - megatron/core/transformer/pipeline_parallel_layer_layout.py: the layout string, stages
- *    separated by '|', 'E' embedding, 't' a decoder layer, 'L' the loss, "t*5" repeats; the
- *    list is pp*vpp long, virtual stage v of rank p at index v*pp + p.
+ *  - megatron/core/transformer/pipeline_parallel_layer_layout.py: the layout string (written
+ *    and read by pipeline_layout.c), and transformer_config.py / transformer_block.py for the
+ *    --decoder-first/last-pipeline-num-layers and --account-for-*-in-pipeline-split splits that
+ *    are written instead where they give the same split.
  *  - megatron/core/transformer/transformer_config.py: recompute_method block recomputes the
  *    first recompute_num_layers layers of each pipeline stage (each model chunk under vpp),
  *    uniform with 1 checkpoints every layer.
  *  - megatron/core/transformer/torch_norm.py: the torch LayerNorm/RMSNorm used without TE/apex
  *    asserts not sequence_parallel; dot_product_attention.py (local) asserts cp == 1. */
 #include "launch_common.h"
+#include "pp_pipeline.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -104,35 +106,6 @@ static void mg_note(mg_list *g, const char *fmt, ...)
 #define ARG(grp, flag) mg_add(g, grp, flag, false, NULL)
 #define ARGV(grp, flag, ...) mg_add(g, grp, flag, false, __VA_ARGS__)
 #define ARGRAW(grp, flag, ...) mg_add(g, grp, flag, true, __VA_ARGS__)
-
-/* The --pipeline-model-parallel-layout string for per-stage layer counts: pp*vpp segments,
- * virtual stage v of rank p at index v*pp + p; a rank's layers are spread over its vpp chunks,
- * the remainder on the first chunks. 'E' opens the first segment, 'L' closes the last. */
-static pp_status layout_string(const pp_work *w, const pp_layout *l, char *out, size_t n,
-                                  pp_error *err)
-{
-    size_t k = 0;
-    int64_t segs = l->pp * l->vpp;
-    for (int64_t s = 0; s < segs; s++) {
-        int64_t v = s / l->pp, r = s % l->pp;
-        int64_t layers = pp_layout_stage_layers(w, l, r);
-        int64_t chunk = layers / l->vpp + (v < layers % l->vpp ? 1 : 0);
-        if (chunk < 1)
-            return BAD("pipeline stage %lld has %lld layers, fewer than --vpp %lld model chunks",
-                       (long long)r, (long long)layers, (long long)l->vpp);
-        char seg[64];
-        int len = snprintf(seg, sizeof seg, "%s%s", s ? "|" : "", s == 0 ? "E" : "");
-        if (chunk == 1) len += snprintf(seg + len, sizeof seg - (size_t)len, "t");
-        else if (chunk > 1) len += snprintf(seg + len, sizeof seg - (size_t)len, "t*%lld", (long long)chunk);
-        if (s == segs - 1) len += snprintf(seg + len, sizeof seg - (size_t)len, "L");
-        if (k + (size_t)len + 1 > n)
-            return BAD("the pipeline layout of %lld stages is too long to write", (long long)segs);
-        memcpy(out + k, seg, (size_t)len);
-        k += (size_t)len;
-    }
-    out[k] = 0;
-    return PP_OK;
-}
 
 /* A 0/1 layer pattern as the Python list expression Megatron's --moe-layer-freq and
  * --window-attn-skip-freq evaluate (arguments.py moe_freq_type): a leading run and a repeated
@@ -476,11 +449,20 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     ARGV(G_PARALLEL, "--tensor-model-parallel-size", "%lld", (long long)l->tp);
     ARGV(G_PARALLEL, "--pipeline-model-parallel-size", "%lld", (long long)l->pp);
     bool even = pp_launch_stages_even(w, l);
-    if (l->pp > 1 && (!even || (l->vpp > 1 && (m->layers % (l->pp * l->vpp))))) {
-        /* uneven stages (the ILP's, or a remainder): Megatron takes the layout string and
-         * derives vpp from its length */
-        char lay[1024];
-        st = layout_string(w, l, lay, sizeof lay, err);
+    pp_pipeline_flags pf;
+    if (l->pp > 1 && pp_layout_vstages_uneven(w, l) && pp_pipeline_split_flags(w, l, &pf)) {
+        /* an interleaved split Megatron's own flags make (pp_pipeline.h): the first/last stage
+         * sizes or the account-for flags, with the virtual stages per rank */
+        ARGV(G_PARALLEL, "--num-virtual-stages-per-pipeline-rank", "%lld", (long long)l->vpp);
+        if (pf.first) ARGV(G_PARALLEL, "--decoder-first-pipeline-num-layers", "%lld", (long long)pf.first);
+        if (pf.last) ARGV(G_PARALLEL, "--decoder-last-pipeline-num-layers", "%lld", (long long)pf.last);
+        if (pf.account_embedding) ARG(G_PARALLEL, "--account-for-embedding-in-pipeline-split");
+        if (pf.account_loss) ARG(G_PARALLEL, "--account-for-loss-in-pipeline-split");
+    } else if (l->pp > 1 && (!even || pp_layout_vstages_uneven(w, l))) {
+        /* any other uneven split (the ILP's, a remainder, a given layout): Megatron takes the
+         * layout string and derives vpp from its length */
+        char lay[4096];
+        st = pp_pipeline_layout_format(w, l, lay, sizeof lay, err);
         if (st != PP_OK) return st;
         ARGV(G_PARALLEL, "--pipeline-model-parallel-layout", "%s", lay);
     } else if (l->vpp > 1) {

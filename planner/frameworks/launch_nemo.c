@@ -20,7 +20,15 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     if (l->pp > 1 && !pp_launch_stages_even(w, l))
         return BAD("NeMo's config splits layers evenly over the %lld pipeline stages: uneven stages "
                    "(%s) cannot be written (use --format megatron)",
-                   (long long)l->pp, l->stage_layers ? "from the ILP" : "layers not divisible by --pp");
+                   (long long)l->pp, l->stage_layers ? "from the ILP" : l->vstage_layers ? "as given"
+                                                                     : "layers not divisible by --pp");
+    /* NeMo 1.x asserts that each stage's layers divide over its model chunks
+     * (megatron_base_model.py: "Make sure the number of model chunks is the same across all
+     * pipeline stages") and its config has no layout string. */
+    if (l->pp > 1 && pp_layout_vstages_uneven(w, l))
+        return BAD("NeMo's config splits each pipeline stage's layers evenly over its %lld model chunks: the uneven "
+                   "virtual stages (%s) cannot be written (use --format megatron)",
+                   (long long)l->vpp, l->vstage_layers ? "as given" : "pp x vpp does not divide the layers");
     pp_status st = pp_launch_cluster_check(w, err);
     if (st != PP_OK) return st;
     int64_t nodes = pp_launch_nodes(w), gpn = pp_launch_gpus_per_node(w);

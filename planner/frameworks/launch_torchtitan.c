@@ -198,9 +198,7 @@ static void tt_parts(tt_buf *b, const pp_work *w, const pp_layout *l)
     int64_t segs = l->pp * l->vpp, at = 0;
     tt_printf(b, "module_fqns_per_model_part = [\n");
     for (int64_t s = 0; s < segs; s++) {
-        int64_t v = s / l->pp, r = s % l->pp;
-        int64_t layers = pp_layout_stage_layers(w, l, r);
-        int64_t chunk = layers / l->vpp + (v < layers % l->vpp ? 1 : 0);
+        int64_t chunk = pp_layout_vstage_layers(w, l, s % l->pp, s / l->pp);
         tt_printf(b, "    [");
         bool first = true;
         if (s == 0) {

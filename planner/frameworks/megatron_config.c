@@ -18,6 +18,7 @@
  *    one by one (SequentialMLP) whatever --moe-grouped-gemm says. */
 #include "megatron_args.h"
 #include "pp_margs.h"
+#include "pp_pipeline.h"
 
 #include <errno.h>
 #include <math.h>
@@ -229,111 +230,12 @@ static bool fit_moe_pattern(pp_model *m, const int64_t *p, int64_t L)
     return true;
 }
 
-/* "--pipeline-model-parallel-layout": E embedding, t decoder layer, m MTP layer, L loss, '|'
- * between stages, "x*N" and "(...)*N" repeat, commas are cosmetic (pipeline_parallel_layer_layout.py
- * parse_str_to_list). Stage v*pp + r is virtual stage v of rank r. */
-static pp_status rd_pp_layout(rd *r, pp_margs_kv *k, int64_t pp, int64_t *vpp, int *layers)
-{
-    const char *s = k->value;
-    size_t cap = strlen(s) + 64, n = 0;
-    char *u = malloc(cap);
-    if (!u) return pp_error_set(r->err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    /* unroll: a small stack machine over groups */
-    size_t grp[16];
-    int depth = 0;
-    pp_status st = PP_OK;
-    for (size_t i = 0; s[i] && st == PP_OK; i++) {
-        char ch = s[i];
-        if (ch == ',' || ch == ' ' || ch == '\'' || ch == '"') continue;
-        if (ch == '(') {
-            if (depth >= 16) st = rd_bad(r, k, "groups nested more than 16 deep");
-            else grp[depth++] = n;
-            continue;
-        }
-        size_t from = n, len = 1;
-        if (ch == ')') {
-            if (!depth) {
-                st = rd_bad(r, k, "')' without '(' in '%s'", s);
-                break;
-            }
-            from = grp[--depth];
-            len = n - from;
-            if (s[i + 1] != '*') continue; /* (...) without a count: as written */
-        } else if (strchr("EtmL|", ch)) {
-            u[n++] = ch;
-            from = n - 1;
-            if (s[i + 1] != '*') continue;
-        } else {
-            st = rd_bad(r, k, "'%c' is not one of E t m L | in '%s'", ch, s);
-            break;
-        }
-        /* "*N" repeats the last item (a character or a group) N times in all */
-        char *end = NULL;
-        long cnt = strtol(s + i + 2, &end, 10);
-        if (end == s + i + 2 || cnt < 0 || cnt > 100000) {
-            st = rd_bad(r, k, "a bad count after '*' in '%s'", s);
-            break;
-        }
-        i = (size_t)(end - s) - 1;
-        if (cnt == 0) {
-            n = from;
-            continue;
-        }
-        if ((double)n + (double)len * (double)(cnt - 1) > 4e6) {
-            st = rd_bad(r, k, "the layout unrolls to more than 4000000 characters");
-            break;
-        }
-        size_t need = n + len * (size_t)(cnt - 1) + 1;
-        if (need > cap) {
-            while (cap < need) cap *= 2;
-            char *p = realloc(u, cap);
-            if (!p) {
-                st = pp_error_set(r->err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-                break;
-            }
-            u = p;
-        }
-        for (long c2 = 1; c2 < cnt; c2++) {
-            memmove(u + n, u + from, len);
-            n += len;
-        }
-    }
-    if (st == PP_OK && depth) st = rd_bad(r, k, "'(' without ')' in '%s'", s);
-    if (st) {
-        free(u);
-        return st;
-    }
-    int64_t segs = 1;
-    for (size_t i = 0; i < n; i++) segs += u[i] == '|';
-    if (segs % pp) {
-        free(u);
-        return rd_bad(r, k, "%lld stages is not a multiple of --pipeline-model-parallel-size %lld", (long long)segs,
-                      (long long)pp);
-    }
-    *vpp = segs / pp;
-    for (int64_t i = 0; i < pp; i++) layers[i] = 0;
-    int64_t seg = 0;
-    bool e_first = n > 0 && u[0] == 'E', l_last = n > 0 && u[n - 1] == 'L', m_late = true;
-    int64_t e_count = 0, l_count = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (u[i] == '|') seg++;
-        else if (u[i] == 't') layers[seg % pp]++;
-        else if (u[i] == 'm' && seg < segs - 1 && seg != segs - pp) m_late = false;
-        else if (u[i] == 'E') e_count++;
-        else if (u[i] == 'L') l_count++;
-    }
-    free(u);
-    if (!e_first || !l_last || e_count != 1 || l_count != 1 || !m_late)
-        note(r, "%s '%s' (the embedding, loss or MTP layers placed elsewhere than the first and last stage)", kv_name(k),
-             s);
-    return PP_OK;
-}
-
 pp_layout pp_margs_config_layout(const pp_margs_config *c)
 {
     pp_layout l = c->layout;
     l.stage_layers = c->uneven ? c->stage_layers : NULL;
     l.stage_recompute = c->uneven ? c->stage_recompute : NULL;
+    l.vstage_layers = c->vsplit ? c->vstage_layers : NULL;
     return l;
 }
 
@@ -668,6 +570,57 @@ static pp_status read_model(rd *r)
     return PP_OK;
 }
 
+/* The pipeline split the arguments state: --pipeline-model-parallel-layout, or the first/last
+ * stage sizes or the account-for flags (pp_pipeline.h does the arithmetic, with Megatron's own
+ * checks). Sets the virtual stages from the layout string; an interleaved split goes to
+ * vstage_layers, one without interleaving to stage_layers (its recompute is filled later). */
+static pp_status read_pipeline_split(rd *r, const pp_pipeline_flags *acc)
+{
+    pp_margs_config *c = r->c;
+    pp_layout *l = &c->layout;
+    const pp_model *m = &c->model;
+    pp_status st;
+    pp_pipeline_flags pf = *acc;
+    if ((st = rd_int(r, "decoder_first_pipeline_num_layers", 0, 1, 1000000, &pf.first)) ||
+        (st = rd_int(r, "decoder_last_pipeline_num_layers", 0, 1, 1000000, &pf.last)))
+        return st;
+    pp_margs_kv *kl = rd_kv(r, "pipeline_model_parallel_layout");
+    pp_margs_kv *kf = pp_margs_kv_find(r->a, pf.first ? "decoder_first_pipeline_num_layers"
+                                               : pf.last ? "decoder_last_pipeline_num_layers"
+                                               : pf.account_embedding ? "account_for_embedding_in_pipeline_split"
+                                                                      : "account_for_loss_in_pipeline_split");
+    bool flags = pf.first || pf.last || pf.account_embedding || pf.account_loss;
+    int *counts = c->vstage_layers;
+    int64_t vpp = l->vpp;
+    pp_error e = {0};
+    if (kl) {
+        if ((st = rd_resolved(r, kl))) return st;
+        if (flags)
+            return rd_bad(r, kl, "the layout string cannot be set with the other pipeline layout arguments (%s): "
+                                 "Megatron's transformer_config.py refuses them together", kf ? kv_name(kf) : "");
+        if (pp_pipeline_layout_parse(kl->value, l->pp, m->layers, m->mtp_layers, counts, PP_MAX_VSTAGES, &vpp, &e))
+            return rd_bad(r, kl, "%s", e.msg);
+        /* the layout's length sets the virtual stages (arguments.py); one given beside it must agree */
+        if (l->vpp > 1 && vpp != l->vpp)
+            return rd_bad(r, kl, "%lld virtual stages per rank conflict with the layout's %lld (transformer_config.py)",
+                          (long long)l->vpp, (long long)vpp);
+        l->vpp = vpp;
+    } else if (flags && l->pp > 1) {
+        if (pp_pipeline_split_megatron(m->layers, l->pp, l->vpp, &pf, "--decoder-first-pipeline-num-layers",
+                                       "--decoder-last-pipeline-num-layers", counts, &e))
+            return rd_bad(r, kf, "%s", e.msg);
+    } else {
+        return PP_OK;
+    }
+    if (l->vpp > 1) {
+        c->vsplit = true;
+    } else {
+        for (int64_t i = 0; i < l->pp; i++) c->stage_layers[i] = counts[i];
+        c->uneven = true;
+    }
+    return PP_OK;
+}
+
 static pp_status read_layout(rd *r)
 {
     pp_margs_config *c = r->c;
@@ -706,19 +659,27 @@ static pp_status read_layout(rd *r)
     if (c->dp) c->has |= PP_MARGS_HAS_DP;
     if (l->pp > PP_MAX_STAGES)
         return rd_bad(r, pp_margs_kv_find(r->a, "pipeline_model_parallel_size"), "more than %d pipeline stages", PP_MAX_STAGES);
-    /* interleaving: virtual stages per rank, or layers per virtual stage */
+    /* interleaving: virtual stages per rank, or layers per virtual stage (counting the embedding
+     * and the loss where the account-for flags say so: arguments.py validate_args) */
+    pp_pipeline_flags pf = {0};
+    if ((st = rd_bool(r, "account_for_embedding_in_pipeline_split", false, &pf.account_embedding)) ||
+        (st = rd_bool(r, "account_for_loss_in_pipeline_split", false, &pf.account_loss)))
+        return st;
     int64_t vpp = 1, per = 0;
     RI("num_virtual_stages_per_pipeline_rank", 1, 1, 1000000, vpp);
     if (vpp == 1) RI("virtual_pipeline_model_parallel_size", 1, 1, 1000000, vpp);
     pp_margs_kv *kper = rd_kv(r, "num_layers_per_virtual_pipeline_stage");
     if (vpp == 1 && kper) {
         RI("num_layers_per_virtual_pipeline_stage", 0, 1, 1000000, per);
-        if (m->layers % (per * l->pp))
-            return rd_bad(r, kper, "%lld layers per virtual stage x %lld pipeline stages do not divide the %lld layers",
-                          (long long)per, (long long)l->pp, (long long)m->layers);
-        vpp = m->layers / (per * l->pp);
+        int64_t num = m->layers + (pf.account_embedding ? 1 : 0) + (pf.account_loss ? 1 : 0);
+        if (num % (per * l->pp))
+            return rd_bad(r, kper, "%lld layers per virtual stage x %lld pipeline stages do not divide the %lld layers%s",
+                          (long long)per, (long long)l->pp, (long long)m->layers,
+                          num > m->layers ? " with the embedding / loss counted" : "");
+        vpp = num / (per * l->pp);
     }
     l->vpp = vpp;
+    if ((st = read_pipeline_split(r, &pf))) return st;
     bool sp;
     if ((st = rd_bool(r, "use_distributed_optimizer", false, &l->dist_opt)) ||
         (st = rd_bool(r, "sequence_parallel", false, &sp)))
@@ -795,33 +756,14 @@ static pp_status read_layout(rd *r)
         return rd_bad(r, kg, "unknown value '%s' (full or selective)", gran);
     }
     int64_t per_stage = (m->layers + l->pp - 1) / l->pp;
-    l->recompute_layers = rc_layers > 0 && rc_layers < per_stage ? rc_layers : 0;
-    /* uneven stages */
-    pp_margs_kv *kl = rd_kv(r, "pipeline_model_parallel_layout");
-    int64_t first = 0, last = 0;
-    RI("decoder_first_pipeline_num_layers", 0, 0, 1000000, first);
-    RI("decoder_last_pipeline_num_layers", 0, 0, 1000000, last);
-    if (kl && l->pp > 1) {
-        if ((st = rd_resolved(r, kl))) return st;
-        int64_t lvpp = 1;
-        if ((st = rd_pp_layout(r, kl, l->pp, &lvpp, c->stage_layers))) return st;
-        l->vpp = lvpp; /* the layout string's length sets the virtual stages */
-        c->uneven = true;
-        int64_t sum = 0;
-        for (int64_t i = 0; i < l->pp; i++) sum += c->stage_layers[i];
-        if (sum != m->layers)
-            return rd_bad(r, kl, "the layout holds %lld decoder layers, --num-layers %lld", (long long)sum,
-                          (long long)m->layers);
-    } else if ((first || last) && l->pp > 1) {
-        int64_t rest = m->layers - first - last, mid = l->pp - (first ? 1 : 0) - (last ? 1 : 0);
-        if (rest < 0 || (mid > 0 && rest % mid) || (mid == 0 && rest))
-            return rd_bad(r, pp_margs_kv_find(r->a, first ? "decoder_first_pipeline_num_layers" : "decoder_last_pipeline_num_layers"),
-                          "the first/last stage sizes do not split %lld layers over %lld stages", (long long)m->layers,
-                          (long long)l->pp);
-        for (int64_t i = 0; i < l->pp; i++)
-            c->stage_layers[i] = (int)(i == 0 && first ? first : i == l->pp - 1 && last ? last : rest / (mid ? mid : 1));
-        c->uneven = true;
+    if (c->vsplit) {
+        /* by model chunk: a count that reaches the largest chunk recomputes every layer */
+        int64_t big = 0;
+        for (int64_t k = 0; k < l->pp * l->vpp; k++)
+            if (c->vstage_layers[k] > big) big = c->vstage_layers[k];
+        per_stage = big * l->vpp;
     }
+    l->recompute_layers = rc_layers > 0 && rc_layers < per_stage ? rc_layers : 0;
     if (c->uneven) {
         for (int64_t i = 0; i < l->pp; i++) {
             int n = c->stage_layers[i];

@@ -42,8 +42,11 @@ typedef struct {
     pp_model model;
     pp_layout layout;            /* use pp_margs_config_layout(): the stage arrays below */
     bool uneven;                 /* stage_layers from --pipeline-model-parallel-layout or
-                                    --decoder-first/last-pipeline-num-layers */
+                                    --decoder-first/last-pipeline-num-layers (no interleaving) */
     int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    bool vsplit;                 /* vstage_layers: the same for an interleaved pipeline, and
+                                    --account-for-embedding/loss-in-pipeline-split (pp_pipeline.h) */
+    int vstage_layers[PP_MAX_VSTAGES];
     pp_stack stack;
     pp_framework framework;      /* megatron */
     pp_attention attention;      /* local implementation or --attention-backend unfused: unfused */

@@ -31,7 +31,7 @@ typedef enum {
     /* layout */
     PP_RQ_TP, PP_RQ_PP, PP_RQ_DP, PP_RQ_VPP, PP_RQ_CP, PP_RQ_EP, PP_RQ_ETP, PP_RQ_MBS, PP_RQ_ZERO,
     PP_RQ_DIST_OPT, PP_RQ_SP, PP_RQ_RECOMPUTE, PP_RQ_RECOMPUTE_LAYERS, PP_RQ_RECOMPUTE_MODULES,
-    PP_RQ_OFFLOAD, PP_RQ_REPLICATE, PP_RQ_STAGES,
+    PP_RQ_OFFLOAD, PP_RQ_REPLICATE, PP_RQ_STAGES, PP_RQ_PIPELINE_LAYOUT, PP_RQ_FIRST_STAGE, PP_RQ_LAST_STAGE,
     PP_RQ_COUNT
 } pp_request_key;
 
@@ -60,6 +60,10 @@ typedef struct {
     bool dist_opt, sp;
     unsigned recompute_modules;
     int stages;               /* index into uniform|ilp|auto when given[PP_RQ_STAGES] */
+    /* the pipeline split by virtual stage (pp_pipeline.h): Megatron's layout string, or the
+     * first / last stage's layers */
+    const char *pipeline_layout;
+    int64_t first_stage_layers, last_stage_layers;
     unsigned char given[PP_RQ_COUNT];
     char *owned;              /* pp_request_parse_line's copy of its line (the strings point into it) */
 } pp_request;
@@ -72,7 +76,8 @@ const pp_option *pp_request_option(const char *name);
 
 void pp_request_init(pp_request *r); /* nothing given, defaults as the CLI's */
 void pp_request_free(pp_request *r); /* accepts NULL; frees what pp_request_parse_line kept */
-/* Layout flags the request gives explicitly: the search keeps them fixed (PP_SEARCH_FIX_*). */
+/* Layout flags the request gives explicitly: the search keeps them fixed (PP_SEARCH_FIX_*; a
+ * pipeline split fixes pp and vpp). */
 unsigned pp_request_fixed(const pp_request *r);
 /* The layout the flags give (defaults where they give nothing); no file, no validation. */
 pp_layout pp_request_layout(const pp_request *r);
@@ -86,6 +91,9 @@ typedef struct {
     pp_layout layout;
     unsigned fixed;               /* pp_request_fixed */
     pp_margs_config *margs;       /* NULL without --megatron-args; owns layout's stage arrays */
+    int *split;                   /* the split --pipeline-layout / --first-stage-layers /
+                                     --last-stage-layers give (PP_MAX_VSTAGES entries, or NULL):
+                                     layout.vstage_layers points here */
     pp_profile profile;
     bool have_profile;
     char warnings[3][768];        /* one line each, without "parplan: warning: " */

@@ -20,9 +20,12 @@
 
 typedef struct {
     const pp_work *work;
-    pp_layout layout;            /* stage_layers / stage_recompute point into the arrays below */
+    pp_layout layout;            /* stage_layers / stage_recompute point into the arrays below;
+                                    vstage_layers at the caller's (it must outlive the run) */
     int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
-    const char *stage_split;     /* "uniform", "ilp", or the caller's name for a split it gave */
+    const char *stage_split;     /* "uniform", "ilp", "balanced" (an interleaved pipeline whose
+                                    virtual stages do not divide the layers, pp_layout_vstage_layers),
+                                    or the caller's name for a split it gave */
     pp_mem_result mem;
     pp_time_result time;
     double need_bytes;           /* peak + reserved of the fullest stage (mem.largest_stage) */
@@ -51,9 +54,11 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
 
 /* The layout's keys, written into the JSON object being built ("tp", "pp", "dp", "vpp", "cp",
  * "ep", "etp", "mbs", "zero", "dist_opt", "sp", "recompute", "recompute_layers", "offload",
- * "replicate", and "stage_layers"/"stage_recompute" for an uneven split): the one layout JSON
- * writer, read by check ("layout": {...}) and plan (each candidate). */
-void pp_layout_json_keys(pp_json *j, const pp_layout *l);
+ * "replicate", "stage_layers"/"stage_recompute" for an uneven split of a pipeline without
+ * interleaving, and for an interleaved one whose virtual stages differ, given or the balanced
+ * default, "vstage_layers" (pp x vpp, Megatron's order) and "pipeline_layout" (Megatron's layout
+ * string)): the one layout JSON writer, read by check ("layout": {...}) and plan (each candidate). */
+void pp_layout_json_keys(pp_json *j, const pp_work *w, const pp_layout *l);
 /* The run's figures: "fits", "within_margin", "capacity_bytes", "peak_bytes", "need_bytes",
  * "headroom_bytes", "step_time_s", "samples_per_s", "tokens_per_s", "model_tflops_per_gpu", "mfu". */
 void pp_run_json_figures(pp_json *j, const pp_run *r);

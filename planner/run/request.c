@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_pipeline.h"
+
 /* Upper bounds: no count beyond these is meaningful, and they keep products within int64. */
 #define MAX_GPUS 10000000.0
 #define MAX_DIM 100000000.0
@@ -121,6 +123,13 @@ const pp_option pp_request_options[] = {
     INT("--replicate", replicate, PP_RQ_REPLICATE, 1, MAX_GPUS,
         "N: HSDP replicas (--framework fsdp): shard over dp/N ranks, replicate N ways"),
     ENUM("--stages", stages, PP_RQ_STAGES, stages_names, 3, "uniform|ilp|auto: pipeline stage split (plan: auto)"),
+    STR("--pipeline-layout", pipeline_layout, PP_RQ_PIPELINE_LAYOUT,
+        "STR: the layers of each virtual stage as Megatron's --pipeline-model-parallel-layout: stages split by '|', "
+        "E embedding, t layer, m MTP layer, L loss, (..)*N and x*N repeat, e.g. 'Et|(tt|)*30mL' (sets --vpp)"),
+    INT("--first-stage-layers", first_stage_layers, PP_RQ_FIRST_STAGE, 1, 1000000,
+        "N: layers of the first pipeline stage, the rest even (Megatron --decoder-first-pipeline-num-layers)"),
+    INT("--last-stage-layers", last_stage_layers, PP_RQ_LAST_STAGE, 1, 1000000,
+        "N: layers of the last pipeline stage, the rest even (Megatron --decoder-last-pipeline-num-layers)"),
 };
 const size_t pp_request_n_options = sizeof pp_request_options / sizeof pp_request_options[0];
 
@@ -167,6 +176,8 @@ unsigned pp_request_fixed(const pp_request *r)
     unsigned f = 0;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (r->given[map[i].key]) f |= map[i].bit;
+    if (r->given[PP_RQ_PIPELINE_LAYOUT] || r->given[PP_RQ_FIRST_STAGE] || r->given[PP_RQ_LAST_STAGE])
+        f |= PP_SEARCH_FIX_PP | PP_SEARCH_FIX_VPP;
     return f;
 }
 
@@ -255,9 +266,63 @@ static void margs_layout(const pp_request *r, const pp_margs_config *mc, pp_layo
     if (g[PP_RQ_RECOMPUTE_MODULES]) l->recompute_modules = cl.recompute_modules;
     if (g[PP_RQ_REPLICATE]) l->replicate = cl.replicate;
     if (l->recompute != PP_RC_FULL) l->recompute_layers = 0;
-    /* the file's uneven stages hold while its pipeline and recompute do */
-    if (l->stage_layers && (g[PP_RQ_PP] || g[PP_RQ_VPP] || g[PP_RQ_RECOMPUTE] || g[PP_RQ_RECOMPUTE_LAYERS]))
+    /* the file's uneven stages hold while its pipeline and recompute do; its split by virtual
+     * stage while its pipeline does and no flag states another */
+    if (l->stage_layers && (g[PP_RQ_PP] || g[PP_RQ_VPP] || g[PP_RQ_RECOMPUTE] || g[PP_RQ_RECOMPUTE_LAYERS] ||
+                            g[PP_RQ_PIPELINE_LAYOUT] || g[PP_RQ_FIRST_STAGE] || g[PP_RQ_LAST_STAGE]))
         l->stage_layers = l->stage_recompute = NULL;
+    if (l->vstage_layers && (g[PP_RQ_PP] || g[PP_RQ_VPP]))
+        l->vstage_layers = NULL;
+}
+
+/* --pipeline-layout, or --first-stage-layers / --last-stage-layers: the split into out->split,
+ * l->vstage_layers pointing at it (the layout string also sets l->vpp). The model's layers and
+ * l->pp (flags over the file's) are known. */
+static pp_status split_from_flags(const pp_request *r, const pp_work *w, pp_layout *l, pp_resolved *out,
+                                  pp_error *err)
+{
+    const unsigned char *g = r->given;
+    bool fl = g[PP_RQ_FIRST_STAGE] || g[PP_RQ_LAST_STAGE];
+    if (g[PP_RQ_PIPELINE_LAYOUT] && fl)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--pipeline-layout and --%s-stage-layers exclude each other (Megatron refuses a layout "
+                            "string beside the other pipeline layout arguments)", g[PP_RQ_FIRST_STAGE] ? "first" : "last");
+    if (l->pp > PP_MAX_STAGES)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--pp %lld: at most %d stages", (long long)l->pp, PP_MAX_STAGES);
+    out->split = malloc(PP_MAX_VSTAGES * sizeof *out->split);
+    if (!out->split) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    const pp_model *m = &w->model;
+    if (g[PP_RQ_PIPELINE_LAYOUT]) {
+        int64_t vpp = 1;
+        pp_status st = pp_pipeline_layout_parse(r->pipeline_layout, l->pp, m->layers, m->mtp_layers, out->split,
+                                                PP_MAX_VSTAGES, &vpp, err);
+        if (st != PP_OK) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return pp_error_set(err, st, NULL, 0, err->col, "--pipeline-layout: %s", msg);
+        }
+        if (l->pp == 1 && vpp > 1)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                                "--pipeline-layout has %lld stages: give --pp (the pipeline stages it spreads them over)",
+                                (long long)vpp);
+        if (g[PP_RQ_VPP] && r->vpp != vpp)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                                "--vpp %lld, but --pipeline-layout has %lld stages over --pp %lld: %lld virtual stages "
+                                "per rank (leave --vpp out: the layout sets it)",
+                                (long long)r->vpp, (long long)(vpp * l->pp), (long long)l->pp, (long long)vpp);
+        l->vpp = vpp;
+    } else {
+        pp_pipeline_flags f = {r->first_stage_layers, r->last_stage_layers, false, false};
+        if (l->pp < 2)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--%s-stage-layers needs --pp of at least 2",
+                                g[PP_RQ_FIRST_STAGE] ? "first" : "last");
+        pp_status st = pp_pipeline_split_megatron(m->layers, l->pp, l->vpp, &f, "--first-stage-layers",
+                                                  "--last-stage-layers", out->split, err);
+        if (st != PP_OK) return st;
+    }
+    l->stage_layers = l->stage_recompute = NULL;
+    l->vstage_layers = out->split;
+    return PP_OK;
 }
 
 /* The stack the flags give, over base (the file's, or the defaults). */
@@ -439,6 +504,11 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
         out->have_profile = true;
         w->profile = &out->profile;
     }
+    if (g[PP_RQ_PIPELINE_LAYOUT] || g[PP_RQ_FIRST_STAGE] || g[PP_RQ_LAST_STAGE]) {
+        st = split_from_flags(r, w, l, out, err);
+        if (st != PP_OK) return st;
+    }
+    pp_layout_canonical(w, l);
     if (needs_layout) {
         st = pp_layout_validate(w, l, err);
         if (st != PP_OK) return st;
@@ -458,6 +528,8 @@ void pp_resolved_free(pp_resolved *res)
     res->work.profile = NULL;
     free(res->margs);
     res->margs = NULL;
+    free(res->split);
+    res->split = NULL;
 }
 
 pp_status pp_request_parse(pp_request *r, int argc, char **argv, pp_error *err)

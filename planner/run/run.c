@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pp_express.h"
+#include "pp_pipeline.h"
 #include "pp_stages.h"
 
 static void note(pp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -67,6 +68,20 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
         if (st != PP_OK) return st;
         r->stage_split = rl->stage_layers ? "ilp" : "uniform";
     }
+    if (rl->vstage_layers) {
+        r->stage_split = o->given_split ? o->given_split : "given";
+    } else if (pp_layout_vstages_uneven(w, rl)) {
+        /* the default split where pp x vpp does not divide the layers: say which it is and how
+         * to state another (pp_layout_vstage_layers) */
+        char lay[512];
+        pp_error le = {0};
+        r->stage_split = "balanced";
+        if (pp_pipeline_layout_format(w, rl, lay, sizeof lay, &le) != PP_OK) snprintf(lay, sizeof lay, "(too long to show)");
+        note(r, "%lld layers over pp %lld x vpp %lld virtual stages do not divide: the balanced split (the embedding and "
+                "the loss count as one layer each), --pipeline-layout '%s'; --pipeline-layout or --first-stage-layers / "
+                "--last-stage-layers state another",
+             (long long)w->model.layers, (long long)rl->pp, (long long)rl->vpp, lay);
+    }
     char what[640];
     if (pp_framework_express(w, rl, rl->stage_layers ? r->stage_recompute : NULL, what, sizeof what))
         note(r, "%s", what);
@@ -104,7 +119,7 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
     return PP_OK;
 }
 
-void pp_layout_json_keys(pp_json *j, const pp_layout *l)
+void pp_layout_json_keys(pp_json *j, const pp_work *w, const pp_layout *l)
 {
     pp_json_kint(j, "tp", l->tp);
     pp_json_kint(j, "pp", l->pp);
@@ -121,15 +136,30 @@ void pp_layout_json_keys(pp_json *j, const pp_layout *l)
     pp_json_kint(j, "recompute_layers", l->recompute_layers);
     pp_json_kstr(j, "offload", pp_offload_names[l->offload]);
     pp_json_kint(j, "replicate", l->replicate > 1 ? l->replicate : 1);
-    if (l->stage_layers) {
+    if (l->stage_layers || (l->vstage_layers && l->vpp < 2)) {
+        /* a per-stage split: the ILP's, a file's, or a given one without interleaving (its
+         * recompute by the layout's rule, as a file's is read) */
         pp_json_key(j, "stage_layers");
         pp_json_arr_begin(j);
-        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, l->stage_layers[s]);
+        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, pp_layout_stage_layers(w, l, s));
         pp_json_arr_end(j);
         pp_json_key(j, "stage_recompute");
         pp_json_arr_begin(j);
-        for (int64_t s = 0; s < l->pp; s++) pp_json_int(j, l->stage_recompute ? l->stage_recompute[s] : 0);
+        for (int64_t s = 0; s < l->pp; s++)
+            pp_json_int(j, l->stage_recompute ? l->stage_recompute[s] : pp_layout_vstage_recompute(w, l, s, 0));
         pp_json_arr_end(j);
+    }
+    if (pp_layout_vstages_uneven(w, l)) {
+        int64_t v = l->vpp > 1 ? l->vpp : 1;
+        pp_json_key(j, "vstage_layers");
+        pp_json_arr_begin(j);
+        for (int64_t k = 0; k < l->pp * v; k++) pp_json_int(j, pp_layout_vstage_layers(w, l, k % l->pp, k / l->pp));
+        pp_json_arr_end(j);
+        char lay[4096];
+        pp_error le = {0};
+        pp_json_key(j, "pipeline_layout");
+        if (pp_pipeline_layout_format(w, l, lay, sizeof lay, &le) == PP_OK) pp_json_str(j, lay);
+        else pp_json_null(j);
     }
 }
 

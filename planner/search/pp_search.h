@@ -38,8 +38,9 @@ typedef enum {
     PP_PRUNE_REDUNDANT,    /* same run as another candidate: sp with tp 1, sharding with dp x cp 1 */
     PP_PRUNE_PP_LAYERS,    /* more stages than layers */
     PP_PRUNE_GBS,          /* global batch not divisible by dp x mbs */
-    PP_PRUNE_VPP,          /* interleaving: pp < 2, pp x vpp does not divide the layers, or the
-                              micro-batches are not a multiple of pp */
+    PP_PRUNE_VPP,          /* interleaving: pp < 2, the micro-batches not a multiple of pp, or pp x
+                              vpp not dividing the layers where no split by virtual stage is
+                              searched (search.c says where the balanced one is) */
     PP_PRUNE_FRAMEWORK,    /* the framework cannot run it (DeepSpeed ZeRO-2/3 with PP) */
     PP_PRUNE_OOM,          /* the memory model: peak + reserved above the GPU's memory */
     PP_PRUNE_MARGIN,       /* fits, but inside the margin plan keeps free (pp_memory_plan_bytes) */
@@ -52,7 +53,9 @@ extern const char *const pp_prune_names[PP_PRUNE_COUNT];
 extern const char *const pp_prune_help[PP_PRUNE_COUNT];
 
 typedef struct {
-    pp_layout layout;          /* validated; uniform stages */
+    pp_layout layout;          /* validated; uniform stages, the balanced split by virtual stage
+                                  where pp x vpp does not divide the layers, or the fixed layout's
+                                  split by virtual stage (its vstage_layers: the caller's array) */
     double peak_bytes;         /* allocator peak of the fullest rank */
     double worst_bytes;        /* its peak + reserved, the figure compared with capacity */
     double headroom_bytes;     /* capacity - worst_bytes (< 0: does not fit) */

@@ -9,7 +9,9 @@
  *   mbs  (mbs | gbs by construction of its list)
  *   sp   redundant (sp needs tp > 1), moe (Megatron-Core's MoE with tp > 1 needs sp)
  *   pp   gpus (tp cp pp | gpus, fixed dp), pp_layers, ep (ep etp | tp cp dp), gbs (dp mbs | gbs)
- *   vpp  vpp (pp >= 2, pp vpp | L, pp | micro-batches)
+ *   vpp  vpp (pp >= 2, pp | micro-batches; pp vpp | L, or the balanced split of
+ *        pp_layout_vstage_layers for a fixed vpp and, with vpp 2, 4 or 8, for a pp that has no
+ *        uniform interleaving; a fixed split by virtual stage as given)
  *   recompute
  *   zero / dist-opt   redundant (sharding over one rank), framework (DeepSpeed ZeRO-2/3 + PP)
  *   leaf memory (oom), then time
@@ -40,7 +42,8 @@ const char *const pp_prune_help[PP_PRUNE_COUNT] = {
     "the same run as another candidate (sp with tp 1, optimizer sharding over 1 rank)",
     "more pipeline stages (or recomputed layers) than layers",
     "global batch not divisible by dp x micro-batch",
-    "interleaving needs pp >= 2, pp x vpp dividing the layers, micro-batches a multiple of pp",
+    "interleaving needs pp >= 2, micro-batches a multiple of pp, and pp x vpp dividing the layers or (where pp "
+    "has no uniform interleaving, vpp 2, 4 or 8) at most the layers + 2",
     "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism)",
     "does not fit in GPU memory (memory model: peak + reserved > capacity)",
     "fits, but inside the memory margin plan keeps free (--max-mem-frac sets it)",
@@ -220,6 +223,16 @@ static double now_s(void)
 
 enum { D_TP, D_CP, D_EP, D_ETP, D_MBS, D_SP, D_PP, D_VPP, D_RC, D_OPT, D_COUNT };
 
+/* The virtual stages per rank the search tries where they do not divide the layers: 2, 4 and 8,
+ * what the published runs with uneven interleaving use but one (tests/data/published/runs.csv:
+ * Llama 3.1 405B pp 8 x vpp 8, DeepSeek-V3 and Qwen3-235B pp 8 x vpp 4, Kimi K2 and DeepSeek-V3
+ * pp 4 x vpp 8; Qwen3-235B pp 32 x vpp 3, which check prices as given). Each one more value
+ * widens the space of such a pp by a vpp value, and every layout of an uneven split is priced
+ * stage by stage: three keep the search of a 61-layer model within a few times its uniform
+ * one. */
+#define UNEVEN_VPP_MAX 8
+static bool uneven_vpp(int64_t v) { return v == 2 || v == 4 || v == 8; }
+
 /* One optimizer-sharding choice. */
 typedef struct { int zero; bool dist_opt; } opt_choice;
 
@@ -379,6 +392,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     const bool flash = w->attention == PP_ATTN_FLASH;
 
+    int64_t extra_vpp[UNEVEN_VPP_MAX];
     pp_layout l;
     pp_layout_init(&l);
     l.offload = (fix & PP_SEARCH_FIX_OFFLOAD) ? fx->offload : PP_OFF_NONE;
@@ -484,13 +498,35 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                             const int64_t micro = w->gbs / (dp * l.mbs);
                             l.pp = pp;
                             l.dp = dp;
-                            for (int64_t i_v = 0; i_v < L[D_VPP].n; i_v++) {
-                                const int64_t vpp = L[D_VPP].v[i_v];
-                                if (vpp > 1 && (pp < 2 || m->layers % (pp * vpp) || micro % pp)) {
+                            /* Interleaving where pp x vpp does not divide the layers: the balanced
+                             * split (pp_layout_vstage_layers) for a fixed --vpp, as check prices
+                             * it; searched where this pp has no uniform interleaving (pp does not
+                             * divide the layers, or leaves one per stage), up to vpp
+                             * UNEVEN_VPP_MAX. Those values beyond the divisor list are counted
+                             * into `evaluated` as they are tried. */
+                            const bool uneven_ok = (fix & PP_SEARCH_FIX_VPP) || m->layers % pp || m->layers == pp;
+                            int64_t n_vpp = L[D_VPP].n;
+                            if (!(fix & PP_SEARCH_FIX_VPP) && uneven_ok)
+                                for (int64_t v = 2; v <= UNEVEN_VPP_MAX; v++)
+                                    if (uneven_vpp(v) && m->layers % v) {
+                                        extra_vpp[n_vpp++ - L[D_VPP].n] = v;
+                                        res->evaluated += inner[D_VPP + 1];
+                                    }
+                            const pp_layout *given = (fx->vstage_layers && pp == fx->pp) ? fx : NULL;
+                            for (int64_t i_v = 0; i_v < n_vpp; i_v++) {
+                                const int64_t vpp = i_v < L[D_VPP].n ? L[D_VPP].v[i_v] : extra_vpp[i_v - L[D_VPP].n];
+                                const bool divides = m->layers % (pp * vpp) == 0;
+                                const bool uneven = vpp > 1 && !divides && !given &&
+                                                    ((fix & PP_SEARCH_FIX_VPP) || uneven_vpp(vpp));
+                                if (vpp > 1 && (pp < 2 || micro % pp ||
+                                                (!divides && !given &&
+                                                 (!uneven_ok || !uneven || pp * vpp > m->layers + 2 ||
+                                                  pp * vpp > PP_MAX_VSTAGES || pp > PP_MAX_STAGES)))) {
                                     pruned[PP_PRUNE_VPP] += inner[D_VPP + 1];
                                     continue;
                                 }
                                 l.vpp = vpp;
+                                l.vstage_layers = given && vpp == fx->vpp ? fx->vstage_layers : NULL;
                                 for (int64_t i_rc = 0; i_rc < L[D_RC].n; i_rc++) {
                                     l.recompute = (pp_recompute)L[D_RC].v[i_rc];
                                     for (int i_o = 0; i_o < n_opts; i_o++) {

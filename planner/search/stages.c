@@ -418,12 +418,17 @@ pp_status pp_stages_apply(const pp_work *w, pp_layout *l, const char *mode, cons
     l->stage_layers = NULL;
     l->stage_recompute = NULL;
     pp_status st = PP_OK;
+    /* A split by virtual stage (given, or the balanced one of an interleaved pipeline whose
+     * virtual stages do not divide the layers) is not the MILP's to change: it stands. */
+    bool split = l->vstage_layers || pp_layout_vstages_uneven(w, l);
+    if (dump_path && split)
+        return MODEL_BAD("--dump-ilp: the layout's split by virtual stage stands, there is no stage ILP to write");
     if (dump_path) {
         st = pp_stages_dump_lp(w, l, dump_path, err);
         if (st != PP_OK) return st;
     }
-    if (mi == PP_STAGES_MODE_UNIFORM) {
-        /* Nothing to solve: the caller's uniform layout stands (never an error here). */
+    if (mi == PP_STAGES_MODE_UNIFORM || split) {
+        /* Nothing to solve: the caller's layout stands (never an error here). */
         if (res) {
             memset(res, 0, sizeof *res);
             res->status = PP_STAGES_UNIFORM;
@@ -434,6 +439,11 @@ pp_status pp_stages_apply(const pp_work *w, pp_layout *l, const char *mode, cons
                     : l->recompute_layers > 0 && l->recompute_layers < res->stage_layers[j]
                         ? (int)l->recompute_layers : res->stage_layers[j];
             }
+            if (split && mi != PP_STAGES_MODE_UNIFORM)
+                snprintf(res->warning, sizeof res->warning,
+                         "--stages %s: the split by virtual stage (%s) stands; the stage ILP splits only pipelines "
+                         "it can re-cut", pp_stages_mode_names[mi],
+                         l->vstage_layers ? "as given" : "the balanced one where pp x vpp does not divide the layers");
         }
         return PP_OK;
     }
@@ -467,7 +477,11 @@ static bool layout_same(const pp_layout *a, const pp_layout *b)
         a->sp != b->sp || a->recompute != b->recompute || a->recompute_layers != b->recompute_layers ||
         a->offload != b->offload)
         return false;
-    if (!a->stage_layers != !b->stage_layers || !a->stage_recompute != !b->stage_recompute) return false;
+    if (!a->stage_layers != !b->stage_layers || !a->stage_recompute != !b->stage_recompute ||
+        !a->vstage_layers != !b->vstage_layers)
+        return false;
+    for (int64_t k = 0; a->vstage_layers && k < a->pp * (a->vpp > 1 ? a->vpp : 1); k++)
+        if (a->vstage_layers[k] != b->vstage_layers[k]) return false;
     for (int64_t j = 0; a->stage_layers && j < a->pp; j++)
         if (a->stage_layers[j] != b->stage_layers[j]) return false;
     for (int64_t j = 0; a->stage_recompute && j < a->pp; j++)
@@ -525,6 +539,7 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
         l.stage_layers = NULL;
         l.stage_recompute = NULL;
         if (l.pp < 2 && l.recompute != PP_RC_FULL) continue; /* nothing to choose */
+        if (l.vstage_layers || pp_layout_vstages_uneven(w, &l)) continue; /* a split by virtual stage stands */
         if (l.pp > PP_MAX_STAGES) continue;
         double gain = 0;
         pp_stages_gain_bound(w, &l, &gain, NULL);

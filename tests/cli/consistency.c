@@ -7,6 +7,8 @@
  *   the header of the script `launch --format megatron` writes ("peak P GiB ... + R GiB reserved
  *   ... (fits|PREDICTED OUT OF MEMORY); step S s"),
  *   and (Megatron cases) check --megatron-args on that script: the script read back.
+ * Some cases split the pipeline by virtual stage: --vpp 2-4 whether or not pp x vpp divides the
+ * layers (the balanced split), a given --pipeline-layout, or --first-stage-layers.
  * TAP: one test per case and mode; a summary with the worst disagreement per pair.
  *   consistency [CASES] [SEED]     (default 520 cases, seed 1) */
 #include <math.h>
@@ -41,11 +43,18 @@ static const cmodel models[] = {
 };
 static const char *const gpus[] = {"a100-80gb", "h100-sxm", "h200"};
 
-static unsigned long long rng_state;
+static unsigned long long rng_state, rng_split;
 static unsigned rnd(unsigned n)
 {
     rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
     return (unsigned)((rng_state >> 33) % n);
+}
+/* The pipeline split's draws have a stream of their own: the cases' other draws stay those of
+ * the same seed before splits were drawn. */
+static unsigned rnd_split(unsigned n)
+{
+    rng_split = rng_split * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (unsigned)((rng_split >> 33) % n);
 }
 
 typedef struct {
@@ -159,6 +168,7 @@ int main(int argc, char **argv)
     if (!parplan) return tap_skip_all("PARPLAN not set");
     int want = argc > 1 ? atoi(argv[1]) : 520;
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+    rng_split = rng_state ^ 0x9e3779b97f4a7c15ULL;
     char dir[] = "/tmp/pp-consistency-XXXXXX";
     if (!mkdtemp(dir)) {
         printf("Bail out! mkdtemp\n");
@@ -187,11 +197,43 @@ int main(int argc, char **argv)
         int zero = fsdp ? 2 + (int)rnd(2) : 0;
         int gbs = dp * mbs * (pp > 1 ? pp * (1 + (int)rnd(3)) : 1 << rnd(3));
         int gpus_n = tp * pp * cp * dp;
+        /* The pipeline split (pp_pipeline.h): with pp >= 2, now and then an interleaved pipeline
+         * whose virtual stages need not divide the layers (the balanced split), a given
+         * --pipeline-layout (the balanced split with one layer moved between two virtual stages),
+         * or Megatron's --first-stage-layers */
+        int vpp = 1;
+        char split[768] = "";
+        unsigned kind = pp > 1 ? rnd_split(8) : 0;
+        if (kind >= 5) vpp = 2 + (int)rnd_split(3);
+        if (kind == 6 || kind == 7) {
+            int nv = pp * vpp, c[64];
+            int S = m->layers + 2, q = S / nv, r = S % nv;
+            for (int k = 0; k < nv; k++) c[k] = q + (k < r) - (k == 0) - (k == nv - 1);
+            int from = (int)rnd_split((unsigned)nv), to = (int)rnd_split((unsigned)nv);
+            if (c[from] > 0) c[from]--, c[to]++;
+            if (kind == 6 && nv <= 64) {
+                snprintf(split, sizeof split, " --pipeline-layout ");
+                for (int k = 0; k < nv; k++) {
+                    pp_strcatf(split, sizeof split, "%s%s", k ? "|" : "", k ? "" : "E");
+                    if (c[k] > 0) pp_strcatf(split, sizeof split, "t*%d", c[k]);
+                }
+                pp_strcatf(split, sizeof split, "L");
+            } else {
+                /* a first stage Megatron's rules allow: a multiple of vpp, the rest even over
+                 * the others in multiples of vpp */
+                int cand[64], nc = 0;
+                for (int f = vpp; f < m->layers && nc < 64; f += vpp) {
+                    int rest = m->layers - f;
+                    if (rest % (pp - 1) == 0 && (rest / (pp - 1)) % vpp == 0 && rest / (pp - 1) >= vpp) cand[nc++] = f;
+                }
+                if (nc) snprintf(split, sizeof split, " --first-stage-layers %d", cand[rnd_split((unsigned)nc)]);
+            }
+        }
         char common[1024];
         snprintf(common, sizeof common,
                  "--model %s --gpu %s --gpus %d --gpus-per-node %d --gbs %d --seq 4096 --tp %d --pp %d --dp %d "
-                 "--cp %d --vpp 1 --mbs %d --recompute %s %s %s%s%s%s",
-                 m->name, gpu, gpus_n, gpus_n < 8 ? gpus_n : 8, gbs, tp, pp, dp, cp, mbs, rc,
+                 "--cp %d --vpp %d --mbs %d --recompute %s %s %s%s%s%s",
+                 m->name, gpu, gpus_n, gpus_n < 8 ? gpus_n : 8, gbs, tp, pp, dp, cp, vpp, mbs, rc,
                  sp ? "--sp" : "--no-sp", fsdp ? "--framework fsdp --zero " : dist ? "--dist-opt" : "--zero 0",
                  fsdp ? (zero == 2 ? "2" : "3") : "",
                  m->moe ? " --ep " : "", m->moe ? (char[8]){0} : "");
@@ -200,6 +242,7 @@ int main(int argc, char **argv)
             snprintf(e, sizeof e, "%d --etp %d", ep, tp);
             pp_strcatf(common, sizeof common, "%s", e);
         }
+        pp_strcatf(common, sizeof common, "%s", split);
         /* the layout must be one check accepts */
         {
             char *v[128];

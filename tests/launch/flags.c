@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pp_pipeline.h"
 #include "tap.h"
 #include "fixtures.h"
 #include "pp_margs.h"
@@ -205,34 +206,23 @@ static int capture(const char *src, const char *path, fx_args *a, long *world)
     return rc == 0 && a->n > 0;
 }
 
-/* Check --pipeline-model-parallel-layout against the stages: pp*vpp segments, 'E' first, 'L'
- * last, the 't's of rank r's segments add up to its layers. */
+/* Check --pipeline-model-parallel-layout against the stages: Megatron's grammar and checks (the
+ * one parser, pp_pipeline.h: pp*vpp segments, 'E' first, 'L' last, the MTP layers with it), and the
+ * layers of every virtual stage are the layout's. */
 static bool layout_ok(const char *s, const pp_work *w, const pp_layout *l)
 {
     char buf[2048];
-    size_t k = 0;
-    if (*s == '\'') s++;
-    /* unroll t*N */
-    for (const char *p = s; *p && *p != '\'' && k < sizeof buf - 64; p++) {
-        if (*p == 't' && p[1] == '*') {
-            long n = strtol(p + 2, (char **)&p, 10);
-            for (long i = 0; i < n && k < sizeof buf - 64; i++) buf[k++] = 't';
-            p--;
-        } else {
-            buf[k++] = *p;
-        }
-    }
-    buf[k] = 0;
-    if (buf[0] != 'E' || buf[k - 1] != 'L') return false;
-    int64_t per_rank[PP_MAX_STAGES] = {0}, seg = 0;
-    for (const char *p = buf; *p; p++) {
-        if (*p == '|') seg++;
-        else if (*p == 't') per_rank[seg % l->pp]++;
-        else if (*p != 'E' && *p != 'L') return false;
-    }
-    if (seg + 1 != l->pp * l->vpp) return false;
-    for (int64_t r = 0; r < l->pp; r++)
-        if (per_rank[r] != pp_layout_stage_layers(w, l, r)) return false;
+    snprintf(buf, sizeof buf, "%s", *s == '\'' ? s + 1 : s);
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '\'') buf[n - 1] = 0;
+    static int counts[PP_MAX_VSTAGES];
+    int64_t vpp = 0;
+    pp_error e;
+    if (pp_pipeline_layout_parse(buf, l->pp, w->model.layers, w->model.mtp_layers, counts, PP_MAX_VSTAGES, &vpp, &e))
+        return false;
+    if (vpp != l->vpp) return false;
+    for (int64_t k = 0; k < l->pp * vpp; k++)
+        if (counts[k] != pp_layout_vstage_layers(w, l, k % l->pp, k / l->pp)) return false;
     return true;
 }
 

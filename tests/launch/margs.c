@@ -427,8 +427,54 @@ static void test_errors(void)
            "a layout with a repeated group and a comma: 'Et*3|(t*2)*2,tL' = 3 / 5 layers (%s)", e.msg);
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
                    "--pipeline-model-parallel-layout 'Et|t|t*3|t*3L'", &a, &c, &e);
-    tap_ok(st == PP_OK && c.uneven && c.layout.vpp == 2 && c.stage_layers[0] == 4 && c.stage_layers[1] == 4,
-           "four segments on pp 2: vpp 2, rank 0 holds segments 0 and 2 (1 + 3 layers)");
+    tap_ok(st == PP_OK && c.vsplit && !c.uneven && c.layout.vpp == 2 && c.vstage_layers[0] == 1 &&
+               c.vstage_layers[1] == 1 && c.vstage_layers[2] == 3 && c.vstage_layers[3] == 3,
+           "four segments on pp 2: vpp 2, the virtual stages in Megatron's order 1 / 1 / 3 / 3 (rank 0 holds "
+           "segments 0 and 2: 1 + 3 layers)");
+    /* Megatron's first/last-stage and account-for splits (pp_pipeline.h), and a dump's layout */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
+                   "--num-virtual-stages-per-pipeline-rank 2 --decoder-first-pipeline-num-layers 2", &a, &c, &e);
+    tap_ok(st == PP_OK && c.vsplit && c.layout.vpp == 2 && c.vstage_layers[0] == 1 && c.vstage_layers[1] == 3 &&
+               c.vstage_layers[2] == 1 && c.vstage_layers[3] == 3,
+           "--decoder-first-pipeline-num-layers 2 of 8 on pp 2 x vpp 2: chunks 1 / 3 / 1 / 3 (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py --num-layers 6 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+                   "--micro-batch-size 1 --vocab-size 1000 --bf16 --pipeline-model-parallel-size 2 "
+                   "--num-layers-per-virtual-pipeline-stage 2 --account-for-embedding-in-pipeline-split "
+                   "--account-for-loss-in-pipeline-split", &a, &c, &e);
+    tap_ok(st == PP_OK && c.vsplit && c.layout.vpp == 2 && c.vstage_layers[0] == 1 && c.vstage_layers[1] == 2 &&
+               c.vstage_layers[2] == 2 && c.vstage_layers[3] == 1 && !c.unmodelled[0],
+           "6 layers, the embedding and the loss at 2 per virtual stage on pp 2: vpp 2, 1 / 2 / 2 / 1 (%s%s)", e.msg,
+           c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
+                   "--decoder-first-pipeline-num-layers 3 --account-for-loss-in-pipeline-split", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "exclude each other"), "first/last with an account-for flag: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --pipeline-model-parallel-size 2 "
+                   "--pipeline-model-parallel-layout 'Et*3|t*5L' --decoder-last-pipeline-num-layers 5", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "cannot be set with the other pipeline layout arguments"),
+           "a layout string with --decoder-last-pipeline-num-layers: %s", e.msg);
+    pp_margs_init(&a, "layout.log");
+    const char *dump =
+        "------------------------ arguments ------------------------\n"
+        "  account_for_embedding_in_pipeline_split ......... False\n"
+        "  bf16 ............................................ True\n"
+        "  decoder_first_pipeline_num_layers ............... None\n"
+        "  hidden_size ..................................... 512\n"
+        "  micro_batch_size ................................ 1\n"
+        "  num_attention_heads ............................. 8\n"
+        "  num_layers ...................................... 8\n"
+        "  pipeline_model_parallel_layout .................. Et|(tt|)*2t*3L\n"
+        "  pipeline_model_parallel_size .................... 2\n"
+        "  seq_length ...................................... 1024\n"
+        "  virtual_pipeline_model_parallel_size ............ 2\n"
+        "  vocab_size ...................................... 1000\n"
+        "-------------------- end of arguments ---------------------\n";
+    memset(&e, 0, sizeof e);
+    st = pp_margs_parse_log(&a, dump, strlen(dump), &e);
+    if (st == PP_OK) st = pp_margs_read(&a, &c, &e);
+    pp_margs_free(&a);
+    tap_ok(st == PP_OK && c.vsplit && c.layout.vpp == 2 && c.vstage_layers[0] == 1 && c.vstage_layers[1] == 2 &&
+               c.vstage_layers[2] == 2 && c.vstage_layers[3] == 3,
+           "a log's argument dump: pipeline_model_parallel_layout Et|(tt|)*2t*3L = 1 / 2 / 2 / 3 (%s)", e.msg);
     /* a cut dump */
     pp_margs_init(&a, "cut.log");
     const char *cut = "log line\n------------------------ arguments ------------------------\n  num_layers ..... 2\n";

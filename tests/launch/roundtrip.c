@@ -125,6 +125,29 @@ static const rt_case cases[] = {
      "--mbs 1 --gbs 64 --grad-reduce-bf16 --ep-overlap --recompute selective "
      "--recompute-modules layernorm,mla_up_proj,moe_act --moe-grouped-gemm --layers 28",
      "h100-sxm", "--vocab 102400"},
+    /* splits by virtual stage (pp_pipeline.h): the script says each as Megatron does, the read-back
+     * prices the same split */
+    {"30 layers on pp 4 x vpp 2, the balanced split (written as the account-for flags)",
+     "--model llama3-8b --layers 30 --gpu h100-sxm --gpus 16 --tp 2 --sp --pp 4 --vpp 2 --mbs 1 --gbs 16 --dist-opt",
+     "h100-sxm", "--vocab 128256"},
+    {"30 layers on pp 4 x vpp 2, first stage 6 (written as --decoder-first-pipeline-num-layers)",
+     "--model llama3-8b --layers 30 --gpu h100-sxm --gpus 16 --tp 2 --sp --pp 4 --vpp 2 --first-stage-layers 6 --mbs 1 "
+     "--gbs 16 --dist-opt "
+     "--recompute full --recompute-layers 2",
+     "h100-sxm", "--vocab 128256"},
+    {"30 layers on pp 4, a given layout string (no interleaving)",
+     "--model llama3-8b --layers 30 --gpu h100-sxm --gpus 16 --tp 2 --sp --pp 4 --pipeline-layout 'Et*6|t*8|t*9|t*7L' --mbs 1 "
+     "--gbs 16 --dist-opt",
+     "h100-sxm", "--vocab 128256"},
+    {"30 layers on pp 4 x vpp 2, a given layout string",
+     "--model llama3-8b --layers 30 --gpu h100-sxm --gpus 16 --tp 2 --sp --pp 4 --pipeline-layout 'Et*2|(t*4|)*6t*4L' "
+     "--mbs 1 --gbs 16 --dist-opt",
+     "h100-sxm", "--vocab 128256"},
+    {"DeepSeek-V3 on pp 8 x vpp 4: the balanced split, Megatron-Bridge's 'Et|(tt|)*30mL' (the MTP layer with the loss)",
+     "--model deepseek-v3 --gpu h100-sxm --gpus 1024 --tp 2 --sp --pp 8 --vpp 4 --ep 64 --etp 1 --mbs 1 --gbs 8192 "
+     "--seq 4096 --dist-opt --moe-grouped-gemm --precision fp8 --recompute selective --recompute-modules mla_up_proj,mlp "
+     "--grad-reduce-bf16 --ep-overlap",
+     "h100-sxm", "--vocab 129280"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -189,6 +212,16 @@ static void test_case(const rt_case *c, int idx)
     same &= !strcmp(jstr(a, "layout", "recompute"), jstr(b, "layout", "recompute")) &&
             !strcmp(jstr(a, "layout", "attention"), jstr(b, "layout", "attention"));
     tap_ok(same && js_num(a, "gpus") == js_num(b, "gpus"), "%s: the same layout, batch and GPU count", c->name);
+    /* a split by virtual stage: the same one read back (the stage split itself may be named by
+     * its origin: flags, megatron-args, balanced) */
+    const char *la = jstr(a, "layout", "pipeline_layout"), *lb = jstr(b, "layout", "pipeline_layout");
+    if (la[0] || lb[0]) tap_ok(!strcmp(la, lb), "%s: the same split by virtual stage '%s' = '%s'", c->name, la, lb);
+    const js_val *sa = js_get(a, "stages"), *sb = js_get(b, "stages");
+    bool ss = sa && sb && sa->type == JS_ARR && sb->type == JS_ARR && sa->n == sb->n;
+    for (int k = 0; ss && k < sa->n; k++)
+        ss = js_num(sa->items[k], "layers") == js_num(sb->items[k], "layers") &&
+             js_num(sa->items[k], "recompute_layers") == js_num(sb->items[k], "recompute_layers");
+    tap_ok(ss, "%s: the same layers (and fully recomputed layers) per stage read back", c->name);
     static const char *const stk[] = {"precision", "attention", "moe_dispatcher"};
     bool sstack = true;
     for (size_t k = 0; k < sizeof stk / sizeof stk[0]; k++) sstack &= !strcmp(jstr(a, "stack", stk[k]), jstr(b, "stack", stk[k]));

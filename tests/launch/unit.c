@@ -143,8 +143,12 @@ static void test_layout_string(void)
     Lay.pp = 2, Lay.vpp = 2, Lay.stage_layers = sl3, Lay.stage_recompute = sr3;
     Lay.mbs = 1;
     validate();
-    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "fewer than --vpp"),
-           "a stage with fewer layers than vpp chunks is refused: %s", e.msg);
+    /* Megatron's layout takes empty virtual stages (pipeline_parallel_layer_layout.py prints
+     * "(empty stage)"): rank 0's one layer in its first chunk, nothing in its second */
+    render(PP_LAUNCH_MEGATRON, &e);
+    v = arg_value("--pipeline-model-parallel-layout");
+    tap_ok(v && !strcmp(v, "'Et|t*12||t*11L'"), "a stage with fewer layers than vpp chunks: an empty virtual stage: %s",
+           v ? v : e.msg);
 
     setup("gpt3-1.3b", 2, 2, 8);
     Lay.pp = 2, Lay.vpp = 2, Lay.mbs = 1;

@@ -28,7 +28,9 @@ static const bad_case cases[] = {
     {"does not combine ZeRO stage 2 with pipeline",
      {W13, "--gpus", "8", "--framework", "deepspeed", "--zero", "2", "--pp", "2"}},
     {"--vpp 2 needs --pp", {W13, "--gpus", "8", "--vpp", "2"}},
-    {"does not divide the 40 layers", {W13, "--gpus", "8", "--pp", "4", "--vpp", "3"}},
+    /* pp x vpp need not divide the layers (the balanced split), but every virtual stage needs a
+     * slot: 4 x 11 = 44 virtual stages for 40 layers + the embedding + the loss */
+    {"44 virtual stages: more than the 40 layers", {W13, "--gpus", "8", "--pp", "4", "--vpp", "11"}},
     {"needs --recompute full", {W13, "--gpus", "8", "--recompute-layers", "2"}},
     {"more than the 20 layers of a stage",
      {W13, "--gpus", "8", "--pp", "2", "--recompute", "full", "--recompute-layers", "30"}},

@@ -91,14 +91,34 @@ static bool refusal_ppvpp(const char *msg)
     return strstr(msg, "vpp") && strstr(msg, "layers");
 }
 
+/* Split ARGS in place as a shell would for what runs.csv holds: words between spaces, a '...'
+ * span one word without its quotes (Megatron's layout strings: --pipeline-layout 'Et|(tt|)*30mL'). */
+static int args_split(char *s, char **argv, int max)
+{
+    int k = 0;
+    while (*s && k < max) {
+        while (*s == ' ') s++;
+        if (!*s) break;
+        char *out = s;
+        argv[k++] = out;
+        bool quoted = false;
+        for (; *s && (quoted || *s != ' '); s++) {
+            if (*s == '\'') quoted = !quoted;
+            else *out++ = *s;
+        }
+        if (*s) s++;
+        *out = 0;
+    }
+    return k;
+}
+
 static void row_run(row *r, char *args)
 {
     char *argv[MAX_ARGS + 8];
     int k = 0;
     argv[k++] = (char *)parplan;
     argv[k++] = "check";
-    for (char *save = NULL, *tok = strtok_r(args, " ", &save); tok && k < MAX_ARGS; tok = strtok_r(NULL, " ", &save))
-        argv[k++] = tok;
+    k += args_split(args, argv + k, MAX_ARGS - k);
     argv[k++] = "--json";
     argv[k++] = "-q";
     argv[k] = NULL;

@@ -41,6 +41,9 @@ static int64_t brute_count(const pp_work *w, bool allow_cross)
     divisors(w->gpus, cps, &ncp);
     divisors(w->gbs, mbss, &nmbs);
     divisors(w->model.layers, vpps, &nvpp);
+    /* and the uneven interleavings the search tries (search.c): vpp 2, 4, 8 */
+    for (int64_t v = 2; v <= 8; v *= 2)
+        if (w->model.layers % v) vpps[nvpp++] = v;
     if (w->model.experts > 1) {
         divisors(w->model.experts, eps, &nep);
         int k = 0;
@@ -99,6 +102,13 @@ static int64_t brute_count(const pp_work *w, bool allow_cross)
                                             continue;
                                         if (l.cp > 1 && w->attention != PP_ATTN_FLASH) continue;
                                         if ((l.zero > 0 || l.dist_opt) && l.dp * l.cp == 1) continue;
+                                        /* interleaving where pp x vpp does not divide the layers
+                                         * (validate takes the balanced split): searched only with
+                                         * vpp 2, 4 or 8 on a pp without uniform interleaving */
+                                        int64_t L = w->model.layers;
+                                        if (l.vpp > 1 && L % (l.pp * l.vpp) &&
+                                            (!(L % l.pp || L == l.pp) || (l.vpp != 2 && l.vpp != 4 && l.vpp != 8)))
+                                            continue;
                                         count++;
                                     }
     return count;

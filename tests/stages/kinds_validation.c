@@ -287,8 +287,11 @@ static void test_refine(void)
     pp_search_params sp;
     pp_search_params_init(&sp);
     sp.top = 32;
-    sp.fixed = PP_SEARCH_FIX_PP;
+    /* vpp fixed at 1: 27 layers on 4 stages would also be searched interleaved with the balanced
+     * split by virtual stage, which the stage MILP leaves as it is */
+    sp.fixed = PP_SEARCH_FIX_PP | PP_SEARCH_FIX_VPP;
     sp.fixed_layout.pp = 4;
+    sp.fixed_layout.vpp = 1;
     pp_search_result sr;
     pp_error err = {0};
     if (pp_search_run(&w, &sp, plan_cand, &sr, &err) != PP_OK || sr.n < 1) {

@@ -344,9 +344,12 @@ static void test_refine(void)
     pp_search_params sp;
     pp_search_params_init(&sp);
     sp.top = 32;
-    /* pp fixed at 4 (plan --pp 4): unfixed, pp 1 wins on this work and there is nothing to split */
-    sp.fixed = PP_SEARCH_FIX_PP;
+    /* pp fixed at 4 (plan --pp 4): unfixed, pp 1 wins on this work and there is nothing to split;
+     * vpp fixed at 1: 30 layers on 4 stages would also be searched interleaved with the balanced
+     * split by virtual stage, which the stage MILP leaves as it is */
+    sp.fixed = PP_SEARCH_FIX_PP | PP_SEARCH_FIX_VPP;
     sp.fixed_layout.pp = 4;
+    sp.fixed_layout.vpp = 1;
     pp_search_result sr;
     pp_error err = {0};
     if (pp_search_run(&w, &sp, plan_cand, &sr, &err) != PP_OK || sr.n < 5) {

@@ -16,7 +16,8 @@
 #include "tap.h"
 
 /* A work and layout as `parplan check ARGS` builds them. "@SRC@/" in ARGS is the source tree
- * (printed as a path relative to it). */
+ * (printed as a path relative to it); words are split at blanks, and '...' quotes a word for the
+ * shell (the printed command runs through one). */
 typedef struct {
     pp_request rq;
     pp_resolved c; /* .work, .layout */
@@ -43,7 +44,14 @@ static inline bool cli_try(tt_cli *t, const char *args, pp_error *err)
     t->buf[k] = 0;
     t->shown[m] = 0;
     int argc = 0;
-    for (char *p = strtok(t->buf, " "); p && argc < 127; p = strtok(NULL, " ")) t->argv[argc++] = p;
+    for (char *p = strtok(t->buf, " "); p && argc < 127; p = strtok(NULL, " ")) {
+        /* a word quoted for the shell ('Et|(tt|)*30mL', as printed): without its quotes */
+        char *o = p;
+        for (char *q = p; *q; q++)
+            if (*q != '\'') *o++ = *q;
+        *o = 0;
+        t->argv[argc++] = p;
+    }
     static pp_catalog cat;
     memset(err, 0, sizeof *err);
     if (!cat.n_models) {

@@ -77,7 +77,10 @@ static const table_spec tables[] = {
     /* B200's catalog constants are datasheet estimates (gemm_eff 0.75 not measured here; FP8 at
      * twice that rate, the H200 measurement's ratio), and 64K-token context parallelism prices
      * the attention at the H100's fused-attention efficiency. */
-    {"fp8_nemo_2502.csv", "nemo 25.02 FP8", 0.30, 1,
+    /* 2 OOM rows; one of them Llama 3.1 405B on 128 B200 (pp 8 x vpp 8, evaluated since 126 layers
+     * take the balanced split by virtual stage): stage 1 needs 194 GiB of 179, 131 GiB of it the
+     * FP8 model state of 12.7e9 parameters per rank. */
+    {"fp8_nemo_2502.csv", "nemo 25.02 FP8", 0.30, 2,
      "unmeasured B200 GEMM efficiency (bf16 and FP8) and H100 fused-attention efficiency at 64K"},
     /* One row: the TFLOP/s headline paired with the README's mapping table (its CSV says why). */
     {"moe_megatron_core_readme.csv", "megatron-core MoE README", 0.30, 0,
