@@ -276,6 +276,9 @@ typedef struct {
     int64_t gpus_per_node;    /* typical node size */
     double internode_gbs;     /* network bandwidth per GPU, unidirectional GB/s */
     double gemm_eff;          /* achievable fraction of bf16 peak for large GEMMs (catalog) */
+    double gemm_sustained;    /* the fraction of the gemm_eff rate that large GEMMs hold in a training
+                                 run, the GPU at its power limit; 0 = not stated (the time model's
+                                 default, cost/time.c) */
     double intra_latency_s;   /* per-collective-step latency inside a node */
     double inter_latency_s;   /* per-step latency across nodes */
     double max_power_w;       /* the board's maximum power limit (datasheet TDP), at which the

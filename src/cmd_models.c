@@ -73,6 +73,7 @@ static void models_json(const pp_catalog *cat)
         pp_json_kint(&j, "gpus_per_node", g->gpus_per_node);
         pp_json_knum(&j, "internode_gbs", g->internode_gbs);
         pp_json_knum(&j, "gemm_eff", g->gemm_eff);
+        if (g->gemm_sustained > 0) pp_json_knum(&j, "gemm_sustained", g->gemm_sustained);
         pp_json_knum(&j, "intra_latency_s", g->intra_latency_s);
         pp_json_knum(&j, "inter_latency_s", g->inter_latency_s);
         pp_json_knum(&j, "max_power_w", g->max_power_w);

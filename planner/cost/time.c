@@ -40,7 +40,13 @@
  * GEMM_SUSTAINED x the catalog's 8192^3 figure (gemm_eff): the transformer shapes, measured in
  * one ~2-minute sweep, ran at 0.95 of what the short 8192^3 run reached (clocks under sustained
  * load). Three rows (h 2048, tp 8: proj, fc1, fc2 at 26-132 TFLOP/s while the twice larger
- * tp 4 GEMMs ran at 700) are measurement outliers and are left out of the fit. */
+ * tp 4 GEMMs ran at 700) are measurement outliers and are left out of the fit.
+ * A GPU entry's gemm_sustained replaces GEMM_SUSTAINED where it is stated: the fraction of the
+ * gemm_eff rate that large GEMMs hold in a training run, with the GPU at its power limit (the
+ * H100 SXM and the GPUs of its die at 700 W: 0.88, from the h 8192 rows, measured last, of four
+ * sweeps on the lent H100 and H200; models.d/gpus/h100-sxm.yaml and docs/time-model.md,
+ * "Sustained GEMM rate"). GEMM_SUSTAINED stays the short sweep's figure, for the entries that
+ * state none. */
 #define GEMM_SUSTAINED 0.95
 #define GEMM_REF_DIM 8192.0
 
@@ -264,7 +270,9 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
     c->gemm_rate = pp_gpu_gemm_flops(g, PP_DT_BF16);
     double bw = g->mem_bw_gbs * 1e9;
     c->gemm_shape_c = bw > 0 ? c->gemm_rate / bw : 0;
-    c->gemm_norm = GEMM_SUSTAINED * (1.0 + 3.0 * c->gemm_shape_c / GEMM_REF_DIM);
+    /* the training rate of the entry's large GEMMs (its gemm_sustained), else the short sweep's */
+    double sustained = g->gemm_sustained > 0 ? g->gemm_sustained : GEMM_SUSTAINED;
+    c->gemm_norm = sustained * (1.0 + 3.0 * c->gemm_shape_c / GEMM_REF_DIM);
     c->mem_rate = ELEM_EFF * bw;
     c->fp8 = w->stack.precision == PP_PREC_FP8 && g->peak_flops[PP_DT_FP8] > 0;
     if (c->fp8) {
@@ -273,7 +281,7 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
          * 8192^3 against 788 for bf16, 1.88x, where the peaks are 2x apart. */
         c->gemm_rate_fp8 = pp_gpu_gemm_flops(g, PP_DT_FP8);
         c->gemm_shape_c_fp8 = bw > 0 ? c->gemm_rate_fp8 / bw : 0;
-        c->gemm_norm_fp8 = GEMM_SUSTAINED * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
+        c->gemm_norm_fp8 = sustained * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
     }
     c->flash_fwd_rate = c->opts.flash_fwd_eff * c->gemm_rate;
     c->flash_bwd_rate = c->opts.flash_bwd_eff * c->gemm_rate;

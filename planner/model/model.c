@@ -466,6 +466,9 @@ pp_status pp_gpu_validate(pp_gpu *g, pp_error *err)
     if (g->gpus_per_node < 1 || g->gpus_per_node > 1000000)
         return BAD("gpus_per_node must be between 1 and 1000000, got %lld",
                    (long long)g->gpus_per_node);
+    /* 0: not stated (the time model's default); a stated fraction as the loader's range */
+    if (!isfinite(g->gemm_sustained) || (g->gemm_sustained != 0 && (g->gemm_sustained < 0.5 || g->gemm_sustained > 1)))
+        return BAD("gemm_sustained must be between 0.5 and 1, got %g", g->gemm_sustained);
     if (!isfinite(g->max_power_w) || g->max_power_w < 0 || g->max_power_w > 1e5)
         return BAD("max_power_w must be between 1 and 100000 W, got %g", g->max_power_w);
     /* a variant's lower default limit: the same range as --gpu-power-w (gpu_power.c) */

@@ -114,6 +114,9 @@ int main(int argc, char **argv)
            all.mape_loo);
     tap_ok(all.max_abs_loo < 8.0, "leave-one-out worst run %.1f%% < 8%%", all.max_abs_loo);
     /* the factors say something physical and stay inside their bounds */
+    /* gemm_scale over the catalog H200's training rate (gemm_sustained 0.88, a GPU held at its power
+     * cap): these host-bound runs leave the GPU below its cap, so their GEMMs run faster, at about
+     * a short sweep's rate (0.95 / 0.88 = 1.08); 1.14 when written */
     tap_ok(all.cal.gemm_scale > 0.8 && all.cal.gemm_scale < 1.25, "gemm_scale %.3g near 1: cuBLAS through torch "
                                                                   "reaches the GEMM curve", all.cal.gemm_scale);
     tap_ok(all.cal.score_bytes > 10 && all.cal.layer_overhead_s > 50e-6 && all.cal.optimizer_scale > 1.5,

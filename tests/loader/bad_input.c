@@ -87,6 +87,9 @@ static const bad_case cases[] = {
     {GPU, "flops not a mapping", "flops: 312\n", 1, 8, "'flops': expected a mapping, got a scalar"},
     {GPU, "two memory keys", "memory_mib: 81920\n" OKG, 3, 1, "give exactly one of"},
     {GPU, "gemm_eff > 1", "name: g\ngemm_eff: 1.5\n", 2, 11, "'gemm_eff': 1.5 is out of range"},
+    /* the training fraction of the gemm_eff rate (cost/time.c): 0.5-1, a fraction, not a percentage */
+    {GPU, "gemm_sustained > 1", "name: g\ngemm_sustained: 88\n", 2, 17, "'gemm_sustained': 88 is out of range"},
+    {GPU, "gemm_sustained zero", "name: g\ngemm_sustained: 0\n", 2, 17, "'gemm_sustained': 0 is out of range"},
     {GPU, "negative bandwidth", "name: g\nmem_bw_gbs: -5\n", 2, 13, "'mem_bw_gbs'"},
     {GPU, "missing flops", "name: g\nmemory_gib: 80\nmem_bw_gbs: 2000\nnvlink_gbs: 0\npcie_gbs: 32\n"
      "gpus_per_node: 4\ninternode_gbs: 0\ngemm_eff: 0.8\nintra_latency_us: 10\ninter_latency_us: 20\n", 1, 1,
