@@ -346,7 +346,8 @@ static pp_coll coll_profile_op(pp_time_coll op)
     case PP_TC_ALL_REDUCE: return PP_COLL_ALL_REDUCE;
     case PP_TC_ALL_GATHER: return PP_COLL_ALL_GATHER;
     case PP_TC_REDUCE_SCATTER: return PP_COLL_REDUCE_SCATTER;
-    case PP_TC_ALL_TO_ALL: return PP_COLL_ALL_TO_ALL;
+    case PP_TC_ALL_TO_ALL:
+    case PP_TC_DISPATCH: return PP_COLL_ALL_TO_ALL;
     case PP_TC_SENDRECV: break;
     }
     return PP_COLL_SENDRECV;
@@ -395,6 +396,35 @@ double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, in
     if (op == PP_TC_SENDRECV) return bytes / c->net_bw + lat;
     double bus = net < c->nvlink_bw ? net : c->nvlink_bw;
     return factor * bytes / bus + lat;
+}
+
+/* Megatron's flex dispatcher (DeepEP's normal kernels, HybridEP): a dispatch (or combine) sends
+ * each token once to every other node that holds one of its experts, over the rank's own NIC, and
+ * the receiving GPU of that node forwards it over NVLink to every rank there that holds one (the
+ * sending node's ranks get theirs over NVLink directly); the RDMA and NVLink warps run as one
+ * pipeline (DeepEP's internode.cu), so the slower of the two paces it. DeepEP's own measurements on
+ * H800 with CX7 400 Gb/s, ~50 GB/s (docs/legacy.md, normal kernels, DeepSeek-V3's setting with its
+ * top-4 node groups): 58 and 51 GB/s of RDMA "bottleneck bandwidth" per GPU at EP 32 and 64, which
+ * counts a token once per node it goes to, its own node included (tests/test_internode.py,
+ * num_rdma_token_sent); without the own node's share (1/4 and 1/2 of the 4 nodes) that is 43.5 and
+ * 44.6 GB/s, 0.87-0.89 of the line rate: NCCL_NET_EFF's 0.90. */
+double pp_time_dispatch_s(const pp_time_ctx *c, int64_t n, int64_t per_node, double nvl_bytes, double net_bytes)
+{
+    if (n <= 1 || nvl_bytes + net_bytes <= 0) return 0;
+    if (per_node < 1) per_node = 1;
+    if (per_node > n) per_node = n;
+    int64_t nodes = (n + per_node - 1) / per_node;
+    double nvl = nvl_bytes / c->nvlink_bw;
+    const pp_profile *p = c->w->profile;
+    if (p && nodes == 1 && nvl_bytes > 0) {
+        /* the measured all-to-all bus bandwidth of the group (nccl-tests: the buffer's (n-1)/n
+         * leaves each rank), at the buffer that sends these bytes */
+        double bus = pp_profile_busbw_gbs(p, PP_COLL_ALL_TO_ALL, n, nvl_bytes * (double)n / (double)(n - 1));
+        if (bus > 0) nvl = nvl_bytes / (bus * 1e9);
+    }
+    double net = nodes > 1 ? net_bytes / c->net_bw : 0.0;
+    double lat = ceil_log2(per_node) * c->lat_intra_s + ceil_log2(nodes) * c->lat_inter_s;
+    return (nvl > net ? nvl : net) + lat;
 }
 
 /* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
@@ -584,7 +614,8 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
             else o->fwd_cp_s += hop + pp_time_behind((x->count - 1) * hop, attn_f);
             continue;
         }
-        double t = x->count * pp_time_collective_s(c, x->op, x->ranks, per_node, x->bytes);
+        double t = x->count * (x->op == PP_TC_DISPATCH ? pp_time_dispatch_s(c, x->ranks, per_node, x->bytes, x->net_bytes)
+                                                       : pp_time_collective_s(c, x->op, x->ranks, per_node, x->bytes));
         if (x->group != PP_LG_TP) { /* EP and expert TP: on the compute stream, exposed */
             if (x->bwd) o->bwd_ep_s += t;
             else o->fwd_ep_s += t;
