@@ -116,6 +116,18 @@
  * token sort and its inverse, the host sync for the tokens-per-expert counts (.tolist() in
  * SequentialMLP and the alltoall dispatcher): about 30 kernels forward and backward. */
 #define MOE_LAYER_KERNELS 30.0
+/* Megatron-Core's MoE layer on the TransformerEngine stack (grouped experts, dropless: the
+ * dispatcher syncs the tokens-per-expert counts to the host every layer and micro-batch), as the
+ * NeMo Megatron-Bridge releases of 2025-26 run it without CUDA graphs of the whole layer: the
+ * host's time to issue one layer for one micro-batch, forward and backward. Where the GPU work is
+ * small the host sets the pace: Qwen3-30B-A3B at micro-batch 1 ran 9299 and 9691 tokens/s/GPU on
+ * 8 B200 with EP 8 (25.11, 26.02) and 9058 and 8960 on 16 H100 (26.02.01 with PP 2 x VP 12,
+ * 26.04.01 with EP 16), the same pace on GPUs 2.3x apart in FP8 throughput, while the B200 ran
+ * 27136 at micro-batch 4 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md). The
+ * figure is the 26.02 B200 row's, a row none of the validation tables holds: 27.05 s for 64
+ * micro-batches of 48 layers, less the rest of the step as this model prices it (the output layer
+ * and loss, the embedding and the optimizer: 0.69 s), 8.6 ms per layer and micro-batch. */
+#define MOE_TE_HOST_LAYER_S 8.6e-3
 
 
 /* --framework fsdp: PyTorch FSDP2 training as torchtitan runs it (eager modules, no fusions but
@@ -482,6 +494,16 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     *f = *b = 0;
 }
 
+/* Whether an MoE layer runs at the host's pace of MOE_TE_HOST_LAYER_S: Megatron's TransformerEngine
+ * stack, dropless, without a profile calibration of its own (a calibrated stack's host figures,
+ * moe_layer_overhead_s and expert_overhead_s, are fitted to its own logs and replace it). */
+static bool moe_te_host_paced(const pp_work *w)
+{
+    const pp_calibration *cal = w->profile && w->profile->calibration.present ? &w->profile->calibration : NULL;
+    if (cal && (cal->moe_layer_overhead_s > 0 || cal->expert_overhead_s > 0)) return false;
+    return w->framework == PP_FW_MEGATRON && pp_work_impl(w) == PP_IMPL_TE && !(w->stack.moe_capacity_factor > 0);
+}
+
 /* The terms of one layer of kind `kind` for one micro-batch: the layer description's GEMMs,
  * attention core, elementwise kernels and collectives (layer.c) through this file's rates. */
 static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_time_terms *o)
@@ -643,6 +665,19 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
          * other one's compute of the same layer. */
         o->fwd_ep_s = pp_time_behind(o->fwd_ep_s, o->bwd_compute_s);
         o->bwd_ep_s = pp_time_behind(o->bwd_ep_s, o->fwd_compute_s);
+    }
+    if (ly.moe && moe_te_host_paced(w)) {
+        /* The host issues the whole layer (attention, router, dispatch, experts, combine) and the
+         * GPU runs it as it comes: the layer takes the GPU's time, collectives included, or the
+         * host's (MOE_TE_HOST_LAYER_S), whichever is longer; the difference is the GPU waiting,
+         * a third of it in the forward and two thirds in the backward, as the host's work is
+         * split. */
+        double gpu = o->fwd_compute_s + o->fwd_tp_s + o->fwd_cp_s + o->fwd_ep_s + o->bwd_compute_s + o->bwd_tp_s +
+                     o->bwd_cp_s + o->bwd_ep_s;
+        if (gpu < MOE_TE_HOST_LAYER_S) {
+            o->fwd_compute_s += (MOE_TE_HOST_LAYER_S - gpu) / 3.0;
+            o->bwd_compute_s += 2.0 * (MOE_TE_HOST_LAYER_S - gpu) / 3.0;
+        }
     }
 }
 
