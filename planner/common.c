@@ -25,7 +25,7 @@ unsigned pp_layout_rc_modules(const pp_layout *l)
     return l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
 }
 const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
-const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather"};
+const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather", "flex"};
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 
 void pp_stack_init(pp_stack *s)
@@ -490,8 +490,8 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     if (w->stack.ep_overlap && w->framework == PP_FW_MEGATRON) {
         /* Megatron-Core's EP all-to-all overlap (transformer_config.py __post_init__). */
         if (l->ep < 2) return LAYOUT_BAD("--ep-overlap needs --ep of at least 2");
-        if (w->stack.dispatcher != PP_DISPATCH_ALLTOALL)
-            return LAYOUT_BAD("--ep-overlap needs the alltoall dispatcher");
+        if (w->stack.dispatcher == PP_DISPATCH_ALLGATHER)
+            return LAYOUT_BAD("--ep-overlap needs the alltoall or flex dispatcher");
         if (l->recompute == PP_RC_FULL) return LAYOUT_BAD("--ep-overlap does not combine with --recompute full");
         /* (Megatron also wants --vpp with pp > 1; DeepSeek's DualPipe overlaps without it: the
          * Megatron launch writer refuses that case, the models price both.) */

@@ -345,11 +345,13 @@ struct pp_profile; /* measured hardware profile, profile.c */
  * the model's config says. */
 typedef enum { PP_PREC_BF16 = 0, PP_PREC_FP16, PP_PREC_FP8, PP_PREC_COUNT } pp_precision;
 typedef enum { PP_IMPL_TE = 0, PP_IMPL_LOCAL, PP_IMPL_COUNT } pp_impl;
-/* MoE token dispatch (Megatron --moe-token-dispatcher-type) and expert GEMMs. */
-typedef enum { PP_DISPATCH_ALLTOALL = 0, PP_DISPATCH_ALLGATHER, PP_DISPATCH_COUNT } pp_dispatch;
+/* MoE token dispatch (Megatron --moe-token-dispatcher-type) and expert GEMMs. flex is Megatron's
+ * flex dispatcher with its DeepEP or HybridEP backend (--moe-flex-dispatcher-backend), which sends a
+ * token once per destination rank and, across nodes, once per destination node (time.c). */
+typedef enum { PP_DISPATCH_ALLTOALL = 0, PP_DISPATCH_ALLGATHER, PP_DISPATCH_FLEX, PP_DISPATCH_COUNT } pp_dispatch;
 extern const char *const pp_precision_names[PP_PREC_COUNT]; /* "bf16", "fp16", "fp8" */
 extern const char *const pp_impl_names[PP_IMPL_COUNT];      /* "te", "local" */
-extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "allgather" */
+extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "allgather", "flex" */
 /* torch.optim.AdamW under --framework fsdp: fused (one kernel per step, torchtitan's default) or
  * foreach (horizontally fused ops; sqrt(v) for the whole group at once). The Megatron and
  * DeepSpeed paths keep their own rules (memory.c). */

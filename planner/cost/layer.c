@@ -7,6 +7,7 @@
  * reader. */
 #include "pp_layer.h"
 
+#include <math.h>
 #include <string.h>
 
 #define BIT(x) (1u << (x))
@@ -32,6 +33,62 @@ double pp_layer_expert_tokens(const pp_work *w, const pp_layout *l, double T, do
     if (w->stack.moe_capacity_factor > 0) imb = w->stack.moe_capacity_factor;
     if (mean) *mean = avg;
     return avg * imb;
+}
+
+/* ------------------------------------------------------------------ the flex dispatcher's fan-out */
+
+/* C(a, k) / C(b, k): the chance that k of b items drawn without replacement all avoid b - a of them */
+static double choose_ratio(double a, double b, double k)
+{
+    if (a < k) return 0.0;
+    double r = 1.0;
+    for (double i = 0; i < k; i++) r *= (a - i) / (b - i);
+    return r;
+}
+
+/* The chance that a unit holding u of the E experts (contiguous, as Megatron places a rank's local
+ * experts) gets at least one of a token's k experts. Routing spread uniformly: Megatron's forced
+ * balance draws random logits (router.py, moe_router_force_load_balancing), the balanced
+ * state an aux loss aims at. Group-limited routing (DeepSeek-V3 sec. 2.1.2; Megatron
+ * --moe-router-num-groups / --moe-router-group-topk) first picks M of the G groups of E / G
+ * experts, then the k experts among those M groups. */
+static double unit_hit(const pp_model *m, double E, double k, double u)
+{
+    double G = (double)m->router_groups, M = (double)m->router_group_topk;
+    if (!(G > 1 && M > 0 && M < G)) return 1.0 - choose_ratio(E - u, E, k);
+    double g = E / G, pool = M * g;
+    if (u <= g && fmod(g, u) == 0) /* the unit inside one group: hit only if its group is picked */
+        return M / G * (1.0 - choose_ratio(pool - u, pool, k));
+    if (u > g && fmod(u, g) == 0) {
+        /* the unit holds u / g groups, j of them picked (hypergeometric over the G groups) */
+        double a = u / g, p = 0;
+        for (double j = 1; j <= a && j <= M; j++) {
+            double pj = 1;
+            for (double i = 0; i < M; i++) /* C(a, j) C(G - a, M - j) / C(G, M), as a product */
+                pj *= (i < j ? (a - i) / (j - i) : (G - a - (i - j)) / (M - i)) / ((G - i) / (M - i));
+            p += pj * (1.0 - choose_ratio(pool - j * g, pool, k));
+        }
+        return p;
+    }
+    return 1.0 - choose_ratio(E - u, E, k); /* groups and units not nested: as ungrouped */
+}
+
+void pp_layer_dispatch_fanout(const pp_work *w, const pp_layout *l, int64_t per_node, double *ranks,
+                              double *other_nodes)
+{
+    /* Megatron's flex dispatcher (megatron/core/transformer/moe/token_dispatcher.py,
+     * MoEFlexTokenDispatcher) runs over the tp x ep ranks of the expert grid, each expert split
+     * over the etp ranks of its EP position; DeepEP's layout (get_dispatch_layout:
+     * num_tokens_per_rank, num_tokens_per_rdma_rank) sends a token once to every rank that holds
+     * one of its experts and once to every other node holding one, where the node's receiving GPU
+     * forwards it over NVLink (DeepSeek-V3 report sec. 3.2.2; DeepEP's normal kernels). */
+    const pp_model *m = &w->model;
+    double E = (double)m->experts, k = (double)(m->topk > 0 ? m->topk : 1);
+    double ep = (double)l->ep, etp = (double)pp_layout_etp(l), n = ep * etp;
+    double pn = per_node < 1 ? 1.0 : per_node > (int64_t)n ? n : (double)per_node;
+    *ranks = etp * ep * unit_hit(m, E, k, E / ep);
+    double nodes = n / pn;
+    *other_nodes = nodes > 1 ? (nodes - 1.0) * unit_hit(m, E, k, E / nodes) : 0.0;
 }
 
 /* ------------------------------------------------------------------ parameters */
@@ -316,7 +373,7 @@ static void coll_add(pp_layer *ly, const char *name, pp_layer_group g, pp_time_c
 {
     if (ly->n_coll >= PP_LAYER_MAX_COLLS || ranks <= 1 || bytes <= 0 || count <= 0) return;
     ly->coll[ly->n_coll++] = (pp_layer_coll){name, g, op, bytes, count, ranks, stride, bwd, beside,
-                                             async, regather};
+                                             async, regather, 0.0};
 }
 
 /* One TP collective of a layer: around which GEMM, in which pass. */
@@ -328,7 +385,7 @@ typedef struct {
     bool async, regather;
 } tp_coll;
 
-static void build_colls(const pp_layout *l, pp_layer *ly)
+static void build_colls(const pp_work *w, const pp_layout *l, pp_layer *ly)
 {
     const double M = ly->tokens * ly->hidden * 2.0; /* one 16-bit activation of the shard */
     const int64_t tp = l->tp;
@@ -378,7 +435,24 @@ static void build_colls(const pp_layout *l, pp_layer *ly)
      * etp apart in Megatron's expert grid tp x cp x dp = etp x ep x edp); with expert TP the
      * all-gather of the expert-TP group's tokens before the experts and the reduce-scatter after
      * them. */
-    if (ly->moe) {
+    if (ly->moe && w->stack.dispatcher == PP_DISPATCH_FLEX) {
+        /* The flex dispatcher: one group of etp x ep ranks (Megatron's tp_ep group, consecutive in
+         * the expert grid), a token's 16-bit row sent once per rank and node it goes to
+         * (pp_layer_dispatch_fanout); the experts' tensor-parallel ranks get it in the same pass. */
+        int64_t n = pp_layout_etp(l) * l->ep;
+        int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+        int64_t per_node = pp_time_group_per_node(n, 1, gpn);
+        double ranks = 0, nodes = 0, row = ly->tokens_routed * ly->hidden * 2.0;
+        pp_layer_dispatch_fanout(w, l, per_node, &ranks, &nodes);
+        double pn = (double)(per_node < n ? per_node : n);
+        /* the busiest rank receives its experts' share (imbalance, capacity) over the mean */
+        double busy = ly->expert_tokens_mean > 0 ? ly->expert_tokens / ly->expert_tokens_mean : 1.0;
+        double nvl = row * ranks * (pn - 1.0) / pn * busy, net = row * nodes * busy;
+        for (int bwd = 0; bwd < 2 && n > 1 && nvl + net > 0 && ly->n_coll < PP_LAYER_MAX_COLLS; bwd++)
+            ly->coll[ly->n_coll++] = (pp_layer_coll){bwd ? "moe.flex_grad" : "moe.flex_dispatch_combine",
+                                                     PP_LG_EP, PP_TC_DISPATCH, nvl, 2, n, 1, bwd != 0,
+                                                     PP_LB_EXPERT, false, false, net};
+    } else if (ly->moe) {
         int64_t etp = pp_layout_etp(l);
         double a2a = ly->expert_tokens / ly->etp * ly->hidden * 2.0, g = ly->expert_tokens * ly->hidden * 2.0;
         for (int bwd = 0; bwd < 2; bwd++) {
@@ -727,7 +801,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = 0;
     if (parts & PP_LAYER_GEMMS) build_gemms(w, ly);
     if (parts & PP_LAYER_EW) build_ew(w, ly);
-    if (parts & PP_LAYER_COLLS) build_colls(l, ly);
+    if (parts & PP_LAYER_COLLS) build_colls(w, l, ly);
     if (parts & PP_LAYER_SAVED) build_saved(w, l, ly);
     if (parts & PP_LAYER_PARAMS) build_params(w, l, ly);
 }

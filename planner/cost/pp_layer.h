@@ -104,6 +104,7 @@ typedef struct {
     bool async;       /* runs beside that GEMM's backward by default (Megatron's asynchronous
                          TP input-gradient reduction and the SP input re-gather) */
     bool regather;    /* the SP backward's re-gather of a column-parallel layer's input */
+    double net_bytes; /* PP_TC_DISPATCH: what crosses the network (bytes: what moves over NVLink) */
 } pp_layer_coll;
 
 /* One tensor saved for the backward (the activation table; memory.c prices it). */
@@ -198,6 +199,13 @@ void pp_layer_build(const pp_work *w, const pp_layout *l, int kind, pp_layer *ou
  * path needs the saved tensors alone (and the parameter sums, pp_layer_rank_params_get). */
 void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsigned parts,
                           pp_layer *out);
+
+/* Megatron's flex dispatcher (DeepEP, HybridEP): the expected number of distinct ranks of its
+ * group of n ranks (etp x ep, per_node of them on each node) that receive one token, and of
+ * distinct other nodes (0 when the group is on one node), with the model's top-k routing spread
+ * uniformly over the experts (forced balance) within group-limited routing's groups. */
+void pp_layer_dispatch_fanout(const pp_work *w, const pp_layout *l, int64_t per_node, double *ranks,
+                              double *other_nodes);
 
 /* The token copies the rank's experts receive per micro-batch for T tokens of its sequence
  * shard on the busiest rank (the one rule the memory and time models share), and the mean in

@@ -150,11 +150,15 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
 
 /* Building blocks, exposed for tests. */
 typedef enum { PP_TC_ALL_REDUCE = 0, PP_TC_ALL_GATHER, PP_TC_REDUCE_SCATTER, PP_TC_ALL_TO_ALL,
-               PP_TC_SENDRECV } pp_time_coll;
+               PP_TC_SENDRECV, PP_TC_DISPATCH } pp_time_coll;
 /* Time of one collective of `bytes` (all-reduce: the buffer; all-gather: the output;
  * reduce-scatter: the input) over n ranks of which per_node share a node. */
 double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, int64_t per_node,
                             double bytes);
+/* One dispatch or combine of Megatron's flex dispatcher (DeepEP, HybridEP) over n ranks of which
+ * per_node share a node: nvl_bytes leave the rank over NVLink, net_bytes over its NIC, both at
+ * once (pp_layer_dispatch_fanout gives the counts). */
+double pp_time_dispatch_s(const pp_time_ctx *c, int64_t n, int64_t per_node, double nvl_bytes, double net_bytes);
 /* Achieved FLOP/s of an (m x k) x (k x n) bf16 GEMM. */
 double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k);
 /* What a collective of `comm` seconds run beside `window` seconds of compute leaves exposed

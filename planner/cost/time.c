@@ -122,6 +122,18 @@
  * token sort and its inverse, the host sync for the tokens-per-expert counts (.tolist() in
  * SequentialMLP and the alltoall dispatcher): about 30 kernels forward and backward. */
 #define MOE_LAYER_KERNELS 30.0
+/* Megatron-Core's MoE layer on the TransformerEngine stack (grouped experts, dropless: the
+ * dispatcher syncs the tokens-per-expert counts to the host every layer and micro-batch), as the
+ * NeMo Megatron-Bridge releases of 2025-26 run it without CUDA graphs of the whole layer: the
+ * host's time to issue one layer for one micro-batch, forward and backward. Where the GPU work is
+ * small the host sets the pace: Qwen3-30B-A3B at micro-batch 1 ran 9299 and 9691 tokens/s/GPU on
+ * 8 B200 with EP 8 (25.11, 26.02) and 9058 and 8960 on 16 H100 (26.02.01 with PP 2 x VP 12,
+ * 26.04.01 with EP 16), the same pace on GPUs 2.3x apart in FP8 throughput, while the B200 ran
+ * 27136 at micro-batch 4 (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md). The
+ * figure is the 26.02 B200 row's, a row none of the validation tables holds: 27.05 s for 64
+ * micro-batches of 48 layers, less the rest of the step as this model prices it (the output layer
+ * and loss, the embedding and the optimizer: 0.69 s), 8.6 ms per layer and micro-batch. */
+#define MOE_TE_HOST_LAYER_S 8.6e-3
 
 
 /* --framework fsdp: PyTorch FSDP2 training as torchtitan runs it (eager modules, no fusions but
@@ -356,7 +368,8 @@ static pp_coll coll_profile_op(pp_time_coll op)
     case PP_TC_ALL_REDUCE: return PP_COLL_ALL_REDUCE;
     case PP_TC_ALL_GATHER: return PP_COLL_ALL_GATHER;
     case PP_TC_REDUCE_SCATTER: return PP_COLL_REDUCE_SCATTER;
-    case PP_TC_ALL_TO_ALL: return PP_COLL_ALL_TO_ALL;
+    case PP_TC_ALL_TO_ALL:
+    case PP_TC_DISPATCH: return PP_COLL_ALL_TO_ALL;
     case PP_TC_SENDRECV: break;
     }
     return PP_COLL_SENDRECV;
@@ -405,6 +418,35 @@ double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, in
     if (op == PP_TC_SENDRECV) return bytes / c->net_bw + lat;
     double bus = net < c->nvlink_bw ? net : c->nvlink_bw;
     return factor * bytes / bus + lat;
+}
+
+/* Megatron's flex dispatcher (DeepEP's normal kernels, HybridEP): a dispatch (or combine) sends
+ * each token once to every other node that holds one of its experts, over the rank's own NIC, and
+ * the receiving GPU of that node forwards it over NVLink to every rank there that holds one (the
+ * sending node's ranks get theirs over NVLink directly); the RDMA and NVLink warps run as one
+ * pipeline (DeepEP's internode.cu), so the slower of the two paces it. DeepEP's own measurements on
+ * H800 with CX7 400 Gb/s, ~50 GB/s (docs/legacy.md, normal kernels, DeepSeek-V3's setting with its
+ * top-4 node groups): 58 and 51 GB/s of RDMA "bottleneck bandwidth" per GPU at EP 32 and 64, which
+ * counts a token once per node it goes to, its own node included (tests/test_internode.py,
+ * num_rdma_token_sent); without the own node's share (1/4 and 1/2 of the 4 nodes) that is 43.5 and
+ * 44.6 GB/s, 0.87-0.89 of the line rate: NCCL_NET_EFF's 0.90. */
+double pp_time_dispatch_s(const pp_time_ctx *c, int64_t n, int64_t per_node, double nvl_bytes, double net_bytes)
+{
+    if (n <= 1 || nvl_bytes + net_bytes <= 0) return 0;
+    if (per_node < 1) per_node = 1;
+    if (per_node > n) per_node = n;
+    int64_t nodes = (n + per_node - 1) / per_node;
+    double nvl = nvl_bytes / c->nvlink_bw;
+    const pp_profile *p = c->w->profile;
+    if (p && nodes == 1 && nvl_bytes > 0) {
+        /* the measured all-to-all bus bandwidth of the group (nccl-tests: the buffer's (n-1)/n
+         * leaves each rank), at the buffer that sends these bytes */
+        double bus = pp_profile_busbw_gbs(p, PP_COLL_ALL_TO_ALL, n, nvl_bytes * (double)n / (double)(n - 1));
+        if (bus > 0) nvl = nvl_bytes / (bus * 1e9);
+    }
+    double net = nodes > 1 ? net_bytes / c->net_bw : 0.0;
+    double lat = ceil_log2(per_node) * c->lat_intra_s + ceil_log2(nodes) * c->lat_inter_s;
+    return (nvl > net ? nvl : net) + lat;
 }
 
 /* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
@@ -460,6 +502,16 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     case PP_EW_CLASS_COUNT: break;
     }
     *f = *b = 0;
+}
+
+/* Whether an MoE layer runs at the host's pace of MOE_TE_HOST_LAYER_S: Megatron's TransformerEngine
+ * stack, dropless, without a profile calibration of its own (a calibrated stack's host figures,
+ * moe_layer_overhead_s and expert_overhead_s, are fitted to its own logs and replace it). */
+static bool moe_te_host_paced(const pp_work *w)
+{
+    const pp_calibration *cal = w->profile && w->profile->calibration.present ? &w->profile->calibration : NULL;
+    if (cal && (cal->moe_layer_overhead_s > 0 || cal->expert_overhead_s > 0)) return false;
+    return w->framework == PP_FW_MEGATRON && pp_work_impl(w) == PP_IMPL_TE && !(w->stack.moe_capacity_factor > 0);
 }
 
 /* The terms of one layer of kind `kind` for one micro-batch: the layer description's GEMMs,
@@ -594,7 +646,8 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
             else o->fwd_cp_s += hop + pp_time_behind((x->count - 1) * hop, attn_f);
             continue;
         }
-        double t = x->count * pp_time_collective_s(c, x->op, x->ranks, per_node, x->bytes);
+        double t = x->count * (x->op == PP_TC_DISPATCH ? pp_time_dispatch_s(c, x->ranks, per_node, x->bytes, x->net_bytes)
+                                                       : pp_time_collective_s(c, x->op, x->ranks, per_node, x->bytes));
         if (x->group != PP_LG_TP) { /* EP and expert TP: on the compute stream, exposed */
             if (x->bwd) o->bwd_ep_s += t;
             else o->fwd_ep_s += t;
@@ -622,6 +675,19 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
          * other one's compute of the same layer. */
         o->fwd_ep_s = pp_time_behind(o->fwd_ep_s, o->bwd_compute_s);
         o->bwd_ep_s = pp_time_behind(o->bwd_ep_s, o->fwd_compute_s);
+    }
+    if (ly.moe && moe_te_host_paced(w)) {
+        /* The host issues the whole layer (attention, router, dispatch, experts, combine) and the
+         * GPU runs it as it comes: the layer takes the GPU's time, collectives included, or the
+         * host's (MOE_TE_HOST_LAYER_S), whichever is longer; the difference is the GPU waiting,
+         * a third of it in the forward and two thirds in the backward, as the host's work is
+         * split. */
+        double gpu = o->fwd_compute_s + o->fwd_tp_s + o->fwd_cp_s + o->fwd_ep_s + o->bwd_compute_s + o->bwd_tp_s +
+                     o->bwd_cp_s + o->bwd_ep_s;
+        if (gpu < MOE_TE_HOST_LAYER_S) {
+            o->fwd_compute_s += (MOE_TE_HOST_LAYER_S - gpu) / 3.0;
+            o->bwd_compute_s += 2.0 * (MOE_TE_HOST_LAYER_S - gpu) / 3.0;
+        }
     }
 }
 

@@ -221,6 +221,33 @@ static stage_desc stage_desc_one(const pp_model *m, int k, double n, double r, b
  * (FSDP2 prefetches the next block's all-gather in the forward and backward, reduces on its own
  * stream): exposed are the first group's gather, the last group's reduction, and whatever the
  * others take beyond the compute they run beside (pp_time_behind()). */
+/* FSDP2 with expert parallelism (torchtitan's parallelize for MoE models, apply_fsdp; NeMo
+ * AutoModel's the same): a block's routed experts are sharded by EP and wrapped on their own
+ * over the expert-FSDP mesh (dp_shard_mod_ep: the edp = dp x cp / ep ranks that hold the same
+ * experts), the rest of the block over the whole shard group; each is gathered and reduced over
+ * its own group, and an expert group of one rank only casts its parameters (FSDP_CAST_BYTES). */
+typedef struct {
+    double S, SE, R;          /* shard ranks (dense, experts), HSDP replicas */
+    int64_t sn, sen, rn, ren; /* of those on one node */
+} fsdp_groups;
+
+static double fsdp_gather_s(const pp_time_ctx *c, const fsdp_groups *g, double dense, double expert, double bytes)
+{
+    return (g->S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)g->S, g->sn, dense * bytes) : 0.0) +
+           (g->SE > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)g->SE, g->sen, expert * bytes) : 0.0);
+}
+
+/* fp32 gradients reduce-scattered over the shard group, and under HSDP the shard all-reduced over
+ * the replicas */
+static double fsdp_reduce_s(const pp_time_ctx *c, const fsdp_groups *g, double dense, double expert)
+{
+    return (g->S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)g->S, g->sn, dense * 4.0) : 0.0) +
+           (g->SE > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)g->SE, g->sen, expert * 4.0) : 0.0) +
+           (g->R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)g->R, g->rn, dense * 4.0 / g->S) +
+                           pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)g->R, g->ren, expert * 4.0 / g->SE)
+                     : 0.0);
+}
+
 static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const stage_time *st,
                               double n_blocks, bool first, bool last, double m, double *opt_params)
 {
@@ -228,56 +255,65 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     const double t = (double)l->tp;
     const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
     const double dpcp = (double)(l->dp * l->cp);
+    const double edp = (double)pp_layout_edp(l);
     const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
-    const double SE = l->zero >= 2 ? max2(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+    const double SE = l->zero >= 2 ? max2(1.0, edp / R) : 1.0;
     const bool reshard = l->zero >= 3;
     const bool nosync = l->pp > 1 && m > 1;
     const double E = first ? c->embed_params / t : 0.0;
     const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
     const double P = st->params, PE = st->expert_params, Pall = P + PE;
-    const double B = max2(0.0, P - E - H) + PE;      /* the blocks' parameters */
-    const double blk = n_blocks > 0 ? B / n_blocks : 0.0;
+    /* the blocks' parameters, less their routed experts where EP wraps those on their own (without
+     * EP they are part of the block's one FSDP unit) */
+    const double PEs = l->ep > 1 ? PE : 0.0;
+    const double D = max2(0.0, P - E - H) + PE - PEs;
+    const double blk = n_blocks > 0 ? D / n_blocks : 0.0, blk_e = n_blocks > 0 ? PEs / n_blocks : 0.0;
     *opt_params = P / S + PE / SE;
 
     /* gathers per step of the blocks and embedding, and of [norm, output] */
     double g_blocks = nosync ? (reshard ? m + 1.0 : 1.0) : m * (reshard ? 2.0 : 1.0);
     double g_head = nosync ? 1.0 : m;
     double unshard_b = S > 1 ? FSDP_CAST_BYTES / S + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
-    double serial = unshard_b * ((B + E) * g_blocks + H * g_head);
+    double unshard_e = SE > 1 ? FSDP_CAST_BYTES / SE + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
+    double serial = unshard_b * ((D + E) * g_blocks + H * g_head) + unshard_e * PEs * g_blocks;
     double reductions = nosync ? 1.0 : m;
     /* copy-in every micro-batch; under PP's no-sync the bf16 gradient is added into the fp32
      * accumulator instead (read 2 + 4, write 4) */
     serial += Pall * (nosync ? (m - 1.0) * 10.0 + FSDP_CAST_BYTES : m * FSDP_CAST_BYTES);
-    double side = S > 1 ? Pall * (reductions - 1.0) * FSDP_ACCUM_BYTES / S : Pall * reductions * FSDP_RS_COPY_BYTES;
+    double side = (S > 1 ? P * (reductions - 1.0) * FSDP_ACCUM_BYTES / S : P * reductions * FSDP_RS_COPY_BYTES) +
+                  (SE > 1 ? PE * (reductions - 1.0) * FSDP_ACCUM_BYTES / SE : PE * reductions * FSDP_RS_COPY_BYTES);
     double compute = m * (st->fwd + st->bwd);
     double total = serial / c->mem_rate + pp_time_behind(side / c->mem_rate, m * st->bwd);
 
     const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     if (S > 1 || R > 1) {
         /* torchtitan's mesh is [pp, dp_replicate, dp_shard, cp, tp], tp innermost: the shard
-         * group's ranks are tp apart, the replicas tp x shard apart. */
-        int64_t sn = pp_time_group_per_node((int64_t)S, l->tp, gpn);
-        int64_t rn = pp_time_group_per_node((int64_t)R, l->tp * (int64_t)S, gpn);
+         * group's ranks are tp apart, the replicas tp x shard apart; EP takes the inner ranks of
+         * dp_shard x cp, so the expert-FSDP group's ranks are etp x ep apart. */
+        int64_t ee = pp_layout_etp(l) * l->ep;
+        fsdp_groups g = {S, SE, R, pp_time_group_per_node((int64_t)S, l->tp, gpn),
+                         pp_time_group_per_node((int64_t)SE, ee, gpn),
+                         pp_time_group_per_node((int64_t)R, l->tp * (int64_t)S, gpn),
+                         pp_time_group_per_node((int64_t)R, ee * (int64_t)SE, gpn)};
         double ab = (w->stack.precision == PP_PREC_FP8 && S > 1) ? 1.0 : 2.0; /* fp8 all-gather */
-        double ag_b = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, blk * ab) : 0.0;
-        double rs_b = S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, blk * 4.0) : 0.0;
-        rs_b += R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, blk * 4.0 / S) : 0.0;
-        double g0 = first ? E : blk, g1 = first ? E : blk; /* first gathered, last reduced */
-        double ag_first = S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, g0 * 2.0) : 0.0;
-        double rs_last = (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, g1 * 4.0) : 0.0) +
-                         (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, g1 * 4.0 / S) : 0.0);
+        double ag_b = fsdp_gather_s(c, &g, blk, blk_e, ab), rs_b = fsdp_reduce_s(c, &g, blk, blk_e);
+        /* first gathered, last reduced: the embedding on the first stage, else a block */
+        double ag_first = first ? fsdp_gather_s(c, &g, E, 0, 2.0) : fsdp_gather_s(c, &g, blk, blk_e, 2.0);
+        double rs_last = first ? fsdp_reduce_s(c, &g, E, 0) : rs_b;
         /* all the rest, per step: the blocks' gathers and reductions and the other groups' */
-        double ag_all = n_blocks * ag_b * g_blocks + (S > 1 ? pp_time_collective_s(c, PP_TC_ALL_GATHER, (int64_t)S, sn, (E * g_blocks + H * g_head) * 2.0) : 0.0);
-        double rs_all = reductions * (n_blocks * rs_b + (S > 1 ? pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, (int64_t)S, sn, (E + H) * 4.0) : 0.0) +
-                                      (R > 1 ? pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)R, rn, (E + H) * 4.0 / S) : 0.0));
+        double ag_all = n_blocks * ag_b * g_blocks + fsdp_gather_s(c, &g, E * g_blocks + H * g_head, 0, 2.0);
+        double rs_all = reductions * (n_blocks * rs_b + fsdp_reduce_s(c, &g, E + H, 0));
         double exposed_once = m * ag_first + reductions * rs_last;
         total += exposed_once + pp_time_behind(max2(0.0, ag_all + rs_all - exposed_once), compute);
     }
     if (l->zero < 2 && dpcp > 1) {
         /* no sharding (torchtitan's DDP): fp32 gradients all-reduced in buckets during the last
-         * backward (torch DDP bucket_cap_mb, torchtitan 100 MB); the last bucket is exposed. */
+         * backward (torch DDP bucket_cap_mb, torchtitan 100 MB), the experts' over their edp
+         * replicas; the last bucket is exposed. */
         int64_t dn = pp_time_group_per_node((int64_t)dpcp, l->tp, gpn);
-        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)dpcp, dn, Pall * 4.0);
+        int64_t en = pp_time_group_per_node((int64_t)edp, pp_layout_etp(l) * l->ep, gpn);
+        double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)dpcp, dn, P * 4.0) +
+                    pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)edp, en, PE * 4.0);
         double buckets = max2(1.0, Pall * 4.0 / 100e6);
         total += ar / buckets + pp_time_behind(ar - ar / buckets, st->bwd);
     }

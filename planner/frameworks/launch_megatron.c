@@ -199,6 +199,8 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
             return BAD("--tp-comm-overlap needs Transformer Engine, which --launch-target device-local lacks");
         if (s->grouped_gemm)
             return BAD("--moe-grouped-gemm needs Transformer Engine, which --launch-target device-local lacks");
+        if (s->dispatcher == PP_DISPATCH_FLEX && pp_model_is_moe(m))
+            return BAD("--moe-dispatcher flex needs DeepEP or HybridEP, which --launch-target device-local lacks");
         if (s->impl_given && s->impl == PP_IMPL_TE)
             return BAD("--impl te: --launch-target device-local runs Megatron's local implementation");
         if (l->sp)

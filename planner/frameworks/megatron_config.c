@@ -819,10 +819,8 @@ static pp_status read_stack(rd *r)
     if ((st = rd_bool(r, "tp_comm_overlap", false, &s->tp_comm_overlap))) return st;
     if (!disp || !strcmp(disp, "allgather")) s->dispatcher = PP_DISPATCH_ALLGATHER;
     else if (!strcmp(disp, "alltoall")) s->dispatcher = PP_DISPATCH_ALLTOALL;
-    else if (!strcmp(disp, "flex")) {
-        s->dispatcher = PP_DISPATCH_ALLTOALL;
-        if (c->model.experts > 1) note(r, "%s flex (DeepEP / HybridEP: modelled as all-to-all)", kv_name(kd));
-    } else
+    else if (!strcmp(disp, "flex")) s->dispatcher = PP_DISPATCH_FLEX; /* DeepEP / HybridEP backends */
+    else
         return rd_bad(r, kd, "unknown value '%s' (allgather, alltoall or flex)", disp);
     if ((st = rd_bool(r, "moe_grouped_gemm", false, &s->grouped_gemm))) return st;
     if ((st = rd_bool(r, "overlap_moe_expert_parallel_comm", false, &s->ep_overlap))) return st;

@@ -74,7 +74,8 @@ const pp_option pp_request_options[] = {
     ENUM("--impl", impl, PP_RQ_IMPL, pp_impl_names, PP_IMPL_COUNT,
          "te|local: Megatron-LM transformer implementation (default te; local with --attention unfused)"),
     ENUM("--moe-dispatcher", dispatcher, PP_RQ_DISPATCHER, pp_dispatch_names, PP_DISPATCH_COUNT,
-         "alltoall|allgather: MoE token dispatch (default alltoall)"),
+         "alltoall|allgather|flex: MoE token dispatch (default alltoall; flex: Megatron's DeepEP/HybridEP "
+         "dispatcher, a token once per rank and node)"),
     FLAG("--moe-grouped-gemm", grouped_gemm, PP_RQ_GROUPED_GEMM, "MoE experts as one grouped GEMM (TransformerEngine)"),
     NUM("--max-mem-frac", max_mem_frac, PP_RQ_MAX_MEM_FRAC, 0.05, 1,
         "X: a layout fits when peak + reserved <= X of the GPU's memory (default: fits in all of it, and plan "

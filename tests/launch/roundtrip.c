@@ -148,6 +148,10 @@ static const rt_case cases[] = {
      "--seq 4096 --dist-opt --moe-grouped-gemm --precision fp8 --recompute selective --recompute-modules mla_up_proj,mlp "
      "--grad-reduce-bf16 --ep-overlap",
      "h100-sxm", "--vocab 129280"},
+    {"Qwen3-30B-A3B as Megatron-Bridge ran it on 16 H100: the flex dispatcher (DeepEP/HybridEP) over EP 16",
+     "--model qwen3-30b-a3b --gpu h100-sxm --gpus 16 --ep 16 --etp 1 --mbs 1 --gbs 64 --precision fp8 "
+     "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16",
+     "h100-sxm", "--vocab 151936"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
