@@ -145,11 +145,9 @@ pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *
     log->args_block = log->args.source == PP_MARGS_DUMP;
     /* the iteration and memory lines (outside the printed block) */
     int line = 0;
-    for (size_t i = 0; i < len;) {
-        size_t j = i;
-        while (j < len && text[j] != '\n') j++;
-        const char *s = text + i;
-        size_t n = j - i;
+    const char *s;
+    size_t n;
+    for (size_t pos = 0; pp_line_next(text, len, &pos, &s, &n);) {
         line++;
         bool in_args = log->args_block && line >= log->args.line && line <= log->args.dump_last;
         if (!in_args && memchr(s, 'e', n) && n > 30) {
@@ -163,7 +161,6 @@ pp_status pp_mlog_parse(pp_mlog *log, const char *text, size_t len, const char *
             if (is_iter && (st = parse_iter_line(log, s, n, path, line, err))) goto fail;
             if (is_mem && (st = parse_mem_line(log, s, n, path, line, err))) goto fail;
         }
-        i = j + 1;
     }
     return PP_OK;
 nomem:

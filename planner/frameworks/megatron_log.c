@@ -85,11 +85,9 @@ pp_status pp_margs_parse_log(pp_margs *a, const char *text, size_t len, pp_error
     const char *cmd = NULL;
     size_t cmd_n = 0;
     int cmd_line = 0;
-    for (size_t i = 0; i < len;) {
-        size_t j = i;
-        while (j < len && text[j] != '\n') j++;
-        const char *s = text + i;
-        size_t n = j - i;
+    const char *s;
+    size_t n;
+    for (size_t pos = 0; pp_line_next(text, len, &pos, &s, &n);) {
         line++;
         if (!done && !in && dump_start(s, n) && !dump_end(s, n)) {
             in = true;
@@ -118,7 +116,6 @@ pp_status pp_margs_parse_log(pp_margs *a, const char *text, size_t len, pp_error
             long long v = k && k < 10 ? strtoll(num, NULL, 10) : 0; /* the line is not NUL-terminated */
             if (v > 0 && v < 100000000) a->log_vocab = v;
         }
-        i = j + 1;
     }
     if (in)
         return pp_error_set(err, PP_ERR_INPUT, a->path, line, 1,
