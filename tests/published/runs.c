@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "csv_cols.h"
 #include "jscan.h"
 #include "proc.h"
 #include "tap.h"
@@ -29,49 +30,6 @@
 #define MAX_ARGS 96
 
 static const char *parplan;
-
-/* ------------------------------------------------------------------ the table (RFC 4180 CSV) */
-
-/* Split one record of text at *p into fields (quoted fields may hold commas, "" and newlines);
- * the fields point into the text, which is modified in place. Returns the field count, 0 at
- * the end of the text. */
-static int csv_record(char **p, char **f, int max)
-{
-    char *s = *p;
-    if (!*s) return 0;
-    int n = 0;
-    for (;;) {
-        char *out = s, *start = s;
-        if (*s == '"') {
-            s++;
-            for (;;) {
-                if (!*s) break;
-                if (*s == '"' && s[1] == '"') { *out++ = '"'; s += 2; continue; }
-                if (*s == '"') { s++; break; }
-                *out++ = *s++;
-            }
-            while (*s && *s != ',' && *s != '\n') s++; /* nothing belongs after a closing quote */
-        } else {
-            while (*s && *s != ',' && *s != '\n' && *s != '\r') *out++ = *s++;
-            while (*s == '\r') s++;
-        }
-        char c = *s;
-        *out = 0;
-        if (n < max) f[n++] = start;
-        if (c == ',') { s++; continue; }
-        if (c == '\n') s++;
-        break;
-    }
-    *p = s;
-    return n;
-}
-
-static int col(char **hdr, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(hdr[i], name)) return i;
-    return -1;
-}
 
 /* ------------------------------------------------------------------ one row */
 
@@ -244,7 +202,7 @@ int main(int argc, char **argv)
                                    "peak_mem_gib_published", "peak_mem_kind", "parplan_args"};
     int ci[NC];
     bool cols_ok = true;
-    for (int k = 0; k < NC; k++) cols_ok &= (ci[k] = col(hdr, nh, names[k])) >= 0;
+    for (int k = 0; k < NC; k++) cols_ok &= (ci[k] = col_index(hdr, nh, names[k])) >= 0;
     if (!tap_ok(cols_ok, "%s has the columns this test reads", path)) return tap_done();
 
     static row rows[MAX_ROWS];

@@ -12,45 +12,20 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "csv_cols.h"
 #include "jscan.h"
 #include "tap.h"
 
 #define MAX_ROWS 256
 #define MAX_COLS 64
 
-/* One CSV file (RFC 4180: quoted fields with "" inside, commas and no newlines within a field). */
+/* One CSV file, read with the tests' RFC 4180 record reader (csv_cols.h). */
 typedef struct {
     char *text;
     int n_rows, n_cols;
     char *hdr[MAX_COLS];
     char *cell[MAX_ROWS][MAX_COLS];
 } csv_file;
-
-/* Split one line in place into fields; returns their count. */
-static int csv_split(char *line, char **out, int max)
-{
-    int n = 0;
-    char *r = line, *w = line;
-    while (n < max) {
-        out[n++] = w;
-        if (*r == '"') {
-            r++;
-            for (;;) {
-                if (*r == '"' && r[1] == '"') *w++ = '"', r += 2;
-                else if (*r == '"') { r++; break; }
-                else if (!*r) break;
-                else *w++ = *r++;
-            }
-        } else {
-            while (*r && *r != ',') *w++ = *r++;
-        }
-        bool more = *r == ',';
-        *w++ = 0;
-        if (!more) break;
-        r++;
-    }
-    return n;
-}
 
 static bool csv_load(csv_file *c, const char *path)
 {
@@ -65,17 +40,12 @@ static bool csv_load(csv_file *c, const char *path)
     fclose(f);
     if (!c->text || got != (size_t)n) return false;
     c->text[n] = 0;
-    char *save = NULL;
-    bool first = true;
-    for (char *line = strtok_r(c->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (first) {
-            c->n_cols = csv_split(line, c->hdr, MAX_COLS);
-            first = false;
-        } else if (c->n_rows < MAX_ROWS) {
-            int k = csv_split(line, c->cell[c->n_rows], MAX_COLS);
-            for (; k < MAX_COLS; k++) c->cell[c->n_rows][k] = "";
-            c->n_rows++;
-        }
+    char *p = c->text;
+    c->n_cols = csv_record(&p, c->hdr, MAX_COLS);
+    int k;
+    while (c->n_rows < MAX_ROWS && (k = csv_record(&p, c->cell[c->n_rows], MAX_COLS)) > 0) {
+        for (; k < MAX_COLS; k++) c->cell[c->n_rows][k] = "";
+        c->n_rows++;
     }
     return c->n_cols > 0;
 }
