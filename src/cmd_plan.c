@@ -473,7 +473,7 @@ static pp_status plan_resolve(pp_cli *c, pp_search_candidate *cand, pp_search_re
         k->peak_bytes = run->peak_bytes;
         k->worst_bytes = run->need_bytes;
         k->headroom_bytes = run->headroom_bytes;
-        k->fits = run->fits && run->within_margin;
+        k->fits = run->within_margin; /* within_margin implies fits (run.c) */
     }
     free(run);
     if (st != PP_OK) return st;
