@@ -27,6 +27,7 @@ unsigned pp_layout_rc_modules(const pp_layout *l)
 const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather", "flex"};
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
+const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
 
 void pp_stack_init(pp_stack *s)
 {
@@ -94,6 +95,10 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 optimizer state");
     if (k > 0 && (size_t)k < n && s->no_attention_mask)
         k += snprintf(buf + k, n - (size_t)k, ", no dataloader mask");
+    if (k > 0 && (size_t)k < n && meg && s->act_unfused)
+        k += snprintf(buf + k, n - (size_t)k, ", unfused bias-activation");
+    if (k > 0 && (size_t)k < n && meg && s->ce_fusion != PP_CE_NONE)
+        k += snprintf(buf + k, n - (size_t)k, ", %s fused cross-entropy", pp_ce_fusion_names[s->ce_fusion]);
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
@@ -146,6 +151,14 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
                          "megatron, not %s", pp_framework_names[w->framework]);
+    if ((unsigned)s->ce_fusion >= PP_CE_COUNT)
+        return STACK_BAD("the training stack has an unknown cross-entropy implementation");
+    if (s->act_unfused && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--no-bias-act-fusion is Megatron's bias-activation fusion: with --framework megatron, not %s",
+                         pp_framework_names[w->framework]);
+    if (s->ce_fusion != PP_CE_NONE && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
+                         pp_framework_names[w->framework]);
     if (s->compile && w->framework != PP_FW_FSDP)
         return STACK_BAD("--compile is torch.compile of PyTorch's FSDP training: with --framework fsdp, not %s",
                          pp_framework_names[w->framework]);

@@ -369,6 +369,12 @@ extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "a
  * DeepSpeed paths keep their own rules (memory.c). */
 typedef enum { PP_ADAM_FUSED = 0, PP_ADAM_FOREACH, PP_ADAM_COUNT } pp_adam_impl;
 extern const char *const pp_adam_impl_names[PP_ADAM_COUNT]; /* "fused", "foreach" */
+/* Megatron's cross-entropy (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl): none is
+ * tensor_parallel/cross_entropy.py (eager, in place on the fp32 copy of the logits), native is
+ * fusions/fused_cross_entropy.py (jit_fuser functions: under torch.compile each returns a new fp32
+ * tensor), te is TransformerEngine's parallel cross-entropy (memory.c). */
+typedef enum { PP_CE_NONE = 0, PP_CE_NATIVE, PP_CE_TE, PP_CE_COUNT } pp_ce_fusion;
+extern const char *const pp_ce_fusion_names[PP_CE_COUNT]; /* "none", "native", "te" */
 typedef struct {
     pp_precision precision;
     bool dropout_given;        /* --dropout / --attention-dropout / --hidden-dropout were given */
@@ -406,6 +412,12 @@ typedef struct {
     bool megatron_fsdp;        /* --megatron-fsdp: Megatron-Core's FSDP (--use-megatron-fsdp): with
                                   --framework megatron, --zero 1|2|3 is its data-parallel sharding
                                   strategy optim | optim_grads | optim_grads_params */
+    bool act_unfused;          /* --no-bias-act-fusion: Megatron's MLP activation unfused
+                                  (--no-bias-swiglu-fusion, --no-bias-gelu-fusion: bias_activation_fusion
+                                  off); its default fused SwiGLU saves only the fc1 output
+                                  (fusions/fused_bias_swiglu.py), the eager glu() also silu(gate) and
+                                  x_linear + offset (transformer/mlp.py); layer.c */
+    pp_ce_fusion ce_fusion;    /* --cross-entropy-fusion: Megatron's loss implementation */
     bool compile;              /* --compile: torch.compile of each block under --framework fsdp
                                   (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
                                   fuses the block's elementwise ops and runs it as one graph */

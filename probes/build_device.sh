@@ -64,16 +64,21 @@ cat >"$out/probe_config.h" <<EOF
 EOF
 # PP_GENCODE: the architectures (default Hopper and Ampere; the device script builds Hopper only)
 flags="-std=c++17 -O2 -lineinfo --expt-relaxed-constexpr ${PP_GENCODE:--gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80}"
-objs=""
-for f in harness gemm bandwidth attention layer optimizer moe mla nccl; do
-    "$nvcc" $flags -I"$src" -I"$out" $incs -c "$src/$f.cu" -o "$out/$f.o" &
-    objs="$objs $out/$f.o"
-done
-for f in main mpi_glue report ref route gemm_rules; do
-    cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DPP_PROBE_VERSION='"0.1.0"' -I"$src" -I"$out" \
-        -c "$src/$f.c" -o "$out/$f.o" &
-    objs="$objs $out/$f.o"
-done
-wait
+# the sources: sources.txt, the one list meson.build reads too ("c FILE" and "probe FILE" lines)
+objs="" pids=""
+while read -r _part f; do
+    [ -n "$f" ] || continue
+    o="$out/${f%.*}.o"
+    case $f in
+    *.cu) "$nvcc" $flags -I"$src" -I"$out" $incs -c "$src/$f" -o "$o" & ;;
+    *.c) cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DPP_PROBE_VERSION='"0.1.0"' -I"$src" -I"$out" \
+        -c "$src/$f" -o "$o" & ;;
+    *) echo "build_device: $src/sources.txt: $f is neither .c nor .cu" >&2; exit 1 ;;
+    esac
+    pids="$pids $!"
+    objs="$objs $o"
+done < "$src/sources.txt"
+# every compile must succeed: wait on each (a bare wait returns 0 whatever they returned)
+for p in $pids; do wait "$p" || { echo "build_device: a compile failed" >&2; exit 1; }; done
 "$nvcc" -o "$out/parplan-probe" $objs $libs $rpath -ldl -lm
 echo "build_device: $out/parplan-probe" >&2

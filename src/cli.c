@@ -257,6 +257,13 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kbool(j, "expandable_segments", s->expandable_segments);
     pp_json_kbool(j, "ep_overlap", s->ep_overlap);
     pp_json_kbool(j, "compile", s->compile);
+    /* Megatron's bias-activation fusion (on unless --no-bias-act-fusion) and loss implementation */
+    pp_json_key(j, "bias_act_fusion");
+    if (w->framework == PP_FW_MEGATRON) pp_json_bool(j, !s->act_unfused);
+    else pp_json_null(j);
+    pp_json_key(j, "cross_entropy_fusion");
+    if (w->framework == PP_FW_MEGATRON) pp_json_str(j, pp_ce_fusion_names[s->ce_fusion]);
+    else pp_json_null(j);
     pp_json_kstr(j, "optimizer_dtype", s->optimizer_bf16 ? "bf16" : "fp32");
     pp_json_kbool(j, "megatron_fsdp", s->megatron_fsdp);
     pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);

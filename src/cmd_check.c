@@ -13,6 +13,8 @@
 #include "pp_stages.h"
 #include "report.h"
 #include "pp_memory.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
 #include "pp_run.h"
 #include "pp_time.h"
 
@@ -55,6 +57,7 @@ static void check_json(const pp_cli *c, const pp_run *run)
         pp_json_knum(&j, "peak_bytes", round(s->peak_bytes));
         pp_json_kbool(&j, "fits", s->fits);
         if (s->peak_moment) pp_json_kstr(&j, "peak_moment", s->peak_moment);
+        if (s->peak_moment) pp_json_knum(&j, "cached_bytes", s->cached_bytes);
         pp_json_key(&j, "breakdown");
         pp_json_obj_begin(&j);
         pp_json_knum(&j, "weights", round(s->weights_bytes));
@@ -120,7 +123,12 @@ static void check_table(const pp_cli *c, const pp_run *run)
            pp_fmt_bytes(big->peak_bytes, b[9], sizeof b[9]),
            pp_fmt_bytes(big->reserved_bytes, b[10], sizeof b[10]),
            pp_fmt_bytes(r->capacity_bytes, b[11], sizeof b[11]));
-    if (big->peak_moment) printf("peak at: %s (FSDP2's step timeline)\n", big->peak_moment);
+    if (big->peak_moment) {
+        printf("peak at: %s (FSDP2's step timeline)\n", big->peak_moment);
+        printf("allocator: about %.1f GiB reserved at the peak when memory is not short (%.1f GiB cached beyond the "
+               "allocated peak; freed and retried near the capacity)\n",
+               (big->peak_bytes + big->cached_bytes) / GIB, big->cached_bytes / GIB);
+    }
     if (!r->fits) printf("why: %s\n", r->why);
     printf("step time %.3f s, %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
            t->step_time_s, t->samples_per_s, t->tokens_per_s, t->model_tflops_per_gpu,

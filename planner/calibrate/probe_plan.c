@@ -748,6 +748,36 @@ void pp_probe_profile_free(pp_probe_profile *p)
     memset(p, 0, sizeof *p);
 }
 
+/* The probe's layer (`parplan-probe layer`) runs fused kernels as TransformerEngine does: cuBLASLt
+ * GEMMs, flash attention, one kernel per norm, activation and RoPE. torchtitan's eager block
+ * (--framework fsdp) makes more passes over memory than that (RoPE in fp32 complex numbers,
+ * repeat_kv's copies, SiLU and the product apart: layer.c's titan variant). So the probe says how
+ * fast this GPU runs that reference layer, and the model says how much longer the stack's own
+ * layer takes than the reference on the same GPU: the stack's layer is the measurement times the
+ * model's ratio of the two. Without it plan --probe put every FSDP2 candidate 15-26% fast on
+ * 4 x H100 (tests/data/node4/h100/fsdp_probe). Returns false where there is no such ratio. */
+static bool stack_layer_ratio(const pp_work *w, const pp_layout *l, double *fwd_ratio, double *fwdbwd_ratio)
+{
+    pp_work ref = *w, own = *w;
+    ref.profile = own.profile = NULL; /* one set of rates for both: only their ratio is read */
+    ref.framework = PP_FW_MEGATRON;
+    ref.attention = PP_ATTN_FLASH;
+    ref.stack.impl = PP_IMPL_TE;
+    ref.stack.impl_given = true;
+    ref.stack.compile = ref.stack.tp_comm_overlap = false;
+    ref.stack.act_unfused = false;
+    pp_time_ctx cr, co;
+    pp_time_ctx_init(&cr, &ref, NULL);
+    pp_time_ctx_init(&co, &own, NULL);
+    pp_time_layer lr, lo;
+    pp_time_layer_get(&cr, l, &lr);
+    pp_time_layer_get(&co, l, &lo);
+    if (!(lr.fwd_compute_s > 0) || !(lr.fwd_compute_s + lr.bwd_compute_s > 0)) return false;
+    *fwd_ratio = lo.fwd_compute_s / lr.fwd_compute_s;
+    *fwdbwd_ratio = (lo.fwd_compute_s + lo.bwd_compute_s) / (lr.fwd_compute_s + lr.bwd_compute_s);
+    return isfinite(*fwd_ratio) && isfinite(*fwdbwd_ratio) && *fwd_ratio > 0 && *fwdbwd_ratio > 0;
+}
+
 bool pp_probe_compose(const pp_work *w, const pp_profile *prof, const pp_layout *l, const pp_probe_plan *plan,
                       pp_probe_outcome *in, pp_time_result *t)
 {
@@ -783,6 +813,15 @@ bool pp_probe_compose(const pp_work *w, const pp_profile *prof, const pp_layout 
     if (!in->composed) {
         fwd[plan->kind_main] = in->layer_fwd_ms * 1e-3;
         fwdbwd[plan->kind_main] = in->layer_fwdbwd_ms * 1e-3;
+        double rf, rfb;
+        if (w->framework == PP_FW_FSDP && stack_layer_ratio(w, l, &rf, &rfb)) {
+            fwd[plan->kind_main] *= rf;
+            fwdbwd[plan->kind_main] *= rfb;
+            char note[128];
+            snprintf(note, sizeof note, "torchtitan's block against the probe's fused layer (x%.2f forward, x%.2f "
+                     "forward+backward)", rf, rfb);
+            append(in->modelled, sizeof in->modelled, note);
+        }
     } else {
         /* MoE / MLA: the measured parts in place of the model's (pp_time_layer_compose), for the
          * main kind and for the dense layers of the same attention span */

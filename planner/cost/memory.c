@@ -16,9 +16,11 @@
  * The Megatron figures follow Megatron-LM's code (megatron/core, local transformer
  * implementation) and were checked against real runs on 2 x H200 (tests/data/megatron/runs.csv,
  * tests/memory/test_megatron_runs.c). "eager" below is Megatron's local implementation without
- * Transformer Engine or apex (--attention unfused): unfused attention, SwiGLU and weight-gradient
- * accumulation in plain PyTorch ops and torch.optim.AdamW (foreach). --attention flash stands for
- * the Transformer Engine path (flash attention, fused SwiGLU, fused wgrad accumulation, fused Adam).
+ * Transformer Engine or apex (--attention unfused): unfused attention, weight-gradient accumulation
+ * in plain PyTorch ops and torch.optim.AdamW (foreach). --attention flash stands for the Transformer
+ * Engine path (flash attention, fused wgrad accumulation, fused Adam). The MLP activation is fused
+ * in both unless --no-bias-act-fusion (layer.c: Megatron's bias_activation_fusion is on by default
+ * and runs without TE; measured on 4 x H100, tests/data/node4/h100).
  */
 #include "pp_memory.h"
 
@@ -374,13 +376,20 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * saves: 6 bytes x s b V/t at the loss; in the backward the fp32 gradient and its 16-bit
      * cast (6), then the 16-bit gradient with the output layer's 16-bit weight gradient (eager).
      * Hugging Face models (deepspeed/fsdp): 16-bit logits kept as output, fp32 upcast and the
-     * fp32 log-softmax saved by the loss: 10 bytes. */
+     * fp32 log-softmax saved by the loss: 10 bytes.
+     * --cross-entropy-fusion native (fusions/fused_cross_entropy.py): the same steps as jit_fuser
+     * functions, which under torch.compile return new tensors where the eager path works in place
+     * (torch.exp(..., out=)): the fp32 copy and the fp32 exp_logits it saves, 10 bytes. Measured
+     * on one H100 (tests/data/node4/h100 l1_cef against l1_def): +2,005 MiB = 4 x s b V, on the
+     * loss's moment. te (TransformerEngine's parallel cross-entropy, a Triton kernel that writes
+     * the gradient into the logits during the forward): the 16-bit logits only; not measured. */
     double logits = sb * V / t;
     c->frag_block = m->experts > 1 && w->stack.moe_capacity_factor <= 0 && !w->stack.expandable_segments
                         ? MEM_MOE_LOGITS_BLOCKS * 4.0 * logits : 0.0;
     if (mega) {
         double wg = eager ? 2.0 * V * h / t : 0.0;
-        c->loss_work = mem_max(6.0 * logits, 2.0 * logits + wg);
+        double at_loss = w->stack.ce_fusion == PP_CE_NATIVE ? 10.0 : w->stack.ce_fusion == PP_CE_TE ? 2.0 : 6.0;
+        c->loss_work = mem_max(at_loss * logits, 2.0 * logits + wg);
     } else {
         c->loss_work = 10.0 * logits;
     }

@@ -20,6 +20,12 @@ typedef struct {
     bool fits;                 /* peak + reserved <= capacity */
     const char *peak_moment;   /* --framework fsdp: the moment of the step the peak is at
                                   (memory_fsdp.c); NULL for the other frameworks */
+    double cached_bytes;       /* --framework fsdp: what the caching allocator keeps reserved but
+                                  unallocated at the peak when memory is not short
+                                  (max_memory_reserved - max_memory_allocated; memory_fsdp.c). It
+                                  does not count towards the fit: near the capacity the allocator
+                                  frees it and retries. 0 for the other frameworks (not modelled
+                                  apart from the slack in reserved_bytes) */
 } pp_mem_stage;
 
 typedef struct {

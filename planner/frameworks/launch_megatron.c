@@ -50,7 +50,9 @@ static const char *const group_titles[G_COUNT] = {
     "optimizer and schedule (hyper-parameters: change freely)",
     "checkpoints",
     "logging",
-    "Megatron-LM without Transformer Engine or apex (--launch-target device-local)",
+    "Megatron-LM without Transformer Engine or apex (--launch-target device-local): only the switches\n"
+    "# without which it cannot start there (persistent layer norm and gradient-accumulation fusion need\n"
+    "# apex or TE, the masked-softmax and RoPE fusions their compiled kernels); every other default stays",
 };
 
 #define MG_MAX_ARGS 128
@@ -189,6 +191,9 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     if (s->no_overlap && l->vpp > 1 && l->pp < 3)
         return BAD("--no-overlap with --vpp %lld needs --pp of at least 3: Megatron's interleaved schedule without "
                    "p2p overlap refuses 2 stages (arguments.py validate_args)", (long long)l->vpp);
+    if (s->ce_fusion == PP_CE_TE)
+        return BAD("--cross-entropy-fusion te: Megatron-LM refuses --cross-entropy-fusion-impl te (arguments.py "
+                   "validate_args: \"disabled due to stability issues\"); use native");
     if (p->target == PP_TARGET_DEVICE_LOCAL) {
         if (pp_model_is_mla(m))
             return BAD("multi-latent attention needs Transformer Engine (Megatron's local DotProductAttention fails "
@@ -563,6 +568,13 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     }
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
+    /* Megatron's bias-activation fusion is on by default (arguments.py); argument_utils.py reads
+     * bias_swiglu_fusion for a SwiGLU MLP and bias_gelu_fusion otherwise */
+    if (s->act_unfused) ARG(G_PRECISION, m->act == PP_ACT_SWIGLU ? "--no-bias-swiglu-fusion" : "--no-bias-gelu-fusion");
+    if (s->ce_fusion != PP_CE_NONE) {
+        ARG(G_PRECISION, "--cross-entropy-loss-fusion");
+        ARGV(G_PRECISION, "--cross-entropy-fusion-impl", "%s", pp_ce_fusion_names[s->ce_fusion]);
+    }
     if (s->no_attention_mask) ARG(G_DATA, "--no-create-attention-mask-in-dataloader");
     /* The implementation the prediction assumed (pp_work_impl: --impl, else local for unfused
      * attention), so that the script read back predicts the same. */
@@ -623,11 +635,11 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         ARG(G_LOCAL, "--no-masked-softmax-fusion");
         ARG(G_LOCAL, "--no-gradient-accumulation-fusion");
         if (m->pos == PP_POS_ROPE) ARG(G_LOCAL, "--no-rope-fusion");
-        /* the bias-activation and bias-dropout-add fusions go through torch.compile without TE:
-         * a slow first iteration, and eager ops keep the saved tensors the memory model counts */
-        if (m->act == PP_ACT_SWIGLU) ARG(G_LOCAL, "--no-bias-swiglu-fusion");
-        else ARG(G_LOCAL, "--no-bias-gelu-fusion");
-        ARG(G_LOCAL, "--no-bias-dropout-fusion");
+        /* Megatron's other default fusions stay on: bias_swiglu_fusion / bias_gelu_fusion and
+         * bias_dropout_fusion are jit_fuser functions (megatron/core/jit.py: torch.compile on this
+         * PyTorch), which run without TE or apex and change what backward keeps
+         * (megatron/core/fusions/fused_bias_swiglu.py). Switching them off would measure a stack
+         * users do not run. */
         if (w->attention == PP_ATTN_FLASH)
             mg_note(g, "device-local runs Megatron's unfused local attention; the prediction above "
                        "assumes flash attention (predict with --attention unfused to compare)");

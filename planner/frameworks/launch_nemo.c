@@ -82,6 +82,11 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "  transformer_engine: %s\n", pp_work_impl(w) == PP_IMPL_TE ? "true" : "false");
     if (stk->precision == PP_PREC_FP8) pp_sbuf_printf(b, "  fp8: true\n  fp8_hybrid: true\n");
     if (stk->tp_comm_overlap) pp_sbuf_printf(b, "  ub_tp_comm_overlap: true\n");
+    /* Megatron's TransformerConfig keys, which NeMo's model config passes through */
+    if (stk->act_unfused) pp_sbuf_printf(b, "  bias_activation_fusion: false\n");
+    if (stk->ce_fusion != PP_CE_NONE)
+        pp_sbuf_printf(b, "  cross_entropy_loss_fusion: true\n  cross_entropy_fusion_impl: %s\n",
+                       pp_ce_fusion_names[stk->ce_fusion]);
     if (pp_model_is_mla(m)) {
         pp_sbuf_printf(b, "  multi_latent_attention: true\n");
         if (m->q_lora_rank > 0) pp_sbuf_printf(b, "  q_lora_rank: %lld\n", (long long)m->q_lora_rank);

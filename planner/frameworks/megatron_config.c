@@ -842,6 +842,24 @@ static pp_status read_stack(rd *r)
         (st = rd_bool(r, "grad_reduce_in_bf16", false, &gbf16)) ||
         (st = rd_bool(r, "expandable_segments", false, &s->expandable_segments)))
         return st;
+    /* Megatron's bias-activation fusion: bias_swiglu_fusion for a SwiGLU MLP, bias_gelu_fusion
+     * otherwise (training/argument_utils.py: bias_activation_fusion), on by default; it changes
+     * what the MLP saves (layer.c). */
+    bool actf = true;
+    if ((st = rd_bool(r, c->model.act == PP_ACT_SWIGLU ? "bias_swiglu_fusion" : "bias_gelu_fusion", true, &actf)))
+        return st;
+    s->act_unfused = !actf;
+    /* --cross-entropy-loss-fusion (off by default) with --cross-entropy-fusion-impl (native by
+     * default; te is refused by this Megatron's validate_args, but older ones ran it) */
+    bool cef = false;
+    const char *cei = NULL;
+    pp_margs_kv *kc;
+    if ((st = rd_bool(r, "cross_entropy_loss_fusion", false, &cef)) ||
+        (st = rd_str(r, "cross_entropy_fusion_impl", &cei, &kc)))
+        return st;
+    if (cei && strcmp(cei, "native") && strcmp(cei, "te"))
+        return rd_bad(r, kc, "unknown value '%s' (native or te)", cei);
+    s->ce_fusion = !cef ? PP_CE_NONE : cei && !strcmp(cei, "te") ? PP_CE_TE : PP_CE_NATIVE;
     bool mask = true; /* --no-create-attention-mask-in-dataloader (arguments.py: on by default) */
     if ((st = rd_bool(r, "create_attention_mask_in_dataloader", true, &mask))) return st;
     s->no_attention_mask = !mask;

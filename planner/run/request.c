@@ -97,6 +97,10 @@ const pp_option pp_request_options[] = {
     FLAG("--megatron-fsdp", megatron_fsdp, PP_RQ_MEGATRON_FSDP,
          "Megatron-Core's FSDP (--use-megatron-fsdp): with --framework megatron, --zero 1|2|3 shards "
          "optimizer | + gradients | + parameters"),
+    FLAG("--no-bias-act-fusion", act_unfused, PP_RQ_ACT_UNFUSED,
+         "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
+    ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
+         "none|native|te: Megatron's loss (--cross-entropy-loss-fusion --cross-entropy-fusion-impl; default none)"),
     FLAG("--compile", compile, PP_RQ_COMPILE,
          "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
@@ -343,6 +347,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
     if (g[PP_RQ_COMPILE]) s->compile = true;
+    if (g[PP_RQ_ACT_UNFUSED]) s->act_unfused = true;
+    if (g[PP_RQ_CE_FUSION]) s->ce_fusion = (pp_ce_fusion)r->ce_fusion;
     if (g[PP_RQ_NO_ATTN_MASK]) s->no_attention_mask = true;
     if (g[PP_RQ_MEGATRON_FSDP]) s->megatron_fsdp = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;

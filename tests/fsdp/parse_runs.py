@@ -51,6 +51,9 @@ unless said otherwise; empty where the run did not get that far or ran on CPU):
   wall_s               launch wall time as seen by run_fsdp.sh (torchrun start to exit)
   loss_first, loss_last  sanity: random tokens give about ln(vocab) = 11.76 for V=128256
   gpu, torch           device name, PyTorch version
+  alloc                expandable (PYTORCH_ALLOC_CONF=expandable_segments:True) | default
+  compile              1: torch.compile of each block (train.py --compile, torchtitan's compile)
+  accum                micro-batches per step (gradient accumulation)
 """
 import argparse
 import csv
@@ -172,7 +175,7 @@ COLUMNS = ["name", "status", "reason", "expect", "gpus", "replicate", "shard", "
            "max_alloc_mib", "max_reserved_mib", "max_alloc_mib_ranks", "device_used_mib",
            "alloc_retries", "peak_step", "step_ms_median", "step_ms_min", "tokens_per_s",
            "tokens_per_s_per_gpu", "model_tflops_per_gpu", "setup_s", "wall_s", "loss_first",
-           "loss_last", "gpu", "torch", "tp"]
+           "loss_last", "gpu", "torch", "tp", "alloc", "compile", "accum"]
 
 
 def row(rec, cfg):
@@ -215,6 +218,12 @@ def row(rec, cfg):
         "setup_s": g("setup_s", ""), "wall_s": "" if launch.get("wall_s") is None else launch["wall_s"],
         "loss_first": f"{loss[0]:.4f}" if loss else "", "loss_last": f"{loss[-1]:.4f}" if loss else "",
         "gpu": g("gpu_name") or (g("device") or ""), "torch": g("torch", ""),
+        # the allocator as the run had it (run_fsdp.sh's alloc column), torch.compile of each block,
+        # micro-batches per step; records from before these existed ran expandable, eager, one
+        "alloc": ("expandable" if "expandable_segments:True" in (g("alloc_conf") or "") else "default")
+                 if "alloc_conf" in rec else cfg.get("alloc", "expandable"),
+        "compile": int(bool(g("compile", int(cfg.get("compile") or 0)))),
+        "accum": g("accum", int(cfg.get("accum") or 1)),
     }
     return r
 

@@ -47,12 +47,20 @@ skip() {  # name reason
 }
 
 declare -A oom_mbs  # sweep key -> smallest mbs that ran out of memory
-while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp _; do
+while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp alloc comp accum _; do
   [[ -z "$name" || "$name" == \#* || "$name" == name ]] && continue
   [[ -n "${ONLY:-}" && ",$ONLY," != *",$name,"* ]] && continue
   if (( gpus > ngpu )); then skip "$name" "needs $gpus GPUs, $ngpu visible"; continue; fi
-  tp=${tp:-1}
-  key="$gpus|$flavor|$seq|$ac|$raf|$opt|$rep|$tp"
+  tp=${tp:-1} alloc=${alloc:-expandable} comp=${comp:-0} accum=${accum:-1}
+  # the allocator as the row states it: torchtitan's expandable segments, or PyTorch's default
+  case $alloc in
+    expandable) conf=expandable_segments:True ;;
+    default) conf= ;;
+    *) echo "fsdp $name: alloc must be expandable or default, not '$alloc'" >&2; exit 2 ;;
+  esac
+  extra=
+  [[ "$comp" == 1 ]] && extra="--compile"
+  key="$gpus|$flavor|$seq|$ac|$raf|$opt|$rep|$tp|$alloc|$comp|$accum"
   if [[ -n "${oom_mbs[$key]:-}" ]] && (( mbs > oom_mbs[$key] )); then
     skip "$name" "mbs ${oom_mbs[$key]} of this sweep ran out of memory"; continue
   fi
@@ -63,10 +71,10 @@ while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp _; d
   # timeout signals the whole process group, so torchrun's workers go too; stdin from
   # /dev/null keeps the launch away from the configs being read on fd 3.
   # shellcheck disable=SC2086
-  timeout -k 10 "$limit" python3 -m torch.distributed.run --standalone --nproc_per_node "$gpus" \
+  PYTORCH_ALLOC_CONF=$conf timeout -k 10 "$limit" python3 -m torch.distributed.run --standalone --nproc_per_node "$gpus" \
     tests/fsdp/train.py --name "$name" --device "$device" --flavor "$flavor" --mbs "$mbs" \
     --seq "$seq" --ac "$ac" --reshard-after-forward "$raf" --optimizer-impl "$opt" \
-    --replicate "$rep" --tp "$tp" ${TRAIN_ARGS:-} > "$logs/$name.log" 2>&1 < /dev/null
+    --replicate "$rep" --tp "$tp" --accum "$accum" $extra ${TRAIN_ARGS:-} > "$logs/$name.log" 2>&1 < /dev/null
   rc=$?
   line=$(python3 tests/fsdp/parse_runs.py collect --log "$logs/$name.log" --name "$name" \
          --rc "$rc" --wall-s $(( $(date +%s) - t0 )) --timeout-s "$limit" --jsonl "$jsonl")

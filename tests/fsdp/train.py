@@ -254,6 +254,14 @@ def apply_ac(model, mode):
         model.layers[name] = wrapped
 
 
+def apply_compile(model):
+    """torchtitan's apply_compile (torchtitan/models/llama3/infra/parallelize.py): each block,
+    its activation-checkpoint wrapper included, compiled in place with fullgraph=True, after AC
+    and before FSDP. Inductor fuses the elementwise ops, which changes what backward keeps."""
+    for block in model.layers.values():
+        block.compile(fullgraph=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # Tensor parallel (torchtitan/models/llama3/infra/parallelize.py: apply_tp), before AC and FSDP
 
@@ -334,9 +342,17 @@ def parse_args(argv=None):
     # Optimizer.implementation).
     p.add_argument("--optimizer-impl", choices=("fused", "foreach"), default="fused")
     p.add_argument("--clip", type=float, default=None, help="clip the grad norm to this value")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile each block, its AC wrapper included, before FSDP "
+                        "(torchtitan's apply_compile, fullgraph=True)")
+    p.add_argument("--accum", type=int, default=1,
+                   help="micro-batches per step (gradient accumulation; FSDP2 reduce-scatters "
+                        "after each, as torchtitan does)")
     p.add_argument("--simulate-oom-at-step", type=int, default=None,
                    help="test knob: raise torch.OutOfMemoryError after that step's forward")
     args = p.parse_args(argv)
+    if args.accum < 1:
+        p.error("--accum must be at least 1")
     if args.steps <= args.warmup:
         p.error("--steps must exceed --warmup")
     return args
@@ -376,8 +392,10 @@ def describe(args, c, world, device):
         "params_output": counts["output"], "params_per_block": counts["per_block"],
         "world_size": world, "replicate": args.replicate,
         "shard": world // args.replicate // args.tp, "tp": args.tp,
-        "mbs": args.mbs, "seq": args.seq, "global_batch": world // args.tp * args.mbs,
+        "mbs": args.mbs, "seq": args.seq,
+        "global_batch": world // args.tp * args.mbs * args.accum,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
+        "compile": args.compile, "accum": args.accum,
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
         "master_dtype": "float32", "param_dtype": "bfloat16", "reduce_dtype": "float32",
@@ -453,6 +471,8 @@ def main(argv=None):
         if tp_mesh is not None:
             apply_tp(model, tp_mesh)
         apply_ac(model, args.ac)
+        if args.compile:
+            apply_compile(model)
         apply_fsdp(model, mesh, args.reshard_after_forward == "true")
         model.to_empty(device=device)
         model.init_weights()
@@ -476,18 +496,21 @@ def main(argv=None):
             # torchtitan's train_step order: zero_grad first, so a step's gradients stay
             # allocated until the next step begins (and are part of allocated_after_step1).
             optimizer.zero_grad(set_to_none=True)
-            tokens = torch.randint(0, c["vocab"], (args.mbs, args.seq + 1), generator=gen,
-                                   device=device)
-            inputs, labels = tokens[:, :-1], tokens[:, 1:]
-            with loss_ctx():
-                logits = model(inputs)
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
-                # torchtitan frees the bf16 logits before backward ("need to free pred before
-                # bwd to avoid peaking memory", torchtitan/train.py forward_backward_step).
-                del logits
-                if args.simulate_oom_at_step == step:
-                    raise torch.OutOfMemoryError(f"simulated out-of-memory at step {step}")
-                loss.backward()
+            for _ in range(args.accum):
+                tokens = torch.randint(0, c["vocab"], (args.mbs, args.seq + 1), generator=gen,
+                                       device=device)
+                inputs, labels = tokens[:, :-1], tokens[:, 1:]
+                with loss_ctx():
+                    logits = model(inputs)
+                    loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+                    # torchtitan frees the bf16 logits before backward ("need to free pred
+                    # before bwd to avoid peaking memory", torchtitan/train.py
+                    # forward_backward_step); the loss of each micro-batch is scaled by the
+                    # accumulation steps, as its gradient accumulation does.
+                    del logits
+                    if args.simulate_oom_at_step == step:
+                        raise torch.OutOfMemoryError(f"simulated out-of-memory at step {step}")
+                    (loss / args.accum).backward()
             if hasattr(loss, "full_tensor"):
                 loss = loss.full_tensor()
             if args.clip is not None:
@@ -524,12 +547,12 @@ def main(argv=None):
     s = mem.stats()
     timed = step_ms[args.warmup:]
     median_ms = statistics.median(timed)
-    tokens_per_step = world // args.tp * args.mbs * args.seq
+    tokens_per_step = world // args.tp * args.mbs * args.accum * args.seq
     result.update(
         oom=False, oom_step=None, step_ms=step_ms, step_ms_median=median_ms,
         tokens_per_s=round(tokens_per_step / (median_ms / 1e3), 1),
-        tokens_per_s_per_gpu=round(args.mbs * args.seq / args.tp / (median_ms / 1e3), 1),
-        model_tflops_per_gpu=round(result["model_flops_per_token"] * args.mbs * args.seq / args.tp
+        tokens_per_s_per_gpu=round(args.mbs * args.accum * args.seq / args.tp / (median_ms / 1e3), 1),
+        model_tflops_per_gpu=round(result["model_flops_per_token"] * args.mbs * args.accum * args.seq / args.tp
                                    / (median_ms / 1e3) / 1e12, 2),
         loss=[round(x, 5) for x in losses],
         max_allocated_bytes=s["max_allocated"], max_reserved_bytes=s["max_reserved"],

@@ -99,6 +99,9 @@ int main(int argc, char **argv)
         w.gbs = atoll(col[ix[GBS]]);
         w.framework = PP_FW_MEGATRON;
         w.attention = PP_ATTN_UNFUSED; /* Megatron local implementation, no TE */
+        /* run_configs.py switched Megatron's bias-activation fusion off (--no-bias-swiglu-fusion,
+         * --no-bias-gelu-fusion) */
+        w.stack.act_unfused = true;
         pp_layout l;
         pp_layout_init(&l);
         l.tp = atoll(col[ix[TP]]);
@@ -152,7 +155,7 @@ int main(int argc, char **argv)
         }
         tap_diag("%-24s %4s %5d %10.0f %10.0f %+6.2f%% %s", col[ix[NAME]], col[ix[RANK]], stage,
                  meas / MIB, s->peak_bytes / MIB, err_pct, est_txt);
-        tap_diag("%-24s parplan check %s --gpu h200 --gpus %s --attention unfused --tp %s --pp %s "
+        tap_diag("%-24s parplan check %s --gpu h200 --gpus %s --attention unfused --no-bias-act-fusion --tp %s --pp %s "
                  "--mbs %s --gbs %s --seq %s --recompute %s%s --vpp %lld", "", how, col[ix[GPUS]],
                  col[ix[TP]], col[ix[PP]], col[ix[MBS]], col[ix[GBS]], col[ix[SEQ]], col[ix[RC]],
                  l.dist_opt ? " --dist-opt" : "", (long long)l.vpp);

@@ -113,13 +113,23 @@ static void variants(void)
     /* RMSNorm keeps one fp32 statistic per row. */
     e = find(&tb, "ln1.stats");
     tap_ok(e && e->elems * e->bytes_per_elem == 4 * s * b, "RMSNorm: 4 bytes per row");
-    /* SwiGLU, eager (Megatron glu()): fc1 output 2f, silu(gate), the x_linear + offset copy and
-     * the product: 10 s b f / t bytes. */
+    /* SwiGLU with Megatron's default bias_swiglu_fusion, local modules too (a jit_fuser function,
+     * fusions/fused_bias_swiglu.py): the fc1 output 2f and the product, 6 s b f / t bytes. */
     double mlp = 0;
     for (int i = 0; i < tb.n; i++)
         if (strncmp(tb.t[i].name, "mlp.", 4) == 0 || strcmp(tb.t[i].name, "fc2.input") == 0)
             mlp += tb.t[i].elems * tb.t[i].bytes_per_elem;
-    tap_ok(mlp == 10 * s * b * f / t, "SwiGLU eager: 10 sbf/t bytes (%.0f)", mlp);
+    tap_ok(mlp == 6 * s * b * f / t, "SwiGLU fused (Megatron's default, local modules): 6 sbf/t bytes (%.0f)", mlp);
+    /* --no-bias-act-fusion, eager (Megatron glu()): fc1 output 2f, silu(gate), the x_linear +
+     * offset copy and the product: 10 s b f / t bytes. */
+    w.stack.act_unfused = true;
+    pp_memory_layer_table(&w, &l, PP_RC_NONE, &tb);
+    mlp = 0;
+    for (int i = 0; i < tb.n; i++)
+        if (strncmp(tb.t[i].name, "mlp.", 4) == 0 || strcmp(tb.t[i].name, "fc2.input") == 0)
+            mlp += tb.t[i].elems * tb.t[i].bytes_per_elem;
+    tap_ok(mlp == 10 * s * b * f / t, "SwiGLU eager (--no-bias-act-fusion): 10 sbf/t bytes (%.0f)", mlp);
+    w.stack.act_unfused = false;
     /* Flash (TE): K and V at the group count, fused SwiGLU 6 sbf/t, no s^2 tensor. */
     w.attention = PP_ATTN_FLASH;
     pp_memory_layer_table(&w, &l, PP_RC_NONE, &tb);

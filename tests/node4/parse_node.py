@@ -58,6 +58,19 @@ def smi_peaks(path):
     return peaks
 
 
+def gpu_line(path):
+    """'4 x NVIDIA H100 80GB HBM3 (81559 MiB), PyTorch 2.11.0+cu130' from run_node.sh's gpus.csv."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return "4 GPUs"
+    gpus = [l.split(", ") for l in lines if re.match(r"\d+, ", l)]
+    torch = next((l.split()[1] for l in lines if l.startswith("torch ")), "?")
+    if not gpus:
+        return "4 GPUs"
+    return "%d x %s (%s), PyTorch %s" % (len(gpus), gpus[0][1], gpus[0][2], torch)
+
+
 def arg(text, key):
     m = re.search(r"^\s*%s \.+ (\S+)" % key, text, re.M)
     return m.group(1) if m else None
@@ -67,12 +80,21 @@ def main():
     out, logdirs = sys.argv[1], sys.argv[2:]
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     rows = []
+    gpu = None
     for d in logdirs:
-        lst = next(f[:-4] for f in sorted(os.listdir(d)) if re.match(r"(dense_.*|moe)\.csv$", f))
+        lst = next(f[:-4] for f in sorted(os.listdir(d)) if f.endswith(".csv") and f != "gpus.csv")
         order = [l.split(",")[0:2] for l in open(os.path.join(d, lst + ".csv"))
                  if l[0] != "#" and not l.startswith("name,")]
+        if gpu is None:
+            gpu = gpu_line(os.path.join(d, "gpus.csv"))
         for name, slot in order:
+            # LIST/NAME: another list's script, run again (run_node.sh logs it as NAME.log); kept
+            # here as NAME_<list> so that it cannot take the place of this list's own NAME
+            rerun = "/" in name
+            name = name.split("/")[-1]
             path = os.path.join(d, name + ".log")
+            if rerun:
+                name = name + "_" + lst.split("_")[-1]
             if not os.path.exists(path):
                 continue
             text = open(path, errors="replace").read()
@@ -104,10 +126,11 @@ def main():
                 rows.append([name, lst, world, r, r // (world // pp), routing, oom, m.group(4),
                              m.group(6), "%.0f" % smi if smi else "",
                              "%.0f" % (smi - res) if smi else "", med, mn, len(iters)])
-    print("# Megatron-LM runs on one node of 4 x NVIDIA H200 (143771 MiB), PyTorch 2.11 + CUDA 13, "
-          "NCCL 2.28.9, local transformer implementation, bf16, mock data; run lists "
-          "tests/node4/{dense_h200,moe}.csv, scripts tests/data/node4/scripts/, parsed by "
-          "tests/node4/parse_node.py (column meanings in its docstring). Memory in MiB.")
+    lists = ",".join(next(f[:-4] for f in sorted(os.listdir(d)) if f.endswith(".csv") and f != "gpus.csv")
+                     for d in logdirs)
+    print("# Megatron-LM runs on one node of %s, local transformer implementation, bf16, mock data; "
+          "run lists tests/node4/{%s}.csv, scripts tests/data/node4/scripts/, parsed by "
+          "tests/node4/parse_node.py (column meanings in its docstring). Memory in MiB." % (gpu, lists))
     print("name,list,gpus,rank,pp_stage,routing,oom,max_alloc_mib,max_reserved_mib,smi_peak_mib,"
           "outside_mib,iter_ms_med,iter_ms_min,iters")
     for r in rows:

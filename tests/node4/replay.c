@@ -15,14 +15,8 @@
 #include <string.h>
 
 #include "csv_cols.h"
-#include "jscan.h"
-#include "proc.h"
+#include "replay.h"
 #include "tap.h"
-
-#define MIB (1024.0 * 1024.0)
-#define MAXCOL 64
-
-static const char *parplan, *src;
 
 typedef struct {
     char name[64];
@@ -30,43 +24,7 @@ typedef struct {
     bool moe, balanced;
 } timed_run;
 
-static js_val *check_json(char **args, int n, int *status)
-{
-    char *argv[96];
-    int k = 0;
-    argv[k++] = (char *)parplan;
-    argv[k++] = "check";
-    for (int i = 0; i < n && k < 90; i++) argv[k++] = args[i];
-    argv[k++] = "--json";
-    argv[k++] = "-q";
-    argv[k] = NULL;
-    tc_proc r;
-    tc_run(argv, &r);
-    *status = r.status;
-    char err[128];
-    js_val *v = (r.status == 0 || r.status == 1) ? js_parse(r.out, err, sizeof err) : NULL;
-    if (!v) tap_diag("check failed (exit %d): %.300s", r.status, r.err);
-    tc_proc_result_free(&r);
-    return v;
-}
-
-typedef struct {
-    double sum, worst;
-    int n;
-    char worst_name[96];
-} err_acc;
-
-static void acc(err_acc *a, const char *name, double e)
-{
-    a->sum += fabs(e);
-    a->n++;
-    if (fabs(e) > fabs(a->worst)) {
-        a->worst = e;
-        snprintf(a->worst_name, sizeof a->worst_name, "%s", name);
-    }
-}
-
-static double mape(const err_acc *a) { return a->n ? 100 * a->sum / a->n : NAN; }
+static js_val *check_json(char **args, int n, int *status) { return rp_json("check", args, n, status); }
 
 /* Pairs of runs measured more than 5% apart, ranked the other way by the model. */
 static int misranked(const timed_run *t, int n, bool moe, int *pairs)
@@ -90,7 +48,7 @@ static int misranked(const timed_run *t, int n, bool moe, int *pairs)
 static void megatron(void)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/node4/runs.csv", src);
+    snprintf(path, sizeof path, "%s/tests/data/node4/runs.csv", rp_src);
     FILE *f = fopen(path, "r");
     if (!tap_ok(f != NULL, "read %s", path)) return;
     char line[2048], prev[64] = "";
@@ -117,8 +75,8 @@ static void megatron(void)
             snprintf(prev, sizeof prev, "%s", name);
             js_free(doc);
             char log[1024], prof[1024];
-            snprintf(log, sizeof log, "%s/tests/data/node4/logs/%s.log", src, name);
-            snprintf(prof, sizeof prof, "%s/tests/data/profiles/h200-megatron-local.yaml", src);
+            snprintf(log, sizeof log, "%s/tests/data/node4/logs/%s.log", rp_src, name);
+            snprintf(prof, sizeof prof, "%s/tests/data/profiles/h200-megatron-local.yaml", rp_src);
             char *args[] = {"--megatron-args", log, "--gpu", "h200", "--profile", prof};
             int st;
             doc = check_json(args, 6, &st);
@@ -196,7 +154,7 @@ static void megatron(void)
 static void fsdp(void)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/node4/fsdp_runs.csv", src);
+    snprintf(path, sizeof path, "%s/tests/data/node4/fsdp_runs.csv", rp_src);
     FILE *f = fopen(path, "r");
     if (!tap_ok(f != NULL, "read %s", path)) return;
     char line[8192];
@@ -216,25 +174,11 @@ static void fsdp(void)
         }
         if (strcmp(col[ci[1]], "ok")) continue; /* skipped for the deadline */
         int gpus = atoi(col[ci[2]]), rep = atoi(col[ci[3]]), mbs = atoi(col[ci[5]]), tp = ci[12] >= 0 ? atoi(col[ci[12]]) : 1;
-        if (tp < 1) tp = 1;
-        char model[256], sg[16], sgb[16], smbs[16], sseq[16], srep[16], stp[16];
-        snprintf(model, sizeof model, "%s", !strcmp(col[ci[4]], "8B") ? "llama3-8b" : "");
-        if (!model[0]) snprintf(model, sizeof model, "%s/tests/data/fsdp/models/llama-3.2-3b.yaml", src);
-        snprintf(sg, sizeof sg, "%d", gpus);
-        snprintf(sgb, sizeof sgb, "%d", gpus / tp * mbs);
-        snprintf(smbs, sizeof smbs, "%d", mbs);
-        snprintf(sseq, sizeof sseq, "%s", col[ci[6]]);
-        snprintf(srep, sizeof srep, "%d", rep);
-        snprintf(stp, sizeof stp, "%d", tp);
-        const char *zero = !strcmp(col[ci[8]], "false") ? "2" : "3";
-        char *args[40] = {"--framework", "fsdp", "--gpu", "h200", "--gpus", sg, "--gpus-per-node", sg, "--model", model,
-                          "--seq", sseq, "--gbs", sgb, "--mbs", smbs, "--zero", (char *)zero, "--recompute", col[ci[7]]};
-        int n = 20;
-        if (rep > 1) args[n++] = "--replicate", args[n++] = srep;
-        if (tp > 1) args[n++] = "--tp", args[n++] = stp;
-        int st;
-        js_val *doc = check_json(args, n, &st);
-        if (!tap_ok(doc != NULL, "%s: parplan check --framework fsdp ...", col[ci[0]])) continue;
+        rp_fsdp_run run = {"h200", col[ci[4]], col[ci[7]], gpus, mbs, atoi(col[ci[6]]), rep, tp < 1 ? 1 : tp, 1,
+                           strcmp(col[ci[8]], "false") != 0, false, false};
+        char cmd[1024];
+        js_val *doc = rp_fsdp_check(&run, cmd, sizeof cmd);
+        if (!tap_ok(doc != NULL, "%s: %s", col[ci[0]], cmd)) continue;
         double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(col[ci[9]]);
         double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(col[ci[11]]);
         int retries = atoi(col[ci[10]]);
@@ -266,7 +210,7 @@ static void fsdp(void)
 static void probe_pick(const char *workload, const char *const *runs, const char *const *labels, int n)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/node4/probe/%s.json", src, workload);
+    snprintf(path, sizeof path, "%s/tests/data/node4/probe/%s.json", rp_src, workload);
     FILE *f = fopen(path, "r");
     if (!tap_ok(f != NULL, "read %s", path)) return;
     static char text[1 << 16];
@@ -286,7 +230,7 @@ static void probe_pick(const char *workload, const char *const *runs, const char
              js_num(c0, "dp"), js_num(c0, "ep"), js_num(c0, "mbs"),
              js_get(c0, "dist_opt") && js_get(c0, "dist_opt")->b ? " dist-opt" : "");
     /* the measured steps of the launched layouts */
-    snprintf(path, sizeof path, "%s/tests/data/node4/runs.csv", src);
+    snprintf(path, sizeof path, "%s/tests/data/node4/runs.csv", rp_src);
     f = fopen(path, "r");
     double best = INFINITY, pick = NAN;
     const char *best_name = "?";
@@ -321,7 +265,7 @@ static void probe_pick(const char *workload, const char *const *runs, const char
 static void outside(void)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/node4/probe/mem_outside.txt", src);
+    snprintf(path, sizeof path, "%s/tests/data/node4/probe/mem_outside.txt", rp_src);
     FILE *f = fopen(path, "r");
     if (!tap_ok(f != NULL, "read %s", path)) return;
     char line[2048];
@@ -350,8 +294,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s PARPLAN SOURCE_DIR\n", argv[0]);
         return 2;
     }
-    parplan = argv[1];
-    src = argv[2];
+    rp_parplan = argv[1];
+    rp_src = argv[2];
     megatron();
     fsdp();
     static const char *const dense_runs[] = {"d_dp4_b1_do", "d_tp2dp2_b2_do", "d_pp2dp2v8_b1_do", "d_tp4_b4", "d_tp2pp2v8_b2"};

@@ -43,18 +43,21 @@ for slot in $(grep -v '^#' "$csv" | tail -n +2 | cut -d, -f2 | sort -un); do
     pids=()
     while IFS=, read -r name s gpus extra args; do
         [ "$s" = "$slot" ] || continue
+        # LIST/NAME: the script another list's run started (the same run again, on other GPUs)
+        script=$scripts/$name.sh
+        case $name in */*) script=tests/data/node4/scripts/$name.sh; name=${name##*/} ;; esac
         devs=$(seq -s, "$gpu" $((gpu + gpus - 1)))
         gpu=$((gpu + gpus))
         port=$((port + 1))
         {
             echo "# run $name slot $slot gpus $devs extra '$extra'"
-            echo "# script $scripts/$name.sh"
+            echo "# script $script"
         } > "$logs/$name.log"
         (
             s0=$SECONDS
             # shellcheck disable=SC2086
             CUDA_VISIBLE_DEVICES=$devs MEGATRON_LM=$PWD/.megatron MASTER_PORT=$port \
-                timeout -k 5 "$to" bash "$scripts/$name.sh" $extra >> "$logs/$name.log" 2>&1
+                timeout -k 5 "$to" bash "$script" $extra >> "$logs/$name.log" 2>&1
             rc=$?
             echo "# exit $rc wall_s $((SECONDS - s0)) timeout_s $to" >> "$logs/$name.log"
             it=$(grep -c "elapsed time per iteration" "$logs/$name.log")

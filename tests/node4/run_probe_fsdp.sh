@@ -11,17 +11,7 @@ out=${OUT:-/tmp/node4_out}
 w=$out/node4_probe
 mkdir -p "$w/plans"
 t0=$SECONDS
-export CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
-sp=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
-libdirs=$(find "$sp/nvidia" -name 'lib*.so*' 2>/dev/null | xargs -r -n1 dirname | sort -u | tr '\n' ':')
-export LD_LIBRARY_PATH="$PWD/build-dev/devrun/lib:${libdirs}${LD_LIBRARY_PATH:-}"
-export PARPLAN_MODELS_DIR="$PWD/models.d" PARPLAN_CACHE="$w/probe-cache.yaml"
-P=build-dev/devrun/parplan
-log=$w/log.txt
-nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm,power.limit,driver_version --format=csv,noheader | tee "$log"
-mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-gpu=h200; [ "${mib:-0}" -lt 100000 ] && gpu=h100-sxm
+. tests/node4/device_env.sh
 ( timeout -k 5 200 env PP_GENCODE="-gencode=arch=compute_90a,code=sm_90a" sh probes/build_device.sh "$w/bd" > "$w/build.log" 2>&1; echo "build exit $?" >> "$w/build.log" ) &
 build=$!
 

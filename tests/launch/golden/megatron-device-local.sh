@@ -90,15 +90,15 @@ LOGGING_ARGS=(
     --eval-iters 0
     --log-memory-interval 1
 )
-# Megatron-LM without Transformer Engine or apex (--launch-target device-local)
+# Megatron-LM without Transformer Engine or apex (--launch-target device-local): only the switches
+# without which it cannot start there (persistent layer norm and gradient-accumulation fusion need
+# apex or TE, the masked-softmax and RoPE fusions their compiled kernels); every other default stays
 LOCAL_ARGS=(
     --transformer-impl local
     --no-persist-layer-norm
     --no-masked-softmax-fusion
     --no-gradient-accumulation-fusion
     --no-rope-fusion
-    --no-bias-swiglu-fusion
-    --no-bias-dropout-fusion
 )
 
 torchrun --nproc-per-node "$GPUS_PER_NODE" --nnodes "$NNODES" --node-rank "$NODE_RANK" \

@@ -1,0 +1,39 @@
+/* What the replays of the 4-GPU node runs share (replay.c: 4 x H200; replay_h100.c: 4 x H100):
+ * parplan run as a user would, its JSON answer, error accumulators, and the check that a row of an
+ * FSDP2 runs table states with CLI flags. */
+#ifndef NODE4_REPLAY_H
+#define NODE4_REPLAY_H
+
+#include <stdbool.h>
+
+#include "jscan.h"
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+#define MAXCOL 64
+
+extern const char *rp_parplan, *rp_src; /* the binary under test, the source tree */
+
+/* `parplan <cmd> ARGS --json -q`: its JSON (NULL when it failed; *status its exit status). */
+js_val *rp_json(const char *cmd, char **args, int n, int *status);
+
+typedef struct {
+    double sum, worst;
+    int n;
+    char worst_name[96];
+} err_acc;
+void acc(err_acc *a, const char *name, double e);
+double mape(const err_acc *a);
+
+/* One FSDP2 run as the CLI states it: parplan check --framework fsdp --gpu GPU --gpus G
+ * --gpus-per-node G --model llama3-8b|tests/data/fsdp/models/llama-3.2-3b.yaml --seq S
+ * --gbs G/tp x mbs x accum --mbs B --zero 3|2 --recompute AC [--replicate R] [--tp T] [--compile]
+ * [--expandable-segments]. The command is written into cmd (for the test's output). */
+typedef struct {
+    const char *gpu, *flavor, *ac;
+    int gpus, mbs, seq, replicate, tp, accum;
+    bool reshard, compile, expandable;
+} rp_fsdp_run;
+js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t n);
+
+#endif

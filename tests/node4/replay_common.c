@@ -1,0 +1,71 @@
+/* The node4 replays' shared parts (replay.h). */
+#include "replay.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proc.h"
+#include "tap.h"
+
+const char *rp_parplan, *rp_src;
+
+js_val *rp_json(const char *cmd, char **args, int n, int *status)
+{
+    char *argv[96];
+    int k = 0;
+    argv[k++] = (char *)rp_parplan;
+    argv[k++] = (char *)cmd;
+    for (int i = 0; i < n && k < 90; i++) argv[k++] = args[i];
+    argv[k++] = "--json";
+    argv[k++] = "-q";
+    argv[k] = NULL;
+    tc_proc r;
+    tc_run(argv, &r);
+    *status = r.status;
+    char err[128];
+    js_val *v = (r.status == 0 || r.status == 1) ? js_parse(r.out, err, sizeof err) : NULL;
+    if (!v) tap_diag("%s failed (exit %d): %.300s", cmd, r.status, r.err);
+    tc_proc_result_free(&r);
+    return v;
+}
+
+void acc(err_acc *a, const char *name, double e)
+{
+    a->sum += fabs(e);
+    a->n++;
+    if (fabs(e) > fabs(a->worst)) {
+        a->worst = e;
+        snprintf(a->worst_name, sizeof a->worst_name, "%s", name);
+    }
+}
+
+double mape(const err_acc *a) { return a->n ? 100 * a->sum / a->n : NAN; }
+
+js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t cn)
+{
+    char model[512], sg[16], sgb[16], smbs[16], sseq[16], srep[16], stp[16];
+    snprintf(model, sizeof model, "%s", !strcmp(r->flavor, "8B") ? "llama3-8b" : "");
+    if (!model[0]) snprintf(model, sizeof model, "%s/tests/data/fsdp/models/llama-3.2-3b.yaml", rp_src);
+    int tp = r->tp > 1 ? r->tp : 1, accum = r->accum > 1 ? r->accum : 1;
+    snprintf(sg, sizeof sg, "%d", r->gpus);
+    snprintf(sgb, sizeof sgb, "%d", r->gpus / tp * r->mbs * accum);
+    snprintf(smbs, sizeof smbs, "%d", r->mbs);
+    snprintf(sseq, sizeof sseq, "%d", r->seq);
+    snprintf(srep, sizeof srep, "%d", r->replicate);
+    snprintf(stp, sizeof stp, "%d", tp);
+    char *args[40] = {"--framework", "fsdp", "--gpu", (char *)r->gpu, "--gpus", sg, "--gpus-per-node", sg,
+                      "--model", model, "--seq", sseq, "--gbs", sgb, "--mbs", smbs,
+                      "--zero", r->reshard ? "3" : "2", "--recompute", (char *)r->ac};
+    int n = 20;
+    if (r->replicate > 1) args[n++] = "--replicate", args[n++] = srep;
+    if (tp > 1) args[n++] = "--tp", args[n++] = stp;
+    if (r->compile) args[n++] = "--compile";
+    if (r->expandable) args[n++] = "--expandable-segments";
+    size_t k = (size_t)snprintf(cmd, cn, "parplan check");
+    for (int i = 0; i < n && k < cn; i++)
+        k += (size_t)snprintf(cmd + k, cn - k, " %s", strncmp(args[i], rp_src, strlen(rp_src)) ? args[i]
+                                                                                              : args[i] + strlen(rp_src) + 1);
+    int st;
+    return rp_json("check", args, n, &st);
+}
