@@ -206,6 +206,9 @@ pp_status pp_cli_work(pp_cli *c, bool needs_layout, pp_error *err)
     c->fixed = res.fixed;
     c->margs = res.margs;
     c->split = res.split;
+    c->recipe = res.recipe;
+    c->have_recipe = res.have_recipe;
+    memcpy(c->recipe_src, res.src, sizeof c->recipe_src);
     if (res.have_profile) {
         c->profile = res.profile;
         c->have_profile = true;
@@ -233,6 +236,18 @@ void pp_cli_stack_line(FILE *f, const pp_cli *c)
     fprintf(f, "%s", buf);
     if (c->margs) fprintf(f, " (from %s%s)", c->megatron_args, c->margs->unmodelled[0] ? ", with unmodelled arguments" : "");
     fprintf(f, "\n");
+    if (c->have_recipe) {
+        /* the recipe and where each of its fields' values came from (the fields that apply) */
+        fprintf(f, "recipe: %s (%s):", c->recipe.name, c->recipe.path);
+        for (int i = 0; i < PP_RF_COUNT; i++) {
+            char v[32];
+            pp_recipe_field_value(&c->work, (pp_recipe_field)i, v, sizeof v);
+            if (!strcmp(v, "-")) continue;
+            fprintf(f, "%s %s %s (%s)", i ? "," : "", pp_recipe_field_names[i], v,
+                    pp_recipe_src_names[c->recipe_src[i]]);
+        }
+        fprintf(f, "\n");
+    }
 }
 
 void pp_cli_stack_json(pp_json *j, const pp_cli *c)
@@ -276,6 +291,32 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_stack_describe(w, buf, sizeof buf);
     pp_json_kstr(j, "describe", buf);
     pp_json_obj_end(j);
+    /* the recipe (null without --recipe) and where each field's value came from */
+    pp_json_key(j, "recipe");
+    if (c->have_recipe) {
+        pp_json_obj_begin(j);
+        pp_json_kstr(j, "name", c->recipe.name);
+        pp_json_kstr(j, "file", c->recipe.path);
+        pp_json_kstr(j, "source", c->recipe.source);
+        pp_json_kstr(j, "release", c->recipe.release);
+        pp_json_kstr(j, "checked_by", c->recipe.checked_by);
+        pp_json_key(j, "fields");
+        pp_json_obj_begin(j);
+        for (int i = 0; i < PP_RF_COUNT; i++) {
+            char v[32];
+            pp_recipe_field_value(w, (pp_recipe_field)i, v, sizeof v);
+            if (!strcmp(v, "-")) continue;
+            pp_json_key(j, pp_recipe_field_names[i]);
+            pp_json_obj_begin(j);
+            pp_json_kstr(j, "value", v);
+            pp_json_kstr(j, "from", pp_recipe_src_names[c->recipe_src[i]]);
+            pp_json_obj_end(j);
+        }
+        pp_json_obj_end(j);
+        pp_json_obj_end(j);
+    } else {
+        pp_json_null(j);
+    }
     if (c->margs) {
         pp_json_key(j, "megatron_args");
         pp_json_obj_begin(j);

@@ -44,6 +44,9 @@ typedef struct {
     int *split;               /* --pipeline-layout / --first|last-stage-layers: owns layout.vstage_layers */
     pp_profile profile;
     bool have_profile;
+    pp_recipe recipe;         /* --recipe, when have_recipe */
+    bool have_recipe;
+    unsigned char recipe_src[PP_RF_COUNT]; /* pp_recipe_src of each recipe field */
     /* subcommand options */
     int64_t top;              /* plan --top K (default 5) */
     int64_t probe_k;          /* plan --probe K (0: none) */

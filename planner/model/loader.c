@@ -29,9 +29,9 @@
 /* ================================================================== our model schema */
 
 #define KINT(k, f, lo, hi, req) {k, PP_KEY_INT, offsetof(pp_model, f), lo, hi, 0, 0, NULL, 0, req, NULL, 0, 0}
-#define KSTR(T, k, f, req) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, req, NULL, 0, 0}
-#define KENUM(T, k, f, names, nn, req) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, names, nn, req, NULL, 0, 0}
-#define KBOOL(T, k, f, req) {k, PP_KEY_BOOL, offsetof(T, f), 0, 0, 0, 0, NULL, 0, req, NULL, 0, 0}
+#define KSTR PP_KSTR
+#define KENUM PP_KENUM
+#define KBOOL PP_KBOOL
 #define KNUM(T, k, f, lo, hi, scale, req) {k, PP_KEY_NUM, offsetof(T, f), lo, hi, scale, 0, NULL, 0, req, NULL, 0, 0}
 
 /* The bounds here are the loader's "absurd value" limits; pp_model_validate checks the

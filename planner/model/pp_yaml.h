@@ -42,6 +42,11 @@ typedef struct pp_key {
     size_t off2;                /* INTSEQ: offset of the int64_t element count */
 } pp_key;
 
+/* Key-table rows of a struct T's field f (pp_key's positional layout). */
+#define PP_KSTR(T, k, f, req) {k, PP_KEY_STR, offsetof(T, f), 0, 0, 0, sizeof(((T *)0)->f), NULL, 0, req, NULL, 0, 0}
+#define PP_KENUM(T, k, f, names, nn, req) {k, PP_KEY_ENUM, offsetof(T, f), 0, 0, 0, 0, names, nn, req, NULL, 0, 0}
+#define PP_KBOOL(T, k, f, req) {k, PP_KEY_BOOL, offsetof(T, f), 0, 0, 0, 0, NULL, 0, req, NULL, 0, 0}
+
 enum {
     PP_YAML_IGNORE_UNKNOWN = 1 << 0, /* HF config.json: unrelated keys abound */
     PP_YAML_NULL_ABSENT = 1 << 1,    /* a plain `null` value counts as absent (HF) */

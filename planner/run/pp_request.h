@@ -14,6 +14,7 @@
 #include "pp_margs.h"
 #include "pp_options.h"
 #include "pp_profile.h"
+#include "pp_recipe.h"
 #include "pp_search.h"
 
 /* One key per request option: request.given[key] is set when the option was given. */
@@ -28,7 +29,7 @@ typedef enum {
     PP_RQ_TP_COMM_OVERLAP, PP_RQ_IMPL, PP_RQ_DISPATCHER, PP_RQ_GROUPED_GEMM, PP_RQ_CAPACITY,
     PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
     PP_RQ_COMPILE, PP_RQ_NO_ATTN_MASK, PP_RQ_OPTIMIZER_DTYPE, PP_RQ_MEGATRON_FSDP, PP_RQ_ACT_UNFUSED,
-    PP_RQ_CE_FUSION,
+    PP_RQ_CE_FUSION, PP_RQ_RECIPE,
     /* layout */
     PP_RQ_TP, PP_RQ_PP, PP_RQ_DP, PP_RQ_VPP, PP_RQ_CP, PP_RQ_EP, PP_RQ_ETP, PP_RQ_MBS, PP_RQ_ZERO,
     PP_RQ_DIST_OPT, PP_RQ_SP, PP_RQ_RECOMPUTE, PP_RQ_RECOMPUTE_LAYERS, PP_RQ_RECOMPUTE_MODULES,
@@ -38,7 +39,7 @@ typedef enum {
 
 typedef struct {
     /* WORK */
-    const char *model, *gpu, *profile, *megatron_args;
+    const char *model, *gpu, *profile, *megatron_args, *recipe;
     int64_t gpus, gpus_per_node, gbs;
     int framework, attention; /* pp_framework, pp_attention */
     double max_mem_frac;      /* 0: not given (all of the usable memory) */
@@ -98,6 +99,9 @@ typedef struct {
                                      layout.vstage_layers points here */
     pp_profile profile;
     bool have_profile;
+    pp_recipe recipe;             /* --recipe, when have_recipe */
+    bool have_recipe;
+    unsigned char src[PP_RF_COUNT]; /* pp_recipe_src: where each recipe field's value came from */
     char warnings[3][768];        /* one line each, without "parplan: warning: " */
     int n_warnings;
 } pp_resolved;

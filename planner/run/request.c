@@ -58,6 +58,9 @@ const pp_option pp_request_options[] = {
     SET("--no-bias", bias, PP_RQ_BIAS, 0, "no linear-layer biases"),
     INT("--experts", experts, PP_RQ_EXPERTS, 1, 100000, "N: MoE experts per layer"),
     INT("--topk", topk, PP_RQ_TOPK, 1, 100000, "N: experts per token"),
+    STR("--recipe", recipe, PP_RQ_RECIPE,
+        "NAME|FILE: the training stack as data (recipes.d: megatron-core-te, megatron-lm-local, megatron-bridge, "
+        "torchtitan, torchtitan-compile, deepspeed-zero); each stack flag overrides one of its fields"),
     STR("--megatron-args", megatron_args, PP_RQ_MEGATRON_ARGS,
         "FILE: model, layout and stack from a Megatron-LM command line, launch script or training log "
         "('-': stdin); the flags given beside it override it"),
@@ -360,6 +363,36 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     }
 }
 
+/* The recipe fields Megatron's argument reader (megatron_config.c read_stack) sets from a run's
+ * arguments, and the flag that sets each field. */
+#define MARGS_FIELDS                                                                                     \
+    ((1u << PP_RF_FRAMEWORK) | (1u << PP_RF_IMPL) | (1u << PP_RF_ATTENTION) | (1u << PP_RF_PRECISION) | \
+     (1u << PP_RF_BIAS_ACT_FUSION) | (1u << PP_RF_CE_FUSION) | (1u << PP_RF_EXPANDABLE) |               \
+     (1u << PP_RF_GRAD_BF16) | (1u << PP_RF_ATTN_MASK) | (1u << PP_RF_OVERLAP) |                        \
+     (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM))
+static const pp_request_key field_flag[PP_RF_COUNT] = {
+    [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
+    [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
+    [PP_RF_CE_FUSION] = PP_RQ_CE_FUSION, [PP_RF_EXPANDABLE] = PP_RQ_EXPANDABLE, [PP_RF_COMPILE] = PP_RQ_COMPILE,
+    [PP_RF_GRAD_BF16] = PP_RQ_GRAD_BF16, [PP_RF_ATTN_MASK] = PP_RQ_NO_ATTN_MASK, [PP_RF_OVERLAP] = PP_RQ_NO_OVERLAP,
+    [PP_RF_TP_COMM_OVERLAP] = PP_RQ_TP_COMM_OVERLAP, [PP_RF_OPTIMIZER_DTYPE] = PP_RQ_OPTIMIZER_DTYPE,
+    [PP_RF_OPTIMIZER_IMPL] = PP_RQ_OPTIMIZER_IMPL, [PP_RF_DISPATCHER] = PP_RQ_DISPATCHER,
+    [PP_RF_GROUPED_GEMM] = PP_RQ_GROUPED_GEMM,
+};
+
+/* Where each recipe field's value came from: a flag over the file's arguments over the recipe
+ * over parplan's default. */
+static void recipe_sources(const pp_request *r, pp_resolved *out)
+{
+    for (int f = 0; f < PP_RF_COUNT; f++) {
+        pp_recipe_src s = PP_SRC_DEFAULT;
+        if (out->have_recipe && (out->recipe.set >> f) & 1u) s = PP_SRC_RECIPE;
+        if (out->margs && (MARGS_FIELDS >> f) & 1u && !(f == PP_RF_FRAMEWORK && out->have_recipe)) s = PP_SRC_MARGS;
+        if (r->given[field_flag[f]]) s = PP_SRC_FLAG;
+        out->src[f] = (unsigned char)s;
+    }
+}
+
 static void warn(pp_resolved *out, bool quiet, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #include <stdarg.h>
 static void warn(pp_resolved *out, bool quiet, const char *fmt, ...)
@@ -383,6 +416,18 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
     out->layout = pp_request_layout(r);
     out->fixed = pp_request_fixed(r);
     pp_status st;
+    if (r->recipe) {
+        /* the recipe over parplan's defaults; the file's arguments and the flags go over it */
+        st = pp_recipe_resolve(&out->recipe, cat ? cat->dir : NULL, r->recipe, err);
+        if (st != PP_OK) return st;
+        out->have_recipe = true;
+        if (g[PP_RQ_FRAMEWORK] && (pp_framework)r->framework != out->recipe.framework)
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--framework %s: recipe %s is %s's",
+                                pp_framework_names[r->framework], out->recipe.name,
+                                pp_framework_names[out->recipe.framework]);
+        pp_recipe_apply(&out->recipe, w);
+        if (g[PP_RQ_ATTENTION]) w->attention = (pp_attention)r->attention;
+    }
     if (r->megatron_args) {
         st = margs_load(r->megatron_args, &out->margs, err);
         if (st != PP_OK) return st;
@@ -474,9 +519,15 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
     if (!w->gbs && mc) w->gbs = mc->gbs > 0 ? mc->gbs : l->mbs * (dp > 0 ? dp : 1); /* Megatron's default */
     if (!w->gbs) w->gbs = w->model.gbs ? w->model.gbs : 1024;
     if (mc) {
-        if (!g[PP_RQ_FRAMEWORK]) w->framework = mc->framework;
+        if (!g[PP_RQ_FRAMEWORK] && !out->have_recipe) w->framework = mc->framework;
         if (!g[PP_RQ_ATTENTION]) w->attention = mc->attention;
         w->stack = mc->stack;
+        if (out->have_recipe) {
+            /* the recipe's fields that Megatron's arguments do not say */
+            pp_recipe only = out->recipe;
+            only.set &= ~MARGS_FIELDS;
+            pp_recipe_apply(&only, w);
+        }
         stack_merge(r, &w->stack, true, w->framework);
         if (!g[PP_RQ_NO_OVERLAP]) {
             pp_layout t = *l;
@@ -498,6 +549,7 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
         w->stack.hidden_dropout = h;
         w->stack.dropout_given = true;
     }
+    recipe_sources(r, out);
     st = pp_stack_check(w, err);
     if (st != PP_OK) return st;
     if (g[PP_RQ_OPTIMIZER_IMPL] && w->framework != PP_FW_FSDP)

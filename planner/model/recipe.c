@@ -1,0 +1,301 @@
+/* Recipes (pp_recipe.h): recipes.d/NAME.yaml through libyaml's document API and key tables, as the
+ * model and GPU files are read (loader.c): unknown keys, wrong types and values are errors at their
+ * file:line:col. */
+#include "pp_recipe.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pp_yaml.h"
+
+const char *const pp_recipe_field_names[PP_RF_COUNT] = {
+    "framework", "impl", "attention", "precision", "bias_act_fusion", "cross_entropy_fusion",
+    "expandable_segments", "compile", "grad_reduce_bf16", "dataloader_attention_mask", "overlap",
+    "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
+};
+const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
+
+static const char *const dtype_names[] = {"fp32", "bf16"};
+
+/* The file's values, before they are put into the stack. */
+typedef struct {
+    char name[64], source[1024], release[256], checked_by[512];
+    int framework;
+    int impl, attention, precision, ce_fusion, optimizer_dtype, optimizer_impl, dispatcher;
+    bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
+} recipe_file;
+
+static const pp_key top_keys[] = {
+    PP_KSTR(recipe_file, "name", name, true),
+    PP_KENUM(recipe_file, "framework", framework, pp_framework_names, PP_FW_COUNT, true),
+    PP_KSTR(recipe_file, "source", source, true),
+    PP_KSTR(recipe_file, "release", release, false),
+    PP_KSTR(recipe_file, "checked_by", checked_by, false),
+    {"stack", PP_KEY_ANY, 0, 0, 0, 0, 0, NULL, 0, false, NULL, 0, 0},
+};
+#define N_TOP ((int)(sizeof top_keys / sizeof top_keys[0]))
+
+/* In pp_recipe_field order from PP_RF_IMPL on: row i sets field i + 1. */
+static const pp_key stack_keys[] = {
+    PP_KENUM(recipe_file, "impl", impl, pp_impl_names, PP_IMPL_COUNT, false),
+    PP_KENUM(recipe_file, "attention", attention, pp_attention_names, PP_ATTN_COUNT, false),
+    PP_KENUM(recipe_file, "precision", precision, pp_precision_names, PP_PREC_COUNT, false),
+    PP_KBOOL(recipe_file, "bias_act_fusion", bias_act_fusion, false),
+    PP_KENUM(recipe_file, "cross_entropy_fusion", ce_fusion, pp_ce_fusion_names, PP_CE_COUNT, false),
+    PP_KBOOL(recipe_file, "expandable_segments", expandable, false),
+    PP_KBOOL(recipe_file, "compile", compile, false),
+    PP_KBOOL(recipe_file, "grad_reduce_bf16", grad_bf16, false),
+    PP_KBOOL(recipe_file, "dataloader_attention_mask", mask, false),
+    PP_KBOOL(recipe_file, "overlap", overlap, false),
+    PP_KBOOL(recipe_file, "tp_comm_overlap", tp_comm_overlap, false),
+    PP_KENUM(recipe_file, "optimizer_dtype", optimizer_dtype, dtype_names, 2, false),
+    PP_KENUM(recipe_file, "optimizer_impl", optimizer_impl, pp_adam_impl_names, PP_ADAM_COUNT, false),
+    PP_KENUM(recipe_file, "moe_dispatcher", dispatcher, pp_dispatch_names, PP_DISPATCH_COUNT, false),
+    PP_KBOOL(recipe_file, "moe_grouped_gemm", grouped_gemm, false),
+};
+#define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
+_Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
+
+/* What a field means for a framework it does not belong to: a recipe that sets it is wrong. */
+static const char *field_misfit(pp_recipe_field f, pp_framework fw)
+{
+    switch (f) {
+    case PP_RF_IMPL: case PP_RF_BIAS_ACT_FUSION: case PP_RF_CE_FUSION: case PP_RF_GRAD_BF16:
+    case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE:
+        return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
+    case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL:
+        return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
+    default:
+        return NULL;
+    }
+}
+
+pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, const char *path, pp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    pp_stack_init(&r->stack);
+    recipe_file f;
+    memset(&f, 0, sizeof f);
+    pp_yaml y;
+    pp_status st = pp_yaml_load(&y, text, len, path, err);
+    if (st) return st;
+    yaml_node_t *root = pp_yaml_root(&y);
+    yaml_node_t *found[N_TOP], *sfound[N_STACK];
+    memset(sfound, 0, sizeof sfound);
+    if ((st = pp_yaml_map(&y, root, top_keys, N_TOP, &f, 0, found, "recipe"))) goto done;
+    yaml_node_t *stack = found[N_TOP - 1];
+    if (stack) {
+        if (stack->type != YAML_MAPPING_NODE) {
+            st = pp_yaml_error(&y, stack, "recipe: 'stack' is %s, expected a mapping", pp_yaml_node_kind(stack));
+            goto done;
+        }
+        if ((st = pp_yaml_map(&y, stack, stack_keys, N_STACK, &f, 0, sfound, "recipe stack"))) goto done;
+    }
+    /* the name is what --recipe NAME finds the file by: NAME.yaml */
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t bl = strlen(base);
+    if (bl > 5 && !strcmp(base + bl - 5, ".yaml") && (bl - 5 != strlen(f.name) || strncmp(base, f.name, bl - 5))) {
+        st = pp_yaml_error(&y, pp_yaml_lookup(&y, root, "name", false), "recipe: name '%s' is not the file's (%s)",
+                           f.name, base);
+        goto done;
+    }
+    snprintf(r->name, sizeof r->name, "%s", f.name);
+    snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->source, sizeof r->source, "%s", f.source);
+    snprintf(r->release, sizeof r->release, "%s", f.release);
+    snprintf(r->checked_by, sizeof r->checked_by, "%s", f.checked_by);
+    r->framework = (pp_framework)f.framework;
+    r->set = 1u << PP_RF_FRAMEWORK;
+    for (int i = 0; i < N_STACK; i++) {
+        if (!sfound[i]) continue;
+        pp_recipe_field fld = (pp_recipe_field)(i + 1);
+        const char *why = field_misfit(fld, r->framework);
+        if (why) {
+            st = pp_yaml_error(&y, pp_yaml_lookup(&y, stack, pp_recipe_field_names[fld], true),
+                               "recipe: '%s' is %s, not %s's", pp_recipe_field_names[fld], why,
+                               pp_framework_names[r->framework]);
+            goto done;
+        }
+        r->set |= 1u << fld;
+    }
+    pp_stack *s = &r->stack;
+    r->attention = (pp_attention)f.attention;
+    s->impl = (pp_impl)f.impl;
+    s->impl_given = (r->set >> PP_RF_IMPL) & 1;
+    s->precision = (pp_precision)f.precision;
+    s->act_unfused = !f.bias_act_fusion;
+    s->ce_fusion = (pp_ce_fusion)f.ce_fusion;
+    s->expandable_segments = f.expandable;
+    s->compile = f.compile;
+    s->grad_bf16 = f.grad_bf16;
+    s->no_attention_mask = !f.mask;
+    s->no_overlap = !f.overlap;
+    s->tp_comm_overlap = f.tp_comm_overlap;
+    s->optimizer_bf16 = f.optimizer_dtype == 1;
+    s->optimizer_impl = (pp_adam_impl)f.optimizer_impl;
+    s->dispatcher = (pp_dispatch)f.dispatcher;
+    s->grouped_gemm = f.grouped_gemm;
+done:
+    pp_yaml_free(&y);
+    return st;
+}
+
+pp_status pp_recipe_load_file(pp_recipe *r, const char *path, pp_error *err)
+{
+    char *text;
+    size_t len;
+    memset(r, 0, sizeof *r);
+    pp_status st = pp_yaml_read_file(path, &text, &len, err);
+    if (st) return st;
+    st = pp_recipe_load_string(r, text, len, path, err);
+    free(text);
+    return st;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat sb;
+    return p && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+pp_status pp_recipe_find_dir(const char *models_dir, char *out, size_t n, pp_error *err)
+{
+    const char *env = getenv("PARPLAN_RECIPES_DIR");
+    if (env && env[0]) {
+        if (!is_dir(env))
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "PARPLAN_RECIPES_DIR is not a directory: %s", env);
+        snprintf(out, n, "%s", env);
+        return PP_OK;
+    }
+    /* beside the models.d directory: the source tree's and the installed datadir's layout */
+    char p[PATH_MAX + 32], real[PATH_MAX];
+    snprintf(p, sizeof p, "%s/../recipes.d", models_dir ? models_dir : ".");
+    if (!is_dir(p))
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "no recipes.d beside the catalog %s (set PARPLAN_RECIPES_DIR, or give --recipe FILE)",
+                            models_dir ? models_dir : "(none)");
+    snprintf(out, n, "%s", realpath(p, real) ? real : p);
+    return PP_OK;
+}
+
+pp_status pp_recipe_resolve(pp_recipe *r, const char *models_dir, const char *arg, pp_error *err)
+{
+    size_t n = strlen(arg);
+    if (strchr(arg, '/') || (n > 5 && !strcmp(arg + n - 5, ".yaml")) || access(arg, R_OK) == 0)
+        return pp_recipe_load_file(r, arg, err);
+    char dir[PATH_MAX], path[PATH_MAX + 80];
+    pp_status st = pp_recipe_find_dir(models_dir, dir, sizeof dir, err);
+    if (st) return st;
+    snprintf(path, sizeof path, "%s/%s.yaml", dir, arg);
+    if (access(path, R_OK) != 0) {
+        char **names = NULL;
+        int count = 0;
+        char list[512] = "";
+        if (pp_recipe_list(models_dir, &names, &count, err) == PP_OK) {
+            size_t k = 0;
+            for (int i = 0; i < count; i++) {
+                if (k < sizeof list) k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", names[i]);
+                free(names[i]);
+            }
+            free(names);
+        }
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--recipe %s: no such recipe (recipes: %s; or a FILE)", arg,
+                            list[0] ? list : "none");
+    }
+    return pp_recipe_load_file(r, path, err);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+pp_status pp_recipe_list(const char *models_dir, char ***names, int *count, pp_error *err)
+{
+    *names = NULL;
+    *count = 0;
+    char dir[PATH_MAX];
+    pp_status st = pp_recipe_find_dir(models_dir, dir, sizeof dir, err);
+    if (st) return st;
+    DIR *d = opendir(dir);
+    if (!d) return pp_error_set(err, PP_ERR_RUNTIME, dir, 0, 0, "cannot read the recipes directory");
+    char **v = NULL;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".yaml") || e->d_name[0] == '.') continue;
+        char **nv = realloc(v, (size_t)(n + 1) * sizeof *v);
+        char *s = strndup(e->d_name, l - 5);
+        if (!nv || !s) {
+            free(nv ? nv : v);
+            free(s);
+            closedir(d);
+            return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        }
+        v = nv;
+        v[n++] = s;
+    }
+    closedir(d);
+    qsort(v, (size_t)n, sizeof *v, cmp_str);
+    *names = v;
+    *count = n;
+    return PP_OK;
+}
+
+void pp_recipe_apply(const pp_recipe *r, pp_work *w)
+{
+    const pp_stack *rs = &r->stack;
+    pp_stack *s = &w->stack;
+#define SET(f) ((r->set >> (f)) & 1u)
+    if (SET(PP_RF_FRAMEWORK)) w->framework = r->framework;
+    if (SET(PP_RF_ATTENTION)) w->attention = r->attention;
+    if (SET(PP_RF_IMPL)) s->impl = rs->impl, s->impl_given = true;
+    if (SET(PP_RF_PRECISION)) s->precision = rs->precision;
+    if (SET(PP_RF_BIAS_ACT_FUSION)) s->act_unfused = rs->act_unfused;
+    if (SET(PP_RF_CE_FUSION)) s->ce_fusion = rs->ce_fusion;
+    if (SET(PP_RF_EXPANDABLE)) s->expandable_segments = rs->expandable_segments;
+    if (SET(PP_RF_COMPILE)) s->compile = rs->compile;
+    if (SET(PP_RF_GRAD_BF16)) s->grad_bf16 = rs->grad_bf16;
+    if (SET(PP_RF_ATTN_MASK)) s->no_attention_mask = rs->no_attention_mask;
+    if (SET(PP_RF_OVERLAP)) s->no_overlap = rs->no_overlap;
+    if (SET(PP_RF_TP_COMM_OVERLAP)) s->tp_comm_overlap = rs->tp_comm_overlap;
+    if (SET(PP_RF_OPTIMIZER_DTYPE)) s->optimizer_bf16 = rs->optimizer_bf16;
+    if (SET(PP_RF_OPTIMIZER_IMPL)) s->optimizer_impl = rs->optimizer_impl;
+    if (SET(PP_RF_DISPATCHER)) s->dispatcher = rs->dispatcher;
+    if (SET(PP_RF_GROUPED_GEMM)) s->grouped_gemm = rs->grouped_gemm;
+#undef SET
+}
+
+const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf, size_t n)
+{
+    const pp_stack *s = &w->stack;
+    const char *v = "";
+    switch (f) {
+    case PP_RF_FRAMEWORK: v = pp_framework_names[w->framework]; break;
+    case PP_RF_IMPL: v = w->framework == PP_FW_MEGATRON ? pp_impl_names[pp_work_impl(w)] : "-"; break;
+    case PP_RF_ATTENTION: v = pp_attention_names[w->attention]; break;
+    case PP_RF_PRECISION: v = pp_precision_names[s->precision]; break;
+    case PP_RF_BIAS_ACT_FUSION: v = w->framework != PP_FW_MEGATRON ? "-" : s->act_unfused ? "false" : "true"; break;
+    case PP_RF_CE_FUSION: v = w->framework == PP_FW_MEGATRON ? pp_ce_fusion_names[s->ce_fusion] : "-"; break;
+    case PP_RF_EXPANDABLE: v = s->expandable_segments ? "true" : "false"; break;
+    case PP_RF_COMPILE: v = w->framework == PP_FW_FSDP ? (s->compile ? "true" : "false") : "-"; break;
+    case PP_RF_GRAD_BF16: v = w->framework == PP_FW_MEGATRON ? (s->grad_bf16 ? "true" : "false") : "-"; break;
+    case PP_RF_ATTN_MASK: v = w->framework == PP_FW_MEGATRON ? (s->no_attention_mask ? "false" : "true") : "-"; break;
+    case PP_RF_OVERLAP: v = s->no_overlap ? "false" : "true"; break;
+    case PP_RF_TP_COMM_OVERLAP:
+        v = w->framework == PP_FW_DEEPSPEED ? "-" : s->tp_comm_overlap ? "true" : "false";
+        break;
+    case PP_RF_OPTIMIZER_DTYPE: v = w->framework != PP_FW_MEGATRON ? "-" : s->optimizer_bf16 ? "bf16" : "fp32"; break;
+    case PP_RF_OPTIMIZER_IMPL: v = w->framework == PP_FW_FSDP ? pp_adam_impl_names[s->optimizer_impl] : "-"; break;
+    case PP_RF_DISPATCHER: v = pp_model_is_moe(&w->model) ? pp_dispatch_names[s->dispatcher] : "-"; break;
+    case PP_RF_GROUPED_GEMM: v = pp_model_is_moe(&w->model) ? (s->grouped_gemm ? "true" : "false") : "-"; break;
+    default: break;
+    }
+    snprintf(buf, n, "%s", v);
+    return buf;
+}

@@ -1,0 +1,230 @@
+/* Recipes (recipes.d, planner/model/recipe.c).
+ *   recipes unit:  every file of recipes.d loads and names itself; bad files are errors at their
+ *                  line:col; through the binary: a recipe's fields over the defaults, a flag over a
+ *                  recipe field, --megatron-args over the recipe, the JSON's sources, the errors.
+ *   recipes check: every recipe checked against a measured or published run
+ *                  (tests/data/recipes/checks.csv), and every recipe of recipes.d has one.
+ *   recipes PARPLAN SOURCE_DIR unit|check */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csv_cols.h"
+#include "jscan.h"
+#include "pp_recipe.h"
+#include "proc.h"
+#include "tap.h"
+
+static const char *parplan, *src;
+
+/* parplan check ARGS... --json -q: its JSON, or NULL; *status, *errtext (static) */
+static js_val *check(const char *line, int *status, char *errtext, size_t en)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s", line);
+    char *argv[128];
+    int k = 0;
+    argv[k++] = (char *)parplan;
+    argv[k++] = "check";
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t && k < 120; t = strtok_r(NULL, " ", &save)) argv[k++] = t;
+    argv[k++] = "--json";
+    argv[k++] = "-q";
+    argv[k] = NULL;
+    tc_proc r;
+    tc_run(argv, &r);
+    *status = r.status;
+    if (errtext) {
+        snprintf(errtext, en, "%s", r.err);
+        errtext[strcspn(errtext, "\n")] = 0;
+    }
+    char e[128];
+    js_val *v = r.status == 0 || r.status == 1 ? js_parse(r.out, e, sizeof e) : NULL;
+    tc_proc_result_free(&r);
+    return v;
+}
+
+static const char *field_from(const js_val *doc, const char *field, const char **value)
+{
+    const js_val *rc = js_get(doc, "recipe"), *fs = rc ? js_get(rc, "fields") : NULL, *f = fs ? js_get(fs, field) : NULL;
+    const js_val *v = f ? js_get(f, "value") : NULL, *from = f ? js_get(f, "from") : NULL;
+    if (value) *value = v && v->type == JS_STR ? v->str : "";
+    return from && from->type == JS_STR ? from->str : "";
+}
+
+static void bad(const char *text, const char *path, const char *want, const char *what)
+{
+    pp_recipe r;
+    pp_error err;
+    memset(&err, 0, sizeof err);
+    pp_status st = pp_recipe_load_string(&r, text, strlen(text), path, &err);
+    char where[1200];
+    snprintf(where, sizeof where, "%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    tap_ok(st == PP_ERR_INPUT && strstr(where, want) != NULL, "%s: an error (%s)", what, where);
+}
+
+static void unit(void)
+{
+    char dir[1024], models[1024];
+    snprintf(models, sizeof models, "%s/models.d", src);
+    pp_error err;
+    char **names = NULL;
+    int n = 0;
+    pp_status lst = pp_recipe_list(models, &names, &n, &err);
+    tap_ok(lst == PP_OK && n >= 6, "recipes.d lists %d recipes", n);
+    tap_ok(pp_recipe_find_dir(models, dir, sizeof dir, &err) == PP_OK, "recipes.d beside models.d");
+    for (int i = 0; i < n; i++) {
+        pp_recipe r;
+        pp_status st = pp_recipe_resolve(&r, models, names[i], &err);
+        tap_ok(st == PP_OK && !strcmp(r.name, names[i]) && r.source[0] && r.checked_by[0],
+               "recipe %s loads, names itself, says its source and its check (%s)", names[i], st ? err.msg : r.release);
+        free(names[i]);
+    }
+    free(names);
+
+    /* bad files, each an error at its place */
+    static const char *const good_head = "name: x\nframework: megatron\nsource: 'here'\n";
+    char t[512];
+    snprintf(t, sizeof t, "%sstack:\n  impl: te\n  colour: blue\n", good_head);
+    bad(t, "x.yaml", ":6:3", "an unknown stack key");
+    snprintf(t, sizeof t, "%sflavour: 1\n", good_head);
+    bad(t, "x.yaml", ":4:1", "an unknown top-level key");
+    snprintf(t, sizeof t, "%sstack:\n  cross_entropy_fusion: fast\n", good_head);
+    bad(t, "x.yaml", ":5:", "an unknown enum value");
+    snprintf(t, sizeof t, "%sstack:\n  bias_act_fusion: maybe\n", good_head);
+    bad(t, "x.yaml", ":5:", "a switch that is not true or false");
+    bad("name: x\nframework: megatron\n", "x.yaml", "source", "a recipe without its source");
+    bad("name: x\nframework: jax\nsource: s\n", "x.yaml", ":2:", "an unknown framework");
+    snprintf(t, sizeof t, "%sstack:\n  compile: true\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "an FSDP2 field in a Megatron recipe");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  impl: local\n", "x.yaml", "a Megatron field",
+        "a Megatron field in an FSDP2 recipe");
+    bad(good_head, "y.yaml", "not the file's", "a name that is not the file's");
+    snprintf(t, sizeof t, "%sstack: [1, 2]\n", good_head);
+    bad(t, "x.yaml", "expected a mapping", "a stack that is not a mapping");
+
+    /* through the binary */
+    int st;
+    char et[1200];
+    js_val *d = check("--recipe megatron-lm-local --model llama3-8b --gpu h100-sxm --gpus 8 --tp 8", &st, et, sizeof et);
+    const char *v = NULL;
+    tap_ok(d && !strcmp(field_from(d, "impl", &v), "recipe") && !strcmp(v, "local"), "the recipe sets impl local");
+    tap_ok(d && !strcmp(field_from(d, "attention", &v), "recipe") && !strcmp(v, "unfused"),
+           "the recipe sets unfused attention");
+    tap_ok(d && !strcmp(field_from(d, "expandable_segments", &v), "default"), "a field it leaves: the default");
+    js_free(d);
+    d = check("--recipe megatron-lm-local --model llama3-8b --gpu h100-sxm --gpus 8 --tp 8 --no-bias-act-fusion "
+              "--attention flash --impl te", &st, et, sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "bias_act_fusion", &v), "flag") && !strcmp(v, "false"),
+           "a flag over the recipe's field (bias_act_fusion false, from the flag)");
+    tap_ok(d && !strcmp(field_from(d, "attention", &v), "flag") && !strcmp(v, "flash"), "--attention over the recipe");
+    js_free(d);
+    char line[1024];
+    snprintf(line, sizeof line, "--recipe megatron-core-te --megatron-args %s/tests/data/node4/h100/logs/l1_noswi.log "
+             "--gpu h100-sxm", src);
+    d = check(line, &st, et, sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "impl", &v), "megatron-args") && !strcmp(v, "local"),
+           "--megatron-args over the recipe (impl local from the log)");
+    tap_ok(d && !strcmp(field_from(d, "bias_act_fusion", &v), "megatron-args") && !strcmp(v, "false"),
+           "the log's bias_swiglu_fusion False over the recipe's fusion");
+    js_free(d);
+    d = check("--model llama3-8b --gpu h100-sxm --gpus 8", &st, et, sizeof et);
+    const js_val *rc = d ? js_get(d, "recipe") : NULL;
+    tap_ok(rc && rc->type == JS_NULL, "without --recipe: \"recipe\": null");
+    js_free(d);
+    d = check("--recipe torchtitan --framework megatron --model llama3-8b --gpu h100-sxm --gpus 8", &st, et, sizeof et);
+    tap_ok(!d && st == 2 && strstr(et, "recipe torchtitan is fsdp's"), "--framework against the recipe's: an error (%s)",
+           et);
+    js_free(d);
+    d = check("--recipe no-such --model llama3-8b --gpu h100-sxm --gpus 8", &st, et, sizeof et);
+    tap_ok(!d && st == 2 && strstr(et, "no such recipe") && strstr(et, "megatron-lm-local"),
+           "an unknown recipe: an error naming the recipes");
+    js_free(d);
+    snprintf(line, sizeof line, "--recipe %s/recipes.d/torchtitan-compile.yaml --model llama3-8b --gpu h100-sxm --gpus 4 "
+             "--zero 3", src);
+    d = check(line, &st, et, sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "compile", &v), "recipe") && !strcmp(v, "true"), "--recipe FILE");
+    js_free(d);
+}
+
+static void validation(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/recipes/checks.csv", src);
+    FILE *f = fopen(path, "r");
+    if (!tap_ok(f != NULL, "read %s", path)) return;
+    char models[1024];
+    snprintf(models, sizeof models, "%s/models.d", src);
+    pp_error err;
+    char **names = NULL;
+    int nn = 0;
+    pp_recipe_list(models, &names, &nn, &err);
+    int *covered = calloc((size_t)(nn > 0 ? nn : 1), sizeof *covered);
+    char line[4096];
+    char *hdr[16];
+    int nh = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (line[0] == '#' || !line[0]) continue;
+        if (!nh) {
+            /* the header, kept: the line buffer is read into again */
+            static char keep[4096];
+            snprintf(keep, sizeof keep, "%s", line);
+            nh = split_csv(keep, hdr, 16);
+            continue;
+        }
+        char *col[16];
+        int nc = split_csv(line, col, 16);
+        int ir = col_index(hdr, nh, "recipe"), irun = col_index(hdr, nh, "run"), im = col_index(hdr, nh, "metric"),
+            iv = col_index(hdr, nh, "measured"), it = col_index(hdr, nh, "tol"), ia = col_index(hdr, nh, "args");
+        if (ir < 0 || ia < 0 || ia >= nc) continue;
+        char args[2048], full[2600];
+        /* paths in the table are the source tree's */
+        const char *a = col[ia];
+        size_t k = 0;
+        for (const char *p = a; *p && k + 1 < sizeof args; p++) {
+            if ((p == a || p[-1] == ' ') && !strncmp(p, "tests/", 6)) k += (size_t)snprintf(args + k, sizeof args - k, "%s/", src);
+            if (k + 1 < sizeof args) args[k++] = *p;
+        }
+        args[k] = 0;
+        snprintf(full, sizeof full, "--recipe %s %s", col[ir], args);
+        int st;
+        char et[1200];
+        js_val *d = check(full, &st, et, sizeof et);
+        double meas = atof(col[iv]), tol = atof(col[it]), pred = NAN;
+        if (d && !strcmp(col[im], "peak_mib")) {
+            const js_val *stages = js_get(d, "stages");
+            for (int i = 0; stages && i < stages->n; i++)
+                if (!(js_num(stages->items[i], "peak_bytes") / (1024.0 * 1024.0) < pred)) pred = js_num(stages->items[i], "peak_bytes") / (1024.0 * 1024.0);
+        } else if (d) {
+            pred = js_num(d, "step_time_s");
+        }
+        double e = pred / meas - 1;
+        tap_ok(d && fabs(e) <= tol, "recipe %-18s %-20s %s measured %.6g predicted %.6g (%+.2f%%, within %.0f%%)", col[ir],
+               col[irun], col[im], meas, pred, 100 * e, 100 * tol);
+        if (!d) tap_diag("  parplan check %s: %s", full, et);
+        for (int i = 0; i < nn; i++)
+            if (!strcmp(names[i], col[ir])) covered[i]++;
+        js_free(d);
+    }
+    fclose(f);
+    for (int i = 0; i < nn; i++) {
+        tap_ok(covered[i] > 0, "recipe %s is checked against a run (%d)", names[i], covered[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(covered);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s PARPLAN SOURCE_DIR unit|check\n", argv[0]);
+        return 2;
+    }
+    parplan = argv[1];
+    src = argv[2];
+    if (!strcmp(argv[3], "unit")) unit();
+    else validation();
+    return tap_done();
+}
