@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const pp_act_names[PP_ACT_COUNT] = {"gelu", "swiglu", "relu"};
 const char *const pp_norm_names[PP_NORM_COUNT] = {"layernorm", "rmsnorm"};
 const char *const pp_pos_names[PP_POS_COUNT] = {"learned", "rope", "alibi", "none"};
 const char *const pp_dtype_names[PP_DT_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8"};

@@ -53,11 +53,40 @@ static inline bool pp_line_next(const char *text, size_t len, size_t *pos, const
 
 /* ------------------------------------------------------------------ model */
 
-typedef enum { PP_ACT_GELU = 0, PP_ACT_SWIGLU, PP_ACT_RELU, PP_ACT_COUNT } pp_act;
+/* The MLP's activation: one row each of pp_activations (activation.c), which every loader, reader,
+ * launch writer and estimate reads. */
+typedef enum { PP_ACT_GELU = 0, PP_ACT_SWIGLU, PP_ACT_RELU, PP_ACT_SQUARED_RELU, PP_ACT_COUNT } pp_act;
 typedef enum { PP_NORM_LAYERNORM = 0, PP_NORM_RMSNORM, PP_NORM_COUNT } pp_norm;
 typedef enum { PP_POS_LEARNED = 0, PP_POS_ROPE, PP_POS_ALIBI, PP_POS_NONE, PP_POS_COUNT } pp_pos;
 
-extern const char *const pp_act_names[PP_ACT_COUNT];   /* "gelu", "swiglu", "relu" */
+extern const char *const pp_act_names[PP_ACT_COUNT];   /* pp_activations's names: "gelu", "swiglu", ... */
+
+/* What an activation is to each framework and to the memory model (its name, models.d's
+ * `activation:` and --activation, is pp_act_names'). */
+typedef struct {
+    bool gated;              /* a gated MLP: fc1 writes the gate and the linear halves (2f) */
+    const char *hf;          /* the Hugging Face hidden_act spellings that name it, '|'-separated; a
+                                gated row's are those of a gated family's hidden_act ("silu") */
+    const char *megatron;    /* Megatron-LM's switch (its argparse dest with '-' for '_'); "" for its
+                                default GELU; NULL: Megatron-LM has none */
+    bool megatron_fusion;    /* Megatron has a bias-activation kernel for it (fusions/) */
+    const char *megatron_unfuse; /* the switch that turns that off (written where there is none:
+                                    Megatron's MLP refuses to fuse another activation) */
+    const char *nemo;        /* NeMo's model.activation; NULL: none */
+    const char *torchtitan;  /* torchtitan's Llama FeedForward runs it; NULL: it does not */
+    /* Bytes per token and per f (the MLP's inner size on the rank) that the activation keeps for
+     * its backward between fc1 and fc2, fc2's own input not counted: fused (Megatron's kernels)
+     * and eager (plain PyTorch ops, Megatron's unfused path). */
+    double saved_fused, saved_eager;
+    const char *source;      /* where those facts are read from */
+} pp_act_row;
+extern const pp_act_row pp_activations[PP_ACT_COUNT];
+/* The row of an activation (NULL outside the enum). */
+const pp_act_row *pp_act_info(pp_act a);
+/* The row whose hf spellings include s ("relu2"; "gelu*" in a row matches every spelling that
+ * starts with gelu), -1 when none does; gated: among the gated rows (a gated family's
+ * hidden_act) or the plain ones. */
+int pp_act_from_hf(const char *s, bool gated);
 extern const char *const pp_norm_names[PP_NORM_COUNT]; /* "layernorm", "rmsnorm" */
 extern const char *const pp_pos_names[PP_POS_COUNT];   /* "learned", "rope", "alibi", "none" */
 

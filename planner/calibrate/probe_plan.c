@@ -33,7 +33,8 @@ static bool dense_probeable(const pp_work *w, const pp_layout *l, char *why, siz
 {
     const pp_model *m = &w->model;
     if (l->cp > 1) return snprintf(why, n, "context-parallel layer"), false;
-    if (m->act == PP_ACT_RELU) return snprintf(why, n, "ReLU MLP"), false;
+    /* the layer probe runs GELU and SwiGLU MLPs */
+    if (m->act != PP_ACT_GELU && m->act != PP_ACT_SWIGLU) return snprintf(why, n, "%s MLP", pp_act_names[m->act]), false;
     return heads_probeable(w, l, why, n);
 }
 

@@ -486,31 +486,25 @@ static inline __attribute__((always_inline)) void saved_add(pp_layer *ly, const 
 }
 
 /* An MLP block: a gated or plain MLP of inner size f_r per rank on `tokens` tokens, as
- * Megatron's MLP saves it (megatron/core/transformer/mlp.py). `scaled`: the experts' output is
- * multiplied by the router probabilities inside the MLP (per_token_scale), which in the eager
- * path keeps the activation's output for that product. `drop`: the modules whose recompute
- * drops the whole block; `act`: the module that recomputes the activation (Megatron's moe_act:
- * only its input, the fc1 output, is kept). */
-static inline __attribute__((always_inline)) void saved_mlp(pp_layer *ly, bool eager, double tokens,
-                                                            double f_r, double lin, bool scaled,
+ * Megatron's MLP saves it (megatron/core/transformer/mlp.py), with what its activation keeps from
+ * the table (pp_activations: fused or eager). `scaled`: the experts' output is multiplied by the
+ * router probabilities inside the MLP (per_token_scale), which in the eager path keeps the
+ * activation's output for that product. `drop`: the modules whose recompute drops the whole
+ * block; `act`: the module that recomputes the activation (Megatron's moe_act: only its input,
+ * the fc1 output, is kept). names: the activation's input it keeps, the eager path's further
+ * tensors, the scaled product's input, fc2's input. */
+static inline __attribute__((always_inline)) void saved_mlp(pp_layer *ly, const pp_act_row *ar, bool eager,
+                                                            double tokens, double f_r, double lin, bool scaled,
                                                             unsigned drop, unsigned act,
-                                                            const char *const names[5])
+                                                            const char *const names[4])
 {
-    if (ly->glu) {
-        /* fc1 output holds gate and linear halves (2f). Fused SwiGLU (TE / bias_swiglu_impl)
-         * saves only that; Megatron's eager glu() also keeps silu(gate) and the copy made by
-         * `x_linear + glu_linear_offset` (megatron/core/transformer/mlp.py), both saved by the
-         * product. */
-        saved_add(ly, names[0], tokens * 2 * f_r, 2, true, drop);
-        if (eager) {
-            saved_add(ly, names[1], tokens * f_r, 2, true, drop | act);
-            saved_add(ly, names[2], tokens * f_r, 2, true, drop | act);
-        }
-    } else {
-        saved_add(ly, names[0], tokens * f_r, 2, true, drop); /* GeLU input: 8sbh for f = 4h */
-    }
-    if (scaled && eager) saved_add(ly, names[3], tokens * f_r, 2, false, drop | act);
-    saved_add(ly, names[4], tokens * f_r, lin, true, drop | act);
+    /* bytes per token and f: fc1's output (the activation's input: gate and linear halves when
+     * gated) and what the activation keeps of it or beyond it */
+    const double in_b = ar->gated ? 4.0 : 2.0, keep = eager ? ar->saved_eager : ar->saved_fused;
+    saved_add(ly, names[0], tokens * f_r * (keep < in_b ? keep : in_b) / 2.0, 2, true, drop); /* GeLU: 8sbh, f = 4h */
+    if (keep > in_b) saved_add(ly, names[1], tokens * f_r * (keep - in_b) / 2.0, 2, true, drop | act);
+    if (scaled && eager) saved_add(ly, names[2], tokens * f_r, 2, false, drop | act);
+    saved_add(ly, names[3], tokens * f_r, lin, true, drop | act);
 }
 
 /* Megatron's unfused attention over `ss` scores: scores -> masked_fill_ (in place) -> softmax
@@ -586,6 +580,7 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     const double d = ly->head_dim, aq = ly->heads, gk = ly->kv_heads, sb = ly->tokens;
     const double rep = ly->rep;
     const bool eager = w->framework != PP_FW_MEGATRON || w->stack.act_unfused;
+    const pp_act_row *ar = &pp_activations[m->act];
     double adr, hdr;
     pp_work_dropout(w, &adr, &hdr);
     const bool adrop = adr > 0, hdrop = hdr > 0, unfused = !ly->attn.fused;
@@ -671,9 +666,8 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     saved_add(ly, "fc1.input", sb * h * rep, lin, true, rc_norm_mlp); /* the router's input too (MoE) */
 
     if (!ly->moe) {
-        static const char *const dn[5] = {"mlp.fc1_out", "mlp.silu_out", "mlp.linear_offset", "",
-                                          "fc2.input"};
-        saved_mlp(ly, eager, sb, ly->ffn, lin, false, BIT(PP_RCM_MLP), 0, dn);
+        static const char *const dn[4] = {"mlp.fc1_out", "mlp.act_eager", "", "fc2.input"};
+        saved_mlp(ly, ar, eager, sb, ly->ffn, lin, false, BIT(PP_RCM_MLP), 0, dn);
     } else {
         /* MoE (megatron/core/transformer/moe): router logits (16-bit) and their fp32 softmax
          * over the experts for the local tokens; the permuted token copies each rank's experts
@@ -687,13 +681,11 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
         saved_add(ly, "moe.permute_index", Tl * ly->topk, 8, false, moe);
         saved_add(ly, "moe.expert_input", Tr * h, lin, false, moe);
         saved_add(ly, "moe.token_probs", Tr, 4, false, moe);
-        static const char *const en[5] = {"moe.fc1_out", "moe.silu_out", "moe.linear_offset",
-                                          "moe.act_out", "moe.fc2_input"};
-        saved_mlp(ly, eager, Tr, ly->expert_ffn, lin, true, moe, BIT(PP_RCM_MOE_ACT), en);
+        static const char *const en[4] = {"moe.fc1_out", "moe.act_eager", "moe.act_out", "moe.fc2_input"};
+        saved_mlp(ly, ar, eager, Tr, ly->expert_ffn, lin, true, moe, BIT(PP_RCM_MOE_ACT), en);
         if (ly->shared_ffn > 0) {
-            static const char *const sn[5] = {"shared.fc1_out", "shared.silu_out",
-                                              "shared.linear_offset", "", "shared.fc2_input"};
-            saved_mlp(ly, eager, sb, ly->shared_ffn, lin, false, shared, 0, sn);
+            static const char *const sn[4] = {"shared.fc1_out", "shared.act_eager", "", "shared.fc2_input"};
+            saved_mlp(ly, ar, eager, sb, ly->shared_ffn, lin, false, shared, 0, sn);
             if (m->shared_gate) saved_add(ly, "shared.gate", Tl, 2, false, shared);
         }
     }
@@ -754,7 +746,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     ly->kind = (ly->moe ? PP_LAYER_MOE : 0) | (ly->window ? PP_LAYER_WINDOW : 0) | (ly->mtp ? PP_LAYER_MTP : 0);
     ly->mla = m->kv_lora_rank > 0;
     ly->titan = w->framework == PP_FW_FSDP && !ly->mla;
-    ly->glu = m->act == PP_ACT_SWIGLU;
+    ly->glu = pp_activations[m->act].gated;
 
     /* --- geometry */
     const double t = (double)l->tp, s = (double)m->seq;

@@ -167,9 +167,8 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     if (l->zero > 0 && !w->stack.megatron_fsdp)
         return BAD("Megatron-LM has no ZeRO-%d option here: use --dist-opt (framework megatron) "
                    "or --format deepspeed", l->zero);
-    if (m->act == PP_ACT_RELU)
-        return BAD("Megatron-LM's command line has no plain ReLU MLP (only GELU, SwiGLU, "
-                   "squared ReLU): model %s", m->name);
+    if (!pp_activations[m->act].megatron)
+        return BAD("Megatron-LM's command line has no %s MLP: model %s", pp_act_names[m->act], m->name);
     if (m->pos == PP_POS_ALIBI)
         return BAD("Megatron-LM's GPT has no ALiBi position embedding: model %s (use --format nemo "
                    "or deepspeed)", m->name);
@@ -352,7 +351,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     if (!pp_model_is_mla(m) && m->head_dim > 0 && m->heads > 0 && m->head_dim * m->heads != m->hidden)
         ARGV(G_MODEL, "--kv-channels", "%lld", (long long)m->head_dim);
     ARGV(G_MODEL, "--ffn-hidden-size", "%lld", (long long)m->ffn);
-    if (m->act == PP_ACT_SWIGLU) ARG(G_MODEL, "--swiglu");
+    if (pp_activations[m->act].megatron[0]) ARG(G_MODEL, pp_activations[m->act].megatron);
     ARGV(G_MODEL, "--normalization", "%s", m->norm == PP_NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
     char eps[40];
     if (m->norm_eps > 0) ARGV(G_MODEL, "--norm-epsilon", "%s", num_repr(m->norm_eps, eps, sizeof eps));
@@ -570,7 +569,10 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
     /* Megatron's bias-activation fusion is on by default (arguments.py); argument_utils.py reads
      * bias_swiglu_fusion for a SwiGLU MLP and bias_gelu_fusion otherwise */
-    if (s->act_unfused) ARG(G_PRECISION, m->act == PP_ACT_SWIGLU ? "--no-bias-swiglu-fusion" : "--no-bias-gelu-fusion");
+    /* an activation without a Megatron bias kernel needs its switch even by default (mlp.py refuses to
+     * fuse it: pp_activations) */
+    if (s->act_unfused || !pp_activations[m->act].megatron_fusion)
+        ARG(G_PRECISION, pp_activations[m->act].megatron_unfuse);
     if (s->ce_fusion != PP_CE_NONE) {
         ARG(G_PRECISION, "--cross-entropy-loss-fusion");
         ARGV(G_PRECISION, "--cross-entropy-fusion-impl", "%s", pp_ce_fusion_names[s->ce_fusion]);

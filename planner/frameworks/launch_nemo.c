@@ -16,6 +16,7 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
         return BAD("--offload %s: NeMo's Megatron GPT config has no offload setting",
                    pp_offload_names[l->offload]);
     const pp_stack *stk = &w->stack;
+    if (!pp_activations[m->act].nemo) return BAD("NeMo's model config has no %s MLP: model %s", pp_act_names[m->act], m->name);
     if (stk->tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
     if (l->pp > 1 && !pp_launch_stages_even(w, l))
         return BAD("NeMo's config splits layers evenly over the %lld pipeline stages: uneven stages "
@@ -68,8 +69,7 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     if (!pp_model_is_mla(m) && m->head_dim > 0 && m->head_dim * m->heads != m->hidden)
         pp_sbuf_printf(b, "  kv_channels: %lld\n", (long long)m->head_dim);
     pp_sbuf_printf(b, "  normalization: %s\n", m->norm == PP_NORM_RMSNORM ? "rmsnorm" : "layernorm");
-    pp_sbuf_printf(b, "  activation: %s\n",
-              m->act == PP_ACT_SWIGLU ? "fast-swiglu" : m->act == PP_ACT_RELU ? "relu" : "gelu");
+    pp_sbuf_printf(b, "  activation: %s\n", pp_activations[m->act].nemo);
     pp_sbuf_printf(b, "  bias: %s\n", m->bias ? "true" : "false");
     if (!m->bias && m->qkv_bias) pp_sbuf_printf(b, "  add_qkv_bias: true\n");
     if (m->qk_norm != PP_QKNORM_NONE) pp_sbuf_printf(b, "  qk_layernorm: true\n");

@@ -131,7 +131,7 @@ static pp_status tt_check(const pp_launch_params *p, pp_error *err)
                    "the config are that framework's)");
     if (w->stack.precision == PP_PREC_FP16)
         return BAD("torchtitan trains in bf16 (training.mixed_precision_param bfloat16|float32), not fp16");
-    if (m->act != PP_ACT_SWIGLU || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias)
+    if (!pp_activations[m->act].torchtitan || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias)
         return BAD("torchtitan's models are SwiGLU, RMSNorm, RoPE, no bias: model %s is %s, %s, %s%s", m->name,
                    pp_act_names[m->act], pp_norm_names[m->norm], pp_pos_names[m->pos], m->bias ? ", biased" : "");
     if (l->vpp > 1 && l->pp < 2) return BAD("--vpp %lld needs --pp of at least 2", (long long)l->vpp);

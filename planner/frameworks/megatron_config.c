@@ -404,13 +404,27 @@ static pp_status read_model(rd *r)
     } else {
         rd_kv(r, "kv_channels"); /* MLA has its own head sizes */
     }
-    bool swiglu, sqrelu;
-    if ((st = rd_bool(r, "swiglu", false, &swiglu)) || (st = rd_bool(r, "squared_relu", false, &sqrelu))) return st;
-    if (swiglu && sqrelu)
-        return rd_bad(r, later(pp_margs_kv_find(r->a, "swiglu"), pp_margs_kv_find(r->a, "squared_relu")),
-                      "--swiglu and --squared-relu exclude each other");
-    /* squared ReLU: a plain (not gated) MLP, like parplan's relu */
-    m->act = swiglu ? PP_ACT_SWIGLU : sqrelu ? PP_ACT_RELU : PP_ACT_GELU;
+    /* the activation: the row whose Megatron switch is on (pp_activations), else Megatron's GELU */
+    m->act = PP_ACT_GELU;
+    const char *act_key = NULL;
+    for (int a = 0; a < PP_ACT_COUNT; a++) {
+        const char *sw = pp_activations[a].megatron;
+        if (!sw || !sw[0]) continue;
+        char dest[64];
+        snprintf(dest, sizeof dest, "%s", sw + 2); /* "--squared-relu" -> squared_relu */
+        for (char *c = dest; *c; c++)
+            if (*c == '-') *c = '_';
+        bool on = false;
+        if ((st = rd_bool(r, dest, false, &on))) return st;
+        if (!on) continue;
+        if (act_key) {
+            pp_margs_kv *a1 = pp_margs_kv_find(r->a, act_key), *a2 = pp_margs_kv_find(r->a, dest);
+            return rd_bad(r, later(a1, a2), "--%s and %s exclude each other", act_key, sw);
+        }
+        act_key = pp_margs_kv_find(r->a, dest) ? pp_margs_kv_find(r->a, dest)->key : dest;
+        m->act = (pp_act)a;
+    }
+    const bool swiglu = pp_activations[m->act].gated;
     /* Megatron's default MLP: 4h, or 2/3 of it rounded down to 64 with SwiGLU (validate_args) */
     int64_t ffn_def = swiglu ? (int64_t)((4.0 * (double)m->hidden * 2.0 / 3.0) / 64.0) * 64 : 4 * m->hidden;
     RI("ffn_hidden_size", ffn_def > 0 ? ffn_def : 1, 1, 100000000, m->ffn);
@@ -846,8 +860,11 @@ static pp_status read_stack(rd *r)
      * otherwise (training/argument_utils.py: bias_activation_fusion), on by default; it changes
      * what the MLP saves (layer.c). */
     bool actf = true;
-    if ((st = rd_bool(r, c->model.act == PP_ACT_SWIGLU ? "bias_swiglu_fusion" : "bias_gelu_fusion", true, &actf)))
-        return st;
+    const char *fusion_key = c->model.act == PP_ACT_SWIGLU ? "bias_swiglu_fusion" : "bias_gelu_fusion";
+    if ((st = rd_bool(r, fusion_key, true, &actf))) return st;
+    /* an activation Megatron has no bias kernel for runs unfused whatever the switch says (mlp.py
+     * refuses to fuse it) */
+    if (!pp_activations[c->model.act].megatron_fusion) actf = false;
     s->act_unfused = !actf;
     /* --cross-entropy-loss-fusion (off by default) with --cross-entropy-fusion-impl (native by
      * default; te is refused by this Megatron's validate_args, but older ones ran it) */

@@ -32,13 +32,20 @@ bool pp_hf_is_config(pp_yaml *y, yaml_node_t *root)
     return false;
 }
 
-/* GELU variants and ReLU of the non-gated MLPs. */
+/* The non-gated MLPs' activation, by its Hugging Face spelling (pp_activations). */
 static pp_status hf_plain_act(const pp_hf_ctx *h, int id, const char *dflt, pp_act *out)
 {
     const char *a = pp_hf_has(h, id) ? (const char *)h->c + pp_hf_keys[id].off : dflt;
-    if (!strncmp(a, "gelu", 4)) *out = PP_ACT_GELU;
-    else if (!strcmp(a, "relu")) *out = PP_ACT_RELU;
-    else return pp_hf_fail(h, id, "activation '%s' is not supported (gelu*, relu)", a);
+    int act = pp_act_from_hf(a, false);
+    if (act < 0) {
+        char list[256] = "";
+        size_t k = 0;
+        for (int i = 0; i < PP_ACT_COUNT; i++)
+            if (!pp_activations[i].gated && k < sizeof list)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", pp_activations[i].hf);
+        return pp_hf_fail(h, id, "activation '%s' is not supported (%s)", a, list);
+    }
+    *out = (pp_act)act;
     return PP_OK;
 }
 
@@ -140,7 +147,7 @@ static const struct { const char *type, *text_type; } hf_wrappers[] = {
 
 /* The model types of the other families (hf_classic), for the unsupported-type message. */
 static const char *const hf_classic_types[] = {"gpt2", "gpt_neox", "opt", "bloom", "falcon",
-                                               "RefinedWebModel", "RefinedWeb", "bert"};
+                                               "RefinedWebModel", "RefinedWeb", "bert", "nemotron"};
 #define N_CLASSIC (sizeof hf_classic_types / sizeof hf_classic_types[0])
 
 /* Keys of a feature the family does not have: an error rather than a model silently without
@@ -239,9 +246,11 @@ static pp_status hf_decoder(const pp_hf_ctx *h, const pp_hf_family *fam, pp_mode
     int act_id = pp_hf_has(h, H_HIDDEN_ACTIVATION) ? H_HIDDEN_ACTIVATION : H_HIDDEN_ACT;
     const char *a = pp_hf_has(h, act_id) ? (const char *)h->c + pp_hf_keys[act_id].off
                                       : fam->f & HF_GEMMA ? "gelu_pytorch_tanh" : "silu";
-    if (strcmp(a, "silu") && strcmp(a, "swish") && strncmp(a, "gelu", 4))
-        return pp_hf_fail(h, act_id, "'%s' is not supported (silu, gelu*)", a);
-    m->act = PP_ACT_SWIGLU;
+    /* a gated family's activation is its gated row (silu, swish); GeGLU (gelu*) is counted as SwiGLU */
+    int act = pp_act_from_hf(a, true);
+    if (act < 0 && pp_act_from_hf(a, false) == PP_ACT_GELU) act = PP_ACT_SWIGLU;
+    if (act < 0) return pp_hf_fail(h, act_id, "'%s' is not supported (%s, gelu*)", a, pp_activations[PP_ACT_SWIGLU].hf);
+    m->act = (pp_act)act;
     m->norm = PP_NORM_RMSNORM;
     m->pos = PP_POS_ROPE;
     m->bias = false;
@@ -310,6 +319,20 @@ static pp_status hf_classic(const pp_hf_ctx *h, const char *mt, pp_model *m)
         HF_INT(&m->seq, false, H_SEQ_LENGTH);
         m->act = PP_ACT_GELU;
         hf_gpt_like(m, PP_POS_ALIBI, true, pp_hf_bool(h, H_TIE, true));
+        hf_dropout(h, m, 0, 0);
+    } else if (!strcmp(mt, "nemotron")) {
+        /* Nemotron-4 (NVIDIA 2024, arXiv:2406.11704 Table 1; transformers NemotronConfig): a plain
+         * MLP with squared ReLU (hidden_act relu2), LayerNorm1P (a LayerNorm with its bias), RoPE on
+         * part of each head (partial_rotary_factor: no parameters), GQA, no biases, untied; the
+         * config class's defaults: vocabulary 256000, 4096 positions, head_dim hidden / heads. */
+        if ((st = hf_shape(h, H_INTERMEDIATE, 256000, 4096, m))) return st;
+        m->kv_heads = m->heads;
+        HF_INT(&m->kv_heads, false, H_NUM_KV_HEADS);
+        HF_INT(&m->head_dim, false, H_HEAD_DIM);
+        if ((st = hf_plain_act(h, H_HIDDEN_ACT, "relu2", &m->act))) return st;
+        hf_gpt_like(m, PP_POS_ROPE, false, pp_hf_bool(h, H_TIE, false));
+        m->qkv_bias = m->out_bias = pp_hf_bool(h, H_ATTN_BIAS, false);
+        m->mlp_bias = pp_hf_bool(h, H_MLP_BIAS, false);
         hf_dropout(h, m, 0, 0);
     } else if (!strcmp(mt, "bert")) {
         /* BERT (Devlin et al. 2019): counted as the encoder stack; the token-type embedding

@@ -80,7 +80,7 @@ static void model_rows(const pp_model *m, row_sink *k)
     const bool ln = m->norm == PP_NORM_LAYERNORM; /* LayerNorm has a bias, RMSNorm has not */
     const int64_t nw = ln ? 2 : 1;                /* elements per normalised feature */
     const int64_t extra_norms = m->norms_per_layer > 2 ? (m->norms_per_layer - 2) / 2 : 0;
-    const bool gated = m->act == PP_ACT_SWIGLU;
+    const bool gated = pp_act_info(m->act) && pp_act_info(m->act)->gated;
     /* `bias` (every linear layer) implies the three part flags, also on a model not yet
      * validated. */
     const bool qkv_bias = m->qkv_bias || m->bias, out_bias = m->out_bias || m->bias;
@@ -310,7 +310,7 @@ static pp_status validate_definition(pp_model *m, pp_error *err)
 pp_status pp_model_validate(pp_model *m, pp_error *err)
 {
     pp_status st;
-    if ((unsigned)m->act >= PP_ACT_COUNT) return BAD("activation is not one of gelu|swiglu|relu");
+    if ((unsigned)m->act >= PP_ACT_COUNT) return BAD("activation is not one of parplan's (pp_activations)");
     if ((unsigned)m->norm >= PP_NORM_COUNT) return BAD("norm is not one of layernorm|rmsnorm");
     if ((unsigned)m->pos >= PP_POS_COUNT) return BAD("position is not one of learned|rope|alibi|none");
     if ((st = check_range("layers", m->layers, 1, PP_MODEL_MAX_DIM, err))) return st;
@@ -333,7 +333,7 @@ pp_status pp_model_validate(pp_model *m, pp_error *err)
     }
     if ((st = check_range("head_dim", m->head_dim, 1, PP_MODEL_MAX_DIM, err))) return st;
     if (m->ffn == 0) {
-        if (m->act == PP_ACT_SWIGLU)
+        if (pp_activations[m->act].gated)
             /* LLaMA (Touvron et al. 2023, sec. 2.2) keeps the MLP's parameters at 8h^2:
              * f = 2/3 * 4h, rounded up to a multiple of 256 (11008 for h = 4096). */
             m->ffn = ((8 * m->hidden / 3 + 255) / 256) * 256;

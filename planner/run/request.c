@@ -51,6 +51,8 @@ const pp_option pp_request_options[] = {
     INT("--seq", seq, PP_RQ_SEQ, 1, MAX_DIM, "N: sequence length"),
     SET("--swiglu", act, PP_RQ_ACT, PP_ACT_SWIGLU, "SwiGLU MLP"),
     SET("--gelu", act, PP_RQ_ACT, PP_ACT_GELU, "GELU MLP"),
+    ENUM("--activation", act, PP_RQ_ACT, pp_act_names, PP_ACT_COUNT,
+         "gelu|swiglu|relu|squared-relu: the MLP's activation (pp_activations; --swiglu, --gelu say two of them)"),
     SET("--untied", tied, PP_RQ_TIED, 0, "separate output layer"),
     SET("--tied", tied, PP_RQ_TIED, 1, "output layer shares the embedding"),
     SET("--rmsnorm", norm, PP_RQ_NORM, PP_NORM_RMSNORM, "RMSNorm"),

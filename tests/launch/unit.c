@@ -263,7 +263,16 @@ static void test_errors(void)
     setup("gpt3-1.3b", 8, 8, 64);
     W.model.act = PP_ACT_RELU;
     validate();
-    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "ReLU"), "plain ReLU refused: %s", e.msg);
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_ERR_INPUT && strstr(e.msg, "no relu MLP"), "plain ReLU refused: %s", e.msg);
+    /* squared ReLU (pp_activations): Megatron's switch and, since its MLP fuses no bias kernel for
+     * it, the GELU fusion's off switch; NeMo's name */
+    setup("gpt3-1.3b", 8, 8, 64);
+    W.model.act = PP_ACT_SQUARED_RELU;
+    validate();
+    tap_ok(render(PP_LAUNCH_MEGATRON, &e) == PP_OK && strstr(text, "--squared-relu\n") &&
+           strstr(text, "--no-bias-gelu-fusion\n") && !strstr(text, "--swiglu"),
+           "squared ReLU: --squared-relu and --no-bias-gelu-fusion written");
+    tap_ok(render(PP_LAUNCH_NEMO, &e) == PP_OK && strstr(text, "activation: squared-relu"), "NeMo: activation: squared-relu");
     setup("bloom-176b", 8, 8, 64);
     Lay.tp = 8;
     validate();

@@ -205,7 +205,7 @@ static const bad_case cases[] = {
     {MODEL, "HF dropout of 1.5", "{\"model_type\": \"llama\", " HFB ",\n \"attention_dropout\": 1.5}", 2, 23,
      "'attention_dropout': 1.5 is out of range"},
     {MODEL, "HF hidden_activation", "{\"model_type\": \"gemma2\", " HFB ",\n \"hidden_activation\": \"relu\"}", 2, 23,
-     "'hidden_activation': 'relu' is not supported (silu, gelu*)"},
+     "'hidden_activation': 'relu' is not supported (silu|swish, gelu*)"},
     /* profiles */
     {PROFILE, "unknown key in a gemm record", OKP "gemm:\n  - {dtype: bf16, m: 1, n: 1, k: 1, tflops: 1, foo: 2}\n", 4, 48,
      "gemm[0]: unknown key 'foo'"},

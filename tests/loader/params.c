@@ -84,6 +84,8 @@ static const published_row published[] = {
     {"Llama-4-Maverick", "llama4-maverick", 400e9, 10e9, 17e9, 1e9, false, 871932416.0, "Llama 4 model card"},
     {"Mixtral-8x22B", "mixtral-8x22b", 141e9, 1e9, 39e9, 1e9, false, 0, "Mixtral 8x22B announcement"},
     {"Phi-3-mini", "", 3.8e9, 0.1e9, 0, 0, false, 0, "Phi-3-mini-4k-instruct model card (3.8B)"},
+    /* squared ReLU (hidden_act relu2), LayerNorm1P, GQA 96/8, untied 256000 vocabulary */
+    {"Nemotron-4-340B", "", 340e9, 10e9, 0, 0, false, 0, "Nemotron-4 340B report (arXiv:2406.11704): 340B"},
 };
 #define N_PUBLISHED (sizeof published / sizeof published[0])
 
