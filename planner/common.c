@@ -253,6 +253,13 @@ void pp_layout_init(pp_layout *l)
     l->dp = 0; /* 0: derived from the GPU count */
 }
 
+int64_t pp_layout_group_per_node(int64_t n, int64_t stride, int64_t gpn)
+{
+    if (stride >= gpn) return 1;
+    int64_t k = gpn / stride;
+    return k < n ? k : n;
+}
+
 int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l)
 {
     int64_t per = l->dp * l->mbs;

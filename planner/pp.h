@@ -564,6 +564,10 @@ bool pp_layout_vstages_uneven(const pp_work *w, const pp_layout *l);
 void pp_layout_canonical(const pp_work *w, pp_layout *l);
 /* Micro-batches per step per DP replica: gbs / (dp * mbs). */
 int64_t pp_layout_microbatches(const pp_work *w, const pp_layout *l);
+/* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
+ * that share a node of gpn GPUs: the layer's collectives (cost/layer.c) and their prices
+ * (cost/time*.c) read it. */
+int64_t pp_layout_group_per_node(int64_t n, int64_t stride, int64_t gpn);
 /* Expert tensor parallel size (etp, or tp when 0) and the expert data-parallel size that the
  * experts' gradients and optimizer state are reduced and sharded over: tp*cp*dp / (etp * ep). */
 int64_t pp_layout_etp(const pp_layout *l);

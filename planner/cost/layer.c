@@ -441,7 +441,7 @@ static void build_colls(const pp_work *w, const pp_layout *l, pp_layer *ly)
          * (pp_layer_dispatch_fanout); the experts' tensor-parallel ranks get it in the same pass. */
         int64_t n = pp_layout_etp(l) * l->ep;
         int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
-        int64_t per_node = pp_time_group_per_node(n, 1, gpn);
+        int64_t per_node = pp_layout_group_per_node(n, 1, gpn);
         double ranks = 0, nodes = 0, row = ly->tokens_routed * ly->hidden * 2.0;
         pp_layer_dispatch_fanout(w, l, per_node, &ranks, &nodes);
         double pn = (double)(per_node < n ? per_node : n);

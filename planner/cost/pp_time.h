@@ -164,9 +164,6 @@ double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k);
 /* What a collective of `comm` seconds run beside `window` seconds of compute leaves exposed
  * (what is not hidden, and the hidden part's cost to the compute it runs beside). */
 double pp_time_behind(double comm, double window);
-/* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
- * that share a node of gpn GPUs. */
-int64_t pp_time_group_per_node(int64_t n, int64_t stride, int64_t gpn);
 
 /* Called by pp_time_ctx_init and pp_time_layer_get (time.c) when the work's profile carries a
  * calibration: scale the rates, then add the per-layer terms. */

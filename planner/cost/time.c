@@ -449,15 +449,6 @@ double pp_time_dispatch_s(const pp_time_ctx *c, int64_t n, int64_t per_node, dou
     return (nvl > net ? nvl : net) + lat;
 }
 
-/* Ranks of a group of size n with stride `stride` (in Megatron's rank order tp, cp, ep/dp, pp)
- * that share a node of gpn GPUs. */
-int64_t pp_time_group_per_node(int64_t n, int64_t stride, int64_t gpn)
-{
-    if (stride >= gpn) return 1;
-    int64_t k = gpn / stride;
-    return k < n ? k : n;
-}
-
 static double max2(double a, double b) { return a > b ? a : b; }
 
 /* A collective of `comm` seconds run behind `window` seconds of compute: what is not hidden is
@@ -636,7 +627,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     }
     for (int i = 0; i < ly.n_coll; i++) {
         const pp_layer_coll *x = &ly.coll[i];
-        int64_t per_node = pp_time_group_per_node(x->ranks, x->stride, gpn);
+        int64_t per_node = pp_layout_group_per_node(x->ranks, x->stride, gpn);
         if (x->group == PP_LG_CP) {
             /* One ring hop (a ring that spans nodes runs at the pace of its network hops); the
              * first hop of a pass (K and V; backward: and their gradients) is exposed, the rest
@@ -767,7 +758,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
         o->embed_bwd_s = (2.0 * V / t * h + 10.0 * T * h) / c->mem_rate;
     }
     if (l->tp > 1) {
-        int64_t tpn = pp_time_group_per_node(l->tp, 1, gpn);
+        int64_t tpn = pp_layout_group_per_node(l->tp, 1, gpn);
         if (l->sp) {
             double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
             double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
@@ -788,7 +779,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     bool split = l->tp > 1 && (l->sp || c->opts.p2p_scatter_gather);
     o->p2p_bytes = split ? M / t : M;
     if (split && !l->sp)
-        o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, pp_time_group_per_node(l->tp, 1, gpn), M);
+        o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, pp_layout_group_per_node(l->tp, 1, gpn), M);
     /* a calibrated profile: the fitted factors of its software stack */
     if (w->profile) pp_calibration_apply_layer(&w->profile->calibration, c, l, o);
 }

@@ -291,10 +291,10 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
          * group's ranks are tp apart, the replicas tp x shard apart; EP takes the inner ranks of
          * dp_shard x cp, so the expert-FSDP group's ranks are etp x ep apart. */
         int64_t ee = pp_layout_etp(l) * l->ep;
-        fsdp_groups g = {S, SE, R, pp_time_group_per_node((int64_t)S, l->tp, gpn),
-                         pp_time_group_per_node((int64_t)SE, ee, gpn),
-                         pp_time_group_per_node((int64_t)R, l->tp * (int64_t)S, gpn),
-                         pp_time_group_per_node((int64_t)R, ee * (int64_t)SE, gpn)};
+        fsdp_groups g = {S, SE, R, pp_layout_group_per_node((int64_t)S, l->tp, gpn),
+                         pp_layout_group_per_node((int64_t)SE, ee, gpn),
+                         pp_layout_group_per_node((int64_t)R, l->tp * (int64_t)S, gpn),
+                         pp_layout_group_per_node((int64_t)R, ee * (int64_t)SE, gpn)};
         double ab = (w->stack.precision == PP_PREC_FP8 && S > 1) ? 1.0 : 2.0; /* fp8 all-gather */
         double ag_b = fsdp_gather_s(c, &g, blk, blk_e, ab), rs_b = fsdp_reduce_s(c, &g, blk, blk_e);
         /* first gathered, last reduced: the embedding on the first stage, else a block */
@@ -310,8 +310,8 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
         /* no sharding (torchtitan's DDP): fp32 gradients all-reduced in buckets during the last
          * backward (torch DDP bucket_cap_mb, torchtitan 100 MB), the experts' over their edp
          * replicas; the last bucket is exposed. */
-        int64_t dn = pp_time_group_per_node((int64_t)dpcp, l->tp, gpn);
-        int64_t en = pp_time_group_per_node((int64_t)edp, pp_layout_etp(l) * l->ep, gpn);
+        int64_t dn = pp_layout_group_per_node((int64_t)dpcp, l->tp, gpn);
+        int64_t en = pp_layout_group_per_node((int64_t)edp, pp_layout_etp(l) * l->ep, gpn);
         double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)dpcp, dn, P * 4.0) +
                     pp_time_collective_s(c, PP_TC_ALL_REDUCE, (int64_t)edp, en, PE * 4.0);
         double buckets = max2(1.0, Pall * 4.0 / 100e6);
@@ -494,8 +494,8 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
         const stage_time *st = ends[e];
         double P = st->params, PE = st->expert_params;
-        int64_t dpn = pp_time_group_per_node(dpg, l->tp, gpn);
-        int64_t edpn = pp_time_group_per_node(edpg, pp_layout_etp(l) * l->ep, gpn);
+        int64_t dpn = pp_layout_group_per_node(dpg, l->tp, gpn);
+        int64_t edpn = pp_layout_group_per_node(edpg, pp_layout_etp(l) * l->ep, gpn);
         double red, gather = 0;
         if (l->zero >= 3) {
             /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward

@@ -70,6 +70,12 @@ def strip_c(text, keep_pp=False):
             while i < n and text[i] != '\n':
                 if text[i] == '\\' and i + 1 < n and text[i + 1] == '\n':
                     out.append('\n'); i += 2; continue
+                if text.startswith('/*', i):
+                    # a comment that starts on the directive's line may end lines later: all of
+                    # it goes with the directive (else its text is read as code)
+                    j = text.find('*/', i + 2)
+                    j = n if j < 0 else j + 2
+                    out.append('\n' * text.count('\n', i, j)); i = j; continue
                 i += 1
             continue
         bol = False
