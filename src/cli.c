@@ -4,6 +4,7 @@
  * flag of docs/cli.md is in one of these tables, once. Unknown flags, missing values and
  * malformed numbers are errors naming the flag (exit 2), never silently ignored. */
 #include "cli.h"
+#include "pp_launch.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -44,7 +45,7 @@ static const pp_option plan_opts[] = {
      "let the search place TP across nodes"},
 };
 static const pp_option launch_opts[] = {
-    {"--format", 0, PP_OPT_STR, C(format), -1, 0, 0, NULL, 0, 0, "megatron|deepspeed|nemo|torchrun|slurm|torchtitan"},
+    {"--format", 0, PP_OPT_STR, C(format), -1, 0, 0, NULL, 0, 0, PP_LAUNCH_FORMAT_LIST},
     TARGET_OPT, ITERS_OPT, OUTPUT_OPT,
 };
 static const pp_option estimate_opts[] = {

@@ -13,11 +13,11 @@ static pp_status format_lookup(const char *name, pp_launch_format *fmt, pp_error
 {
     if (!name)
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--format is required: megatron|torchrun|slurm|deepspeed|nemo|torchtitan");
+                            "--format is required: " PP_LAUNCH_FORMAT_LIST);
     int i = pp_name_lookup(pp_launch_format_names, PP_LAUNCH_COUNT, name);
     if (i < 0)
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--format expects megatron|torchrun|slurm|deepspeed|nemo|torchtitan, got '%s'", name);
+                            "--format expects " PP_LAUNCH_FORMAT_LIST ", got '%s'", name);
     *fmt = (pp_launch_format)i;
     return PP_OK;
 }

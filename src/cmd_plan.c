@@ -562,7 +562,7 @@ int pp_cmd_plan(pp_cli *c)
     }
     if (c->emit && pp_name_lookup(pp_launch_format_names, PP_LAUNCH_COUNT, c->emit) < 0) {
         pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0,
-                     "--emit expects megatron|torchrun|slurm|deepspeed|nemo, got '%s'", c->emit);
+                     "--emit expects " PP_LAUNCH_FORMAT_LIST ", got '%s'", c->emit);
         return pp_cli_fail(&err);
     }
     if (c->emit && c->json && !c->output) {

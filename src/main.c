@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "pp_launch.h"
 
 typedef struct {
     const char *name;
@@ -25,7 +26,7 @@ static const pp_subcommand subcommands[] = {
     {"plan", pp_cmd_plan, "WORK [--top K] [--probe K]", "search the layouts, prune (with reasons), rank",
      "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8", NULL, NULL},
     {"launch", pp_cmd_launch, "WORK LAYOUT --format F",
-     "launch config for megatron|deepspeed|nemo|torchrun|slurm|torchtitan",
+     "launch config for " PP_LAUNCH_FORMAT_LIST,
      "parplan launch --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --mbs 1 --format megatron", NULL, NULL},
     {"probe", pp_cmd_probe, "[gemm|bandwidth|attention|layer|optimizer|nccl|all|moe|mla] [--model NAME|FILE] [-o FILE]",
      "measure this machine's GPUs into a hardware profile (moe, mla: a model's own layer at a layout)",

@@ -382,9 +382,7 @@ pp_status pp_report_write_page(const char *path, const char *command, const pp_r
 
     /* Launch command of the (best) layout. */
     int fmt = p->launch_format;
-    if (fmt < 0) fmt = w->framework == PP_FW_MEGATRON ? PP_LAUNCH_MEGATRON
-                       : w->framework == PP_FW_DEEPSPEED ? PP_LAUNCH_DEEPSPEED
-                                                         : -1;
+    if (fmt < 0) fmt = pp_launch_format_for(w->framework);
     if (best && fmt >= 0 && fmt < PP_LAUNCH_COUNT) {
         pp_launch_params lp;
         pp_launch_params_init(&lp);

@@ -18,24 +18,71 @@
 #define BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
 
 
-static const char *const files_megatron[] = {"pretrain_gpt.sh", NULL};
-static const char *const files_torchrun[] = {"launch_torchrun.sh", NULL};
-static const char *const files_slurm[] = {"launch.sbatch", NULL};
-static const char *const files_deepspeed[] = {"ds_config.json", "launch_deepspeed.sh", NULL};
-static const char *const files_nemo[] = {"nemo_overrides.yaml", NULL};
-static const char *const files_torchtitan[] = {"torchtitan.toml", "launch_torchtitan.sh", NULL};
+/* A format's writer: its files' texts into f[0] (and f[1] when not joined: a format of two files
+ * writes them apart into a directory, or as one self-contained script to a stream). */
+typedef pp_status (*launch_writer)(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2],
+                                   pp_error *err);
+
+static pp_status write_megatron(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2],
+                                pp_error *err)
+{
+    (void)joined;
+    return pp_launch_megatron_script(fmt, p, &f[0], err);
+}
+
+static pp_status write_deepspeed(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2],
+                                 pp_error *err)
+{
+    (void)fmt;
+    return pp_launch_deepspeed(p, joined, &f[0], &f[1], err);
+}
+
+static pp_status write_nemo(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2], pp_error *err)
+{
+    (void)fmt, (void)joined;
+    return pp_launch_nemo(p, &f[0], err);
+}
+
+static pp_status write_torchtitan(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2],
+                                  pp_error *err)
+{
+    (void)fmt;
+    pp_status st = pp_launch_torchtitan(p, joined, &f[0].s, &f[1].s, err);
+    for (int i = 0; i < 2; i++) f[i].len = f[i].s ? strlen(f[i].s) : 0;
+    return st;
+}
+
+/* The formats: the files each writes into a directory (NULL-terminated), whose predictions it
+ * carries, whether --launch-target device-local applies, and its writer. */
+static const struct {
+    const char *files[3];
+    pp_framework framework;
+    bool device_local;
+    launch_writer write;
+} formats[PP_LAUNCH_COUNT] = {
+    [PP_LAUNCH_MEGATRON] = {{"pretrain_gpt.sh", NULL}, PP_FW_MEGATRON, true, write_megatron},
+    [PP_LAUNCH_TORCHRUN] = {{"launch_torchrun.sh", NULL}, PP_FW_MEGATRON, true, write_megatron},
+    [PP_LAUNCH_SLURM] = {{"launch.sbatch", NULL}, PP_FW_MEGATRON, true, write_megatron},
+    [PP_LAUNCH_DEEPSPEED] = {{"ds_config.json", "launch_deepspeed.sh", NULL}, PP_FW_DEEPSPEED, false, write_deepspeed},
+    [PP_LAUNCH_NEMO] = {{"nemo_overrides.yaml", NULL}, PP_FW_MEGATRON, false, write_nemo},
+    [PP_LAUNCH_TORCHTITAN] = {{"torchtitan.toml", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true, write_torchtitan},
+};
 
 const char *const *pp_launch_files(pp_launch_format fmt)
 {
-    switch (fmt) {
-    case PP_LAUNCH_MEGATRON: return files_megatron;
-    case PP_LAUNCH_TORCHRUN: return files_torchrun;
-    case PP_LAUNCH_SLURM: return files_slurm;
-    case PP_LAUNCH_DEEPSPEED: return files_deepspeed;
-    case PP_LAUNCH_NEMO: return files_nemo;
-    case PP_LAUNCH_TORCHTITAN: return files_torchtitan;
-    default: return NULL;
-    }
+    return (int)fmt >= 0 && fmt < PP_LAUNCH_COUNT ? formats[fmt].files : NULL;
+}
+
+pp_framework pp_launch_format_framework(pp_launch_format fmt)
+{
+    return (int)fmt >= 0 && fmt < PP_LAUNCH_COUNT ? formats[fmt].framework : PP_FW_MEGATRON;
+}
+
+int pp_launch_format_for(pp_framework fw)
+{
+    for (int i = 0; i < PP_LAUNCH_COUNT; i++)
+        if (formats[i].framework == fw) return i;
+    return -1;
 }
 
 void pp_launch_params_init(pp_launch_params *p)
@@ -133,32 +180,20 @@ pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE 
     if (!out == !dir) return BAD("launch: give either an output stream or a directory");
     pp_status st = check_params(p, err);
     if (st != PP_OK) return st;
-    if (p->target == PP_TARGET_DEVICE_LOCAL && (fmt == PP_LAUNCH_DEEPSPEED || fmt == PP_LAUNCH_NEMO))
-        return BAD("--launch-target device-local applies to the Megatron formats (megatron, torchrun, slurm)");
+    if (p->target == PP_TARGET_DEVICE_LOCAL && !formats[fmt].device_local) {
+        char list[128] = "";
+        size_t k = 0;
+        for (int i = 0; i < PP_LAUNCH_COUNT; i++)
+            if (formats[i].device_local && k < sizeof list)
+                k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", pp_launch_format_names[i]);
+        return BAD("--launch-target device-local applies to %s, not %s", list, pp_launch_format_names[fmt]);
+    }
 
     pp_sbuf files[2] = {{0}, {0}};
     int nfiles = 1;
-    switch (fmt) {
-    case PP_LAUNCH_MEGATRON:
-    case PP_LAUNCH_TORCHRUN:
-    case PP_LAUNCH_SLURM:
-        st = pp_launch_megatron_script(fmt, p, &files[0], err);
-        break;
-    case PP_LAUNCH_DEEPSPEED:
-        st = pp_launch_deepspeed(p, out != NULL, &files[0], &files[1], err);
-        nfiles = out ? 1 : 2;
-        break;
-    case PP_LAUNCH_NEMO:
-        st = pp_launch_nemo(p, &files[0], err);
-        break;
-    case PP_LAUNCH_TORCHTITAN: /* launch_torchtitan.c */
-        st = pp_launch_torchtitan(p, out != NULL, &files[0].s, &files[1].s, err);
-        for (int i = 0; i < 2; i++) files[i].len = files[i].s ? strlen(files[i].s) : 0;
-        nfiles = out ? 1 : 2;
-        break;
-    default:
-        st = BAD("launch: unknown format");
-    }
+    if (!out)
+        while (nfiles < 2 && formats[fmt].files[nfiles]) nfiles++;
+    st = formats[fmt].write(fmt, p, out != NULL, files, err);
     if (st == PP_OK && (files[0].oom || files[1].oom))
         st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     if (st == PP_OK && out) {

@@ -10,8 +10,9 @@
 
 #define BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
 
-const char *const pp_launch_format_names[PP_LAUNCH_COUNT] = {"megatron", "torchrun", "slurm",
-                                                             "deepspeed", "nemo", "torchtitan"};
+#define NAME_(id, name, sep) [PP_LAUNCH_##id] = name,
+const char *const pp_launch_format_names[PP_LAUNCH_COUNT] = {PP_LAUNCH_FORMATS(NAME_)};
+#undef NAME_
 const char *const pp_launch_target_names[PP_TARGET_COUNT] = {"standard", "device-local"};
 
 /* ------------------------------------------------------------------ a growable string */

@@ -24,17 +24,24 @@
 
 #include "pp.h"
 
-typedef enum {
-    PP_LAUNCH_MEGATRON = 0,
-    PP_LAUNCH_TORCHRUN,
-    PP_LAUNCH_SLURM,
-    PP_LAUNCH_DEEPSPEED,
-    PP_LAUNCH_NEMO,
-    PP_LAUNCH_TORCHTITAN,
-    PP_LAUNCH_COUNT
-} pp_launch_format;
-/* "megatron", "torchrun", "slurm", "deepspeed", "nemo", "torchtitan" */
+/* The formats, one line each: X(ID, name, separator before it in the list). A new format is a
+ * line here, a row of launch.c's table (its files, framework, writer) and its writer's file, as
+ * nccl-tests adds a collective. The enum, the names and the "a|b|c" list every message and help
+ * line prints all come from this one list. */
+#define PP_LAUNCH_FORMATS(X)                                                                         \
+    X(MEGATRON, "megatron", "") X(TORCHRUN, "torchrun", "|") X(SLURM, "slurm", "|")                 \
+    X(DEEPSPEED, "deepspeed", "|") X(NEMO, "nemo", "|") X(TORCHTITAN, "torchtitan", "|")
+#define PP_LAUNCH_ENUM_(id, name, sep) PP_LAUNCH_##id,
+typedef enum { PP_LAUNCH_FORMATS(PP_LAUNCH_ENUM_) PP_LAUNCH_COUNT } pp_launch_format;
+#undef PP_LAUNCH_ENUM_
+#define PP_LAUNCH_LIST_(id, name, sep) sep name
+/* "megatron|torchrun|slurm|deepspeed|nemo|torchtitan", a string literal */
+#define PP_LAUNCH_FORMAT_LIST PP_LAUNCH_FORMATS(PP_LAUNCH_LIST_)
 extern const char *const pp_launch_format_names[PP_LAUNCH_COUNT];
+/* The framework whose semantics a format's predictions are (megatron for megatron, torchrun,
+ * slurm and nemo; deepspeed; fsdp for torchtitan), and the first format of a framework (-1: none). */
+pp_framework pp_launch_format_framework(pp_launch_format fmt);
+int pp_launch_format_for(pp_framework fw);
 
 /* Who runs the Megatron command line:
  *   standard      a normal Megatron-LM install with Transformer Engine (the default);
