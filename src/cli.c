@@ -129,6 +129,8 @@ pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_err
     memset(c, 0, sizeof *c);
     c->argv0 = argv0;
     c->cmd = cmd;
+    c->argc = argc;
+    c->argv = argv;
     c->top = 5;
     pp_request_init(&c->rq);
     const cmd_spec *sp = spec_of(cmd);
@@ -156,6 +158,22 @@ pp_status pp_cli_parse(pp_cli *c, const char *cmd, int argc, char **argv, pp_err
     pp_stack_init(&c->work.stack);
     c->work.stack.grouped_gemm = r->grouped_gemm;
     return st;
+}
+
+const pp_option *pp_cli_option(const char *cmd, const char *name, bool *request)
+{
+    *request = false;
+    for (size_t i = 0; i < pp_request_n_options; i++)
+        if (!strcmp(pp_request_options[i].name, name)) return *request = true, &pp_request_options[i];
+    for (size_t i = 0; i < sizeof common_opts / sizeof common_opts[0]; i++)
+        if (!strcmp(common_opts[i].name, name) ||
+            (name[0] == '-' && name[1] == common_opts[i].short_name && !name[2] && name[1]))
+            return &common_opts[i];
+    const cmd_spec *sp = spec_of(cmd);
+    for (size_t i = 0; sp && i < sp->n_own; i++)
+        if (!strcmp(sp->own[i].name, name) || (name[0] == '-' && name[1] && !name[2] && name[1] == sp->own[i].short_name))
+            return &sp->own[i];
+    return NULL;
 }
 
 void pp_cli_usage_options(FILE *f, const char *cmd)

@@ -11,6 +11,7 @@
 #include "pp_margs.h"
 #include "pp_profile.h"
 #include "pp_request.h"
+#include "pp_run.h"
 #include "pp_search.h"
 
 /* Layout flags the user gave explicitly (plan keeps them fixed while searching the rest): the
@@ -29,6 +30,8 @@ enum {
 typedef struct {
     const char *argv0;
     const char *cmd;          /* subcommand */
+    int argc;                 /* the arguments after the subcommand, as given (remedies rebuild the */
+    char **argv;              /* command line from them) */
     pp_request rq;            /* as given */
     bool json;                /* --json */
     bool help;                /* --help / -h */
@@ -104,6 +107,26 @@ int pp_launch_emit(pp_cli *c, const pp_work *w, const pp_layout *l, const char *
 void pp_cli_work_line(FILE *f, const char *command, const pp_work *w);
 void pp_cli_stack_line(FILE *f, const pp_cli *c);
 void pp_cli_stack_json(pp_json *j, const pp_cli *c);
+
+/* What makes the layout of c (priced as run) fit, each remedy a complete `parplan check` command
+ * rebuilt from c's own command line (its WORK and stack flags, the remedy's layout in full) and
+ * verified by running it through the same resolution and pricing before it is shown; one that
+ * does not fit when run is left out (counted in *unverified). remedies.c. */
+typedef struct {
+    pp_run_remedies rm;
+    char command[PP_REMEDY_MAX][2048];
+    bool verified[PP_REMEDY_MAX];
+    int unverified;
+} pp_cli_remedies;
+pp_status pp_cli_remedies_find(pp_cli *c, const pp_layout *l, pp_cli_remedies *out, pp_error *err);
+/* Printed under check's (and estimate's) verdict; as "remedies", "min_gpus" and "min_gpus_best" in
+ * their JSON. */
+void pp_cli_remedies_print(FILE *f, const pp_cli *c, const pp_cli_remedies *rr);
+void pp_cli_remedies_json(pp_json *j, const pp_cli *c, const pp_cli_remedies *rr);
+
+/* The option of cmd named name (long, or -c): a request option (*request) or the command's own;
+ * NULL when none. */
+const pp_option *pp_cli_option(const char *cmd, const char *name, bool *request);
 
 /* The option lines that apply to cmd, for --help. */
 void pp_cli_usage_options(FILE *f, const char *cmd);

@@ -18,7 +18,7 @@
 #include "pp_run.h"
 #include "pp_time.h"
 
-static void check_json(const pp_cli *c, const pp_run *run)
+static void check_json(const pp_cli *c, const pp_run *run, const pp_cli_remedies *rr)
 {
     const pp_work *w = run->work;
     const pp_layout *l = &run->layout;
@@ -71,11 +71,12 @@ static void check_json(const pp_cli *c, const pp_run *run)
     }
     pp_json_arr_end(&j);
     pp_run_json_breakdown(&j, &run->time);
+    if (rr) pp_cli_remedies_json(&j, c, rr);
     pp_json_obj_end(&j);
     pp_json_end(&j);
 }
 
-static void check_table(const pp_cli *c, const pp_run *run)
+static void check_table(const pp_cli *c, const pp_run *run, const pp_cli_remedies *rr)
 {
     const pp_work *w = run->work;
     const pp_layout *l = &run->layout;
@@ -130,6 +131,7 @@ static void check_table(const pp_cli *c, const pp_run *run)
                (big->peak_bytes + big->cached_bytes) / GIB, big->cached_bytes / GIB);
     }
     if (!r->fits) printf("why: %s\n", r->why);
+    if (rr) pp_cli_remedies_print(stdout, c, rr);
     printf("step time %.3f s, %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
            t->step_time_s, t->samples_per_s, t->tokens_per_s, t->model_tflops_per_gpu,
            100.0 * t->mfu);
@@ -174,8 +176,20 @@ int pp_cmd_check(pp_cli *c)
             goto done;
         }
     }
-    if (c->json) check_json(c, run);
-    else check_table(c, run);
+    /* what makes it fit: remedies, each run before it is shown */
+    pp_cli_remedies *rr = NULL;
+    if (!run->fits) {
+        rr = calloc(1, sizeof *rr);
+        if (!rr || pp_cli_remedies_find(c, &c->layout, rr, &err) != PP_OK) {
+            if (!rr) pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            free(rr);
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
+    }
+    if (c->json) check_json(c, run, rr);
+    else check_table(c, run, rr);
+    free(rr);
     rc = run->fits ? 0 : 1; /* exit status: 0 fits, 1 does not, 2 bad input (pp_cli_fail) */
 done:
     free(run);

@@ -1,6 +1,8 @@
 /* parplan estimate: time and cost to train on a token budget with one layout, from
  * the layout's predicted throughput: steps = tokens / (gbs x seq), time = steps x step time,
- * GPU-hours = time x GPUs, cost = GPU-hours x price. */
+ * GPU-hours = time x GPUs, cost = GPU-hours x price. Without layout flags (or a --megatron-args
+ * file) the layout is plan's #1. A layout that does not fit is not priced as if it ran: the
+ * verdict and the remedies (check's), exit status 1. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +31,68 @@ int pp_cmd_estimate(pp_cli *c)
         pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         return pp_cli_fail(&err);
     }
+    /* no layout given: plan's #1 (the search check's remedies and plan share) */
+    bool from_plan = !c->fixed && !c->margs;
+    pp_layout chosen = c->layout;
+    if (from_plan) {
+        pp_search_params sp;
+        pp_search_params_init(&sp);
+        sp.top = 1;
+        pp_search_candidate best;
+        pp_search_result res;
+        st = pp_search_run(w, &sp, &best, &res, &err);
+        if (st != PP_OK) {
+            free(run);
+            return pp_cli_fail(&err);
+        }
+        if (res.n > 0 && !res.none_fit) chosen = best.layout;
+        else if (res.n > 0) chosen = best.layout; /* none fits: the closest, judged below */
+    }
     /* the same run check resolves: --stages, a --megatron-args file's stages, else uniform */
-    pp_run_opts ro = {.stages = c->stages, .given_split = "megatron-args"};
-    st = pp_run_build(w, &c->layout, &ro, run, &err);
+    pp_run_opts ro = {.stages = c->stages, .given_split = from_plan ? "plan" : "megatron-args"};
+    st = pp_run_build(w, &chosen, &ro, run, &err);
     if (st != PP_OK) {
         free(run);
         return pp_cli_fail(&err);
+    }
+    if (!run->fits) {
+        /* not priced as if it ran: the verdict and what makes it fit */
+        pp_cli_remedies *rr = calloc(1, sizeof *rr);
+        int rc = 1;
+        if (!rr || pp_cli_remedies_find(c, &chosen, rr, &err) != PP_OK) {
+            if (!rr) pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            rc = pp_cli_fail(&err);
+        } else if (c->json) {
+            pp_json j;
+            pp_json_init(&j, stdout, true);
+            pp_json_obj_begin(&j);
+            pp_json_kstr(&j, "model", w->model.name);
+            pp_json_kint(&j, "gpus", w->gpus);
+            pp_json_knum(&j, "tokens", c->tokens);
+            pp_json_key(&j, "days");
+            pp_json_null(&j);
+            pp_json_key(&j, "cost");
+            pp_json_null(&j);
+            pp_json_kstr(&j, "why", run->mem.why);
+            pp_run_json_figures(&j, run);
+            pp_cli_remedies_json(&j, c, rr);
+            pp_json_obj_end(&j);
+            pp_json_end(&j);
+        } else {
+            char lab[256], need[32], cap[32];
+            printf("parplan estimate: %s on %lld x %s, %s%s: DOES NOT FIT (needs %s of %s per GPU); no time or cost "
+                   "for a run that would not start\nwhy: %s\n",
+                   w->model.name, (long long)w->gpus, w->gpu.name, pp_layout_label(&run->layout, lab, sizeof lab),
+                   from_plan ? " (plan's closest)" : "", pp_fmt_bytes(run->need_bytes, need, sizeof need),
+                   pp_fmt_bytes(run->capacity_bytes, cap, sizeof cap), run->mem.why);
+            pp_cli_remedies_print(stdout, c, rr);
+        }
+        if (rc == 1)
+            fprintf(stderr, "parplan: %s does not fit: no training time or cost (what would fit is on stdout)\n",
+                    from_plan ? "no layout on these GPUs" : "the layout");
+        free(rr);
+        free(run);
+        return rc;
     }
     const pp_layout *l = &run->layout;
     const pp_time_result *t = &run->time;
@@ -54,6 +112,7 @@ int pp_cmd_estimate(pp_cli *c)
         pp_json_kint(&j, "gbs", w->gbs);
         pp_json_knum(&j, "tokens", c->tokens);
         pp_json_knum(&j, "tokens_per_step", tokens_per_step);
+        pp_json_kstr(&j, "layout_from", from_plan ? "plan" : "flags");
         pp_json_knum(&j, "steps", steps);
         pp_json_knum(&j, "train_time_s", train_s);
         pp_json_knum(&j, "days", train_s / 86400.0);
@@ -71,8 +130,9 @@ int pp_cmd_estimate(pp_cli *c)
         pp_json_end(&j);
     } else {
         char lab[256], a[48], b[48], c2[48], d[48];
-        printf("parplan estimate: %s on %s x %s, %s, global batch %s x %s tokens\n", w->model.name,
+        printf("parplan estimate: %s on %s x %s, %s%s, global batch %s x %s tokens\n", w->model.name,
                pp_fmt_num((double)w->gpus, 6, a, sizeof a), w->gpu.name, pp_layout_label(l, lab, sizeof lab),
+               from_plan ? " (plan's #1)" : "",
                pp_fmt_num((double)w->gbs, 6, b, sizeof b), pp_fmt_num((double)w->model.seq, 6, c2, sizeof c2));
         printf("  tokens            %s (%s steps of %s tokens)\n", pp_fmt_num(c->tokens, 4, a, sizeof a),
                pp_fmt_num(steps, 12, b, sizeof b), pp_fmt_num(tokens_per_step, 12, c2, sizeof c2));
@@ -90,12 +150,8 @@ int pp_cmd_estimate(pp_cli *c)
                pp_fmt_bytes(run->need_reserved_bytes, rs, sizeof rs),
                pp_fmt_bytes(run->capacity_bytes, cap, sizeof cap), run->fits ? "fits" : "DOES NOT FIT");
     }
-    if (!c->quiet) {
+    if (!c->quiet)
         for (int i = 0; i < run->n_notes; i++) fprintf(stderr, "parplan: warning: %s\n", run->notes[i]);
-        if (!run->fits)
-            fprintf(stderr, "parplan: warning: the layout is predicted not to fit in memory (%s)\n",
-                    run->mem.why[0] ? run->mem.why : "out of memory");
-    }
     free(run);
     return 0;
 }

@@ -315,6 +315,10 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
     if (!r->none_fit) explain(f, w, cand, r->n, shapes, r->n_shapes);
 }
 
+/* Nothing fits on these GPUs: the smallest count at which the search finds a layout
+ * (pp_run_remedies_find; 0: not searched). */
+static pp_run_remedies plan_min;
+
 /* plan --probe: what was measured per listed candidate; NULL without --probe. */
 static const pp_probe_outcome *plan_probe_info;
 static int64_t plan_probe_n;
@@ -339,6 +343,10 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
     pp_json_kint(&j, "leaves", r->leaves);
     pp_json_knum(&j, "search_time_s", r->search_time_s);
     pp_json_knum(&j, "capacity_bytes", w->gpu.memory_bytes);
+    /* nothing fits: the smallest GPU count at which plan finds a layout (null: it did not search) */
+    pp_json_key(&j, "min_gpus");
+    if (plan_min.min_gpus > 0) pp_json_num(&j, (double)plan_min.min_gpus);
+    else pp_json_null(&j);
     pp_gpu_json_effective(&j, &w->gpu);
     pp_cli_stack_json(&j, c);
     pp_json_key(&j, "candidates");
@@ -349,6 +357,11 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         const pp_time_result *t = &k->time;
         pp_json_obj_begin(&j);
         pp_layout_json_keys(&j, w, l);
+        /* the row as a user reads it and as the layout flags that state it */
+        char lab[320], args[512];
+        pp_json_kstr(&j, "label", pp_layout_label(l, lab, sizeof lab));
+        pp_layout_args(w, l, args, sizeof args);
+        pp_json_kstr(&j, "args", args);
         pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
         pp_json_knum(&j, "need_bytes", round(k->worst_bytes));
         pp_json_knum(&j, "headroom_bytes", round(k->headroom_bytes));
@@ -618,6 +631,14 @@ int pp_cmd_plan(pp_cli *c)
         plan_probe_n = r.n < c->probe_k ? r.n : c->probe_k;
     }
     if (r.n > c->top) r.n = c->top; /* --probe searched for more */
+    memset(&plan_min, 0, sizeof plan_min);
+    if (r.n > 0 && r.none_fit && !(cand[0].worst_bytes <= c->work.gpu.memory_bytes)) {
+        st = pp_run_remedies_find(&c->work, &cand[0].layout, false, &plan_min, &err);
+        if (st != PP_OK) {
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
+    }
     if (c->report) {
         st = plan_report(c, cand, &r, &err);
         if (st != PP_OK) {
@@ -644,13 +665,21 @@ int pp_cmd_plan(pp_cli *c)
     if (r.none_fit) {
         char need[32], have[32], lab[160];
         bool in_gpu = cand[0].worst_bytes <= c->work.gpu.memory_bytes;
+        char more[400], lab2[160];
+        if (plan_min.min_gpus > 0)
+            snprintf(more, sizeof more, "the smallest GPU count at which plan finds a layout is %lld: %s",
+                     (long long)plan_min.min_gpus, pp_layout_label(&plan_min.min_best.layout, lab2, sizeof lab2));
+        else if (plan_min.min_gpus < 0)
+            snprintf(more, sizeof more, "no count up to %lld GPUs has one: a smaller global batch or a shorter "
+                     "sequence", (long long)plan_min.min_gpus_searched);
+        else
+            snprintf(more, sizeof more, "more GPUs");
         fprintf(stderr, "parplan: no layout fits in %s per GPU%s; the closest (%s) needs %s (%s)\n",
                 pp_fmt_bytes(pp_memory_plan_bytes(&c->work), have, sizeof have),
                 pp_memory_plan_bytes(&c->work) < c->work.gpu.memory_bytes ? " (the margin plan keeps)" : "",
                 pp_layout_label(&cand[0].layout, lab, sizeof lab),
                 pp_fmt_bytes(cand[0].worst_bytes, need, sizeof need),
-                in_gpu ? "it fits the whole GPU: --max-mem-frac 1 plans with all of it"
-                       : "more GPUs, a smaller --gbs, or offload");
+                in_gpu ? "it fits the whole GPU: --max-mem-frac 1 plans with all of it" : more);
         rc = 1;
         goto done;
     }

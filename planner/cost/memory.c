@@ -801,18 +801,6 @@ double pp_memory_plan_bytes(const pp_work *w)
     return w->gpu.memory_bytes * (1 - m);
 }
 
-/* Try one change of the layout; true when it validates and fits. */
-static bool mem_variant_fits(const pp_work *w, pp_layout *v, const pp_layout *l)
-{
-    pp_error e;
-    v->stage_layers = NULL;
-    v->stage_recompute = NULL;
-    /* an explicit split by virtual stage holds while the pipeline does */
-    if (v->pp != l->pp || v->vpp != l->vpp) v->vstage_layers = NULL;
-    if (pp_layout_validate(w, v, &e) != PP_OK) return false;
-    return pp_memory_worst_bytes(w, v, NULL) <= w->gpu.memory_bytes;
-}
-
 /* Append printf-style to a NUL-terminated buffer of n bytes (truncating). */
 static void mem_append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void mem_append(char *buf, size_t n, const char *fmt, ...)
@@ -825,9 +813,8 @@ static void mem_append(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-/* One line: why the worst stage does not fit and which single changes would make it fit. */
-static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_result *r, char *why,
-                        size_t n)
+/* One line: why the worst stage does not fit. */
+static void mem_explain(const pp_mem_result *r, char *why, size_t n)
 {
     const pp_mem_stage *s = &r->stages[r->largest_stage];
     char a[32], b[32], c1[32], d[32], e[32];
@@ -839,71 +826,8 @@ static void mem_explain(const pp_work *w, const pp_layout *l, const pp_mem_resul
                mem_gib(s->reserved_bytes, b, sizeof b), mem_gib(r->capacity_bytes, c1, sizeof c1),
                mem_gib(state, d, sizeof d),
                mem_gib(s->activations_bytes + s->transient_bytes, e, sizeof e), (long long)s->inflight);
-    int fixes = 0;
-#define MEM_FIX(...)                                                         \
-    do {                                                                     \
-        mem_append(why, n, "%s", fixes++ ? ", " : "; would fit with ");      \
-        mem_append(why, n, __VA_ARGS__);                                     \
-    } while (0)
-    pp_layout v;
-    if (l->recompute != PP_RC_SELECTIVE && l->recompute != PP_RC_FULL) {
-        v = *l;
-        v.recompute = PP_RC_SELECTIVE;
-        if (mem_variant_fits(w, &v, l)) MEM_FIX("--recompute selective");
-    }
-    if (l->recompute != PP_RC_FULL || l->recompute_layers > 0) {
-        v = *l;
-        v.recompute = PP_RC_FULL;
-        v.recompute_layers = 0;
-        if (mem_variant_fits(w, &v, l)) MEM_FIX("--recompute full");
-    }
-    for (int64_t mb = l->mbs / 2; mb >= 1; mb /= 2) {
-        v = *l;
-        v.mbs = mb;
-        if (mem_variant_fits(w, &v, l)) {
-            MEM_FIX("--mbs %lld", (long long)mb);
-            break;
-        }
-        if (mb == 1) break;
-    }
-    if (w->framework == PP_FW_MEGATRON && !l->dist_opt && l->zero == 0 && l->dp * l->cp > 1) {
-        v = *l;
-        v.dist_opt = true;
-        if (mem_variant_fits(w, &v, l)) MEM_FIX("--dist-opt");
-    }
-    if ((w->framework != PP_FW_MEGATRON || w->stack.megatron_fsdp) && l->zero < 3 && l->dp * l->cp > 1) {
-        for (int z = l->zero + 1; z <= 3; z++) {
-            v = *l;
-            v.zero = z;
-            if (mem_variant_fits(w, &v, l)) {
-                MEM_FIX("--zero %d", z);
-                break;
-            }
-        }
-    }
-    for (int64_t f = 2; f <= 8; f *= 2) {
-        v = *l;
-        v.tp = l->tp * f;
-        v.dp = 0;
-        if (mem_variant_fits(w, &v, l)) {
-            MEM_FIX("--tp %lld", (long long)v.tp);
-            break;
-        }
-    }
-    for (int64_t f = 2; f <= 16; f *= 2) {
-        v = *l;
-        v.pp = l->pp * f;
-        v.dp = 0;
-        v.vpp = 1;
-        if (mem_variant_fits(w, &v, l)) {
-            MEM_FIX("--pp %lld", (long long)v.pp);
-            break;
-        }
-    }
-#undef MEM_FIX
-    if (!fixes)
-        mem_append(why, n, "; no single change of recompute, micro-batch, optimizer sharding, TP or "
-                           "PP makes it fit: more GPUs");
+    /* what would make it fit is the remedy search's (search/remedy.c, run.c): the layouts nearest
+     * to this one that fit, which check and estimate print under this line */
 }
 
 pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result *out, pp_error *err)
@@ -939,6 +863,6 @@ pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result
         }
         if (!s->fits) out->fits = false;
     }
-    if (!out->fits) mem_explain(w, l, out, out->why, sizeof out->why);
+    if (!out->fits) mem_explain(out, out->why, sizeof out->why);
     return PP_OK;
 }

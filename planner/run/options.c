@@ -127,6 +127,9 @@ pp_status pp_options_parse_cmd(const pp_option_set *sets, int n_sets, const pp_o
     *pos_out = pos;
     *npos = 0;
     bool only_pos = false;
+    const pp_option *seen[256];
+    const pp_option_set *seen_set[256];
+    int n_seen = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (only_pos || a[0] != '-' || strcmp(a, "-") == 0) {
@@ -174,6 +177,13 @@ pp_status pp_options_parse_cmd(const pp_option_set *sets, int n_sets, const pp_o
             if (i + 1 >= argc) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s needs a value", o->name);
             val = argv[++i];
         }
+        /* A flag given twice, or two flags of one setting (--sp and --no-sp, --swiglu and --gelu),
+         * would silently keep the last: an error that names both. */
+        for (int k = 0; k < n_seen; k++)
+            if (seen[k] == o || (o->key >= 0 && seen[k]->key == o->key && seen_set[k] == set))
+                return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "option %s: %s already given%s", o->name,
+                                    seen[k] == o ? "it was" : seen[k]->name, seen[k] == o ? "" : " (they set the same thing)");
+        if (n_seen < (int)(sizeof seen / sizeof seen[0])) seen_set[n_seen] = set, seen[n_seen++] = o;
         pp_status st = apply(o, set->base, val, err);
         if (st != PP_OK) return st;
         if (set->given && o->key >= 0) set->given[o->key] = 1;

@@ -14,6 +14,8 @@
 #include "pp.h"
 #include "pp_json.h"
 #include "pp_memory.h"
+#include "pp_remedy.h"
+#include "pp_search.h"
 #include "pp_time.h"
 
 #define PP_RUN_MAX_NOTES 6
@@ -74,5 +76,23 @@ int pp_run_gpu_notes(const pp_gpu *g, char (*notes)[640], int max);
 void pp_gpu_json_effective(pp_json *j, const pp_gpu *g);
 /* The step's terms ("compute_s", ..., "optimizer_s") as the object "breakdown". */
 void pp_run_json_breakdown(pp_json *j, const pp_time_result *t);
+
+/* What makes a layout that does not fit fit, the one answer check, estimate and plan give:
+ *   - the nearest layouts on these GPUs (pp_remedies_find: up to three changed knobs);
+ *   - else plan's #1 on these GPUs (the search without plan's margin: it fits), as a remedy that
+ *     changes what it changes (from_plan);
+ *   - else the smallest GPU count (whole nodes; powers of two below one node) at which the search
+ *     finds a layout, and its #1: min_gpus, the next smaller count of that form finding none. */
+typedef struct {
+    pp_remedy r[PP_REMEDY_MAX];
+    int n;
+    bool from_plan;
+    int64_t min_gpus;          /* 0: not searched (a remedy was found), -1: none up to the limit */
+    int64_t min_gpus_searched; /* the largest count tried */
+    pp_search_candidate min_best; /* #1 at min_gpus */
+} pp_run_remedies;
+/* allow_seq: a shorter sequence may be one of the changes. */
+pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_seq, pp_run_remedies *out,
+                               pp_error *err);
 
 #endif

@@ -63,7 +63,7 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
         pp_stages_result *sres = calloc(1, sizeof *sres);
         if (!sres) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         st = pp_stages_apply(w, rl, o->stages, o->dump_ilp, r->stage_layers, r->stage_recompute, sres, err);
-        if (st == PP_OK && sres->warning[0]) note(r, "%s", sres->warning);
+        if (st == PP_OK && sres->warning[0] && !sres->warning_moot) note(r, "%s", sres->warning);
         free(sres);
         if (st != PP_OK) return st;
         r->stage_split = rl->stage_layers ? "ilp" : "uniform";
@@ -212,4 +212,97 @@ void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)
     pp_json_knum(j, "zero_gather_s", t->zero_gather_s);
     pp_json_knum(j, "optimizer_s", t->optimizer_s);
     pp_json_obj_end(j);
+}
+
+/* ------------------------------------------------------------------ remedies */
+
+/* The search's #1 for w at `gpus` GPUs: true when it fits. margin: with the margin plan keeps
+ * (what `plan` finds), else in the whole GPU (what `check` says fits). */
+static bool best_at(const pp_work *w0, int64_t gpus, bool margin, pp_search_candidate *best, pp_error *err,
+                    pp_status *st)
+{
+    pp_work w = *w0;
+    w.gpus = gpus;
+    if (w.gpus_per_node > gpus) w.gpus_per_node = gpus;
+    if (!margin) w.mem_margin_frac = 0;
+    pp_search_params sp;
+    pp_search_params_init(&sp);
+    sp.top = 1;
+    pp_search_result res;
+    *st = pp_search_run(&w, &sp, best, &res, err);
+    return *st == PP_OK && res.n > 0 && !res.none_fit && best->fits;
+}
+
+/* The next GPU count to try after n: doubling below one node, then whole nodes. */
+static int64_t next_count(int64_t n, int64_t gpn)
+{
+    if (n < gpn) return n * 2 <= gpn ? n * 2 : gpn;
+    return (n / gpn + 1) * gpn;
+}
+
+pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_seq, pp_run_remedies *out,
+                               pp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    pp_remedy_opts o;
+    pp_remedy_opts_init(&o);
+    o.allow_seq = allow_seq;
+    out->n = pp_remedies_find(w, l, &o, out->r);
+    if (out->n > 0) return PP_OK;
+    /* none within three changes: plan's #1 on these GPUs */
+    pp_search_candidate best;
+    pp_status st = PP_OK;
+    if (best_at(w, w->gpus, false, &best, err, &st)) {
+        pp_remedy *r = &out->r[0];
+        memset(r, 0, sizeof *r);
+        r->layout = best.layout;
+        r->seq = w->model.seq;
+        static const struct { pp_knob k; size_t off; } dims[] = {
+            {PP_KNOB_TP, offsetof(pp_layout, tp)}, {PP_KNOB_PP, offsetof(pp_layout, pp)},
+            {PP_KNOB_VPP, offsetof(pp_layout, vpp)}, {PP_KNOB_CP, offsetof(pp_layout, cp)},
+            {PP_KNOB_EP, offsetof(pp_layout, ep)}, {PP_KNOB_MBS, offsetof(pp_layout, mbs)}};
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+            if (*(const int64_t *)((const char *)l + dims[i].off) != *(const int64_t *)((const char *)&best.layout + dims[i].off))
+                r->changed |= 1u << dims[i].k;
+        if (l->recompute != best.layout.recompute) r->changed |= 1u << PP_KNOB_RECOMPUTE;
+        if (l->dist_opt != best.layout.dist_opt || l->zero != best.layout.zero) r->changed |= 1u << PP_KNOB_SHARDING;
+        if (l->offload != best.layout.offload) r->changed |= 1u << PP_KNOB_OFFLOAD;
+        for (int k = 0; k < PP_KNOB_COUNT; k++) r->n_changed += (r->changed >> k) & 1u;
+        r->need_bytes = best.worst_bytes;
+        r->step_time_s = best.time.step_time_s;
+        out->n = 1;
+        out->from_plan = true;
+        return PP_OK;
+    }
+    if (st != PP_OK) return st;
+    /* nothing fits on these GPUs: more of them, by doubling to a count that fits, then counting
+     * up from the last that did not, so that the count before the answer finds none */
+    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1, limit = 65536;
+    int64_t lo = w->gpus, hi = 0;
+    for (int64_t n = next_count(w->gpus, gpn); n <= limit; n = n < gpn ? next_count(n, gpn) : n * 2) {
+        if (n >= gpn) n = n / gpn * gpn;
+        out->min_gpus_searched = n;
+        if (best_at(w, n, true, &best, err, &st)) {
+            hi = n;
+            out->min_best = best;
+            break;
+        }
+        if (st != PP_OK && st != PP_ERR_INPUT) return st;
+        lo = n;
+    }
+    if (!hi) {
+        out->min_gpus = -1;
+        return PP_OK;
+    }
+    for (int64_t n = next_count(lo, gpn); n < hi; n = next_count(n, gpn)) {
+        pp_search_candidate b;
+        if (best_at(w, n, true, &b, err, &st)) {
+            hi = n;
+            out->min_best = b;
+            break;
+        }
+        if (st != PP_OK && st != PP_ERR_INPUT) return st;
+    }
+    out->min_gpus = hi;
+    return PP_OK;
 }

@@ -207,6 +207,9 @@ typedef struct {
     int glpk_ret;                 /* glp_intopt's return */
     int glpk_mip_status;          /* glp_mip_status after it */
     char warning[512];            /* "" when none; printed by the CLI as a warning */
+    bool warning_moot;            /* the warning changes no answer (GLPK proved that no split fits:
+                                     the uniform one does not either, and the verdict says so): not
+                                     printed */
 } pp_stages_result;
 
 /* A stage evaluator for pp_stages_costs_tabulate (e.g. pp_stages_eval_model): time (s per

@@ -209,12 +209,16 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
                      "stage MILP: GLPK's optimum does not check out in exact arithmetic; "
                      "using the uniform split");
     } else {
-        const char *why = ret == 0 && mst == GLP_NOFEAS ? "no stage split fits in memory"
-                          : ret == GLP_ENOPFS          ? "no stage split fits in memory"
-                                                       : glpk_ret_name(ret);
+        /* A proof that no stage split fits changes no answer (the uniform split does not fit
+         * either, and the verdict says so): kept, but moot (not printed). Anything else may have:
+         * what, and the time limit only where GLPK reached it. */
+        bool infeasible = (ret == 0 && mst == GLP_NOFEAS) || ret == GLP_ENOPFS;
+        char lim[64] = "";
+        if (ret == GLP_ETMLIM) snprintf(lim, sizeof lim, "; its %.0f ms limit reached", (double)params->time_limit_ms);
         snprintf(out->warning, sizeof out->warning,
-                 "stage MILP gave no integer optimum (GLPK: %s; status: %s, %.0f ms limit); "
-                 "using the uniform split", why, glpk_status_name(mst), (double)params->time_limit_ms);
+                 "stage MILP gave no integer optimum (GLPK: %s; status: %s%s); using the uniform split",
+                 infeasible ? "no stage split fits in memory" : glpk_ret_name(ret), glpk_status_name(mst), lim);
+        out->warning_moot = infeasible;
     }
     if (!optimal) {
         out->status = PP_STAGES_FALLBACK;
@@ -550,7 +554,7 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
         st = pp_stages_apply(w, &l, m, NULL, stage_layers[i], stage_recompute[i], res, err);
         if (st != PP_OK) break;
         stats->solved++;
-        if (res->warning[0] && !stats->warning[0])
+        if (res->warning[0] && !res->warning_moot && !stats->warning[0])
             snprintf(stats->warning, sizeof stats->warning, "%s", res->warning);
         if (!l.stage_layers) continue;
         pp_time_result t;

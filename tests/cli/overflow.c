@@ -210,13 +210,16 @@ static void test_estimate_1e15(void)
                           "--price-per-gpu-hour", "1e6", "--json", NULL};
     tc_proc r;
     run(&r, args);
-    js_val *doc = check_json_run("estimate 1e15 params / 1e6 GPUs / 1e18 tokens", &r, 0);
+    /* it does not fit: exit 1, the verdict and no days or cost as if it ran */
+    js_val *doc = check_json_run("estimate 1e15 params / 1e6 GPUs / 1e18 tokens", &r, 1);
+    const js_val *days = doc ? js_get(doc, "days") : NULL;
+    tap_ok(r.status == 1 && days && days->type == JS_NULL, "estimate 1e15: does not fit, exit 1, days null");
     js_free(doc);
     tc_proc_result_free(&r);
     const char *targs[] = {"estimate", MODEL_1E15, CLUSTER_1E6, LAYOUT_1E6, "--tokens", "1e18",
                            "--price-per-gpu-hour", "1e6", NULL};
     run(&r, targs);
-    if (!tap_ok(!r.timed_out && r.status == 0, "estimate 1e15 (table): exit 0")) show_fail(&r);
+    if (!tap_ok(!r.timed_out && r.status == 1, "estimate 1e15 (table): exit 1 (does not fit)")) show_fail(&r);
     tap_ok(!tc_proc_find_nonfinite(r.out) && !tc_proc_find_nonfinite(r.err), "estimate 1e15 (table): no nan/inf printed");
     tc_proc_result_free(&r);
 }
