@@ -494,6 +494,10 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n);
  * capacity factor >= 0; imbalance >= 1 and at most experts / topk. */
 pp_status pp_stack_check(const pp_work *w, pp_error *err);
 
+/* The largest global batch, in sequences, any input may give. Published runs use at most ~1e4
+ * (Llama 3 405B: 16M tokens of 8192 = 2048; ../validation rows); 1e8 leaves four orders of
+ * magnitude and keeps gbs x seq x layers within int64 and double's exact integers. */
+#define PP_MAX_GBS 1e8
 #define PP_MAX_STAGES 512
 #define PP_MAX_VSTAGES 4096 /* virtual pipeline stages (pp x vpp) an explicit split may list */
 

@@ -34,7 +34,9 @@ static const pp_option common_opts[] = {
 #define REPORT_OPT {"--report", 0, PP_OPT_STR, C(report), -1, 0, 0, NULL, 0, 0, "FILE.html: self-contained report"}
 #define DUMP_ILP_OPT {"--dump-ilp", 0, PP_OPT_STR, C(dump_ilp), -1, 0, 0, NULL, 0, 0, "FILE: write the stage ILP (CPLEX LP)"}
 
-static const pp_option check_opts[] = {REPORT_OPT, DUMP_ILP_OPT};
+#define SEQ_CHANGE_OPT {"--allow-seq-change", 0, PP_OPT_FLAG, C(allow_seq_change), -1, 0, 0, NULL, 0, 0, \
+                        "remedies may also shorten --seq (halving, down to 1/16 and 512)"}
+static const pp_option check_opts[] = {REPORT_OPT, DUMP_ILP_OPT, SEQ_CHANGE_OPT};
 static const pp_option plan_opts[] = {
     {"--top", 0, PP_OPT_INT, C(top), -1, 1, 100000, NULL, 0, 0, "K: candidates to show (default 5)"},
     {"--probe", 0, PP_OPT_INT, C(probe_k), -1, 1, 1000, NULL, 0, 0, "K: measure the best K on the local GPUs"},
@@ -43,6 +45,8 @@ static const pp_option plan_opts[] = {
     TARGET_OPT, ITERS_OPT, OUTPUT_OPT, REPORT_OPT, DUMP_ILP_OPT,
     {"--allow-cross-node-tp", 0, PP_OPT_FLAG, C(allow_cross_node_tp), -1, 0, 0, NULL, 0, 0,
      "let the search place TP across nodes"},
+    {"--no-fold", 0, PP_OPT_FLAG, C(no_fold), -1, 0, 0, NULL, 0, 0,
+     "show VPP variants within the model's band as rows of their own (default: folded into one)"},
 };
 static const pp_option launch_opts[] = {
     {"--format", 0, PP_OPT_STR, C(format), -1, 0, 0, NULL, 0, 0, PP_LAUNCH_FORMAT_LIST},
@@ -51,6 +55,7 @@ static const pp_option launch_opts[] = {
 static const pp_option estimate_opts[] = {
     {"--tokens", 0, PP_OPT_NUM, C(tokens), -1, 1, 1e18, NULL, 0, 0, "T: training tokens (e.g. 300e9)"},
     {"--price-per-gpu-hour", 0, PP_OPT_NUM, C(price_per_gpu_hour), -1, 0, 1e6, NULL, 0, 0, "P: price of one GPU-hour"},
+    SEQ_CHANGE_OPT,
 };
 static const pp_option probe_opts[] = {OUTPUT_OPT};
 static const pp_option calibrate_opts[] = {

@@ -64,6 +64,8 @@ typedef struct {
     double tokens;            /* estimate --tokens */
     double price_per_gpu_hour;/* estimate --price-per-gpu-hour */
     bool allow_cross_node_tp; /* plan --allow-cross-node-tp */
+    bool no_fold;             /* plan --no-fold: every VPP variant its own row */
+    bool allow_seq_change;    /* check/estimate --allow-seq-change: remedies may shorten --seq */
     const char *fit;          /* calibrate --fit LIST */
     const char *probe_cache;  /* calibrate --probe-cache FILE: the logs' layers as measured */
     int npos;                 /* positional arguments after the subcommand */

@@ -132,8 +132,8 @@ static void check_table(const pp_cli *c, const pp_run *run, const pp_cli_remedie
     }
     if (!r->fits) printf("why: %s\n", r->why);
     if (rr) pp_cli_remedies_print(stdout, c, rr);
-    printf("step time %.3f s, %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
-           t->step_time_s, t->samples_per_s, t->tokens_per_s, t->model_tflops_per_gpu,
+    printf("%s %.3f s, %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
+           r->fits ? "step time" : "step time were it to fit (it does not)", t->step_time_s, t->samples_per_s, t->tokens_per_s, t->model_tflops_per_gpu,
            100.0 * t->mfu);
 }
 

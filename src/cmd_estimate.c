@@ -23,7 +23,8 @@ int pp_cmd_estimate(pp_cli *c)
         pp_error_set(&err, PP_ERR_INPUT, NULL, 0, 0, "--tokens is required (e.g. --tokens 300e9)");
         return pp_cli_fail(&err);
     }
-    pp_status st = pp_cli_work(c, true, &err);
+    /* without layout flags the layout is plan's: the default one (dp = all GPUs) is not checked */
+    pp_status st = pp_cli_work(c, pp_request_fixed(&c->rq) != 0 || c->rq.megatron_args, &err);
     if (st != PP_OK) return pp_cli_fail(&err);
     const pp_work *w = &c->work;
     pp_run *run = calloc(1, sizeof *run);
@@ -34,25 +35,23 @@ int pp_cmd_estimate(pp_cli *c)
     /* no layout given: plan's #1 (the search check's remedies and plan share) */
     bool from_plan = !c->fixed && !c->margs;
     pp_layout chosen = c->layout;
+    pp_run_plan_pick *pick = NULL;
     if (from_plan) {
-        pp_search_params sp;
-        pp_search_params_init(&sp);
-        sp.top = 1;
-        pp_search_candidate best;
-        pp_search_result res;
-        st = pp_search_run(w, &sp, &best, &res, &err);
+        pick = calloc(1, sizeof *pick);
+        st = pick ? pp_run_plan_best(w, pick, &err) : pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         if (st != PP_OK) {
+            free(pick);
             free(run);
             return pp_cli_fail(&err);
         }
-        if (res.n > 0 && !res.none_fit) chosen = best.layout;
-        else if (res.n > 0) chosen = best.layout; /* none fits: the closest, judged below */
+        if (pick->any) chosen = pick->best.layout; /* none fits: the closest, judged below */
     }
     /* the same run check resolves: --stages, a --megatron-args file's stages, else uniform */
     pp_run_opts ro = {.stages = c->stages, .given_split = from_plan ? "plan" : "megatron-args"};
     st = pp_run_build(w, &chosen, &ro, run, &err);
     if (st != PP_OK) {
         free(run);
+        free(pick);
         return pp_cli_fail(&err);
     }
     if (!run->fits) {
@@ -92,6 +91,7 @@ int pp_cmd_estimate(pp_cli *c)
                     from_plan ? "no layout on these GPUs" : "the layout");
         free(rr);
         free(run);
+        free(pick);
         return rc;
     }
     const pp_layout *l = &run->layout;
@@ -153,5 +153,6 @@ int pp_cmd_estimate(pp_cli *c)
     if (!c->quiet)
         for (int i = 0; i < run->n_notes; i++) fprintf(stderr, "parplan: warning: %s\n", run->notes[i]);
     free(run);
+    free(pick);
     return 0;
 }

@@ -65,8 +65,9 @@ static void terms_of(const pp_time_result *t, double *v)
     v[T_OPT] = t->optimizer_s;
 }
 
-/* "tp 4 (not 2), mbs 2 (not 4)": how b differs from a. */
-static void layout_diff(const pp_layout *a, const pp_layout *b, char *buf, size_t n)
+/* "tp 4 (not 2), mbs 2 (not 4)": how b differs from a. A dense model has no expert grid: its
+ * ETP follows TP and EP is 1, so neither is named for it. */
+static void layout_diff(const pp_layout *a, const pp_layout *b, bool moe, char *buf, size_t n)
 {
     struct { const char *name; int64_t va, vb; } d[] = {
         {"tp", a->tp, b->tp}, {"pp", a->pp, b->pp}, {"dp", a->dp, b->dp}, {"vpp", a->vpp, b->vpp},
@@ -76,7 +77,7 @@ static void layout_diff(const pp_layout *a, const pp_layout *b, char *buf, size_
     size_t k = 0;
     buf[0] = 0;
     for (size_t i = 0; i < sizeof d / sizeof d[0] && k < n; i++)
-        if (d[i].va != d[i].vb)
+        if (d[i].va != d[i].vb && (moe || (strcmp(d[i].name, "ep") && strcmp(d[i].name, "etp"))))
             k += (size_t)snprintf(buf + k, n - k, "%s%s %lld (not %lld)", k ? ", " : "", d[i].name,
                                   (long long)d[i].vb, (long long)d[i].va);
     if (a->dist_opt != b->dist_opt && k < n)
@@ -105,14 +106,14 @@ static const char *term_name(int i, const pp_layout *l, int64_t gpn, char *buf, 
 }
 
 static void explain_one(FILE *f, const char *name, const pp_search_candidate *best,
-                        const pp_search_candidate *other, int64_t gpn)
+                        const pp_search_candidate *other, int64_t gpn, bool moe)
 {
     char tn1[64], tn2[64];
     double v1[T_COUNT], vk[T_COUNT], dt = other->time.step_time_s - best->time.step_time_s;
     terms_of(&best->time, v1);
     terms_of(&other->time, vk);
     char diff[256], gib[32];
-    layout_diff(&best->layout, &other->layout, diff, sizeof diff);
+    layout_diff(&best->layout, &other->layout, moe, diff, sizeof diff);
     if (dt <= 1e-9 * best->time.step_time_s) {
         fprintf(f, "  %s (%s): the same predicted step time; #1 leaves %s more memory free.\n", name, diff,
                 pp_fmt_bytes(best->headroom_bytes - other->headroom_bytes, gib, sizeof gib));
@@ -168,7 +169,7 @@ static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int
     char name[200], lab[160], gib[32];
     for (int64_t k = 1; k < n && k < 3; k++) {
         snprintf(name, sizeof name, "#%lld", (long long)(k + 1));
-        explain_one(f, name, &c[0], &c[k], gpn);
+        explain_one(f, name, &c[0], &c[k], gpn, pp_model_is_moe(&w->model));
     }
     /* The best of other parallel shapes, when the top of the table is variations of one. */
     int shown = 0;
@@ -179,7 +180,7 @@ static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int
         if (listed) continue;
         if (!shown) fprintf(f, "  the best layouts of other shapes:\n");
         snprintf(name, sizeof name, "  %s", pp_layout_label(&shapes[i].layout, lab, sizeof lab));
-        explain_one(f, name, &c[0], &shapes[i], gpn);
+        explain_one(f, name, &c[0], &shapes[i], gpn, pp_model_is_moe(&w->model));
         shown++;
     }
     fprintf(f, "  #1 needs %s per GPU (peak + reserved) of %s: %s headroom.\n",
@@ -232,6 +233,73 @@ static const char *capacity_words(const pp_work *w, char *buf, size_t n)
     return buf;
 }
 
+/* ------------------------------------------------------------------ folded rows */
+
+/* Rows that differ only in VPP and lie within the model's band of each other (PLAN_TIE_FRACTION)
+ * are one choice for the user, not five: they fold into the fastest of them, which names the
+ * others. The fastest stays the row (and plan's #1 stays estimate's and launch's). */
+#define PLAN_FOLD_MAX 16
+typedef struct {
+    int n;                        /* rows folded in, this one included */
+    int64_t vpp[PLAN_FOLD_MAX];   /* their VPP, ascending */
+    double slowest_s;             /* the slowest folded row's step time */
+} plan_fold;
+static plan_fold *plan_folds; /* one per shown row; NULL: nothing folded */
+
+static bool same_but_vpp(const pp_layout *a, const pp_layout *b)
+{
+    pp_layout x = *a, y = *b;
+    x.vpp = y.vpp = 1;
+    x.vstage_layers = y.vstage_layers = NULL;
+    char la[320], lb[320];
+    return !strcmp(pp_layout_label(&x, la, sizeof la), pp_layout_label(&y, lb, sizeof lb));
+}
+
+static void fold_add(plan_fold *f, int64_t vpp)
+{
+    if (f->n >= PLAN_FOLD_MAX) return;
+    int i = f->n++;
+    for (; i > 0 && f->vpp[i - 1] > vpp; i--) f->vpp[i] = f->vpp[i - 1];
+    f->vpp[i] = vpp;
+}
+
+/* Fold cand[0..r->n) in place (ranked, all fitting); folds[i] describes row i afterwards. */
+static void plan_fold_rows(pp_search_candidate *cand, pp_search_result *r, plan_fold *folds)
+{
+    int64_t kept = 0;
+    for (int64_t i = 0; i < r->n; i++) {
+        int64_t j = 0;
+        for (; j < kept; j++)
+            if (same_but_vpp(&cand[j].layout, &cand[i].layout) &&
+                cand[i].time.step_time_s <= cand[j].time.step_time_s * (1 + PLAN_TIE_FRACTION))
+                break;
+        if (j < kept) {
+            fold_add(&folds[j], cand[i].layout.vpp);
+            if (cand[i].time.step_time_s > folds[j].slowest_s) folds[j].slowest_s = cand[i].time.step_time_s;
+            continue;
+        }
+        cand[kept] = cand[i];
+        folds[kept] = (plan_fold){.n = 0, .slowest_s = cand[i].time.step_time_s};
+        fold_add(&folds[kept], cand[i].layout.vpp);
+        kept++;
+    }
+    r->n = kept;
+}
+
+/* " [vpp 1,2,4,5,10 within 0.4%]" for a folded row, "" otherwise */
+static const char *fold_words(int64_t i, const pp_search_candidate *k, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (!plan_folds || plan_folds[i].n < 2) return buf;
+    const plan_fold *f = &plan_folds[i];
+    size_t len = (size_t)snprintf(buf, n, " [vpp ");
+    for (int v = 0; v < f->n && len < n; v++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", v ? "," : "", (long long)f->vpp[v]);
+    if (len < n)
+        snprintf(buf + len, n - len, " within %.1f%%]", 100 * (f->slowest_s / k->time.step_time_s - 1));
+    return buf;
+}
+
 static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *cand,
                         const pp_search_result *r, const pp_search_candidate *shapes)
 {
@@ -260,16 +328,19 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
     int width = 44;
     for (int64_t i = 0; i < r->n; i++) {
         char lab[320];
-        int len = (int)strlen(pp_layout_label(&cand[i].layout, lab, sizeof lab));
+        char fw[160];
+        int len = (int)strlen(pp_layout_label(&cand[i].layout, lab, sizeof lab)) +
+                  (int)strlen(fold_words(i, &cand[i], fw, sizeof fw));
         if (len > width) width = len;
     }
     fprintf(f, " #  %-*s %10s %9s %10s %9s %9s %6s\n", width, "layout", "mem/GPU", "step s", "samples/s",
             "tokens/s", "TFLOP/s", "MFU");
     for (int64_t i = 0; i < r->n; i++) {
         const pp_search_candidate *k = &cand[i];
-        char lab[320], mem[32], tok[32], st[32], sps[32];
+        char lab[320], row[480], fw[160], mem[32], tok[32], st[32], sps[32];
+        snprintf(row, sizeof row, "%s%s", pp_layout_label(&k->layout, lab, sizeof lab), fold_words(i, k, fw, sizeof fw));
         fprintf(f, "%2lld  %-*s %10s %9s %10s %9s %9.1f %5.1f%%%s\n", (long long)(i + 1), width,
-                pp_layout_label(&k->layout, lab, sizeof lab), pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
+                row, pp_fmt_bytes(k->worst_bytes, mem, sizeof mem),
                 pp_fmt_num(k->time.step_time_s, 4, st, sizeof st), pp_fmt_num(k->time.samples_per_s, 4, sps, sizeof sps),
                 fmt_rate(k->time.tokens_per_s, tok, sizeof tok), k->time.model_tflops_per_gpu, 100 * k->time.mfu,
                 k->fits ? "" : k->worst_bytes <= w->gpu.memory_bytes ? "  margin" : "  OOM");
@@ -295,16 +366,18 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
 
     if (r->n > 0) {
         const pp_time_result *t = &cand[0].time;
-        fprintf(f, "\n#1 step %.4g s = compute %.3g + recompute %.3g + TP %.3g + CP %.3g + EP %.3g + "
+        char ep[48] = "";
+        if (pp_model_is_moe(&w->model)) snprintf(ep, sizeof ep, " + EP %.3g", t->ep_comm_s);
+        fprintf(f, "\n#1 step %.4g s = compute %.3g + recompute %.3g + TP %.3g + CP %.3g%s + "
                    "PP send/recv %.3g + bubble %.3g + DP %.3g + ZeRO %.3g + optimizer %.3g\n",
-                t->step_time_s, t->compute_s, t->recompute_s, t->tp_comm_s, t->cp_comm_s, t->ep_comm_s,
+                t->step_time_s, t->compute_s, t->recompute_s, t->tp_comm_s, t->cp_comm_s, ep,
                 t->pp_comm_s, t->bubble_s, t->dp_comm_s, t->zero_gather_s, t->optimizer_s);
     }
 
     fprintf(f, "\npruning funnel (each layout counted under the first rule it breaks):\n");
-    fprintf(f, "  %14lld  layouts in the space (tp x cp x ep x etp x mbs x sp x pp x vpp x recompute x "
+    fprintf(f, "  %14lld  layouts in the space (tp x cp%s x mbs x sp x pp x vpp x recompute x "
                "optimizer sharding)\n",
-            (long long)r->evaluated);
+            (long long)r->evaluated, pp_model_is_moe(&w->model) ? " x ep x etp" : "");
     int64_t left = r->evaluated;
     for (int i = 0; i < PP_PRUNE_COUNT; i++) {
         if (!r->pruned[i]) continue;
@@ -362,6 +435,18 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         pp_json_kstr(&j, "label", pp_layout_label(l, lab, sizeof lab));
         pp_layout_args(w, l, args, sizeof args);
         pp_json_kstr(&j, "args", args);
+        /* the rows folded into this one (same layout but VPP, within the model's band) */
+        if (plan_folds && plan_folds[i].n >= 2) {
+            pp_json_key(&j, "folded");
+            pp_json_obj_begin(&j);
+            pp_json_key(&j, "vpp");
+            pp_json_arr_begin(&j);
+            for (int v = 0; v < plan_folds[i].n; v++) pp_json_int(&j, plan_folds[i].vpp[v]);
+            pp_json_arr_end(&j);
+            pp_json_knum(&j, "slowest_step_time_s", plan_folds[i].slowest_s);
+            pp_json_knum(&j, "band", PLAN_TIE_FRACTION);
+            pp_json_obj_end(&j);
+        }
         pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
         pp_json_knum(&j, "need_bytes", round(k->worst_bytes));
         pp_json_knum(&j, "headroom_bytes", round(k->headroom_bytes));
@@ -429,7 +514,6 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
  * wherever it solved, uniform never. pp_stages_refine solves only candidates whose bound
  * (pp_stages_gain_bound) can still reach the top `want`: measured 1.2x the search alone on
  * 13B / 16 A100 (tests/stages bench_plan). stage_mem holds 2 x n rows: layers then recompute. */
-#define PLAN_ILP_WINDOW 32
 static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, pp_search_result *r, int64_t want,
                              int (*stage_mem)[PP_MAX_STAGES], pp_error *err)
 {
@@ -454,50 +538,6 @@ static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, pp_search_res
 }
 
 /* ------------------------------------------------------------------ the resolved runs */
-
-static int cand_order(const void *pa, const void *pb)
-{
-    const pp_search_candidate *a = pa, *b = pb;
-    if (a->fits != b->fits) return a->fits ? -1 : 1;
-    if (!a->fits) return a->worst_bytes < b->worst_bytes ? -1 : a->worst_bytes > b->worst_bytes;
-    return pp_search_better(a, b) ? -1 : pp_search_better(b, a) ? 1 : 0;
-}
-
-/* Every candidate of the window as check resolves it (pp_run_build with its own split): what the
- * framework can express (Megatron's one recompute count for every stage) is applied and
- * re-priced, so a row's figures are check's for the same layout, and the window is re-ranked by
- * them: plan ranks only layouts the framework runs as written. */
-static pp_status plan_resolve(pp_cli *c, pp_search_candidate *cand, pp_search_result *r, pp_error *err)
-{
-    pp_run *run = calloc(1, sizeof *run);
-    if (!run) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    pp_run_opts ro = {.given_split = "plan"};
-    pp_status st = PP_OK;
-    for (int64_t i = 0; i < r->n && st == PP_OK; i++) {
-        pp_search_candidate *k = &cand[i];
-        /* beyond the stages the per-stage models hold, the search's own figures stand (such a
-         * layout is only ever shown as the closest when nothing fits) */
-        if (k->layout.pp > PP_MAX_STAGES) continue;
-        st = pp_run_build(&c->work, &k->layout, &ro, run, err);
-        if (st != PP_OK) break;
-        if (k->layout.stage_recompute)
-            for (int64_t s = 0; s < k->layout.pp; s++) ((int *)k->layout.stage_recompute)[s] = run->stage_recompute[s];
-        k->time = run->time;
-        k->peak_bytes = run->peak_bytes;
-        k->worst_bytes = run->need_bytes;
-        k->headroom_bytes = run->headroom_bytes;
-        k->fits = run->within_margin; /* within_margin implies fits (run.c) */
-    }
-    free(run);
-    if (st != PP_OK) return st;
-    qsort(cand, (size_t)r->n, sizeof *cand, cand_order);
-    r->none_fit = r->n == 0 || !cand[0].fits;
-    /* a candidate the framework's form (or the stage split) pushed past the margin leaves the
-     * ranking when others fit */
-    if (!r->none_fit)
-        while (r->n > 0 && !cand[r->n - 1].fits) r->n--;
-    return PP_OK;
-}
 
 /* ------------------------------------------------------------------ HTML report */
 
@@ -588,6 +628,7 @@ int pp_cmd_plan(pp_cli *c)
     /* --probe: a GPU and parplan-probe are needed; say so before searching */
     pp_plan_probe_env probe_env;
     pp_probe_outcome *probe_info = NULL;
+    plan_fold *folds = NULL;
     if (c->probe_k > 0 && (rc = pp_plan_probe_check(c, &probe_env))) return rc;
     int64_t want = c->probe_k > c->top ? c->probe_k : c->top; /* candidates searched for */
 
@@ -596,7 +637,7 @@ int pp_cmd_plan(pp_cli *c)
     p.fixed_layout = c->layout;
     p.fixed = c->fixed;
     bool stages_uniform = c->stages && !strcmp(c->stages, "uniform");
-    p.top = stages_uniform || want >= PLAN_ILP_WINDOW ? want : PLAN_ILP_WINDOW;
+    p.top = stages_uniform || want >= PP_PLAN_WINDOW ? want : PP_PLAN_WINDOW;
     p.allow_cross_node_tp = c->allow_cross_node_tp;
     cand = calloc((size_t)p.top, sizeof *cand);
     p.shapes_cap = 8;
@@ -614,7 +655,7 @@ int pp_cmd_plan(pp_cli *c)
     }
     if (r.n > 0) {
         st = plan_stages(c, cand, &r, want, stage_mem, &err);
-        if (st == PP_OK) st = plan_resolve(c, cand, &r, &err);
+        if (st == PP_OK) st = pp_run_plan_resolve(&c->work, cand, &r, &err);
         if (st != PP_OK) {
             rc = pp_cli_fail(&err);
             goto done;
@@ -629,6 +670,17 @@ int pp_cmd_plan(pp_cli *c)
         if ((rc = pp_plan_probe_run(c, &probe_env, cand, r.n, probe_info))) goto done;
         plan_probe_info = probe_info;
         plan_probe_n = r.n < c->probe_k ? r.n : c->probe_k;
+    }
+    /* without probes (whose figures are per row), VPP variants within the band fold into one row */
+    plan_folds = NULL;
+    if (c->probe_k == 0 && !r.none_fit && r.n > 1 && !c->no_fold) {
+        if (!(folds = calloc((size_t)r.n, sizeof *folds))) {
+            pp_error_set(&err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            rc = pp_cli_fail(&err);
+            goto done;
+        }
+        plan_fold_rows(cand, &r, folds);
+        plan_folds = folds;
     }
     if (r.n > c->top) r.n = c->top; /* --probe searched for more */
     memset(&plan_min, 0, sizeof plan_min);
@@ -668,7 +720,7 @@ int pp_cmd_plan(pp_cli *c)
         char more[400], lab2[160];
         if (plan_min.min_gpus > 0)
             snprintf(more, sizeof more, "the smallest GPU count at which plan finds a layout is %lld: %s",
-                     (long long)plan_min.min_gpus, pp_layout_label(&plan_min.min_best.layout, lab2, sizeof lab2));
+                     (long long)plan_min.min_gpus, pp_layout_label(&plan_min.min_pick.best.layout, lab2, sizeof lab2));
         else if (plan_min.min_gpus < 0)
             snprintf(more, sizeof more, "no count up to %lld GPUs has one: a smaller global batch or a shorter "
                      "sequence", (long long)plan_min.min_gpus_searched);
@@ -695,6 +747,8 @@ done:
     free(shapes);
     free(stage_mem);
     free(probe_info);
+    free(folds);
+    plan_folds = NULL;
     plan_probe_info = NULL;
     return rc;
 }

@@ -51,8 +51,14 @@ static int remedy_tokens(const pp_cli *c, const pp_remedy *r, const pp_work *w, 
         if (value) i++;
     }
     pp_remedy_layout_args(w, r, store, sn);
-    for (char *save = NULL, *t = strtok_r(store, " ", &save); t && nt < cap; t = strtok_r(NULL, " ", &save))
+    for (char *save = NULL, *t = strtok_r(store, " ", &save); t && nt < cap; t = strtok_r(NULL, " ", &save)) {
+        size_t tl = strlen(t);
+        if (tl >= 2 && t[0] == '\'' && t[tl - 1] == '\'') { /* the shell's quotes (pp_layout_args) */
+            t[tl - 1] = 0;
+            t++;
+        }
         toks[nt++] = t;
+    }
     return nt;
 }
 
@@ -81,7 +87,7 @@ done:
 pp_status pp_cli_remedies_find(pp_cli *c, const pp_layout *l, pp_cli_remedies *out, pp_error *err)
 {
     memset(out, 0, sizeof *out);
-    pp_status st = pp_run_remedies_find(&c->work, l, false, &out->rm, err);
+    pp_status st = pp_run_remedies_find(&c->work, l, c->allow_seq_change, &out->rm, err);
     if (st != PP_OK) return st;
     int kept = 0;
     for (int i = 0; i < out->rm.n; i++) {
@@ -121,9 +127,13 @@ void pp_cli_remedies_print(FILE *f, const pp_cli *c, const pp_cli_remedies *rr)
     } else if (rm->min_gpus > 0) {
         fprintf(f, "remedy: no layout fits on %lld GPUs; the smallest count at which plan finds one is %lld "
                    "(%s, needs %s, step %.3f s): parplan plan with --gpus %lld\n",
-                (long long)c->work.gpus, (long long)rm->min_gpus, pp_layout_label(&rm->min_best.layout, lab, sizeof lab),
-                pp_fmt_bytes(rm->min_best.worst_bytes, need, sizeof need), rm->min_best.time.step_time_s,
+                (long long)c->work.gpus, (long long)rm->min_gpus, pp_layout_label(&rm->min_pick.best.layout, lab, sizeof lab),
+                pp_fmt_bytes(rm->min_pick.best.worst_bytes, need, sizeof need), rm->min_pick.best.time.step_time_s,
                 (long long)rm->min_gpus);
+    } else if (rr->unverified > 0 && rm->min_gpus == 0) {
+        /* found, but a command did not price as found: none is shown rather than a wrong one */
+        fprintf(f, "remedy: %d layout(s) found did not fit when their check command was run; none is shown "
+                   "(parplan plan gives the layouts that do)\n", rr->unverified);
     } else if (rm->min_gpus < 0) {
         fprintf(f, "remedy: no layout fits on any count up to %lld GPUs (a smaller global batch or a shorter "
                    "sequence, then)\n", (long long)rm->min_gpus_searched);
@@ -175,12 +185,17 @@ void pp_cli_remedies_json(pp_json *j, const pp_cli *c, const pp_cli_remedies *rr
     if (rm->min_gpus > 0) {
         char lab[320];
         pp_json_obj_begin(j);
-        pp_json_kstr(j, "label", pp_layout_label(&rm->min_best.layout, lab, sizeof lab));
-        pp_json_knum(j, "need_bytes", rm->min_best.worst_bytes);
-        pp_json_knum(j, "step_time_s", rm->min_best.time.step_time_s);
+        pp_json_kstr(j, "label", pp_layout_label(&rm->min_pick.best.layout, lab, sizeof lab));
+        /* the layout flags that state it at that count (with --gpus min_gpus) */
+        pp_work wm = c->work;
+        wm.gpus = rm->min_gpus;
+        char args[512];
+        pp_layout_args(&wm, &rm->min_pick.best.layout, args, sizeof args);
+        pp_json_kstr(j, "args", args);
+        pp_json_knum(j, "need_bytes", rm->min_pick.best.worst_bytes);
+        pp_json_knum(j, "step_time_s", rm->min_pick.best.time.step_time_s);
         pp_json_obj_end(j);
     } else {
         pp_json_null(j);
     }
-    (void)c;
 }

@@ -55,7 +55,7 @@ static const pp_key model_keys[] = {
     KBOOL(pp_model, "tied", tied, false),
     KINT("experts", experts, 0, 1e5, false),
     KINT("topk", topk, 0, 1e5, false),
-    KINT("gbs", gbs, 1, 1e12, false),
+    KINT("gbs", gbs, 1, PP_MAX_GBS, false),
     KNUM(pp_model, "published_params", published_params, 0, 1e16, 1, false),
     KNUM(pp_model, "published_active", published_active, 0, 1e16, 1, false),
     KSTR(pp_model, "source", source, false),

@@ -414,7 +414,7 @@ pp_status pp_model_validate(pp_model *m, pp_error *err)
     if (!isfinite(m->published_active) || m->published_active < 0 ||
         m->published_active > PP_MODEL_MAX_PARAMS)
         return BAD("published_active must be between 0 and %g", PP_MODEL_MAX_PARAMS);
-    if ((st = check_range("gbs", m->gbs, 0, 1e12, err))) return st;
+    if ((st = check_range("gbs", m->gbs, 0, PP_MAX_GBS, err))) return st;
     if ((st = validate_definition(m, err))) return st;
     if (!isfinite(m->published_params) || m->published_params < 0 ||
         m->published_params > PP_MODEL_MAX_PARAMS)

@@ -116,6 +116,27 @@ static pp_status yaml_parser_fail(pp_yaml *y, const yaml_parser_t *p, const char
     if (p->error == YAML_MEMORY_ERROR)
         return pp_error_set(y->err, PP_ERR_NOMEM, y->path, 0, 0, "out of memory parsing YAML");
     const char *problem = p->problem ? p->problem : "malformed YAML";
+    /* A Hugging Face config.json is read by this same parser (JSON is YAML's flow style); say
+     * what is wrong in JSON's words, not libyaml's: a file cut short is the usual fault. */
+    size_t first = 0;
+    while (first < len && isspace((unsigned char)text[first])) first++;
+    if (first < len && (text[first] == '{' || text[first] == '[')) {
+        size_t end = len;
+        while (end > first && isspace((unsigned char)text[end - 1])) end--;
+        if (p->problem_mark.index >= end || strstr(problem, "end of stream"))
+            return yaml_error_at(y, mark, "invalid JSON: unexpected end of file (the file is cut short: "
+                                          "an object, array or string is not closed)");
+        static const struct { const char *yaml, *json; } words[] = {
+            {"did not find expected ',' or '}'", "expected ',' or '}' after an object member"},
+            {"did not find expected ',' or ']'", "expected ',' or ']' after an array element"},
+            {"did not find expected node content", "expected a value"},
+            {"found unknown escape character", "invalid escape in a string"},
+            {"did not find expected key", "expected a member name"},
+        };
+        for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+            if (!strcmp(problem, words[i].yaml)) return yaml_error_at(y, mark, "invalid JSON: %s", words[i].json);
+        return yaml_error_at(y, mark, "invalid JSON: %s", problem);
+    }
     if (p->context)
         return yaml_error_at(y, mark, "invalid YAML: %s %s", p->context, problem);
     return yaml_error_at(y, mark, "invalid YAML: %s", problem);

@@ -77,19 +77,40 @@ void pp_gpu_json_effective(pp_json *j, const pp_gpu *g);
 /* The step's terms ("compute_s", ..., "optimizer_s") as the object "breakdown". */
 void pp_run_json_breakdown(pp_json *j, const pp_time_result *t);
 
+/* plan's answer, the one check's remedies, estimate and plan give: the search's best
+ * PP_PLAN_WINDOW, each with the stage split plan sets (pp_stages_refine, "auto"), then each as
+ * check resolves it (pp_run_plan_resolve) and the window re-ranked. */
+#define PP_PLAN_WINDOW 32
+/* The window cand[0..r->n) as check resolves each (pp_run_build with its own split): what the
+ * framework can express (Megatron's one recompute count for every stage) is applied and
+ * re-priced, so a row's figures are check's, and the window is re-ranked by them; a candidate
+ * pushed past the margin leaves it when others fit (r->n, r->none_fit updated). */
+pp_status pp_run_plan_resolve(const pp_work *w, pp_search_candidate *cand, pp_search_result *r, pp_error *err);
+typedef struct {
+    pp_search_candidate best; /* plan's #1 (or the closest when none fits); its layout's stage
+                                 split points into the arrays below: do not copy the struct */
+    int stage_layers[PP_MAX_STAGES], stage_recompute[PP_MAX_STAGES];
+    bool any;                 /* the search left a candidate (fitting or not) */
+    bool fits;                /* best fits within the margin w keeps (w->mem_margin_frac) */
+} pp_run_plan_pick;
+pp_status pp_run_plan_best(const pp_work *w, pp_run_plan_pick *out, pp_error *err);
+
 /* What makes a layout that does not fit fit, the one answer check, estimate and plan give:
  *   - the nearest layouts on these GPUs (pp_remedies_find: up to three changed knobs);
- *   - else plan's #1 on these GPUs (the search without plan's margin: it fits), as a remedy that
- *     changes what it changes (from_plan);
- *   - else the smallest GPU count (whole nodes; powers of two below one node) at which the search
- *     finds a layout, and its #1: min_gpus, the next smaller count of that form finding none. */
+ *   - else plan's #1 on these GPUs (pp_run_plan_best without plan's margin: it fits), as a remedy
+ *     that changes what it changes (from_plan);
+ *   - else the smallest GPU count (whole nodes; powers of two below one node) at which plan finds
+ *     a layout, and its #1: min_gpus, plan finding none at the count one node fewer. The counts
+ *     are walked with the search alone (milliseconds each); plan, whose stage MILP can only add
+ *     layouts, is asked at the count found and below it. */
 typedef struct {
     pp_remedy r[PP_REMEDY_MAX];
     int n;
     bool from_plan;
     int64_t min_gpus;          /* 0: not searched (a remedy was found), -1: none up to the limit */
     int64_t min_gpus_searched; /* the largest count tried */
-    pp_search_candidate min_best; /* #1 at min_gpus */
+    pp_run_plan_pick plan;     /* plan's #1 on these GPUs (r[0] when from_plan) */
+    pp_run_plan_pick min_pick; /* plan's #1 at min_gpus (min_pick.best) */
 } pp_run_remedies;
 /* allow_seq: a shorter sequence may be one of the changes. */
 pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_seq, pp_run_remedies *out,

@@ -39,7 +39,7 @@ const pp_option pp_request_options[] = {
     STR("--profile", profile, PP_RQ_PROFILE, "FILE: hardware profile from `parplan probe`"),
     INT("--gpus", gpus, PP_RQ_GPUS, 1, MAX_GPUS, "N: total GPUs"),
     INT("--gpus-per-node", gpus_per_node, PP_RQ_GPN, 1, 1024, "N: GPUs per node (default: the GPU's)"),
-    INT("--gbs", gbs, PP_RQ_GBS, 1, 1099511627776.0, "N: global batch in sequences"),
+    INT("--gbs", gbs, PP_RQ_GBS, 1, PP_MAX_GBS, "N: global batch in sequences"),
     ENUM("--framework", framework, PP_RQ_FRAMEWORK, pp_framework_names, PP_FW_COUNT, "megatron|deepspeed|fsdp"),
     ENUM("--attention", attention, PP_RQ_ATTENTION, pp_attention_names, PP_ATTN_COUNT, "flash|unfused"),
     INT("--layers", layers, PP_RQ_LAYERS, 1, 1000000, "N: override the model's layers"),

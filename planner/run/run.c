@@ -216,21 +216,119 @@ void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)
 
 /* ------------------------------------------------------------------ remedies */
 
-/* The search's #1 for w at `gpus` GPUs: true when it fits. margin: with the margin plan keeps
- * (what `plan` finds), else in the whole GPU (what `check` says fits). */
-static bool best_at(const pp_work *w0, int64_t gpus, bool margin, pp_search_candidate *best, pp_error *err,
-                    pp_status *st)
+static int plan_order(const void *pa, const void *pb)
+{
+    const pp_search_candidate *a = pa, *b = pb;
+    if (a->fits != b->fits) return a->fits ? -1 : 1;
+    if (!a->fits) return a->worst_bytes < b->worst_bytes ? -1 : a->worst_bytes > b->worst_bytes;
+    return pp_search_better(a, b) ? -1 : pp_search_better(b, a) ? 1 : 0;
+}
+
+pp_status pp_run_plan_resolve(const pp_work *w, pp_search_candidate *cand, pp_search_result *r, pp_error *err)
+{
+    pp_run *run = calloc(1, sizeof *run);
+    if (!run) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    pp_run_opts ro = {.given_split = "plan"};
+    pp_status st = PP_OK;
+    for (int64_t i = 0; i < r->n && st == PP_OK; i++) {
+        pp_search_candidate *k = &cand[i];
+        /* beyond the stages the per-stage models hold, the search's own figures stand (such a
+         * layout is only ever shown as the closest when nothing fits) */
+        if (k->layout.pp > PP_MAX_STAGES) continue;
+        st = pp_run_build(w, &k->layout, &ro, run, err);
+        if (st != PP_OK) break;
+        if (k->layout.stage_recompute)
+            for (int64_t s = 0; s < k->layout.pp; s++) ((int *)k->layout.stage_recompute)[s] = run->stage_recompute[s];
+        k->time = run->time;
+        k->peak_bytes = run->peak_bytes;
+        k->worst_bytes = run->need_bytes;
+        k->headroom_bytes = run->headroom_bytes;
+        k->fits = run->within_margin; /* within_margin implies fits (pp_run_build) */
+    }
+    free(run);
+    if (st != PP_OK) return st;
+    qsort(cand, (size_t)r->n, sizeof *cand, plan_order);
+    r->none_fit = r->n == 0 || !cand[0].fits;
+    if (!r->none_fit)
+        while (r->n > 0 && !cand[r->n - 1].fits) r->n--;
+    return PP_OK;
+}
+
+pp_status pp_run_plan_best(const pp_work *w, pp_run_plan_pick *out, pp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    pp_search_candidate *cand = calloc(PP_PLAN_WINDOW, sizeof *cand);
+    int(*stage_mem)[PP_MAX_STAGES] = calloc(2 * PP_PLAN_WINDOW, sizeof *stage_mem);
+    pp_status st = PP_OK;
+    if (!cand || !stage_mem) {
+        st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        goto done;
+    }
+    pp_search_params sp;
+    pp_search_params_init(&sp);
+    sp.top = PP_PLAN_WINDOW;
+    pp_search_result r;
+    if ((st = pp_search_run(w, &sp, cand, &r, err)) != PP_OK || r.n == 0) goto done;
+    pp_stages_refine_stats rs;
+    st = pp_stages_refine(w, cand, r.n, 1, "auto", stage_mem, stage_mem + r.n, &rs, err);
+    if (st != PP_OK) goto done;
+    r.n = rs.n;
+    if ((st = pp_run_plan_resolve(w, cand, &r, err)) != PP_OK || r.n == 0) goto done;
+    out->best = cand[0];
+    out->any = true;
+    out->fits = cand[0].fits;
+    /* the split into the pick's own arrays (cand's rows are freed below) */
+    pp_layout *l = &out->best.layout;
+    if (l->stage_layers) {
+        for (int64_t i = 0; i < l->pp && i < PP_MAX_STAGES; i++) {
+            out->stage_layers[i] = l->stage_layers[i];
+            out->stage_recompute[i] = l->stage_recompute ? l->stage_recompute[i] : 0;
+        }
+        l->stage_layers = out->stage_layers;
+        l->stage_recompute = out->stage_recompute;
+    }
+done:
+    free(cand);
+    free(stage_mem);
+    return st;
+}
+
+/* dst = src, its split pointing into dst's arrays */
+static void plan_pick_copy(pp_run_plan_pick *dst, const pp_run_plan_pick *src)
+{
+    *dst = *src;
+    if (src->best.layout.stage_layers) {
+        dst->best.layout.stage_layers = dst->stage_layers;
+        dst->best.layout.stage_recompute = dst->stage_recompute;
+    }
+}
+
+/* Whether the search alone (uniform stage split, plan's margin) finds a layout at `gpus`. */
+static bool search_fits_at(const pp_work *w0, int64_t gpus, int64_t gpn, pp_error *err, pp_status *st)
 {
     pp_work w = *w0;
     w.gpus = gpus;
-    if (w.gpus_per_node > gpus) w.gpus_per_node = gpus;
-    if (!margin) w.mem_margin_frac = 0;
+    w.gpus_per_node = gpn < gpus ? gpn : gpus;
     pp_search_params sp;
     pp_search_params_init(&sp);
     sp.top = 1;
+    pp_search_candidate best;
     pp_search_result res;
-    *st = pp_search_run(&w, &sp, best, &res, err);
-    return *st == PP_OK && res.n > 0 && !res.none_fit && best->fits;
+    *st = pp_search_run(&w, &sp, &best, &res, err);
+    return *st == PP_OK && res.n > 0 && !res.none_fit && best.fits;
+}
+
+/* Plan's #1 for w at `gpus` GPUs (nodes of gpn): true when it fits. margin: with the margin plan
+ * keeps (what `plan` finds), else in the whole GPU (what `check` says fits). */
+static bool best_at(const pp_work *w0, int64_t gpus, int64_t gpn, bool margin, pp_run_plan_pick *pick,
+                    pp_error *err, pp_status *st)
+{
+    pp_work w = *w0;
+    w.gpus = gpus;
+    w.gpus_per_node = gpn < gpus ? gpn : gpus;
+    if (!margin) w.mem_margin_frac = 0;
+    *st = pp_run_plan_best(&w, pick, err);
+    return *st == PP_OK && pick->any && pick->fits;
 }
 
 /* The next GPU count to try after n: doubling below one node, then whole nodes. */
@@ -250,9 +348,14 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
     out->n = pp_remedies_find(w, l, &o, out->r);
     if (out->n > 0) return PP_OK;
     /* none within three changes: plan's #1 on these GPUs */
-    pp_search_candidate best;
+    /* a node as the GPU has it where the work is one node or less (the CLI caps gpus_per_node
+     * at --gpus) */
+    const int64_t gpn = w->gpus_per_node >= w->gpus && w->gpu.gpus_per_node > w->gpus_per_node
+                            ? w->gpu.gpus_per_node
+                            : (w->gpus_per_node > 0 ? w->gpus_per_node : 1);
     pp_status st = PP_OK;
-    if (best_at(w, w->gpus, false, &best, err, &st)) {
+    if (best_at(w, w->gpus, w->gpus_per_node, false, &out->plan, err, &st)) {
+        const pp_search_candidate best = out->plan.best;
         pp_remedy *r = &out->r[0];
         memset(r, 0, sizeof *r);
         r->layout = best.layout;
@@ -275,16 +378,18 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
         return PP_OK;
     }
     if (st != PP_OK) return st;
-    /* nothing fits on these GPUs: more of them, by doubling to a count that fits, then counting
-     * up from the last that did not, so that the count before the answer finds none */
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1, limit = 65536;
+    /* nothing fits on these GPUs: more of them. The counts are walked with the search alone
+     * (uniform stage split; milliseconds a count): doubling to a count that fits, then whole
+     * nodes up from the last that did not. Plan's stage MILP can only add layouts that fit, so
+     * plan finds one there too; it is then asked at the counts below, one node at a time, until
+     * it finds none (a count that nothing fits can cost its MILP seconds: one or two such). */
+    const int64_t limit = 65536;
     int64_t lo = w->gpus, hi = 0;
     for (int64_t n = next_count(w->gpus, gpn); n <= limit; n = n < gpn ? next_count(n, gpn) : n * 2) {
         if (n >= gpn) n = n / gpn * gpn;
         out->min_gpus_searched = n;
-        if (best_at(w, n, true, &best, err, &st)) {
+        if (search_fits_at(w, n, gpn, err, &st)) {
             hi = n;
-            out->min_best = best;
             break;
         }
         if (st != PP_OK && st != PP_ERR_INPUT) return st;
@@ -295,14 +400,41 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
         return PP_OK;
     }
     for (int64_t n = next_count(lo, gpn); n < hi; n = next_count(n, gpn)) {
-        pp_search_candidate b;
-        if (best_at(w, n, true, &b, err, &st)) {
+        if (search_fits_at(w, n, gpn, err, &st)) {
             hi = n;
-            out->min_best = b;
             break;
         }
         if (st != PP_OK && st != PP_ERR_INPUT) return st;
     }
+    st = PP_OK;
+    pp_run_plan_pick *tmp = calloc(1, sizeof *tmp);
+    if (!tmp) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    /* (plan re-prices its window as check runs it: that can push the search's #1 past the margin,
+     * so plan is asked from hi up until it finds one) */
+    bool found = false;
+    for (int up = 0; up < 8 && hi <= limit && !found; up++) {
+        found = best_at(w, hi, gpn, true, &out->min_pick, err, &st);
+        if (st == PP_ERR_INPUT) st = PP_OK;
+        if (st != PP_OK) break;
+        if (!found) hi = next_count(hi, gpn);
+    }
+    if (st == PP_OK && !found) {
+        free(tmp);
+        out->min_gpus = -1;
+        return PP_OK;
+    }
+    while (st == PP_OK) {
+        int64_t below = hi > gpn ? hi - gpn : hi / 2;
+        if (below <= w->gpus || below < 1) break;
+        if (!best_at(w, below, gpn, true, tmp, err, &st)) {
+            if (st == PP_ERR_INPUT) st = PP_OK;
+            break;
+        }
+        hi = below;
+        plan_pick_copy(&out->min_pick, tmp);
+    }
+    free(tmp);
+    if (st != PP_OK) return st;
     out->min_gpus = hi;
     return PP_OK;
 }

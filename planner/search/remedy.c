@@ -3,6 +3,7 @@
  * itself would try (powers of two inside their bounds), the rest of the layout kept; a candidate
  * is kept when it validates and its fullest stage's peak + reserve fits the GPU (the verdict check
  * prints). No allocation: the best max_out live in a small sorted array. */
+#include "pp_pipeline.h"
 #include "pp_remedy.h"
 
 #include <math.h>
@@ -249,6 +250,21 @@ void pp_layout_args(const pp_work *w, const pp_layout *l, char *buf, size_t n)
     }
     if (l->offload) PUT(" --offload %s", pp_offload_names[l->offload]);
     if (l->replicate > 1) PUT(" --replicate %lld", (long long)l->replicate);
+    /* a split of its own (plan's stage MILP, a given one): Megatron's layout string, quoted for
+     * the shell ('|'), and the one count of fully recomputed layers every stage has */
+    if (l->pp > 1 && (l->stage_layers || l->vstage_layers)) {
+        char lay[1024];
+        pp_error le = {0};
+        if (pp_pipeline_layout_format(w, l, lay, sizeof lay, &le) == PP_OK) PUT(" --pipeline-layout '%s'", lay);
+    }
+    if (l->recompute == PP_RC_FULL && !l->recompute_layers && l->stage_layers && l->stage_recompute) {
+        bool same = true, partial = false;
+        for (int64_t i = 0; i < l->pp; i++) {
+            same &= l->stage_recompute[i] == l->stage_recompute[0];
+            partial |= l->stage_recompute[i] < l->stage_layers[i];
+        }
+        if (same && partial) PUT(" --recompute-layers %d", l->stage_recompute[0]);
+    }
 #undef PUT
 }
 

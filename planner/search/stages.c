@@ -99,6 +99,39 @@ done:
     return st;
 }
 
+/* Whether stage j fits holding n layers with some count of them recomputed (the MILP's memory
+ * rows: base + layer n without recompute; rc_base + rc_layer n - saved r with 1 <= r <= n). */
+static bool stage_fits_n(const pp_stages_costs *c, int64_t j, int64_t n)
+{
+    double lim = c->mem_limit_bytes[j];
+    if (c->mem_table[j]) return c->mem_rmin[j * (c->layers + 1) + n] >= 0;
+    if (c->mem_base_bytes[j] + c->mem_layer_bytes[j] * (double)n <= lim) return true;
+    if (!c->allow_recompute || n < 1) return false;
+    double saved = c->mem_recompute_saved_bytes[j] * (double)n; /* r = n saves the most */
+    return c->mem_rc_base_bytes[j] + c->mem_rc_layer_bytes[j] * (double)n - saved <= lim;
+}
+
+/* A proof that no split fits, without the solver: some stage fits no layer count in its bounds,
+ * or the counts each stage can hold cannot sum to L. Where no split fits, GLPK's branch and
+ * bound can spend its whole time limit proving it (seconds on a plan whose window has no fitting
+ * layout); this answers in O(p L). Sound, not complete: the MILP still decides the rest. */
+static bool stages_none_fits(const pp_stages_costs *c)
+{
+    int64_t lo_sum = 0, hi_sum = 0;
+    for (int64_t j = 0; j < c->n_stages; j++) {
+        int64_t lo = -1, hi = -1;
+        for (int64_t n = c->layers_min[j]; n <= c->layers_max[j] && n <= c->layers; n++)
+            if (stage_fits_n(c, j, n)) {
+                if (lo < 0) lo = n;
+                hi = n;
+            }
+        if (lo < 0) return true;
+        lo_sum += lo;
+        hi_sum += hi;
+    }
+    return c->layers < lo_sum || c->layers > hi_sum;
+}
+
 pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params *params,
                                 pp_stages_result *out, pp_error *err)
 {
@@ -135,9 +168,11 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
     memset(&inc, 0, sizeof inc);
     pp_stages_milp_index ix;
     pp_stages_kind_index *kx = NULL; /* by_kind: the cut MILP's columns */
-    bool none_fits = false; /* by_kind: the DP proved that no split fits by the rows */
-    glp_prob *P = c->by_kind ? pp_stages_kind_build(c, params->milp_only, &kx, &inc, &none_fits)
-                             : pp_stages_milp_build(c, &ix, &inc);
+    /* by_kind: the DP proved that no split fits by the rows; else the bound below */
+    bool none_fits = !c->by_kind && stages_none_fits(c);
+    glp_prob *P = none_fits  ? NULL
+                  : c->by_kind ? pp_stages_kind_build(c, params->milp_only, &kx, &inc, &none_fits)
+                               : pp_stages_milp_build(c, &ix, &inc);
     if (!P && !none_fits) {
         glp_term_out(term);
         return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory building the stage MILP");
@@ -537,6 +572,12 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
     if (!res) return pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory (stage refine)");
     pp_status st = PP_OK;
     double cutoff = refine_cutoff(cand, n, top);
+    /* auto takes a split only within plan's margin (below): the MILP is asked for one within it,
+     * so that it neither spends its time limit on splits that would not be taken nor misses a
+     * slower one that would */
+    pp_work wplan = *w;
+    wplan.gpu.memory_bytes = pp_memory_plan_bytes(w);
+    wplan.mem_margin_frac = 0;
     for (int64_t i = 0; i < n; i++) {
         pp_search_candidate *k = &cand[i];
         pp_layout l = k->layout;
@@ -551,7 +592,8 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
             stats->skipped++;
             continue;
         }
-        st = pp_stages_apply(w, &l, m, NULL, stage_layers[i], stage_recompute[i], res, err);
+        st = pp_stages_apply(mi == PP_STAGES_MODE_AUTO ? &wplan : w, &l, m, NULL, stage_layers[i], stage_recompute[i],
+                             res, err);
         if (st != PP_OK) break;
         stats->solved++;
         if (res->warning[0] && !res->warning_moot && !stats->warning[0])

@@ -134,7 +134,7 @@ static const bad_case cases[] = {
      " \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 100, \"max_position_embeddings\": 16}", 1, 1,
      "missing required key 'num_local_experts'"},
     {MODEL, "HF negative", "{\"model_type\": \"gpt2\", \"n_layer\": -2}", 1, 35, "'n_layer': -2 is out of range"},
-    {MODEL, "HF truncated JSON", "{\"model_type\": \"gpt2\", \"n_layer\": 2", 2, 1, "invalid YAML"},
+    {MODEL, "HF truncated JSON", "{\"model_type\": \"gpt2\", \"n_layer\": 2", 2, 1, "invalid JSON: unexpected end of file"},
     /* Hugging Face config.json: today's model types (planner/model/hf_config.c) */
     {MODEL, "HF unsupported model_type: the list", "{\"model_type\": \"rwkv\"}", 1, 16,
      "'model_type': 'rwkv' is not supported (llama, mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3, qwen3_moe, "

@@ -7,7 +7,9 @@
     ```
 
 is compared with what the binary prints for ARGS today (the search time, the only figure that
-varies from run to run, is masked). PARPLAN_UPDATE_DOCS=1 rewrites the blocks instead.
+varies from run to run, is masked). PARPLAN_UPDATE_DOCS=1 rewrites the blocks instead. A block
+that shows a layout OUT OF MEMORY must show remedies, and each remedy's `parplan check` command,
+run again, must fit.
 TAP on stdout.    doc_blocks.py PARPLAN SOURCE_DIR FILE..."""
 import os
 import re
@@ -48,6 +50,25 @@ def main():
                 print("# PARPLAN_UPDATE_DOCS=1 meson test -C build report-doc-blocks rewrites the blocks")
             else:
                 print(f"ok {n} - {rel}: `parplan {args}` prints what the file states")
+            # a block that shows a layout out of memory shows remedies that work: each printed
+            # `parplan check ...` command, run again, fits (exit 0)
+            if "OUT OF MEMORY" in got:
+                cmds = [l.strip() for l in got.splitlines() if l.strip().startswith("parplan check ")]
+                n += 1
+                failed = []
+                for cmd in cmds:
+                    p = subprocess.run([parplan] + shlex.split(cmd)[1:], cwd=src, capture_output=True,
+                                       text=True, timeout=120)
+                    if p.returncode != 0:
+                        failed.append(cmd)
+                if cmds and not failed:
+                    print(f"ok {n} - {rel}: `parplan {args}` is out of memory; its {len(cmds)} remedies fit when run")
+                else:
+                    bad += 1
+                    print(f"not ok {n} - {rel}: `parplan {args}` is out of memory; {len(cmds)} remedies, "
+                          f"{len(failed)} do not fit when run")
+                    for cmd in failed:
+                        print(f"# {cmd}")
             out_parts.append(text[pos:m.start(2)])
             out_parts.append(got)
             pos = m.end(2)
