@@ -381,8 +381,8 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
     /* nothing fits on these GPUs: more of them. The counts are walked with the search alone
      * (uniform stage split; milliseconds a count): doubling to a count that fits, then whole
      * nodes up from the last that did not. Plan's stage MILP can only add layouts that fit, so
-     * plan finds one there too; it is then asked at the counts below, one node at a time, until
-     * it finds none (a count that nothing fits can cost its MILP seconds: one or two such). */
+     * plan mostly finds one there too (else it is asked a node up, and up); then below, by
+     * bisection (uneven stages with recompute per stage can fit at half the count). */
     const int64_t limit = 65536;
     int64_t lo = w->gpus, hi = 0;
     for (int64_t n = next_count(w->gpus, gpn); n <= limit; n = n < gpn ? next_count(n, gpn) : n * 2) {
@@ -423,15 +423,22 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
         out->min_gpus = -1;
         return PP_OK;
     }
-    while (st == PP_OK) {
-        int64_t below = hi > gpn ? hi - gpn : hi / 2;
-        if (below <= w->gpus || below < 1) break;
-        if (!best_at(w, below, gpn, true, tmp, err, &st)) {
+    /* Down from hi by bisection between a count plan finds nothing at (these GPUs, where it
+     * found none in the whole GPU, let alone within the margin) and one it finds a layout at,
+     * over the counts next_count walks, to two neighbours: hi, and one node (below a node,
+     * half) fewer where plan finds none. A plan where nothing fits costs its MILP seconds, so
+     * log2 of the nodes between, not one each. */
+    int64_t none_at = w->gpus;
+    while (st == PP_OK && next_count(none_at, gpn) < hi) {
+        int64_t mid = none_at < gpn ? next_count(none_at, gpn) : (none_at + hi) / 2 / gpn * gpn;
+        if (mid <= none_at) mid = next_count(none_at, gpn);
+        if (best_at(w, mid, gpn, true, tmp, err, &st)) {
+            hi = mid;
+            plan_pick_copy(&out->min_pick, tmp);
+        } else {
             if (st == PP_ERR_INPUT) st = PP_OK;
-            break;
+            none_at = mid;
         }
-        hi = below;
-        plan_pick_copy(&out->min_pick, tmp);
     }
     free(tmp);
     if (st != PP_OK) return st;

@@ -169,7 +169,11 @@ extern const char *const pp_stages_mode_names[PP_STAGES_MODE_COUNT]; /* "uniform
 
 typedef struct {
     pp_stages_mode mode;
-    int time_limit_ms;   /* GLPK tm_lim; default 2000 */
+    int time_limit_ms;   /* GLPK tm_lim, a backstop; default 60000 */
+    int64_t work_limit;  /* simplex iterations (root LP and branch and bound) x stages before GLPK
+                            is stopped with the best split it has: the same answer on any machine
+                            and under any load (a wall-clock limit is not); 0: none; default
+                            300000 (0.3 to 3 s on one 2020s core) */
     double min_gain;     /* auto: relative pipeline-time gain needed to leave uniform; default 0.002 */
     bool milp_only;      /* by_kind costs: GLPK alone, without the DP's incumbent, bounds, cut
                             ranges and hull cuts (tests: the formulation by itself); default off */
@@ -178,9 +182,10 @@ void pp_stages_params_init(pp_stages_params *p);
 
 typedef enum {
     PP_STAGES_UNIFORM = 0, /* uniform split, as asked (or auto found no gain) */
-    PP_STAGES_OPTIMAL,     /* GLPK proved the integer optimum; the layout is the MILP's */
-    PP_STAGES_FALLBACK,    /* no integer optimum (infeasible, time limit, non-linear model): uniform,
-                              warning says why */
+    PP_STAGES_OPTIMAL,     /* the layout is the MILP's: GLPK's proven optimum (ilp_optimal), or
+                              at its time limit the best split it found (warning says so) */
+    PP_STAGES_FALLBACK,    /* no integer solution (infeasible, time limit with none found,
+                              non-linear model): uniform, warning says why */
     PP_STAGES_STATUS_COUNT
 } pp_stages_status;
 extern const char *const pp_stages_status_names[PP_STAGES_STATUS_COUNT]; /* "uniform","optimal","fallback" */
@@ -201,7 +206,7 @@ typedef struct {
     bool uniform_fits;
     /* The MILP (when it ran). */
     bool ilp_ran;
-    bool ilp_optimal;
+    bool ilp_optimal;             /* GLPK proved the split optimal (not just the best found) */
     double ilp_pipeline_time_s;   /* its optimum (also set when auto keeps uniform) */
     double solve_time_s;          /* wall time of building + glp_intopt */
     int glpk_ret;                 /* glp_intopt's return */

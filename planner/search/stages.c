@@ -6,6 +6,7 @@
  * plan's refine step. The cost tables are in stages_costs.c and stages_model.c, the two MILPs
  * in stages_milp.c (by layer counts) and stages_kinds.c (by layer kind). */
 #include <glpk.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,8 @@ void pp_stages_params_init(pp_stages_params *p)
 {
     memset(p, 0, sizeof *p);
     p->mode = PP_STAGES_MODE_ILP;
-    p->time_limit_ms = 2000;
+    p->time_limit_ms = 60000;
+    p->work_limit = 100000;
     p->min_gain = 0.002;
 }
 
@@ -48,6 +50,7 @@ static const char *glpk_ret_name(int ret)
     case GLP_EMIPGAP: return "stopped at the MIP gap";
     case GLP_ETMLIM: return "time limit reached";
     case GLP_ESTOP: return "stopped";
+    case GLP_EITLIM: return "iteration limit reached";
     default: return "unknown return";
     }
 }
@@ -66,7 +69,16 @@ static const char *glpk_status_name(int st)
 static void incumbent_cb(glp_tree *T, void *info)
 {
     pp_stages_incumbent *inc = info;
-    if (glp_ios_reason(T) == GLP_IHEUR && !inc->given) {
+    /* The work limit: simplex iterations (all of the search's LPs) times stages, a count that is
+     * the same on every machine and under valgrind, where a wall-clock limit gives a split that
+     * depends on the machine's load; plan's answer must not. */
+    if (inc->work_limit > 0 && !inc->stopped &&
+        (int64_t)glp_get_it_cnt(glp_ios_get_prob(T)) * inc->n_stages > inc->work_limit) {
+        inc->stopped = true;
+        glp_ios_terminate(T);
+        return;
+    }
+    if (glp_ios_reason(T) == GLP_IHEUR && inc->ready && !inc->given) {
         inc->given = true;
         glp_ios_heur_sol(T, inc->x); /* GLPK checks it; a rejected one only costs time */
     }
@@ -182,16 +194,20 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
     sm.msg_lev = GLP_MSG_OFF;
     sm.presolve = GLP_ON;
     sm.tm_lim = params->time_limit_ms;
+    inc.work_limit = params->work_limit;
+    inc.n_stages = c->n_stages > 0 ? c->n_stages : 1;
+    if (params->work_limit > 0) {
+        int64_t it = params->work_limit / inc.n_stages;
+        sm.it_lim = it < INT_MAX ? (int)(it > 0 ? it : 1) : INT_MAX;
+    }
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_OFF;
     parm.tm_lim = params->time_limit_ms;
     parm.mip_gap = 0.0;     /* the proven optimum, not within a gap */
-    if (inc.ready) {
-        parm.cb_func = incumbent_cb;
-        parm.cb_info = &inc;
-    }
+    parm.cb_func = incumbent_cb;
+    parm.cb_info = &inc;
     int ret, mst;
     /* The cut MILP mixes GiB rows with 0/1 columns and ms times: scale it (glpsol does) */
     if (P && c->by_kind) glp_scale_prob(P, GLP_SF_AUTO);
@@ -216,7 +232,12 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
     out->glpk_ret = ret;
     out->glpk_mip_status = mst;
     int64_t n[PP_MAX_STAGES], r[PP_MAX_STAGES];
-    bool optimal = ret == 0 && mst == GLP_OPT;
+    bool proven = ret == 0 && mst == GLP_OPT;
+    /* At the work (or time) limit with an integer solution (GLP_FEAS: the incumbent, at least
+     * as good as the greedy split handed in) that split is used: better than the uniform one,
+     * which the solver has beaten or which does not fit (e.g. 52 stages with a recompute count
+     * each: the min-max objective leaves a gap GLPK does not close in seconds). */
+    bool optimal = proven || ((ret == GLP_ETMLIM || ret == GLP_ESTOP) && mst == GLP_FEAS);
     if (optimal && c->by_kind) pp_stages_kind_split(c, P, kx, n, r);
     else if (optimal) pp_stages_milp_split(c, P, &ix, n, r);
     pp_stages_kind_index_free(kx);
@@ -250,6 +271,9 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
         bool infeasible = (ret == 0 && mst == GLP_NOFEAS) || ret == GLP_ENOPFS;
         char lim[64] = "";
         if (ret == GLP_ETMLIM) snprintf(lim, sizeof lim, "; its %.0f ms limit reached", (double)params->time_limit_ms);
+        if (ret == GLP_ESTOP || ret == GLP_EITLIM)
+            snprintf(lim, sizeof lim, "; its work limit reached (%lld simplex iterations x stages)",
+                     (long long)params->work_limit);
         snprintf(out->warning, sizeof out->warning,
                  "stage MILP gave no integer optimum (GLPK: %s; status: %s%s); using the uniform split",
                  infeasible ? "no stage split fits in memory" : glpk_ret_name(ret), glpk_status_name(mst), lim);
@@ -259,12 +283,20 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
         out->status = PP_STAGES_FALLBACK;
         return PP_OK;
     }
-    out->ilp_optimal = true;
+    out->ilp_optimal = proven;
     out->ilp_pipeline_time_s = ilp.pipeline_time_s;
     bool take = params->mode == PP_STAGES_MODE_ILP ||
                 (!uni.fits && ilp.fits) ||
                 ilp.pipeline_time_s < uni.pipeline_time_s * (1.0 - params->min_gain);
     if (!take) return PP_OK; /* auto: uniform is as good */
+    if (!proven && ret == GLP_ETMLIM)
+        snprintf(out->warning, sizeof out->warning,
+                 "stage MILP: its %.0f ms limit reached; the best split found is used (optimality not proven)",
+                 (double)params->time_limit_ms);
+    else if (!proven)
+        snprintf(out->warning, sizeof out->warning,
+                 "stage MILP: its work limit reached (%lld simplex iterations x stages); the best split "
+                 "found is used (optimality not proven)", (long long)params->work_limit);
     /* Keep the uniform comparison and the solver's record, take the MILP's split. */
     memcpy(out->stage_layers, ilp.stage_layers, sizeof out->stage_layers);
     memcpy(out->stage_recompute, ilp.stage_recompute, sizeof out->stage_recompute);
@@ -588,7 +620,9 @@ pp_status pp_stages_refine(const pp_work *w, pp_search_candidate *cand, int64_t 
         if (l.pp > PP_MAX_STAGES) continue;
         double gain = 0;
         pp_stages_gain_bound(w, &l, &gain, NULL);
-        if (k->fits && k->time.step_time_s - gain >= cutoff) {
+        /* No split of this candidate, fitting or not as it stands, is faster than its step time
+         * less the bound: where that cannot beat the cutoff, the MILP could change no answer. */
+        if (k->time.step_time_s - gain >= cutoff) {
             stats->skipped++;
             continue;
         }

@@ -90,6 +90,10 @@ double pp_stages_mem_at(const pp_work *w, const pp_layout *l, int64_t j, int64_t
 typedef struct {
     double *x;  /* column values, 1-based */
     bool ready, given;
+    int64_t work_limit;   /* stop GLPK (glp_ios_terminate) past this many simplex iterations x
+                             stages; 0: none */
+    int64_t n_stages;
+    bool stopped;         /* the limit stopped it */
 } pp_stages_incumbent;
 
 /* Add a column named what (what_j when j >= 0); binaries take no bounds. Its index. */

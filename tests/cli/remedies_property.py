@@ -18,6 +18,7 @@ import random
 import shlex
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 PARPLAN = os.environ.get("PARPLAN", "parplan")
@@ -96,6 +97,7 @@ def main():
     target = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     models, gpus = catalog()
     gpn = {g["name"]: g["gpus_per_node"] for g in gpus}
+    t0 = time.time()
     rng = random.Random(SEED)
     cases = [random_case(rng, models, gpus) for _ in range(target * 12)]
 
@@ -115,6 +117,7 @@ def main():
     ok = len(nofit) >= target
     print("%s %d - %d random layouts that do not fit (seed %d, %d drawn)" %
           ("ok" if ok else "not ok", t, len(nofit), SEED, len(cases)))
+    print("# %.0f s" % (time.time() - t0))
 
     # every remedy command fits when run
     jobs = [(i, r["command"]) for i, (_, _, d) in enumerate(nofit) for r in d["remedies"]]
@@ -127,6 +130,7 @@ def main():
           ("ok" if not bad and jobs else "not ok", t, len(jobs), with_remedy, len(bad)))
     for cmd, why in bad[:10]:
         print("# %s -> %s" % (cmd, why))
+    print("# %.0f s" % (time.time() - t0))
 
     # "more GPUs" only where plan finds nothing on these GPUs
     more = [(work, d) for work, _, d in nofit if not d["remedies"]]
@@ -139,6 +143,7 @@ def main():
           ("ok" if not wrong else "not ok", t, len(more), len(works), len(wrong)))
     for w in wrong[:10]:
         print("# plan finds a layout: %s" % w)
+    print("# %.0f s" % (time.time() - t0))
 
     # min_gpus: plan finds a layout there, and none at the next smaller count
     seen, bad_min, n_min = set(), [], 0
@@ -163,6 +168,7 @@ def main():
           ("ok" if not bad_min and n_min else "not ok", t, n_min, len(bad_min)))
     for b in bad_min:
         print("# " + b)
+    print("# %.0f s" % (time.time() - t0))
     print("1..%d" % t)
 
 

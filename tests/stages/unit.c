@@ -311,6 +311,22 @@ static void test_fallbacks(void)
            "1 ms limit on 256 stages: %s in %.1f ms (glp_intopt %d, status %d) %s",
            pp_stages_status_names[R.status], 1e3 * R.solve_time_s, R.glpk_ret, R.glpk_mip_status,
            R.warning);
+
+    /* The work limit, not the clock, stops GLPK: the same instance solved twice, the second
+     * time with the clock slowed to a crawl by a busy neighbour or valgrind, gives the same
+     * split. Here: the same 256-stage instance twice with a small work limit (the clock's own
+     * limit far away), and each answer either the proven optimum or the best found, named. */
+    prm.time_limit_ms = 600000;
+    prm.work_limit = 100000;
+    pp_stages_solve_costs(&C, &prm, &R, &err);
+    B = R;
+    pp_stages_solve_costs(&C, &prm, &R, &err);
+    bool same = R.status == B.status && R.ilp_optimal == B.ilp_optimal && R.glpk_ret == B.glpk_ret;
+    for (int j = 0; j < 256 && same; j++)
+        same = R.stage_layers[j] == B.stage_layers[j] && R.stage_recompute[j] == B.stage_recompute[j];
+    tap_ok(same && (R.ilp_optimal || strstr(R.warning, "work limit")),
+           "work limit 100000 on 256 stages: the same split twice (%s, glp_intopt %d, %.1f ms) %s",
+           pp_stages_status_names[R.status], R.glpk_ret, 1e3 * R.solve_time_s, R.warning);
 }
 
 /* A memory that is not linear: the max of two linear pieces in each regime (like memory.c's
