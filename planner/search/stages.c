@@ -232,6 +232,12 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
     out->glpk_ret = ret;
     out->glpk_mip_status = mst;
     int64_t n[PP_MAX_STAGES], r[PP_MAX_STAGES];
+    /* which limit stopped GLPK, in the words both warnings below use ("" when none did) */
+    char lim[96] = "";
+    if (ret == GLP_ETMLIM) snprintf(lim, sizeof lim, "its %.0f ms limit reached", (double)params->time_limit_ms);
+    if (ret == GLP_ESTOP || ret == GLP_EITLIM)
+        snprintf(lim, sizeof lim, "its work limit reached (%lld simplex iterations x stages)",
+                 (long long)params->work_limit);
     bool proven = ret == 0 && mst == GLP_OPT;
     /* At the work (or time) limit with an integer solution (GLP_FEAS: the incumbent, at least
      * as good as the greedy split handed in) that split is used: better than the uniform one,
@@ -269,14 +275,10 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
          * either, and the verdict says so): kept, but moot (not printed). Anything else may have:
          * what, and the time limit only where GLPK reached it. */
         bool infeasible = (ret == 0 && mst == GLP_NOFEAS) || ret == GLP_ENOPFS;
-        char lim[64] = "";
-        if (ret == GLP_ETMLIM) snprintf(lim, sizeof lim, "; its %.0f ms limit reached", (double)params->time_limit_ms);
-        if (ret == GLP_ESTOP || ret == GLP_EITLIM)
-            snprintf(lim, sizeof lim, "; its work limit reached (%lld simplex iterations x stages)",
-                     (long long)params->work_limit);
         snprintf(out->warning, sizeof out->warning,
-                 "stage MILP gave no integer optimum (GLPK: %s; status: %s%s); using the uniform split",
-                 infeasible ? "no stage split fits in memory" : glpk_ret_name(ret), glpk_status_name(mst), lim);
+                 "stage MILP gave no integer optimum (GLPK: %s; status: %s%s%s); using the uniform split",
+                 infeasible ? "no stage split fits in memory" : glpk_ret_name(ret), glpk_status_name(mst),
+                 lim[0] ? "; " : "", lim);
         out->warning_moot = infeasible;
     }
     if (!optimal) {
@@ -289,14 +291,9 @@ pp_status pp_stages_solve_costs(const pp_stages_costs *c, const pp_stages_params
                 (!uni.fits && ilp.fits) ||
                 ilp.pipeline_time_s < uni.pipeline_time_s * (1.0 - params->min_gain);
     if (!take) return PP_OK; /* auto: uniform is as good */
-    if (!proven && ret == GLP_ETMLIM)
+    if (!proven)
         snprintf(out->warning, sizeof out->warning,
-                 "stage MILP: its %.0f ms limit reached; the best split found is used (optimality not proven)",
-                 (double)params->time_limit_ms);
-    else if (!proven)
-        snprintf(out->warning, sizeof out->warning,
-                 "stage MILP: its work limit reached (%lld simplex iterations x stages); the best split "
-                 "found is used (optimality not proven)", (long long)params->work_limit);
+                 "stage MILP: %s; the best split found is used (optimality not proven)", lim);
     /* Keep the uniform comparison and the solver's record, take the MILP's split. */
     memcpy(out->stage_layers, ilp.stage_layers, sizeof out->stage_layers);
     memcpy(out->stage_recompute, ilp.stage_recompute, sizeof out->stage_recompute);
