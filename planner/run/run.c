@@ -303,12 +303,19 @@ static void plan_pick_copy(pp_run_plan_pick *dst, const pp_run_plan_pick *src)
     }
 }
 
-/* Whether the search alone (uniform stage split, plan's margin) finds a layout at `gpus`. */
-static bool search_fits_at(const pp_work *w0, int64_t gpus, int64_t gpn, pp_error *err, pp_status *st)
+/* w0 on `gpus` GPUs in nodes of gpn (a count below one node is that node) */
+static pp_work work_at(const pp_work *w0, int64_t gpus, int64_t gpn)
 {
     pp_work w = *w0;
     w.gpus = gpus;
     w.gpus_per_node = gpn < gpus ? gpn : gpus;
+    return w;
+}
+
+/* Whether the search alone (uniform stage split, plan's margin) finds a layout at `gpus`. */
+static bool search_fits_at(const pp_work *w0, int64_t gpus, int64_t gpn, pp_error *err, pp_status *st)
+{
+    pp_work w = work_at(w0, gpus, gpn);
     pp_search_params sp;
     pp_search_params_init(&sp);
     sp.top = 1;
@@ -323,9 +330,7 @@ static bool search_fits_at(const pp_work *w0, int64_t gpus, int64_t gpn, pp_erro
 static bool best_at(const pp_work *w0, int64_t gpus, int64_t gpn, bool margin, pp_run_plan_pick *pick,
                     pp_error *err, pp_status *st)
 {
-    pp_work w = *w0;
-    w.gpus = gpus;
-    w.gpus_per_node = gpn < gpus ? gpn : gpus;
+    pp_work w = work_at(w0, gpus, gpn);
     if (!margin) w.mem_margin_frac = 0;
     *st = pp_run_plan_best(&w, pick, err);
     return *st == PP_OK && pick->any && pick->fits;
