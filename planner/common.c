@@ -47,24 +47,6 @@ void pp_work_dropout(const pp_work *w, double *attention, double *hidden)
     }
 }
 
-bool pp_work_torch_norms(const pp_work *w)
-{
-    return w->framework == PP_FW_MEGATRON && w->stack.impl_given && w->stack.impl == PP_IMPL_LOCAL;
-}
-
-pp_impl pp_work_impl(const pp_work *w)
-{
-    if (w->stack.impl_given) return w->stack.impl;
-    return w->attention == PP_ATTN_UNFUSED ? PP_IMPL_LOCAL : PP_IMPL_TE;
-}
-
-void pp_work_norm_modules(const pp_work *w, bool moe_layer, bool *input_norm, bool *mlp_norm)
-{
-    bool te_spec = w->framework == PP_FW_MEGATRON && pp_work_impl(w) != PP_IMPL_LOCAL;
-    *input_norm = !te_spec || w->model.kv_lora_rank > 0;
-    *mlp_norm = !te_spec || moe_layer;
-}
-
 void pp_stack_resolve(pp_work *w)
 {
     pp_stack *s = &w->stack;

@@ -453,6 +453,57 @@ typedef struct {
 } pp_stack;
 void pp_stack_init(pp_stack *s);
 
+/* What a framework does by default that the cost models read, as data: one row per framework
+ * (framework.c, each fact with its source). The cost models (planner/cost/) read these fields
+ * through the work and never ask which framework runs; the stack (flags, recipe) switches the
+ * options a framework has. */
+/* The loss over the vocabulary, and what it holds per logit element at its peak (framework.c). */
+typedef enum {
+    PP_LOSS_VOCAB_PARALLEL = 0, /* Megatron tensor_parallel/cross_entropy.py, eager */
+    PP_LOSS_NATIVE,             /* Megatron --cross-entropy-fusion-impl native, compiled */
+    PP_LOSS_TE,                 /* TransformerEngine's parallel cross-entropy (Triton) */
+    PP_LOSS_TORCH,              /* torch cross_entropy on logits.float() (Hugging Face, torchtitan) */
+    PP_LOSS_COUNT
+} pp_loss;
+extern const char *const pp_loss_names[PP_LOSS_COUNT];
+typedef struct {
+    const char *source;          /* where the row's facts come from */
+    /* model state, bytes per parameter of bf16 mixed-precision Adam, unsharded */
+    double weight_bytes;         /* the 16-bit weights */
+    double grad_bytes;           /* the gradient buffer the optimizer reads (fp32 main_grad: 4) */
+    double optimizer_bytes;      /* fp32 master copy + Adam m + v */
+    bool grad_dtype_option;      /* the gradient buffer is 16-bit under --fp16 and --grad-reduce-bf16 */
+    double grad_accum_bytes;     /* bytes moved per weight element and micro-batch to accumulate
+                                    its gradient, fp32 gradient buffer */
+    double grad_accum_bytes_16;  /* the same with a 16-bit gradient buffer */
+    double reduce_bytes;         /* bytes per element the gradient reduction moves; 0: the
+                                    gradient buffer's (pp_work_grad_bytes) */
+    int64_t vocab_multiple;      /* the vocabulary is padded to a multiple of this x tp (1: none) */
+    bool te_modules;             /* TransformerEngine's modules unless --impl local: fused norms
+                                    into the linears, fused kernels, no eager weight-gradient copies */
+    bool act_fusion;             /* the MLP activation is a fused kernel unless --no-bias-act-fusion */
+    bool global_attn_buffer;     /* unfused attention reads its scores' input from a global buffer
+                                    that stays allocated */
+    bool dataloader_mask;        /* the dataloader builds a b x s x s attention mask unless
+                                    --no-attention-mask */
+    pp_loss loss;                /* the loss unless --cross-entropy-fusion says otherwise */
+    bool titan_block;            /* torchtitan's block: separate wq, wk, wv and w1, w3, its eager
+                                    elementwise ops, SDPA's FlashAttention-2, the loss on
+                                    logits.float() (not under MLA) */
+    bool titan_kernels;          /* the step-time terms fitted to torchtitan's kernels: SDPA's
+                                    FlashAttention-2, the loss on logits.float(), the embedding
+                                    backward (time.c EW_FSDP_*, FSDP_FA2_*) */
+    bool block_sharding;         /* FSDP2's fully_shard per block: parameters gathered and
+                                    gradients reduce-scattered per block and micro-batch, memory
+                                    in the step's timeline (memory_fsdp.c) */
+    bool torch_adam;             /* torch.optim.AdamW, fused or foreach by --optimizer-impl */
+    bool eager_foreach_adam;     /* with eager modules (--impl local) Adam is torch's foreach */
+    bool p2p_scatter_gather;     /* pipeline sends split across the TP ranks */
+    double zero_bucket_bytes;    /* ZeRO >= 1: the reduce and all-gather buckets */
+} pp_fw_row;
+extern const pp_fw_row pp_frameworks[PP_FW_COUNT];
+const pp_fw_row *pp_fw_get(pp_framework f);
+
 /* What is to be trained, on what. */
 typedef struct {
     pp_model model;
@@ -474,6 +525,18 @@ typedef struct {
  * TransformerEngine for flash. */
 void pp_work_dropout(const pp_work *w, double *attention, double *hidden);
 pp_impl pp_work_impl(const pp_work *w);
+/* The framework's row (pp_frameworks). */
+const pp_fw_row *pp_work_fw(const pp_work *w);
+/* TransformerEngine's modules run: the framework's (te_modules) unless --impl local. */
+bool pp_work_te(const pp_work *w);
+/* The MLP activation runs as eager torch ops: the framework fuses none, or --no-bias-act-fusion. */
+bool pp_work_act_eager(const pp_work *w);
+/* The gradient buffer is 16-bit: --fp16, or --grad-reduce-bf16 where the framework has it. */
+bool pp_work_grads_16bit(const pp_work *w);
+/* Bytes per parameter of the unsharded gradient buffer. */
+double pp_work_grad_bytes(const pp_work *w);
+/* The loss implementation: --cross-entropy-fusion, else the framework's. */
+pp_loss pp_work_loss(const pp_work *w);
 /* Megatron's local implementation given explicitly (--impl local, or a script's
  * --transformer-impl local): its norms are torch modules, which refuse sequence parallelism
  * (megatron/core/transformer/torch_norm.py). Unfused attention alone does not imply it: the 2021-22

@@ -96,8 +96,8 @@ void pp_layer_dispatch_fanout(const pp_work *w, const pp_layout *l, int64_t per_
 double pp_layer_vocab(const pp_work *w, const pp_layout *l)
 {
     int64_t v = w->model.vocab;
-    if (w->framework == PP_FW_MEGATRON) {
-        int64_t mul = 128 * l->tp;
+    if (pp_work_fw(w)->vocab_multiple > 1) {
+        int64_t mul = pp_work_fw(w)->vocab_multiple * l->tp;
         v = (v + mul - 1) / mul * mul;
     }
     return (double)v;
@@ -349,7 +349,7 @@ static void build_ew(const pp_work *w, pp_layer *ly)
         ew_add(ly, "permute", PP_EW_PERMUTE, ly->expert_tokens_mean * h, PP_LB_EXPERT, moe);
         /* Eager experts (Megatron's local SequentialMLP, the other frameworks) scale the
          * activation by the router probability in an fp32 product of its own. */
-        if (pp_work_impl(w) == PP_IMPL_LOCAL || w->framework != PP_FW_MEGATRON)
+        if (!pp_work_te(w))
             ew_add(ly, "prob_scale", PP_EW_PROB_SCALE, ly->expert_tokens * ly->expert_ffn, PP_LB_EXPERT, moe);
     }
     if (w->stack.precision == PP_PREC_FP8) {
@@ -579,7 +579,7 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     const double b = ly->mbs, s = ly->attn.queries, sk = ly->seq, h = ly->hidden;
     const double d = ly->head_dim, aq = ly->heads, gk = ly->kv_heads, sb = ly->tokens;
     const double rep = ly->rep;
-    const bool eager = w->framework != PP_FW_MEGATRON || w->stack.act_unfused;
+    const bool eager = pp_work_act_eager(w);
     const pp_act_row *ar = &pp_activations[m->act];
     double adr, hdr;
     pp_work_dropout(w, &adr, &hdr);
@@ -745,7 +745,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     ly->mtp = (kind & PP_LAYER_MTP) && m->mtp_layers > 0;
     ly->kind = (ly->moe ? PP_LAYER_MOE : 0) | (ly->window ? PP_LAYER_WINDOW : 0) | (ly->mtp ? PP_LAYER_MTP : 0);
     ly->mla = m->kv_lora_rank > 0;
-    ly->titan = w->framework == PP_FW_FSDP && !ly->mla;
+    ly->titan = pp_work_fw(w)->titan_block && !ly->mla;
     ly->glu = pp_activations[m->act].gated;
 
     /* --- geometry */

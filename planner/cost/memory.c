@@ -96,10 +96,6 @@ static const double MEM_MOE_LOGITS_BLOCKS = 1.0;
  * Measured: the static allocation after an iteration minus the model state and the attention
  * buffer is 73 MiB (llama-3b) to 114 MiB (gpt-2.7b). */
 static const double MEM_WORKSPACE_BYTES = 96.0 * MIB;
-/* DeepSpeed ZeRO stage 1/2 gradient reduce bucket and stage 1-3 all-gather bucket:
- * reduce_bucket_size and allgather_bucket_size default to 5e8 elements (DeepSpeed config docs),
- * held in 16-bit. */
-static const double MEM_DS_BUCKET_ELEMS = 5e8;
 
 /* ------------------------------------------------------------------ model state per parameter */
 
@@ -107,30 +103,15 @@ void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offl
                                int64_t shard, pp_state_bytes *out)
 {
     double d = shard > 0 ? (double)shard : 1.0;
-    if (fw == PP_FW_MEGATRON) {
-        /* Megatron bf16 (megatron/training/theoretical_memory_usage.py, docs dist_optimizer.md):
-         * bf16 weight 2 + fp32 main grad 4 + fp32 main param 4 + Adam m 4 + v 4 = 18 bytes;
-         * the distributed optimizer shards the 12 optimizer bytes: 6 + 12/d. */
-        out->weights = 2;
-        out->grads = 4;
-        out->optimizer = dist_opt ? 12.0 / d : 12.0;
-        /* Megatron-FSDP (--megatron-fsdp; --zero is its sharding strategy, megatron/core/
-         * distributed/fsdp): optim shards the 12 optimizer bytes, optim_grads also the fp32
-         * gradients, optim_grads_params also the bf16 parameters. */
-        if (zero >= 1) {
-            out->weights = zero >= 3 ? 2.0 / d : 2.0;
-            out->grads = zero >= 2 ? 4.0 / d : 4.0;
-            out->optimizer = 12.0 / d;
-        }
-    } else {
-        /* ZeRO paper (Rajbhandari et al. 2020, sec. 3 and table 1): mixed-precision Adam keeps
-         * 2 (16-bit params) + 2 (16-bit grads) + K = 12 (fp32 params, m, v). Stage 1 shards the
-         * optimizer, stage 2 also the gradients, stage 3 also the parameters. FSDP's
-         * FULL_SHARD / SHARD_GRAD_OP map to stages 3 / 2 with the same byte counts. */
-        out->weights = zero >= 3 ? 2.0 / d : 2.0;
-        out->grads = zero >= 2 ? 2.0 / d : 2.0;
-        out->optimizer = zero >= 1 ? 12.0 / d : 12.0;
-    }
+    const pp_fw_row *r = pp_fw_get(fw);
+    /* The framework's bytes per parameter (pp_frameworks: Megatron 2 + 4 + 12 = 18, Megatron's
+     * theoretical_memory_usage.py; ZeRO's 2 + 2 + 12, Rajbhandari et al. 2020 sec. 3, table 1).
+     * ZeRO stage 1 (and Megatron's distributed optimizer) shards the optimizer bytes, stage 2 also
+     * the gradients, stage 3 also the parameters; Megatron-FSDP's optim / optim_grads /
+     * optim_grads_params and FSDP's FULL_SHARD / SHARD_GRAD_OP are the same stages. */
+    out->weights = zero >= 3 ? r->weight_bytes / d : r->weight_bytes;
+    out->grads = zero >= 2 ? r->grad_bytes / d : r->grad_bytes;
+    out->optimizer = zero >= 1 || dist_opt ? r->optimizer_bytes / d : r->optimizer_bytes;
     /* ZeRO-Offload keeps the optimizer state (and fp32 master) in host memory; params offload
      * (ZeRO-Infinity) also the 16-bit parameters. */
     if (off >= PP_OFF_OPTIMIZER) out->optimizer = 0;
@@ -152,10 +133,7 @@ static void mem_dropout_get(const pp_work *w, bool *attn, bool *hidden)
 
 /* Eager PyTorch ops (Megatron's local modules, HF models under DeepSpeed/FSDP) against
  * TransformerEngine's fused kernels. */
-static bool mem_eager(const pp_work *w)
-{
-    return w->framework != PP_FW_MEGATRON || pp_work_impl(w) == PP_IMPL_LOCAL;
-}
+static bool mem_eager(const pp_work *w) { return !pp_work_te(w); }
 
 /* ------------------------------------------------------------------ parameters per rank */
 
@@ -278,7 +256,7 @@ typedef struct {
 static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
 {
     const pp_model *m = &w->model;
-    if (w->framework == PP_FW_FSDP) {
+    if (pp_work_fw(w)->block_sharding) {
         /* FSDP2 holds different things at different moments of the step: memory_fsdp.c. */
         c->m = pp_layout_microbatches(w, l);
         if (c->m < 1) c->m = 1;
@@ -302,16 +280,14 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
                               eshard > 0 ? eshard : 1, &c->st_expert);
     /* Megatron's gradient buffer has the parameters' dtype with --fp16 and with
      * --grad-reduce-in-bf16 (param_and_grad_buffer.py: grad_dtype = param.dtype unless
-     * grad_reduce_in_fp32): 2 bytes, not the fp32 main_grad's 4. */
-    if (w->framework == PP_FW_MEGATRON &&
-        (w->stack.precision == PP_PREC_FP16 || w->stack.grad_bf16)) {
-        c->st.grads = l->zero >= 2 ? 2.0 / (double)(shard > 0 ? shard : 1) : 2.0;
-        c->st_expert.grads = l->zero >= 2 ? 2.0 / (double)(eshard > 0 ? eshard : 1) : 2.0;
-    }
+     * grad_reduce_in_fp32): 2 bytes, not the fp32 main_grad's 4 (pp_work_grad_bytes). */
+    double gb = pp_work_grad_bytes(w);
+    c->st.grads = l->zero >= 2 ? gb / (double)(shard > 0 ? shard : 1) : gb;
+    c->st_expert.grads = l->zero >= 2 ? gb / (double)(eshard > 0 ? eshard : 1) : gb;
     /* --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype: bf16): Apex DistributedFusedAdam
      * keeps m, v and its copy of the parameters in the optimizer dtype (apex/contrib/optimizers/
      * distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2 bytes per parameter. */
-    if (w->framework == PP_FW_MEGATRON && w->stack.optimizer_bf16 && l->offload == PP_OFF_NONE) {
+    if (w->stack.optimizer_bf16 && l->offload == PP_OFF_NONE) {
         bool sharded = l->dist_opt || l->zero >= 1;
         c->st.optimizer = sharded ? 6.0 / (double)(shard > 0 ? shard : 1) : 6.0;
         c->st_expert.optimizer = sharded ? 6.0 / (double)(eshard > 0 ? eshard : 1) : 6.0;
@@ -328,7 +304,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     double b = y0->mbs, sb = y0->tokens, h = y0->hidden, t = y0->tp, rep = y0->rep;
     double V = pp_layer_vocab(w, l);
     bool eager = mem_eager(w), unfused = !y0->attn.fused;
-    bool mega = w->framework == PP_FW_MEGATRON;
+    const pp_fw_row *fr = pp_work_fw(w);
     bool adrop, hdrop;
     mem_dropout_get(w, &adrop, &hdrop);
     c->m = pp_layout_microbatches(w, l);
@@ -354,7 +330,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     c->wgrad = eager ? 2.0 * c->par.largest_layer_weight : 0.0;
     /* Megatron's unfused attention takes its baddbmm input from a global buffer that stays
      * allocated (parallel_state.get_global_memory_buffer, "mpu"): b (a/t) s^2 16-bit. */
-    c->workspace = MEM_WORKSPACE_BYTES + (unfused && mega ? 2.0 * y0->attn.scores : 0.0);
+    c->workspace = MEM_WORKSPACE_BYTES + (unfused && fr->global_attn_buffer ? 2.0 * y0->attn.scores : 0.0);
     /* FP8 (TransformerEngine): every FP8 linear layer caches its weight cast to 8 bits, row-wise
      * for the forward and column-wise (transposed) for the data-gradient GEMM on Hopper, across
      * the micro-batches of a step (te/pytorch/module/base.py, the FP8 weight workspace). */
@@ -364,7 +340,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * and Megatron's dataloader attention mask (b x s x s bool, on by default: arguments.py
      * --no-create-attention-mask-in-dataloader turns it off; NeMo and Megatron-Bridge do not build
      * it, their attention takes the causal mask from the fused kernel). */
-    bool mask = mega && !w->stack.no_attention_mask;
+    bool mask = fr->dataloader_mask && !w->stack.no_attention_mask;
     c->data = 36.0 * sb + (mask ? b * y0->seq * y0->seq : 0.0);
     /* Embedding: the int64 ids for its backward are in data; its dropout keeps a mask. */
     c->embed_act = hdrop ? sb * h * rep : 0.0;
@@ -386,12 +362,13 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     double logits = sb * V / t;
     c->frag_block = m->experts > 1 && w->stack.moe_capacity_factor <= 0 && !w->stack.expandable_segments
                         ? MEM_MOE_LOGITS_BLOCKS * 4.0 * logits : 0.0;
-    if (mega) {
-        double wg = eager ? 2.0 * V * h / t : 0.0;
-        double at_loss = w->stack.ce_fusion == PP_CE_NATIVE ? 10.0 : w->stack.ce_fusion == PP_CE_TE ? 2.0 : 6.0;
-        c->loss_work = mem_max(at_loss * logits, 2.0 * logits + wg);
-    } else {
+    pp_loss loss = pp_work_loss(w);
+    if (loss == PP_LOSS_TORCH) {
         c->loss_work = 10.0 * logits;
+    } else {
+        double wg = eager ? 2.0 * V * h / t : 0.0;
+        double at_loss = loss == PP_LOSS_NATIVE ? 10.0 : loss == PP_LOSS_TE ? 2.0 : 6.0;
+        c->loss_work = mem_max(at_loss * logits, 2.0 * logits + wg);
     }
     /* MTP (DeepSeek-V3 sec. 2.2; megatron/core/transformer/multi_token_prediction.py): each MTP
      * layer keeps its transformer layer's tensors, the normalised inputs and the projection
@@ -407,7 +384,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * sqrt(v) for the whole parameter group at once (torch/optim/adam.py,
      * _multi_tensor_adam: torch._foreach_sqrt): 4 bytes per parameter it updates. Fused Adam
      * (TE, apex, DeepSpeed) has no such temporary. Offloaded optimizers step on the host. */
-    bool foreach_adam = (mega && eager) || w->framework == PP_FW_FSDP;
+    bool foreach_adam = fr->eager_foreach_adam && eager;
     double opt_shard = 1.0;
     if (l->dist_opt || l->zero >= 1) opt_shard = (double)shard;
     c->opt_work_per_param = (foreach_adam && l->offload == PP_OFF_NONE) ? 4.0 / opt_shard : 0.0;
@@ -422,7 +399,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * reserve. DeepSpeed ZeRO 1-3 copies gradients into a reduce bucket and gathers parameters
      * through an all-gather bucket. */
     c->ds_buckets = 0.0;
-    if (w->framework == PP_FW_DEEPSPEED && l->zero >= 1) c->ds_buckets = 2.0 * MEM_DS_BUCKET_ELEMS * 2.0;
+    if (l->zero >= 1) c->ds_buckets = fr->zero_bucket_bytes;
 
     /* Reserve beyond the allocator: context, driver, NCCL communicators in use. Megatron creates
      * a communicator per process group it uses: tensor-parallel; pipeline p2p + pipeline group
@@ -589,10 +566,10 @@ static void mem_vshape_get(const pp_work *w, const pp_layout *l, const mem_ctx *
         }
         vs->layers += n;
         vs->rc_layers += r;
-        pa[j + 1] = pa[j] + (w->framework == PP_FW_FSDP ? 0.0 : mem_layers_bytes(l, c, ca, cr));
+        pa[j + 1] = pa[j] + (pp_work_fw(w)->block_sharding ? 0.0 : mem_layers_bytes(l, c, ca, cr));
         pb[j + 1] = pb[j] + (double)n;
     }
-    if (w->framework == PP_FW_FSDP) vs->held_layers = mem_vstage_peak(p, v, c->m, stage, pb);
+    if (pp_work_fw(w)->block_sharding) vs->held_layers = mem_vstage_peak(p, v, c->m, stage, pb);
     else vs->held_bytes = mem_vstage_peak(p, v, c->m, stage, pa);
 }
 
@@ -620,7 +597,7 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     o->recompute_layers = rc_layers;
     int64_t mtp = last ? m->mtp_layers : 0;
     int mtp_kind = pp_model_mtp_kind(m);
-    if (w->framework == PP_FW_FSDP) {
+    if (pp_work_fw(w)->block_sharding) {
         double fsdp_mbs;
         double fsdp_chunks = mem_inflight_chunks(l, c->m, stage, &fsdp_mbs);
         if (vs) fsdp_chunks = layers > 0 ? vs->held_layers / (double)layers : 1.0;

@@ -429,5 +429,5 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
 
 bool pp_memory_fsdp_tight(const pp_work *w, double peak_bytes, double capacity_bytes)
 {
-    return w->framework == PP_FW_FSDP && capacity_bytes > 0 && peak_bytes > PP_FSDP_RETRY_FRAC * capacity_bytes;
+    return pp_work_fw(w)->block_sharding && capacity_bytes > 0 && peak_bytes > PP_FSDP_RETRY_FRAC * capacity_bytes;
 }

@@ -220,7 +220,8 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
     o->flash_bwd_eff = 0.50;
     /* Megatron splits the PP send/recv across the TP ranks (scatter-gather); DeepSpeed's
      * pipeline engine sends the whole tensor from every TP rank. */
-    o->p2p_scatter_gather = w->framework == PP_FW_MEGATRON;
+    const pp_fw_row *fr = pp_work_fw(w);
+    o->p2p_scatter_gather = fr->p2p_scatter_gather;
     /* The dropout kernels run when either dropout is above zero: the stack's --dropout flags,
      * else the model's own (pp_work_dropout; Megatron's default 0.1 for the GPT lineage). */
     double attn_drop = 0, hidden_drop = 0;
@@ -236,25 +237,14 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
      * Megatron-LM of 2021 (SC'21, Korthikanti et al.) did with its fp16 main_grad buffer.
      * DeepSpeed and FSDP reduce in the 16-bit training dtype by default. */
     /* --grad-reduce-bf16 (Megatron --grad-reduce-in-bf16): the buffer in bf16, as with fp16. */
-    bool fp16 = s->precision == PP_PREC_FP16 || (s->grad_bf16 && w->framework == PP_FW_MEGATRON);
-    o->grad_reduce_bytes = w->framework == PP_FW_MEGATRON && !fp16 ? 4.0 : 2.0;
-    /* Gradient accumulation per weight element and micro-batch: Megatron's fused wgrad GEMM
-     * reads and writes the main_grad (fp32: 8; fp16: 4); DeepSpeed's BF16 optimizer writes the
-     * bf16 grad, reads it back and adds it into an fp32 buffer (2 + 2 + 8), its fp16 optimizer
-     * accumulates into the fp16 grads (read + write, 4); FSDP reduce-scatters every micro-batch's
-     * 16-bit grads (write + read, 4). */
-    if (w->framework == PP_FW_MEGATRON) o->grad_accum_bytes = fp16 ? 4.0 : 8.0;
-    else if (w->framework == PP_FW_DEEPSPEED) o->grad_accum_bytes = fp16 ? 4.0 : 12.0;
-    else o->grad_accum_bytes = 4.0;
-    if (w->framework == PP_FW_FSDP) {
-        /* torchtitan: MixedPrecisionPolicy(reduce_dtype=fp32) reduce-scatters fp32; FSDP2's own
-         * copies are priced per parameter in the step (fsdp_step_terms), not here; dropout as
-         * the model says (torchtitan's models have none); SDPA's FlashAttention-2. */
-        o->grad_reduce_bytes = 4.0;
-        o->grad_accum_bytes = 0.0;
-        double ad = 0, hd = 0;
-        pp_work_dropout(w, &ad, &hd);
-        o->dropout = ad > 0 || hd > 0;
+    bool fp16 = pp_work_grads_16bit(w);
+    o->grad_reduce_bytes = fr->reduce_bytes > 0 ? fr->reduce_bytes : pp_work_grad_bytes(w);
+    /* Gradient accumulation per weight element and micro-batch (pp_frameworks: Megatron's fused
+     * wgrad GEMM on the main_grad, DeepSpeed's BF16 optimizer's copies; FSDP2's per-micro-batch
+     * copies are priced per parameter in the step, fsdp_step_terms). */
+    o->grad_accum_bytes = fp16 ? fr->grad_accum_bytes_16 : fr->grad_accum_bytes;
+    if (fr->titan_kernels) {
+        /* SDPA's FlashAttention-2 */
         if (gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
             o->flash_fwd_eff = FSDP_FA2_HOPPER_FWD_EFF;
             o->flash_bwd_eff = FSDP_FA2_HOPPER_BWD_EFF;
@@ -502,7 +492,7 @@ static bool moe_te_host_paced(const pp_work *w)
 {
     const pp_calibration *cal = w->profile && w->profile->calibration.present ? &w->profile->calibration : NULL;
     if (cal && (cal->moe_layer_overhead_s > 0 || cal->expert_overhead_s > 0)) return false;
-    return w->framework == PP_FW_MEGATRON && pp_work_impl(w) == PP_IMPL_TE && !(w->stack.moe_capacity_factor > 0);
+    return pp_work_te(w) && !(w->stack.moe_capacity_factor > 0);
 }
 
 /* The terms of one layer of kind `kind` for one micro-batch: the layer description's GEMMs,
@@ -551,7 +541,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         double fl = 2.0 * a->batch_heads * a->queries * a->keys_avg * (a->qk_dim + a->v_dim);
         attn_f = fl / c->flash_fwd_rate;
         attn_b = 2.0 * fl / c->flash_bwd_rate;
-        if (w->framework == PP_FW_FSDP && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+        if (pp_work_fw(w)->titan_kernels && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
             /* FA2's per-query-block cost (FSDP_FA2_S0_*) over the keys a causal kernel walks,
              * relative to the reference length */
             double span = 2.0 * a->keys_avg;
@@ -747,7 +737,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     double g_logits = gemm_s(c, T, V / t, h, 1);
     o->output_fwd_s = g_logits + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
     o->output_bwd_s = 2 * g_logits / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
-    if (w->framework == PP_FW_FSDP) {
+    if (pp_work_fw(w)->titan_kernels) {
         /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
         double h_sp = l->tp > 1 ? h / t : h;

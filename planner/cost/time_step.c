@@ -548,7 +548,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         double pcie = w->gpu.pcie_gbs * 1e9;
         zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / pcie;
     }
-    if (w->framework == PP_FW_FSDP) {
+    if (pp_work_fw(w)->block_sharding) {
         /* FSDP2: every gather, reduction and copy happens per micro-batch (fsdp_stage_comm). */
         zero_s = dp_exposed = opt_params = 0;
         for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
@@ -569,7 +569,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
         if (meas > 0) out->optimizer_measured_s = meas;
         double opt_bytes = w->stack.optimizer_bf16 ? OPT_BYTES_PER_PARAM_BF16 : OPT_BYTES_PER_PARAM;
-        if (w->framework == PP_FW_FSDP)
+        if (pp_work_fw(w)->torch_adam)
             opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
         out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;
         if (w->profile && w->profile->calibration.present)

@@ -1,0 +1,145 @@
+/* What each framework does by default, as a table (pp_fw_row in pp.h): the cost models read these
+ * fields and never branch on the framework. A new framework is a new row (and its enum value and
+ * name in pp.h and common.c); a stack that differs from its framework in a default is a recipe
+ * (recipes.d) or a flag, not a new row. */
+#include "pp.h"
+
+const char *const pp_loss_names[PP_LOSS_COUNT] = {"vocab-parallel", "native", "te", "torch"};
+
+const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
+    [PP_FW_MEGATRON] = {
+        .source = "NVIDIA/Megatron-LM: training/theoretical_memory_usage.py and docs dist_optimizer.md (18 B "
+                  "per parameter: bf16 weight 2, fp32 main_grad 4, fp32 main param + Adam m, v 12); "
+                  "core/distributed/param_and_grad_buffer.py (grad_dtype = param.dtype unless "
+                  "grad_reduce_in_fp32: --fp16, --grad-reduce-in-bf16); training/vocab_utils.py "
+                  "(--make-vocab-size-divisible-by 128 x TP); gpt_layer_specs.py (TE spec); "
+                  "fusions/fused_bias_swiglu.py, fused_bias_gelu.py; parallel_state.get_global_memory_buffer; "
+                  "arguments.py create_attention_mask_in_dataloader; tensor_parallel/cross_entropy.py; "
+                  "core/pipeline_parallel/p2p_communication.py (scatter-gather over TP)",
+        .weight_bytes = 2.0,
+        .grad_bytes = 4.0,
+        .optimizer_bytes = 12.0,
+        .grad_dtype_option = true,
+        /* the fused wgrad GEMM reads and writes the main_grad: fp32 8, 16-bit 4 */
+        .grad_accum_bytes = 8.0,
+        .grad_accum_bytes_16 = 4.0,
+        .reduce_bytes = 0.0,
+        .vocab_multiple = 128,
+        .te_modules = true,
+        .act_fusion = true,
+        .global_attn_buffer = true,
+        .dataloader_mask = true,
+        .loss = PP_LOSS_VOCAB_PARALLEL,
+        .titan_block = false,
+        .titan_kernels = false,
+        .block_sharding = false,
+        .torch_adam = false,
+        /* without apex (--impl local on the lent machines) Megatron's Adam is torch's foreach */
+        .eager_foreach_adam = true,
+        .p2p_scatter_gather = true,
+        .zero_bucket_bytes = 0.0,
+    },
+    [PP_FW_DEEPSPEED] = {
+        .source = "ZeRO (Rajbhandari et al. 2020, sec. 3, table 1: 2 + 2 + 12 B per parameter); DeepSpeed "
+                  "config docs (reduce_bucket_size, allgather_bucket_size 5e8 elements, 16-bit); "
+                  "runtime/bf16_optimizer.py (bf16 grad written, read back, added into fp32); "
+                  "runtime/pipe/engine.py (whole tensor sent from every TP rank); Hugging Face models "
+                  "(eager modules, cross_entropy on logits.float())",
+        .weight_bytes = 2.0,
+        .grad_bytes = 2.0,
+        .optimizer_bytes = 12.0,
+        .grad_dtype_option = false,
+        /* BF16 optimizer: 2 + 2 + 8; fp16 optimizer: read + write of the fp16 grads, 4 */
+        .grad_accum_bytes = 12.0,
+        .grad_accum_bytes_16 = 4.0,
+        .reduce_bytes = 0.0,
+        .vocab_multiple = 1,
+        .te_modules = false,
+        .act_fusion = false,
+        .global_attn_buffer = false,
+        .dataloader_mask = false,
+        .loss = PP_LOSS_TORCH,
+        .titan_block = false,
+        .titan_kernels = false,
+        .block_sharding = false,
+        .torch_adam = false,
+        .eager_foreach_adam = false, /* DeepSpeed's FusedAdam */
+        .p2p_scatter_gather = false,
+        .zero_bucket_bytes = 2.0 * 5e8 * 2.0,
+    },
+    [PP_FW_FSDP] = {
+        .source = "PyTorch FSDP2 (torch/distributed/fsdp/_fully_shard) as torchtitan runs it: "
+                  "models/llama3/infra/parallelize.py (fully_shard per block, MixedPrecisionPolicy "
+                  "bf16 params, fp32 reduce), models/llama3/model (wq, wk, wv, w1, w3; SDPA), "
+                  "config/job_config.py (torch AdamW, implementation fused); ZeRO's byte counts for "
+                  "FULL_SHARD / SHARD_GRAD_OP (stages 3 / 2)",
+        .weight_bytes = 2.0,
+        .grad_bytes = 2.0,
+        .optimizer_bytes = 12.0,
+        .grad_dtype_option = false,
+        /* FSDP2's per-micro-batch copies are priced per parameter in the step (time_step.c) */
+        .grad_accum_bytes = 0.0,
+        .grad_accum_bytes_16 = 0.0,
+        /* MixedPrecisionPolicy(reduce_dtype=torch.float32) reduce-scatters fp32 */
+        .reduce_bytes = 4.0,
+        .vocab_multiple = 1,
+        .te_modules = false,
+        .act_fusion = false,
+        .global_attn_buffer = false,
+        .dataloader_mask = false,
+        .loss = PP_LOSS_TORCH,
+        .titan_block = true,
+        .titan_kernels = true,
+        .block_sharding = true,
+        .torch_adam = true,
+        .eager_foreach_adam = true,
+        .p2p_scatter_gather = false,
+        .zero_bucket_bytes = 0.0,
+    },
+};
+
+bool pp_work_torch_norms(const pp_work *w)
+{
+    return pp_work_fw(w)->te_modules && w->stack.impl_given && w->stack.impl == PP_IMPL_LOCAL;
+}
+
+pp_impl pp_work_impl(const pp_work *w)
+{
+    if (w->stack.impl_given) return w->stack.impl;
+    return w->attention == PP_ATTN_UNFUSED ? PP_IMPL_LOCAL : PP_IMPL_TE;
+}
+
+void pp_work_norm_modules(const pp_work *w, bool moe_layer, bool *input_norm, bool *mlp_norm)
+{
+    bool te_spec = pp_work_te(w);
+    *input_norm = !te_spec || w->model.kv_lora_rank > 0;
+    *mlp_norm = !te_spec || moe_layer;
+}
+
+const pp_fw_row *pp_fw_get(pp_framework f)
+{
+    /* an out-of-range value cannot come from a request (the names table checks it) */
+    return &pp_frameworks[(unsigned)f < PP_FW_COUNT ? f : PP_FW_MEGATRON];
+}
+
+const pp_fw_row *pp_work_fw(const pp_work *w) { return pp_fw_get(w->framework); }
+
+bool pp_work_te(const pp_work *w) { return pp_work_fw(w)->te_modules && pp_work_impl(w) != PP_IMPL_LOCAL; }
+
+bool pp_work_act_eager(const pp_work *w) { return !pp_work_fw(w)->act_fusion || w->stack.act_unfused; }
+
+bool pp_work_grads_16bit(const pp_work *w)
+{
+    return w->stack.precision == PP_PREC_FP16 || (pp_work_fw(w)->grad_dtype_option && w->stack.grad_bf16);
+}
+
+double pp_work_grad_bytes(const pp_work *w) { return pp_work_grads_16bit(w) ? 2.0 : pp_work_fw(w)->grad_bytes; }
+
+pp_loss pp_work_loss(const pp_work *w)
+{
+    switch (w->stack.ce_fusion) {
+    case PP_CE_NATIVE: return PP_LOSS_NATIVE;
+    case PP_CE_TE: return PP_LOSS_TE;
+    default: return pp_work_fw(w)->loss;
+    }
+}
