@@ -35,6 +35,7 @@ void pp_stack_init(pp_stack *s)
     s->impl = PP_IMPL_TE;
     s->dispatcher = PP_DISPATCH_ALLTOALL;
     s->moe_imbalance = 1.0;
+    s->loss = -1;
 }
 
 void pp_work_dropout(const pp_work *w, double *attention, double *hidden)
@@ -82,6 +83,10 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", %s fused cross-entropy", pp_ce_fusion_names[s->ce_fusion]);
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
+    if (k > 0 && (size_t)k < n && s->param_bf16)
+        k += snprintf(buf + k, n - (size_t)k, ", bf16 parameters and AdamW state");
+    if (k > 0 && (size_t)k < n && s->loss >= PP_LOSS_TORCH && s->loss < PP_LOSS_COUNT)
+        k += snprintf(buf + k, n - (size_t)k, ", loss %s", pp_loss_names[s->loss]);
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
@@ -140,6 +145,14 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->ce_fusion != PP_CE_NONE && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
+    if (s->param_bf16 && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--param-dtype is the dtype of FSDP2's sharded parameters: with --framework fsdp, not %s "
+                         "(Megatron: --optimizer-dtype)", pp_framework_names[w->framework]);
+    if (s->loss >= PP_LOSS_COUNT)
+        return STACK_BAD("the training stack has an unknown loss implementation");
+    if (s->loss >= PP_LOSS_TORCH && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--loss is the loss of PyTorch's FSDP training: with --framework fsdp, not %s "
+                         "(Megatron: --cross-entropy-fusion)", pp_framework_names[w->framework]);
     if (s->compile && w->framework != PP_FW_FSDP)
         return STACK_BAD("--compile is torch.compile of PyTorch's FSDP training: with --framework fsdp, not %s",
                          pp_framework_names[w->framework]);

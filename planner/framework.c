@@ -4,7 +4,7 @@
  * (recipes.d) or a flag, not a new row. */
 #include "pp.h"
 
-const char *const pp_loss_names[PP_LOSS_COUNT] = {"vocab-parallel", "native", "te", "torch"};
+const char *const pp_loss_names[PP_LOSS_COUNT] = {"vocab-parallel", "native", "te", "upcast", "bf16", "cut"};
 
 const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
     [PP_FW_MEGATRON] = {
@@ -137,6 +137,7 @@ double pp_work_grad_bytes(const pp_work *w) { return pp_work_grads_16bit(w) ? 2.
 
 pp_loss pp_work_loss(const pp_work *w)
 {
+    if (w->stack.loss >= PP_LOSS_TORCH && w->stack.loss < PP_LOSS_COUNT) return (pp_loss)w->stack.loss;
     switch (w->stack.ce_fusion) {
     case PP_CE_NATIVE: return PP_LOSS_NATIVE;
     case PP_CE_TE: return PP_LOSS_TE;

@@ -447,6 +447,12 @@ typedef struct {
                                   (fusions/fused_bias_swiglu.py), the eager glu() also silu(gate) and
                                   x_linear + offset (transformer/mlp.py); layer.c */
     pp_ce_fusion ce_fusion;    /* --cross-entropy-fusion: Megatron's loss implementation */
+    bool param_bf16;           /* --param-dtype bf16 (--framework fsdp): the sharded parameters are
+                                  bf16, so are their gradients and torch AdamW's m and v (zeros_like);
+                                  NeMo AutoModel's from_config default (auto_model.py: torch_dtype
+                                  "auto" -> torch.bfloat16). fp32: torchtitan's */
+    int loss;                  /* --loss (--framework fsdp): a pp_loss from PP_LOSS_TORCH on; below
+                                  it (pp_stack_init's -1): the framework's (pp_work_loss) */
     bool compile;              /* --compile: torch.compile of each block under --framework fsdp
                                   (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
                                   fuses the block's elementwise ops and runs it as one graph */
@@ -463,6 +469,11 @@ typedef enum {
     PP_LOSS_NATIVE,             /* Megatron --cross-entropy-fusion-impl native, compiled */
     PP_LOSS_TE,                 /* TransformerEngine's parallel cross-entropy (Triton) */
     PP_LOSS_TORCH,              /* torch cross_entropy on logits.float() (Hugging Face, torchtitan) */
+    PP_LOSS_TORCH_BF16,         /* torch cross_entropy on the bf16 logits (NeMo AutoModel's
+                                   MaskedCrossEntropy with fp32_upcast: false) */
+    PP_LOSS_CUT,                /* cut cross-entropy (Wijmans et al. 2024): the loss computed
+                                   blockwise from the hidden states, no logits kept (NeMo
+                                   AutoModel's FusedLinearCrossEntropy) */
     PP_LOSS_COUNT
 } pp_loss;
 extern const char *const pp_loss_names[PP_LOSS_COUNT];

@@ -304,6 +304,8 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     if (w->framework == PP_FW_MEGATRON) pp_json_str(j, pp_ce_fusion_names[s->ce_fusion]);
     else pp_json_null(j);
     pp_json_kstr(j, "optimizer_dtype", s->optimizer_bf16 ? "bf16" : "fp32");
+    pp_json_kstr(j, "param_dtype", w->framework == PP_FW_FSDP && !s->param_bf16 ? "fp32" : "bf16");
+    pp_json_kstr(j, "loss", pp_loss_names[pp_work_loss(w)]);
     pp_json_kbool(j, "megatron_fsdp", s->megatron_fsdp);
     pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);
     if (pp_model_is_moe(&w->model)) {

@@ -249,13 +249,29 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * loss-bound peaks were 2004 and 4009 MiB above 12 bytes per logit at 525M and 1050M logits
      * per rank, 4.0 bytes each. */
     if (l->tp > 1) c->loss_bwd = 16.0 * logits;
+    /* --loss bf16 (NeMo AutoModel's MaskedCrossEntropy, fp32_upcast: false): the same steps on the
+     * bf16 logits, half the bytes of each fp32 tensor: 4 at the log-softmax (logits and the
+     * log-softmax it saves), 6 in its backward (8 under TP). --loss cut (cut cross-entropy,
+     * Wijmans et al. 2024, cut_cross_entropy.linear_cross_entropy): the logits are formed a block
+     * at a time in on-chip memory and never stored. Neither measured. */
+    pp_loss loss = pp_work_loss(w);
+    if (loss == PP_LOSS_TORCH_BF16) {
+        c->loss_fwd = 4.0 * logits;
+        c->loss_bwd = (l->tp > 1 ? 8.0 : 6.0) * logits;
+    } else if (loss == PP_LOSS_CUT) {
+        c->loss_fwd = c->loss_bwd = 0.0;
+    }
+    /* --param-dtype bf16: the sharded parameters, their gradients (FSDP2 casts the fp32
+     * reduce-scatter output to the parameter's dtype) and torch AdamW's m and v (zeros_like) are
+     * bf16: 2 + 2 + 4 bytes per parameter of the shard, not 4 + 4 + 8. */
+    c->state_bytes = w->stack.param_bf16 ? 2.0 : 4.0;
     /* The embedding backward (embedding_dense_backward) sums the token rows in fp32 partial
      * segments before writing the bf16 weight gradient. */
     c->embed_bwd_work = 4.0 * T * h;
     /* RoPE: torchtitan's freqs_cis, complex64 [seq, head_dim / 2], a buffer of every rank. */
     c->persistent = FSDP_WORKSPACE_BYTES +
                     (m->pos == PP_POS_ROPE ? 4.0 * (double)m->seq * (double)m->head_dim : 0.0);
-    c->opt_temp_per_param = (w->stack.optimizer_impl == PP_ADAM_FOREACH && !c->offload) ? 4.0 : 0.0;
+    c->opt_temp_per_param = (w->stack.optimizer_impl == PP_ADAM_FOREACH && !c->offload) ? c->state_bytes : 0.0;
 
     int comms = 0;
     if (c->shard > 1) comms++;
@@ -308,9 +324,10 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     }
     const double S = c->shard, SE = c->expert_shard;
     const double Ps = P / S + PE / SE;                     /* parameters of the rank's shard */
-    const double master = c->offload ? 0.0 : 4.0 * Ps;
-    const double G = c->offload ? 0.0 : 4.0 * Ps;          /* every sharded gradient */
-    const double MV = c->offload ? 0.0 : 8.0 * Ps;
+    const double sb = c->state_bytes;                      /* fp32 4, or bf16 2 */
+    const double master = c->offload ? 0.0 : sb * Ps;
+    const double G = c->offload ? 0.0 : sb * Ps;           /* every sharded gradient */
+    const double MV = c->offload ? 0.0 : 2.0 * sb * Ps;
     const double cb = c->copy_bytes;
     const double Ub = cb * blk;                            /* one block unsharded */
     const double Ublocks = cb * (P_blocks + PE);
@@ -349,7 +366,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     p = &t->at[PP_FSDP_AT_BACKWARD_TOP];
     double held_bwd = c->reshard ? 2.0 * Ub + gbuf : Ublocks + Ue + gbuf;
     p->weights = master + fmax(held_bwd, ns_w);
-    p->grads = (c->accumulate ? G : (last_stage ? 4.0 * c->head_params / S : 0.0)) + ns_g;
+    p->grads = (c->accumulate ? G : (last_stage ? sb * c->head_params / S : 0.0)) + ns_g;
     p->optimizer = MV;
     p->activations = others + A - (last_stage ? c->head_act : 0.0) + top_extra;
     p->transient = c->persistent + 2.0 * blk + (last_stage ? 4.0 * c->head_params : 0.0);
@@ -358,7 +375,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
      * the reduce-scatter input of the block above is still held. */
     p = &t->at[PP_FSDP_AT_BACKWARD_BOTTOM];
     p->weights = master + fmax(Ub + Ue + gbuf, ns_w);
-    p->grads = (c->accumulate ? G : G - 4.0 * blk / S - (first_stage ? 4.0 * c->embed_params / S : 0.0)) + ns_g;
+    p->grads = (c->accumulate ? G : G - sb * blk / S - (first_stage ? sb * c->embed_params / S : 0.0)) + ns_g;
     if (p->grads < 0) p->grads = 0;
     p->optimizer = MV;
     p->activations = others + (first_stage ? c->data : 0.0) + blk_store + bot_extra;

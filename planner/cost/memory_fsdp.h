@@ -24,8 +24,8 @@ extern const char *const pp_fsdp_moment_names[PP_FSDP_AT_COUNT];
 
 /* What one rank holds at one moment, by the pp_mem_stage categories. */
 typedef struct {
-    double weights;     /* fp32 sharded parameters + unsharded 16-bit (fp8) copies held */
-    double grads;       /* fp32 sharded gradients present (+ unsharded accumulations under PP) */
+    double weights;     /* sharded parameters (fp32, or bf16) + unsharded 16-bit (fp8) copies held */
+    double grads;       /* sharded gradients present (+ unsharded accumulations under PP) */
     double optimizer;   /* AdamW m and v */
     double activations; /* saved for the backward, all micro-batches in flight */
     double transient;   /* loss and block working sets, reduce-scatter buffers, workspaces,
@@ -57,6 +57,8 @@ typedef struct {
     double head_act, data, loss_fwd, loss_bwd, embed_bwd_work;
     double persistent;       /* cuBLAS workspaces, RoPE table */
     double opt_temp_per_param;
+    double state_bytes;      /* bytes of a sharded parameter, of its gradient and of each AdamW
+                                moment: 4 (fp32), 2 under --param-dtype bf16 */
     double fp8_work[2];      /* fp8 casts of one block's weights (not all-gathered in fp8) */
     double reserve_fixed;    /* CUDA context, driver, NCCL communicators */
 } pp_fsdp_ctx;

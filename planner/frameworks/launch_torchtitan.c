@@ -131,6 +131,14 @@ static pp_status tt_check(const pp_launch_params *p, pp_error *err)
                    "the config are that framework's)");
     if (w->stack.precision == PP_PREC_FP16)
         return BAD("torchtitan trains in bf16 (training.mixed_precision_param bfloat16|float32), not fp16");
+    /* torchtitan builds its model in fp32 and keeps fp32 sharded parameters (MixedPrecisionPolicy
+     * casts the gathered copies); its loss is cross_entropy on pred.float() */
+    if (w->stack.param_bf16)
+        return BAD("--param-dtype bf16 is NeMo AutoModel's bf16 storage; torchtitan keeps fp32 sharded parameters "
+                   "(the launch would not be the stack predicted)");
+    if (w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH)
+        return BAD("--loss %s is not torchtitan's loss (cross_entropy on logits.float(): --loss upcast)",
+                   pp_loss_names[w->stack.loss]);
     if (!pp_activations[m->act].torchtitan || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias)
         return BAD("torchtitan's models are SwiGLU, RMSNorm, RoPE, no bias: model %s is %s, %s, %s%s", m->name,
                    pp_act_names[m->act], pp_norm_names[m->norm], pp_pos_names[m->pos], m->bias ? ", biased" : "");

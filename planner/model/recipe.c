@@ -18,16 +18,19 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "framework", "impl", "attention", "precision", "bias_act_fusion", "cross_entropy_fusion",
     "expandable_segments", "compile", "grad_reduce_bf16", "dataloader_attention_mask", "overlap",
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
+    "param_dtype", "loss",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
 static const char *const dtype_names[] = {"fp32", "bf16"};
+/* the torch losses, pp_loss from PP_LOSS_TORCH on */
+static const char *const torch_loss_names[] = {"upcast", "bf16", "cut"};
 
 /* The file's values, before they are put into the stack. */
 typedef struct {
     char name[64], source[1024], release[256], checked_by[512];
     int framework;
-    int impl, attention, precision, ce_fusion, optimizer_dtype, optimizer_impl, dispatcher;
+    int impl, attention, precision, ce_fusion, optimizer_dtype, optimizer_impl, dispatcher, param_dtype, loss;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
 } recipe_file;
 
@@ -58,6 +61,8 @@ static const pp_key stack_keys[] = {
     PP_KENUM(recipe_file, "optimizer_impl", optimizer_impl, pp_adam_impl_names, PP_ADAM_COUNT, false),
     PP_KENUM(recipe_file, "moe_dispatcher", dispatcher, pp_dispatch_names, PP_DISPATCH_COUNT, false),
     PP_KBOOL(recipe_file, "moe_grouped_gemm", grouped_gemm, false),
+    PP_KENUM(recipe_file, "param_dtype", param_dtype, dtype_names, 2, false),
+    PP_KENUM(recipe_file, "loss", loss, torch_loss_names, 3, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -69,7 +74,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     case PP_RF_IMPL: case PP_RF_BIAS_ACT_FUSION: case PP_RF_CE_FUSION: case PP_RF_GRAD_BF16:
     case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
-    case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL:
+    case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
     default:
         return NULL;
@@ -142,6 +147,8 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->optimizer_impl = (pp_adam_impl)f.optimizer_impl;
     s->dispatcher = (pp_dispatch)f.dispatcher;
     s->grouped_gemm = f.grouped_gemm;
+    s->param_bf16 = f.param_dtype == 1;
+    s->loss = (r->set >> PP_RF_LOSS) & 1u ? PP_LOSS_TORCH + f.loss : -1;
 done:
     pp_yaml_free(&y);
     return st;
@@ -268,6 +275,8 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_OPTIMIZER_IMPL)) s->optimizer_impl = rs->optimizer_impl;
     if (SET(PP_RF_DISPATCHER)) s->dispatcher = rs->dispatcher;
     if (SET(PP_RF_GROUPED_GEMM)) s->grouped_gemm = rs->grouped_gemm;
+    if (SET(PP_RF_PARAM_DTYPE)) s->param_bf16 = rs->param_bf16;
+    if (SET(PP_RF_LOSS)) s->loss = rs->loss;
 #undef SET
 }
 
@@ -294,6 +303,8 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_OPTIMIZER_IMPL: v = w->framework == PP_FW_FSDP ? pp_adam_impl_names[s->optimizer_impl] : "-"; break;
     case PP_RF_DISPATCHER: v = pp_model_is_moe(&w->model) ? pp_dispatch_names[s->dispatcher] : "-"; break;
     case PP_RF_GROUPED_GEMM: v = pp_model_is_moe(&w->model) ? (s->grouped_gemm ? "true" : "false") : "-"; break;
+    case PP_RF_PARAM_DTYPE: v = w->framework == PP_FW_FSDP ? (s->param_bf16 ? "bf16" : "fp32") : "-"; break;
+    case PP_RF_LOSS: v = pp_loss_names[pp_work_loss(w)]; break;
     default: break;
     }
     snprintf(buf, n, "%s", v);

@@ -17,6 +17,9 @@
 static const char *const zero_names[] = {"0", "1", "2", "3"};
 static const char *const stages_names[] = {"uniform", "ilp", "auto"};
 static const char *const optimizer_dtype_names[] = {"fp32", "bf16"};
+/* --loss: pp_loss from PP_LOSS_TORCH on (pp_loss_names' spellings) */
+static const char *const pp_torch_loss_names[] = {"upcast", "bf16", "cut"};
+_Static_assert(PP_LOSS_TORCH + 3 == PP_LOSS_COUNT, "--loss names every torch loss");
 
 #define F(field) offsetof(pp_request, field)
 #define INT(n, f, k, lo, hi, h) {n, 0, PP_OPT_INT, F(f), k, lo, hi, NULL, 0, 0, h}
@@ -62,7 +65,7 @@ const pp_option pp_request_options[] = {
     INT("--topk", topk, PP_RQ_TOPK, 1, 100000, "N: experts per token"),
     STR("--recipe", recipe, PP_RQ_RECIPE,
         "NAME|FILE: the training stack as data (recipes.d: megatron-core-te, megatron-lm-local, megatron-bridge, "
-        "torchtitan, torchtitan-compile, deepspeed-zero); each stack flag overrides one of its fields"),
+        "torchtitan, torchtitan-compile, nemo-automodel, deepspeed-zero); each stack flag overrides one of its fields"),
     STR("--megatron-args", megatron_args, PP_RQ_MEGATRON_ARGS,
         "FILE: model, layout and stack from a Megatron-LM command line, launch script or training log "
         "('-': stdin); the flags given beside it override it"),
@@ -106,6 +109,12 @@ const pp_option pp_request_options[] = {
          "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
     ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
          "none|native|te: Megatron's loss (--cross-entropy-loss-fusion --cross-entropy-fusion-impl; default none)"),
+    ENUM("--param-dtype", param_dtype, PP_RQ_PARAM_DTYPE, optimizer_dtype_names, 2,
+         "fp32|bf16: the sharded parameters' dtype, and so their gradients' and AdamW's state (fsdp; "
+         "bf16: NeMo AutoModel's default; fp32: torchtitan's)"),
+    ENUM("--loss", loss, PP_RQ_LOSS, pp_torch_loss_names, 3,
+         "upcast|bf16|cut: the loss (fsdp): cross_entropy on logits.float() (torchtitan), on the bf16 logits "
+         "(NeMo AutoModel's MaskedCrossEntropy, fp32_upcast false), or cut cross-entropy (no logits kept)"),
     FLAG("--compile", compile, PP_RQ_COMPILE,
          "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
@@ -357,6 +366,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_NO_ATTN_MASK]) s->no_attention_mask = true;
     if (g[PP_RQ_MEGATRON_FSDP]) s->megatron_fsdp = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
+    if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
+    if (g[PP_RQ_LOSS]) s->loss = PP_LOSS_TORCH + r->loss;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
     if (from_file && g[PP_RQ_FRAMEWORK] && fw != PP_FW_MEGATRON) {
@@ -379,7 +390,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_GRAD_BF16] = PP_RQ_GRAD_BF16, [PP_RF_ATTN_MASK] = PP_RQ_NO_ATTN_MASK, [PP_RF_OVERLAP] = PP_RQ_NO_OVERLAP,
     [PP_RF_TP_COMM_OVERLAP] = PP_RQ_TP_COMM_OVERLAP, [PP_RF_OPTIMIZER_DTYPE] = PP_RQ_OPTIMIZER_DTYPE,
     [PP_RF_OPTIMIZER_IMPL] = PP_RQ_OPTIMIZER_IMPL, [PP_RF_DISPATCHER] = PP_RQ_DISPATCHER,
-    [PP_RF_GROUPED_GEMM] = PP_RQ_GROUPED_GEMM,
+    [PP_RF_GROUPED_GEMM] = PP_RQ_GROUPED_GEMM, [PP_RF_PARAM_DTYPE] = PP_RQ_PARAM_DTYPE, [PP_RF_LOSS] = PP_RQ_LOSS,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

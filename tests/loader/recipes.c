@@ -196,6 +196,10 @@ static void validation(void)
             const js_val *stages = js_get(d, "stages");
             for (int i = 0; stages && i < stages->n; i++)
                 if (!(js_num(stages->items[i], "peak_bytes") / (1024.0 * 1024.0) < pred)) pred = js_num(stages->items[i], "peak_bytes") / (1024.0 * 1024.0);
+        } else if (d && !strcmp(col[im], "fits")) {
+            /* a run that ran: 1 (it fits), compared exactly */
+            const js_val *fv = js_get(d, "fits");
+            pred = fv && fv->type == JS_BOOL ? (fv->b ? 1.0 : 0.0) : NAN;
         } else if (d) {
             pred = js_num(d, "step_time_s");
         }
