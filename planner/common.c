@@ -83,6 +83,11 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", %s fused cross-entropy", pp_ce_fusion_names[s->ce_fusion]);
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
+    if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))
+        k += snprintf(buf + k, n - (size_t)k, ", FP8 parameters");
+    if (k > 0 && (size_t)k < n && pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
+        k += snprintf(buf + k, n - (size_t)k, ", optimizer state %s/%s/%s", pp_opt_dtype_names[s->main_params_dtype],
+                      pp_opt_dtype_names[s->exp_avg_dtype], pp_opt_dtype_names[s->exp_avg_sq_dtype]);
     if (k > 0 && (size_t)k < n && s->param_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 parameters and AdamW state");
     if (k > 0 && (size_t)k < n && s->loss >= PP_LOSS_TORCH && s->loss < PP_LOSS_COUNT)
@@ -145,6 +150,20 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->ce_fusion != PP_CE_NONE && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
+    if (s->fp8_param_gather && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--fp8-param-gather is Megatron's (TransformerEngine FP8 parameters): with --framework megatron, "
+                         "not %s", pp_framework_names[w->framework]);
+    if ((unsigned)s->main_params_dtype > PP_OPT_FP16 || (unsigned)s->exp_avg_dtype >= PP_OPT_DTYPE_COUNT ||
+        (unsigned)s->exp_avg_sq_dtype >= PP_OPT_DTYPE_COUNT)
+        return STACK_BAD("the training stack has an unknown optimizer dtype");
+    bool precision_aware = s->main_params_dtype != PP_OPT_FP32 || s->exp_avg_dtype != PP_OPT_FP32 ||
+                           s->exp_avg_sq_dtype != PP_OPT_FP32;
+    if (precision_aware && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--main-params-dtype / --exp-avg-dtype / --exp-avg-sq-dtype are Megatron's precision-aware "
+                         "optimizer: with --framework megatron, not %s", pp_framework_names[w->framework]);
+    if (precision_aware && s->optimizer_bf16)
+        return STACK_BAD("--optimizer-dtype bf16 (NeMo's distributed_fused_adam) and Megatron's precision-aware optimizer "
+                         "(--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype) are two optimizers: give one");
     if (s->param_bf16 && w->framework != PP_FW_FSDP)
         return STACK_BAD("--param-dtype is the dtype of FSDP2's sharded parameters: with --framework fsdp, not %s "
                          "(Megatron: --optimizer-dtype)", pp_framework_names[w->framework]);
@@ -477,6 +496,9 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                           "refuses sequence parallelism (megatron/core/transformer/torch_norm.py)");
     if (l->zero < 0 || l->zero > 3) return LAYOUT_BAD("--zero must be 0, 1, 2 or 3");
     if (l->zero > 0 && l->dist_opt) return LAYOUT_BAD("--zero and --dist-opt exclude each other");
+    if (pp_work_fp8_params(w) && !l->dist_opt && l->zero < 1)
+        return LAYOUT_BAD("--fp8-param-gather needs the distributed optimizer: give --dist-opt (Megatron's "
+                          "arguments.py asserts it), or --megatron-fsdp with --zero");
     if (l->zero > 0 && w->framework == PP_FW_MEGATRON && !w->stack.megatron_fsdp)
         return LAYOUT_BAD("--zero %d is DeepSpeed/FSDP; with --framework megatron use --dist-opt (or --megatron-fsdp)",
                           l->zero);

@@ -4,6 +4,8 @@
  * (recipes.d) or a flag, not a new row. */
 #include "pp.h"
 
+const char *const pp_opt_dtype_names[PP_OPT_DTYPE_COUNT] = {"fp32", "fp16", "bf16", "fp8"};
+const double pp_opt_dtype_bytes[PP_OPT_DTYPE_COUNT] = {4.0, 2.0, 2.0, 1.0};
 const char *const pp_loss_names[PP_LOSS_COUNT] = {"vocab-parallel", "native", "te", "upcast", "bf16", "cut"};
 
 const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
@@ -134,6 +136,22 @@ bool pp_work_grads_16bit(const pp_work *w)
 }
 
 double pp_work_grad_bytes(const pp_work *w) { return pp_work_grads_16bit(w) ? 2.0 : pp_work_fw(w)->grad_bytes; }
+
+bool pp_work_fp8_params(const pp_work *w)
+{
+    return w->stack.fp8_param_gather && w->stack.precision == PP_PREC_FP8;
+}
+
+double pp_work_optimizer_bytes(const pp_work *w)
+{
+    const pp_stack *s = &w->stack;
+    if (s->main_params_dtype == PP_OPT_FP32 && s->exp_avg_dtype == PP_OPT_FP32 && s->exp_avg_sq_dtype == PP_OPT_FP32)
+        return pp_work_fw(w)->optimizer_bytes;
+    /* TE FusedAdam of the precision-aware optimizer (megatron/core/optimizer/__init__.py):
+     * master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype */
+    return pp_opt_dtype_bytes[s->main_params_dtype] + pp_opt_dtype_bytes[s->exp_avg_dtype] +
+           pp_opt_dtype_bytes[s->exp_avg_sq_dtype];
+}
 
 pp_loss pp_work_loss(const pp_work *w)
 {

@@ -404,6 +404,11 @@ extern const char *const pp_adam_impl_names[PP_ADAM_COUNT]; /* "fused", "foreach
  * tensor), te is TransformerEngine's parallel cross-entropy (memory.c). */
 typedef enum { PP_CE_NONE = 0, PP_CE_NATIVE, PP_CE_TE, PP_CE_COUNT } pp_ce_fusion;
 extern const char *const pp_ce_fusion_names[PP_CE_COUNT]; /* "none", "native", "te" */
+/* The dtypes Megatron's precision-aware optimizer keeps its state in (arguments.py --main-params-dtype,
+ * --exp-avg-dtype, --exp-avg-sq-dtype choices), and their bytes. */
+typedef enum { PP_OPT_FP32 = 0, PP_OPT_FP16, PP_OPT_BF16, PP_OPT_FP8, PP_OPT_DTYPE_COUNT } pp_opt_dtype;
+extern const char *const pp_opt_dtype_names[PP_OPT_DTYPE_COUNT]; /* "fp32", "fp16", "bf16", "fp8" */
+extern const double pp_opt_dtype_bytes[PP_OPT_DTYPE_COUNT];
 typedef struct {
     pp_precision precision;
     bool dropout_given;        /* --dropout / --attention-dropout / --hidden-dropout were given */
@@ -447,6 +452,13 @@ typedef struct {
                                   (fusions/fused_bias_swiglu.py), the eager glu() also silu(gate) and
                                   x_linear + offset (transformer/mlp.py); layer.c */
     pp_ce_fusion ce_fusion;    /* --cross-entropy-fusion: Megatron's loss implementation */
+    bool fp8_param_gather;     /* --fp8-param-gather (megatron, --precision fp8): the linear layers'
+                                  weights kept and all-gathered in FP8 (arguments.py: "Keep the compute
+                                  param in fp8 ... and perform the param all-gather in fp8"), no bf16
+                                  copy beside TE's FP8 casts; Megatron-Bridge's FP8 precisions set it */
+    /* Megatron's precision-aware optimizer (--use-precision-aware-optimizer, TE FusedAdam): the
+     * dtypes of the main parameter copy and of Adam's two moments (zero: fp32, Megatron's) */
+    pp_opt_dtype main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
     bool param_bf16;           /* --param-dtype bf16 (--framework fsdp): the sharded parameters are
                                   bf16, so are their gradients and torch AdamW's m and v (zeros_like);
                                   NeMo AutoModel's from_config default (auto_model.py: torch_dtype
@@ -548,6 +560,11 @@ bool pp_work_grads_16bit(const pp_work *w);
 double pp_work_grad_bytes(const pp_work *w);
 /* The loss implementation: --cross-entropy-fusion, else the framework's. */
 pp_loss pp_work_loss(const pp_work *w);
+/* FP8 parameters: --fp8-param-gather (or a recipe's) under --precision fp8. */
+bool pp_work_fp8_params(const pp_work *w);
+/* Bytes per parameter of the unsharded optimizer state: the precision-aware optimizer's main
+ * parameters and moments where the stack sets their dtypes, else the framework's. */
+double pp_work_optimizer_bytes(const pp_work *w);
 /* Megatron's local implementation given explicitly (--impl local, or a script's
  * --transformer-impl local): its norms are torch modules, which refuse sequence parallelism
  * (megatron/core/transformer/torch_norm.py). Unfused attention alone does not imply it: the 2021-22

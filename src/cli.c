@@ -306,6 +306,10 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kstr(j, "optimizer_dtype", s->optimizer_bf16 ? "bf16" : "fp32");
     pp_json_kstr(j, "param_dtype", w->framework == PP_FW_FSDP && !s->param_bf16 ? "fp32" : "bf16");
     pp_json_kstr(j, "loss", pp_loss_names[pp_work_loss(w)]);
+    pp_json_kbool(j, "fp8_params", pp_work_fp8_params(w));
+    pp_json_kstr(j, "main_params_dtype", pp_opt_dtype_names[s->main_params_dtype]);
+    pp_json_kstr(j, "exp_avg_dtype", pp_opt_dtype_names[s->exp_avg_dtype]);
+    pp_json_kstr(j, "exp_avg_sq_dtype", pp_opt_dtype_names[s->exp_avg_sq_dtype]);
     pp_json_kbool(j, "megatron_fsdp", s->megatron_fsdp);
     pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);
     if (pp_model_is_moe(&w->model)) {

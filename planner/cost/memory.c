@@ -287,6 +287,14 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype: bf16): Apex DistributedFusedAdam
      * keeps m, v and its copy of the parameters in the optimizer dtype (apex/contrib/optimizers/
      * distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2 bytes per parameter. */
+    /* Megatron's precision-aware optimizer (--main-params-dtype, --exp-avg-dtype,
+     * --exp-avg-sq-dtype): its state in those dtypes, sharded as the framework's (pp_work_optimizer_bytes). */
+    double ob = pp_work_optimizer_bytes(w);
+    if (ob != pp_work_fw(w)->optimizer_bytes && l->offload == PP_OFF_NONE) {
+        bool sharded = l->dist_opt || l->zero >= 1;
+        c->st.optimizer = sharded ? ob / (double)(shard > 0 ? shard : 1) : ob;
+        c->st_expert.optimizer = sharded ? ob / (double)(eshard > 0 ? eshard : 1) : ob;
+    }
     if (w->stack.optimizer_bf16 && l->offload == PP_OFF_NONE) {
         bool sharded = l->dist_opt || l->zero >= 1;
         c->st.optimizer = sharded ? 6.0 / (double)(shard > 0 ? shard : 1) : 6.0;
@@ -335,6 +343,10 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * for the forward and column-wise (transposed) for the data-gradient GEMM on Hopper, across
      * the micro-batches of a step (te/pytorch/module/base.py, the FP8 weight workspace). */
     c->fp8_weight_per_param = w->stack.precision == PP_PREC_FP8 ? 2.0 : 0.0;
+    /* --fp8-param-gather: the linear weights are FP8 tensors (TE fp8_model_init): their 8-bit data
+     * and, on Hopper, the transposed copy for the data-gradient GEMM, 2 bytes where the bf16 weight
+     * and its two casts were 4 (the weight's 2 stand in the model state; no casts on top). */
+    if (pp_work_fp8_params(w)) c->fp8_weight_per_param = 0.0;
 
     /* Batch tensors held per micro-batch: tokens, labels, position ids (int64), loss mask (fp32)
      * and Megatron's dataloader attention mask (b x s x s bool, on by default: arguments.py

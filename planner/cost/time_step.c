@@ -497,12 +497,15 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         int64_t dpn = pp_layout_group_per_node(dpg, l->tp, gpn);
         int64_t edpn = pp_layout_group_per_node(edpg, pp_layout_etp(l) * l->ep, gpn);
         double red, gather = 0;
+        /* parameters gathered in FP8 under --fp8-param-gather (arguments.py: "perform the param
+         * all-gather in fp8") */
+        const double pgb = pp_work_fp8_params(w) ? 1.0 : 2.0;
         if (l->zero >= 3) {
             /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward
              * and again for the backward, reduce-scatter the gradients; prefetching overlaps
              * them with the micro-batch's compute. */
-            double agp = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
-                         pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+            double agp = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
+                         pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
             double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
                          pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
             double z = m * (pp_time_behind(agp, st->fwd) + pp_time_behind(agp + rsg, st->bwd));
@@ -515,13 +518,13 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
             double z = m * pp_time_behind(rsg, st->bwd);
             if (z > zero_s) zero_s = z;
             red = 0;
-            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
-                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
+                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
         } else if (sharded) {
             red = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
                   pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
-            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * 2.0) +
-                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * 2.0);
+            gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
+                     pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
         } else {
             red = pp_time_collective_s(c, PP_TC_ALL_REDUCE, dpg, dpn, P * gb) +
                   pp_time_collective_s(c, PP_TC_ALL_REDUCE, edpg, edpn, PE * gb);

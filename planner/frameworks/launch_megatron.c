@@ -567,6 +567,13 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     }
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
+    if (pp_work_fp8_params(w)) ARG(G_PRECISION, "--fp8-param-gather");
+    if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes) {
+        ARG(G_PRECISION, "--use-precision-aware-optimizer");
+        ARGV(G_PRECISION, "--main-params-dtype", "%s", pp_opt_dtype_names[s->main_params_dtype]);
+        ARGV(G_PRECISION, "--exp-avg-dtype", "%s", pp_opt_dtype_names[s->exp_avg_dtype]);
+        ARGV(G_PRECISION, "--exp-avg-sq-dtype", "%s", pp_opt_dtype_names[s->exp_avg_sq_dtype]);
+    }
     /* Megatron's bias-activation fusion is on by default (arguments.py); argument_utils.py reads
      * bias_swiglu_fusion for a SwiGLU MLP and bias_gelu_fusion otherwise */
     /* an activation without a Megatron bias kernel needs its switch even by default (mlp.py refuses to

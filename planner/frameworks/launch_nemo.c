@@ -18,6 +18,12 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     const pp_stack *stk = &w->stack;
     if (!pp_activations[m->act].nemo) return BAD("NeMo's model config has no %s MLP: model %s", pp_act_names[m->act], m->name);
     if (stk->tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
+    /* not written: the NeMo 1.x keys for these are not checked against its config here */
+    if (pp_work_fp8_params(w))
+        return BAD("--fp8-param-gather: this NeMo 1.x config does not write FP8 parameters (use --format megatron)");
+    if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
+        return BAD("Megatron's precision-aware optimizer (--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype): "
+                   "NeMo 1.x's distributed_fused_adam has one dtype (--optimizer-dtype bf16); use --format megatron");
     if (l->pp > 1 && !pp_launch_stages_even(w, l))
         return BAD("NeMo's config splits layers evenly over the %lld pipeline stages: uneven stages "
                    "(%s) cannot be written (use --format megatron)",

@@ -880,10 +880,42 @@ static pp_status read_stack(rd *r)
     bool mask = true; /* --no-create-attention-mask-in-dataloader (arguments.py: on by default) */
     if ((st = rd_bool(r, "create_attention_mask_in_dataloader", true, &mask))) return st;
     s->no_attention_mask = !mask;
+    /* Megatron's precision-aware optimizer (arguments.py --use-precision-aware-optimizer and its
+     * dtypes, which only it reads); a training log prints torch dtypes (torch.bfloat16) */
+    bool pao = false, fp8pg = false;
+    pp_opt_dtype od[4] = {PP_OPT_FP32, PP_OPT_FP32, PP_OPT_FP32, PP_OPT_FP32};
+    static const char *const od_keys[4] = {"main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"};
+    if ((st = rd_bool(r, "use_precision_aware_optimizer", false, &pao)) ||
+        (st = rd_bool(r, "fp8_param_gather", false, &fp8pg)))
+        return st;
+    for (int i = 0; i < 4; i++) {
+        const char *v = NULL;
+        pp_margs_kv *kv;
+        if ((st = rd_str(r, od_keys[i], &v, &kv))) return st;
+        if (!v) continue;
+        static const char *const torch_names[PP_OPT_DTYPE_COUNT] = {"torch.float32", "torch.float16", "torch.bfloat16",
+                                                                     "torch.uint8"};
+        int d = pp_name_lookup(pp_opt_dtype_names, PP_OPT_DTYPE_COUNT, v);
+        if (d < 0) d = pp_name_lookup(torch_names, PP_OPT_DTYPE_COUNT, v);
+        /* arguments.py choices: main grads fp32|bf16, main params fp32|fp16 */
+        bool ok = d >= 0 && (i != 0 || d == PP_OPT_FP32 || d == PP_OPT_BF16) && (i != 1 || d <= PP_OPT_FP16);
+        if (!ok) return rd_bad(r, kv, "unknown value '%s' for %s", v, od_keys[i]);
+        od[i] = (pp_opt_dtype)d;
+    }
+    if (pao) {
+        s->main_params_dtype = od[1];
+        s->exp_avg_dtype = od[2];
+        s->exp_avg_sq_dtype = od[3];
+    }
+    s->fp8_param_gather = fp8pg;
+    if (fp8pg && !fp8) note(r, "--fp8-param-gather without --fp8-format (no FP8 parameters)");
+    /* validate_args: bf16 accumulates and reduces in fp32 unless --grad-reduce-in-bf16, or the
+     * precision-aware optimizer's --main-grads-dtype bf16 (arguments.py: accumulate in fp32 only
+     * when main_grads_dtype is fp32) */
+    bool main_grads_fp32 = !pao || od[0] == PP_OPT_FP32;
     pp_margs_kv *ka = rd_kv(r, "accumulate_allreduce_grads_in_fp32");
-    if ((st = rd_bool(r, "accumulate_allreduce_grads_in_fp32", bf16 && !gbf16, &acc32))) return st;
-    /* validate_args: bf16 accumulates and reduces in fp32 unless --grad-reduce-in-bf16 */
-    c->grad_reduce_fp32 = ka ? acc32 : bf16 && !gbf16;
+    if ((st = rd_bool(r, "accumulate_allreduce_grads_in_fp32", bf16 && !gbf16 && main_grads_fp32, &acc32))) return st;
+    c->grad_reduce_fp32 = ka ? acc32 : bf16 && !gbf16 && main_grads_fp32;
     s->grad_bf16 = bf16 && !c->grad_reduce_fp32; /* --grad-reduce-bf16 */
     if (!bf16 && c->grad_reduce_fp32) note(r, "--accumulate-allreduce-grads-in-fp32 with --fp16 (modelled as fp16 gradients)");
     return PP_OK;

@@ -18,7 +18,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "framework", "impl", "attention", "precision", "bias_act_fusion", "cross_entropy_fusion",
     "expandable_segments", "compile", "grad_reduce_bf16", "dataloader_attention_mask", "overlap",
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
-    "param_dtype", "loss",
+    "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -31,6 +31,8 @@ typedef struct {
     char name[64], source[1024], release[256], checked_by[512];
     int framework;
     int impl, attention, precision, ce_fusion, optimizer_dtype, optimizer_impl, dispatcher, param_dtype, loss;
+    int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
+    bool fp8_param_gather;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
 } recipe_file;
 
@@ -63,6 +65,10 @@ static const pp_key stack_keys[] = {
     PP_KBOOL(recipe_file, "moe_grouped_gemm", grouped_gemm, false),
     PP_KENUM(recipe_file, "param_dtype", param_dtype, dtype_names, 2, false),
     PP_KENUM(recipe_file, "loss", loss, torch_loss_names, 3, false),
+    PP_KBOOL(recipe_file, "fp8_param_gather", fp8_param_gather, false),
+    PP_KENUM(recipe_file, "main_params_dtype", main_params_dtype, pp_opt_dtype_names, 2, false),
+    PP_KENUM(recipe_file, "exp_avg_dtype", exp_avg_dtype, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT, false),
+    PP_KENUM(recipe_file, "exp_avg_sq_dtype", exp_avg_sq_dtype, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -72,7 +78,8 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
 {
     switch (f) {
     case PP_RF_IMPL: case PP_RF_BIAS_ACT_FUSION: case PP_RF_CE_FUSION: case PP_RF_GRAD_BF16:
-    case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE:
+    case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE: case PP_RF_FP8_PARAM_GATHER: case PP_RF_MAIN_PARAMS_DTYPE:
+    case PP_RF_EXP_AVG_DTYPE: case PP_RF_EXP_AVG_SQ_DTYPE:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
@@ -148,6 +155,10 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->dispatcher = (pp_dispatch)f.dispatcher;
     s->grouped_gemm = f.grouped_gemm;
     s->param_bf16 = f.param_dtype == 1;
+    s->fp8_param_gather = f.fp8_param_gather;
+    s->main_params_dtype = (pp_opt_dtype)f.main_params_dtype;
+    s->exp_avg_dtype = (pp_opt_dtype)f.exp_avg_dtype;
+    s->exp_avg_sq_dtype = (pp_opt_dtype)f.exp_avg_sq_dtype;
     s->loss = (r->set >> PP_RF_LOSS) & 1u ? PP_LOSS_TORCH + f.loss : -1;
 done:
     pp_yaml_free(&y);
@@ -277,6 +288,10 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_GROUPED_GEMM)) s->grouped_gemm = rs->grouped_gemm;
     if (SET(PP_RF_PARAM_DTYPE)) s->param_bf16 = rs->param_bf16;
     if (SET(PP_RF_LOSS)) s->loss = rs->loss;
+    if (SET(PP_RF_FP8_PARAM_GATHER)) s->fp8_param_gather = rs->fp8_param_gather;
+    if (SET(PP_RF_MAIN_PARAMS_DTYPE)) s->main_params_dtype = rs->main_params_dtype;
+    if (SET(PP_RF_EXP_AVG_DTYPE)) s->exp_avg_dtype = rs->exp_avg_dtype;
+    if (SET(PP_RF_EXP_AVG_SQ_DTYPE)) s->exp_avg_sq_dtype = rs->exp_avg_sq_dtype;
 #undef SET
 }
 
@@ -305,6 +320,10 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_GROUPED_GEMM: v = pp_model_is_moe(&w->model) ? (s->grouped_gemm ? "true" : "false") : "-"; break;
     case PP_RF_PARAM_DTYPE: v = w->framework == PP_FW_FSDP ? (s->param_bf16 ? "bf16" : "fp32") : "-"; break;
     case PP_RF_LOSS: v = pp_loss_names[pp_work_loss(w)]; break;
+    case PP_RF_FP8_PARAM_GATHER: v = w->framework == PP_FW_MEGATRON ? (s->fp8_param_gather ? "true" : "false") : "-"; break;
+    case PP_RF_MAIN_PARAMS_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->main_params_dtype] : "-"; break;
+    case PP_RF_EXP_AVG_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->exp_avg_dtype] : "-"; break;
+    case PP_RF_EXP_AVG_SQ_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->exp_avg_sq_dtype] : "-"; break;
     default: break;
     }
     snprintf(buf, n, "%s", v);

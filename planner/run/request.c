@@ -115,6 +115,14 @@ const pp_option pp_request_options[] = {
     ENUM("--loss", loss, PP_RQ_LOSS, pp_torch_loss_names, 3,
          "upcast|bf16|cut: the loss (fsdp): cross_entropy on logits.float() (torchtitan), on the bf16 logits "
          "(NeMo AutoModel's MaskedCrossEntropy, fp32_upcast false), or cut cross-entropy (no logits kept)"),
+    FLAG("--fp8-param-gather", fp8_param_gather, PP_RQ_FP8_PARAM_GATHER,
+         "megatron, --precision fp8: the linear weights kept and all-gathered in FP8 (Megatron --fp8-param-gather)"),
+    ENUM("--main-params-dtype", main_params_dtype, PP_RQ_MAIN_PARAMS_DTYPE, pp_opt_dtype_names, 2,
+         "fp32|fp16: the optimizer's main parameters (megatron --use-precision-aware-optimizer)"),
+    ENUM("--exp-avg-dtype", exp_avg_dtype, PP_RQ_EXP_AVG_DTYPE, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT,
+         "fp32|fp16|bf16|fp8: Adam's first moment (megatron --use-precision-aware-optimizer)"),
+    ENUM("--exp-avg-sq-dtype", exp_avg_sq_dtype, PP_RQ_EXP_AVG_SQ_DTYPE, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT,
+         "fp32|fp16|bf16|fp8: Adam's second moment (megatron --use-precision-aware-optimizer)"),
     FLAG("--compile", compile, PP_RQ_COMPILE,
          "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
@@ -367,6 +375,10 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_MEGATRON_FSDP]) s->megatron_fsdp = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
+    if (g[PP_RQ_FP8_PARAM_GATHER]) s->fp8_param_gather = true;
+    if (g[PP_RQ_MAIN_PARAMS_DTYPE]) s->main_params_dtype = (pp_opt_dtype)r->main_params_dtype;
+    if (g[PP_RQ_EXP_AVG_DTYPE]) s->exp_avg_dtype = (pp_opt_dtype)r->exp_avg_dtype;
+    if (g[PP_RQ_EXP_AVG_SQ_DTYPE]) s->exp_avg_sq_dtype = (pp_opt_dtype)r->exp_avg_sq_dtype;
     if (g[PP_RQ_LOSS]) s->loss = PP_LOSS_TORCH + r->loss;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
@@ -382,7 +394,9 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     ((1u << PP_RF_FRAMEWORK) | (1u << PP_RF_IMPL) | (1u << PP_RF_ATTENTION) | (1u << PP_RF_PRECISION) | \
      (1u << PP_RF_BIAS_ACT_FUSION) | (1u << PP_RF_CE_FUSION) | (1u << PP_RF_EXPANDABLE) |               \
      (1u << PP_RF_GRAD_BF16) | (1u << PP_RF_ATTN_MASK) | (1u << PP_RF_OVERLAP) |                        \
-     (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM))
+     (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM) |           \
+     (1u << PP_RF_FP8_PARAM_GATHER) | (1u << PP_RF_MAIN_PARAMS_DTYPE) | (1u << PP_RF_EXP_AVG_DTYPE) |  \
+     (1u << PP_RF_EXP_AVG_SQ_DTYPE))
 static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
     [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
@@ -391,6 +405,8 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_TP_COMM_OVERLAP] = PP_RQ_TP_COMM_OVERLAP, [PP_RF_OPTIMIZER_DTYPE] = PP_RQ_OPTIMIZER_DTYPE,
     [PP_RF_OPTIMIZER_IMPL] = PP_RQ_OPTIMIZER_IMPL, [PP_RF_DISPATCHER] = PP_RQ_DISPATCHER,
     [PP_RF_GROUPED_GEMM] = PP_RQ_GROUPED_GEMM, [PP_RF_PARAM_DTYPE] = PP_RQ_PARAM_DTYPE, [PP_RF_LOSS] = PP_RQ_LOSS,
+    [PP_RF_FP8_PARAM_GATHER] = PP_RQ_FP8_PARAM_GATHER, [PP_RF_EXP_AVG_DTYPE] = PP_RQ_EXP_AVG_DTYPE,
+    [PP_RF_EXP_AVG_SQ_DTYPE] = PP_RQ_EXP_AVG_SQ_DTYPE, [PP_RF_MAIN_PARAMS_DTYPE] = PP_RQ_MAIN_PARAMS_DTYPE,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe
@@ -569,6 +585,11 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
                             "--optimizer-impl is torch AdamW's implementation under --framework fsdp, not %s",
                             pp_framework_names[w->framework]);
+    /* a recipe's fp8_param_gather applies to its FP8 runs; the flag asks for FP8 parameters */
+    if (g[PP_RQ_FP8_PARAM_GATHER] && w->stack.precision != PP_PREC_FP8)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
+                            "--fp8-param-gather keeps the parameters in FP8: it needs --precision fp8, not %s",
+                            pp_precision_names[w->stack.precision]);
     pp_stack_resolve(w);
     if (r->profile) {
         st = pp_profile_load_file(&out->profile, r->profile, err);

@@ -9,7 +9,12 @@
  *   --compile                      SwiGLU and RoPE at the fused kernels' bytes (time.c's EW_* counts
  *                                  at the elementwise rate, 0.9 of the GPU's memory bandwidth), and
  *                                  no DTensor host pace under TP
- *   --tp-comm-overlap (fsdp)       torchtitan's async TP hides TP collectives behind the GEMMs */
+ *   --tp-comm-overlap (fsdp)       torchtitan's async TP hides TP collectives behind the GEMMs
+ *   --fp8-param-gather             FP8 linear weights (TE fp8_model_init): 1 byte and the Hopper
+ *                                  transpose, no bf16 copy beside its two casts: 2 bytes a linear
+ *                                  parameter instead of 4
+ *   --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype
+ *                                  Megatron's precision-aware optimizer: the state in those dtypes */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +54,32 @@ static void optimizer_bf16(void)
                  "--optimizer-dtype bf16: 6 of the 12 optimizer bytes per parameter (m, v, parameter copy in bf16)");
     run_free(&a);
     run_free(&b);
+}
+
+static void fp8_params(void)
+{
+    static run a, b;
+    /* Llama 3 8B (HF config): 8.030e9 parameters, of which the embedding and the untied output
+     * layer are 2 x 128256 x 4096 = 1.0507e9; the 6.98e9 of the layers are TE linears (and norms) */
+    if (run_args(&a, L8B " --dist-opt --precision fp8") && run_args(&b, L8B " --dist-opt --precision fp8 --fp8-param-gather")) {
+        double total = 8.030e9, layers = total - 2.0 * 128256.0 * 4096.0;
+        tap_near(b.mem.stages[0].weights_bytes / (2.0 * total), 1.0, 2e-3,
+                 "--fp8-param-gather: 2 bytes a parameter (FP8 data and transpose, or the bf16 embedding and head)");
+        tap_near((a.mem.stages[0].weights_bytes - b.mem.stages[0].weights_bytes) / (2.0 * layers), 1.0, 2e-3,
+                 "--fp8-param-gather: the bf16 copy's 2 bytes a layer parameter gone");
+        tap_ok(a.mem.stages[0].grads_bytes == b.mem.stages[0].grads_bytes &&
+                   a.mem.stages[0].optimizer_bytes == b.mem.stages[0].optimizer_bytes,
+               "--fp8-param-gather: gradients and fp32 main parameters as before");
+    }
+    run_free(&a);
+    run_free(&b);
+    static run c, d;
+    if (run_args(&c, L8B " --dist-opt") &&
+        run_args(&d, L8B " --dist-opt --main-params-dtype fp16 --exp-avg-dtype bf16 --exp-avg-sq-dtype fp8"))
+        tap_near(d.mem.stages[0].optimizer_bytes / c.mem.stages[0].optimizer_bytes, (2.0 + 2.0 + 1.0) / 12.0, 1e-9,
+                 "precision-aware optimizer fp16/bf16/fp8: 5 of the 12 optimizer bytes per parameter");
+    run_free(&c);
+    run_free(&d);
 }
 
 static void attention_mask(void)
@@ -117,6 +148,7 @@ int main(void)
     megatron_fsdp();
     optimizer_bf16();
     attention_mask();
+    fp8_params();
     compile();
     pp_catalog_free(&cat);
     return tap_done();

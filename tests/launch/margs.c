@@ -285,13 +285,29 @@ static void test_read(void)
                c.model.dense_layers[1] == 6,
            "an irregular MoE pattern: every layer but 1 and 6 (the model's exception list)");
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --lr 3e-4 --data-path x --save y --log-interval 1 --seed 7 "
-                   "--tokenizer-type NullTokenizer --eval-iters 0 --wandb-project p --fp8-param-gather "
+                   "--tokenizer-type NullTokenizer --eval-iters 0 --wandb-project p --fp4 e2m1 "
                    "--moe-layer-recompute --cpu-offloading-num-layers 2 --frobnicate 3 --optimizer sgd", &a, &c, &e);
-    tap_ok(st == PP_OK && strstr(c.unmodelled, "--fp8-param-gather") && strstr(c.unmodelled, "--moe-layer-recompute") &&
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "--fp4 e2m1") && strstr(c.unmodelled, "--moe-layer-recompute") &&
                strstr(c.unmodelled, "--cpu-offloading-num-layers 2") && strstr(c.unmodelled, "--frobnicate 3") &&
                strstr(c.unmodelled, "--optimizer sgd") && !strstr(c.unmodelled, "--lr") && !strstr(c.unmodelled, "data") &&
                !strstr(c.unmodelled, "seed") && !strstr(c.unmodelled, "wandb"),
            "unmodelled and unknown flags named, logging/data/schedule skipped: %s", c.unmodelled);
+    /* FP8 parameters and the precision-aware optimizer are read (arguments.py 2016, 3667-3680) */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format hybrid --fp8-param-gather --use-distributed-optimizer "
+                   "--use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 --exp-avg-sq-dtype fp8",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.fp8_param_gather && c.stack.precision == PP_PREC_FP8 &&
+               c.stack.main_params_dtype == PP_OPT_FP32 && c.stack.exp_avg_dtype == PP_OPT_BF16 &&
+               c.stack.exp_avg_sq_dtype == PP_OPT_FP8 && c.stack.grad_bf16 && !strstr(c.unmodelled, "fp8-param") &&
+               !strstr(c.unmodelled, "dtype"),
+           "FP8 parameters and the precision-aware optimizer's dtypes read (main grads bf16: a bf16 gradient buffer): %s",
+           c.unmodelled);
+    /* without --use-precision-aware-optimizer the dtypes are not used (Megatron reads them only then) */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --exp-avg-dtype bf16 --main-grads-dtype bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.exp_avg_dtype == PP_OPT_FP32 && !c.stack.grad_bf16,
+           "the optimizer dtypes without --use-precision-aware-optimizer: fp32 state and gradients");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --use-precision-aware-optimizer --exp-avg-dtype fp64", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "fp64"), "an unknown optimizer dtype is an error: %s", e.msg);
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --no-gradient-accumulation-fusion --no-bias-dropout-fusion", &a, &c,
                    &e);
     tap_ok(st == PP_OK && strstr(c.unmodelled, "gradient-accumulation-fusion") && strstr(c.unmodelled, "bias-dropout"),
