@@ -319,7 +319,7 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_DISPATCHER: v = pp_model_is_moe(&w->model) ? pp_dispatch_names[s->dispatcher] : "-"; break;
     case PP_RF_GROUPED_GEMM: v = pp_model_is_moe(&w->model) ? (s->grouped_gemm ? "true" : "false") : "-"; break;
     case PP_RF_PARAM_DTYPE: v = w->framework == PP_FW_FSDP ? (s->param_bf16 ? "bf16" : "fp32") : "-"; break;
-    case PP_RF_LOSS: v = pp_loss_names[pp_work_loss(w)]; break;
+    case PP_RF_LOSS: v = w->framework == PP_FW_FSDP ? pp_loss_names[pp_work_loss(w)] : "-"; break;
     case PP_RF_FP8_PARAM_GATHER: v = w->framework == PP_FW_MEGATRON ? (s->fp8_param_gather ? "true" : "false") : "-"; break;
     case PP_RF_MAIN_PARAMS_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->main_params_dtype] : "-"; break;
     case PP_RF_EXP_AVG_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->exp_avg_dtype] : "-"; break;
