@@ -139,7 +139,7 @@ _parplan()
     fi
     if ((found)) && [[ -n $spec ]]; then
         case $spec in
-        NAME\|FILE)
+        NAME\|FILE | NAME\|FILE\|ORG/NAME\[@REV\])
             local kind=models
             [[ $prev == --gpu ]] && kind=gpus
             COMPREPLY=($(compgen -W "$(_parplan_names "$kind" "$bin")" -- "$cur"))

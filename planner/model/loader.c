@@ -510,7 +510,17 @@ pp_status pp_model_resolve(pp_model *m, const pp_catalog *cat, const char *arg, 
         *m = *c;
         return PP_OK;
     }
-    if (is_file(arg) || looks_like_path(arg)) return pp_model_load_file(m, arg, err);
+    if (is_file(arg)) return pp_model_load_file(m, arg, err);
+    char org[256], name[256], rev[256];
+    if (pp_hub_id_parse(arg, org, name, rev, sizeof org)) {
+        /* ORG/NAME[@REV]: the config.json the local Hugging Face cache holds (hub.c) */
+        char path[2048];
+        pp_status st = pp_hub_find(arg, path, sizeof path, err);
+        if (st == PP_OK) st = pp_model_load_file(m, path, err);
+        if (st == PP_OK) snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, name);
+        return st;
+    }
+    if (looks_like_path(arg)) return pp_model_load_file(m, arg, err);
     char near[256];
     catalog_near(cat, arg, false, near, sizeof near);
     return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "unknown model '%s'%s%s%s (see parplan models)", arg,

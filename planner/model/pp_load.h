@@ -34,6 +34,13 @@ pp_status pp_gpu_load_string(pp_gpu *g, const char *text, size_t len, const char
                              pp_error *err);
 /* --model NAME|FILE: a catalog name, else a file path. */
 pp_status pp_model_resolve(pp_model *m, const pp_catalog *cat, const char *arg, pp_error *err);
+
+/* Hugging Face Hub ids (hub.c): ORG/NAME[@REV] (REV a branch, tag or commit; main by default)
+ * split into its parts (each under n bytes); false when arg is not one (a path: ./x, x.json). */
+bool pp_hub_id_parse(const char *arg, char *org, char *name, char *rev, size_t n);
+/* The config.json of Hub id arg in the local Hugging Face cache, offline: PP_ERR_INPUT, naming
+ * the caches searched and the command that fetches it, when it is not there. */
+pp_status pp_hub_find(const char *arg, char *path, size_t n, pp_error *err);
 pp_status pp_gpu_resolve(pp_gpu *g, const pp_catalog *cat, const char *arg, pp_error *err);
 
 #endif

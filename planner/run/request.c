@@ -30,7 +30,9 @@ _Static_assert(PP_LOSS_TORCH + 3 == PP_LOSS_COUNT, "--loss names every torch los
 #define SET(n, f, k, v, h) {n, 0, PP_OPT_SET, F(f), k, 0, 0, NULL, 0, v, h}
 
 const pp_option pp_request_options[] = {
-    STR("--model", model, PP_RQ_MODEL, "NAME|FILE: catalog name, model YAML or HF config.json"),
+    STR("--model", model, PP_RQ_MODEL,
+        "NAME|FILE|ORG/NAME[@REV]: catalog name, model YAML, HF config.json, or a Hugging Face Hub id read "
+        "from the local Hub cache (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub)"),
     STR("--gpu", gpu, PP_RQ_GPU, "NAME|FILE: catalog GPU or GPU YAML"),
     /* the GPU as the run had it, where it differs from the entry: the memory size (1 GiB to
      * 100,000 GiB) and the board power limit (checked against the entry's max_power_w once the
