@@ -47,6 +47,12 @@ static const pp_option plan_opts[] = {
      "let the search place TP across nodes"},
     {"--no-fold", 0, PP_OPT_FLAG, C(no_fold), -1, 0, 0, NULL, 0, 0,
      "show VPP variants within the model's band as rows of their own (default: folded into one)"},
+    {"--tokens", 0, PP_OPT_NUM, C(tokens), -1, 1, 1e18, NULL, 0, 0,
+     "T: training tokens: with --gpu A,B,... and/or --gpus N,M,... rank what to rent by days and cost"},
+    {"--price-per-gpu-hour", 0, PP_OPT_STR, C(price_spec), -1, 0, 0, NULL, 0, 0,
+     "P|GPU=P,GPU=P: price of one GPU-hour, for what to rent"},
+    {"--prices", 0, PP_OPT_STR, C(prices_file), -1, 0, 0, NULL, 0, 0,
+     "FILE: prices per GPU-hour for what to rent (examples/prices.yaml: example prices, with date and source)"},
 };
 static const pp_option launch_opts[] = {
     {"--format", 0, PP_OPT_STR, C(format), -1, 0, 0, NULL, 0, 0, PP_LAUNCH_FORMAT_LIST},

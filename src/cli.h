@@ -63,6 +63,8 @@ typedef struct {
     const char *dump_ilp;     /* --dump-ilp FILE */
     double tokens;            /* estimate --tokens */
     double price_per_gpu_hour;/* estimate --price-per-gpu-hour */
+    const char *price_spec;   /* plan --price-per-gpu-hour P|GPU=P,GPU=P */
+    const char *prices_file;  /* plan --prices FILE */
     bool allow_cross_node_tp; /* plan --allow-cross-node-tp */
     bool no_fold;             /* plan --no-fold: every VPP variant its own row */
     bool allow_seq_change;    /* check/estimate --allow-seq-change: remedies may shorten --seq */
@@ -92,6 +94,11 @@ int pp_cmd_estimate(pp_cli *c);
 int pp_cmd_launch(pp_cli *c);
 int pp_cmd_probe(pp_cli *c);
 int pp_cmd_calibrate(pp_cli *c); /* cmd_calibrate.c: fit the time model to real training logs */
+/* plan over GPU types and counts (--gpu A,B --gpus N,M --tokens T): what to rent, by days and
+ * cost. argv after "plan"; pre_quiet / pre_json: -q / --json given before the command. Defined
+ * in cmd_rent.c. */
+bool pp_rent_wanted(int argc, char **argv);
+int pp_cmd_rent(const char *argv0, int argc, char **argv, bool pre_quiet, bool pre_json);
 /* Path of parplan-probe ($PARPLAN_PROBE, beside this executable, ../probes/, ../libexec/, the
  * libexecdir); false with the places tried. Defined in cmd_probe.c. */
 bool pp_probe_find(const char *argv0, char *out, size_t n, char *tried, size_t tried_n);

@@ -96,12 +96,11 @@ int pp_cmd_estimate(pp_cli *c)
     }
     const pp_layout *l = &run->layout;
     const pp_time_result *t = &run->time;
-    const double tokens_per_step = (double)w->gbs * (double)w->model.seq;
-    const double steps = ceil(c->tokens / tokens_per_step);
-    const double train_s = steps * t->step_time_s;
-    const double gpu_hours = train_s * (double)w->gpus / 3600.0;
+    pp_train_cost tc;
+    pp_train_cost_get(w, t->step_time_s, c->tokens, c->price_per_gpu_hour, &tc);
+    const double tokens_per_step = tc.tokens_per_step, steps = tc.steps, train_s = tc.train_s;
+    const double gpu_hours = tc.gpu_hours, cost = tc.cost;
     const bool priced = c->price_per_gpu_hour > 0;
-    const double cost = gpu_hours * c->price_per_gpu_hour;
 
     if (c->json) {
         pp_json j;

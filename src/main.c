@@ -23,7 +23,8 @@ static const pp_subcommand subcommands[] = {
     {"check", pp_cmd_check, "WORK LAYOUT",
      "per-stage memory breakdown, fits or OOM, predicted step time (exit 0: fits, 1: does not, 2: bad input)",
      "parplan check --model gpt3-13b --gpu a100-80gb --gpus 16 --tp 2 --pp 2 --mbs 1", NULL, NULL},
-    {"plan", pp_cmd_plan, "WORK [--top K] [--probe K]", "search the layouts, prune (with reasons), rank",
+    {"plan", pp_cmd_plan, "WORK [--top K] [--probe K] | --gpu A,B --gpus N,M --tokens T [--prices FILE]",
+     "search the layouts, prune (with reasons), rank; over GPU types and counts: what to rent by days and cost",
      "parplan plan --model gpt3-13b --gpu a100-80gb --gpus 16 --gpus-per-node 8", NULL, NULL},
     {"launch", pp_cmd_launch, "WORK LAYOUT --format F",
      "launch config for " PP_LAUNCH_FORMAT_LIST,
@@ -100,6 +101,8 @@ int main(int argc, char **argv)
                 near[0] ? ": did you mean " : "", near, near[0] ? "?" : "");
         return 2;
     }
+    if (sub->run == pp_cmd_plan && pp_rent_wanted(argc - first - 1, argv + first + 1))
+        return pp_cmd_rent(argv[0], argc - first - 1, argv + first + 1, pre_quiet, pre_json);
     pp_cli c = {.argv0 = argv[0]};
     pp_error err = {0};
     int rc;

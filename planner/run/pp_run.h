@@ -95,6 +95,15 @@ typedef struct {
 } pp_run_plan_pick;
 pp_status pp_run_plan_best(const pp_work *w, pp_run_plan_pick *out, pp_error *err);
 
+/* Time and cost to train on a token budget at a step time: steps = ceil(tokens / (gbs x seq)),
+ * time = steps x step time, GPU-hours = time x GPUs, cost = GPU-hours x price (0 without a
+ * price). What estimate prints and plan's table of GPUs to rent ranks. */
+typedef struct {
+    double tokens_per_step, steps, train_s, days, gpu_hours, cost;
+} pp_train_cost;
+void pp_train_cost_get(const pp_work *w, double step_time_s, double tokens, double price_per_gpu_hour,
+                       pp_train_cost *out);
+
 /* What makes a layout that does not fit fit, the one answer check, estimate and plan give:
  *   - the nearest layouts on these GPUs (pp_remedies_find: up to three changed knobs);
  *   - else plan's #1 on these GPUs (pp_run_plan_best without plan's margin: it fits), as a remedy

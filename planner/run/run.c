@@ -224,6 +224,17 @@ static int plan_order(const void *pa, const void *pb)
     return pp_search_better(a, b) ? -1 : pp_search_better(b, a) ? 1 : 0;
 }
 
+void pp_train_cost_get(const pp_work *w, double step_time_s, double tokens, double price_per_gpu_hour,
+                       pp_train_cost *out)
+{
+    out->tokens_per_step = (double)w->gbs * (double)w->model.seq;
+    out->steps = out->tokens_per_step > 0 ? ceil(tokens / out->tokens_per_step) : 0;
+    out->train_s = out->steps * step_time_s;
+    out->days = out->train_s / 86400.0;
+    out->gpu_hours = out->train_s * (double)w->gpus / 3600.0;
+    out->cost = price_per_gpu_hour > 0 ? out->gpu_hours * price_per_gpu_hour : 0.0;
+}
+
 pp_status pp_run_plan_resolve(const pp_work *w, pp_search_candidate *cand, pp_search_result *r, pp_error *err)
 {
     pp_run *run = calloc(1, sizeof *run);
