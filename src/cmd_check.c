@@ -132,9 +132,18 @@ static void check_table(const pp_cli *c, const pp_run *run, const pp_cli_remedie
     }
     if (!r->fits) printf("why: %s\n", r->why);
     if (rr) pp_cli_remedies_print(stdout, c, rr);
-    printf("%s %.3f s, %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
-           r->fits ? "step time" : "step time were it to fit (it does not)", t->step_time_s, t->samples_per_s, t->tokens_per_s, t->model_tflops_per_gpu,
-           100.0 * t->mfu);
+    char band[64];
+    printf("%s %.3f s (%s s), %.2f samples/s, %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n",
+           r->fits ? "step time" : "step time were it to fit (it does not)", t->step_time_s,
+           pp_band_text(&c->work, t->step_time_s, t->step_time_s < 10 ? 3 : 1, band, sizeof band), t->samples_per_s,
+           t->tokens_per_s, t->model_tflops_per_gpu, 100.0 * t->mfu);
+    const pp_band_row *bd = pp_band_for(&c->work);
+    if (bd->calibrate_rows)
+        printf("(the step time's band: %+.0f%% to %+.0f%%, 5th to 95th percentile of the error on the %d published %s "
+               "runs parplan was checked on)\n", -100 * bd->err_hi / (1 + bd->err_hi), -100 * bd->err_lo / (1 + bd->err_lo),
+               bd->calibrate_rows, bd->name);
+    else
+        printf("(the step time's band is the widest: no published run of this stack or GPU was checked)\n");
 }
 
 int pp_cmd_check(pp_cli *c)

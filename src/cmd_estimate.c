@@ -115,6 +115,7 @@ int pp_cmd_estimate(pp_cli *c)
         pp_json_knum(&j, "steps", steps);
         pp_json_knum(&j, "train_time_s", train_s);
         pp_json_knum(&j, "days", train_s / 86400.0);
+        pp_band_json(&j, w, "days_range", train_s / 86400.0);
         pp_json_knum(&j, "gpu_hours", gpu_hours);
         pp_json_kint(&j, "gpus", w->gpus);
         pp_json_key(&j, "price_per_gpu_hour");
@@ -123,6 +124,11 @@ int pp_cmd_estimate(pp_cli *c)
         pp_json_key(&j, "cost");
         if (priced) pp_json_num(&j, cost);
         else pp_json_null(&j);
+        if (priced) pp_band_json(&j, w, "cost_range", cost);
+        else {
+            pp_json_key(&j, "cost_range");
+            pp_json_null(&j);
+        }
         pp_run_json_figures(&j, run);
         pp_gpu_json_effective(&j, &w->gpu);
         pp_json_obj_end(&j);
@@ -138,11 +144,14 @@ int pp_cmd_estimate(pp_cli *c)
         printf("  step time         %s   (%s samples/s, %s tokens/s)\n", pp_fmt_duration(t->step_time_s, a, sizeof a),
                pp_fmt_num(t->samples_per_s, 4, b, sizeof b), pp_fmt_num(t->tokens_per_s, 4, c2, sizeof c2));
         printf("  model TFLOP/s     %.1f per GPU, MFU %.1f%%\n", t->model_tflops_per_gpu, 100 * t->mfu);
-        printf("  time to train     %s (%s s)\n", pp_fmt_duration(train_s, a, sizeof a), pp_fmt_num(train_s, 4, b, sizeof b));
+        char band[64];
+        printf("  time to train     %s (%s s; %s days by the %s band)\n", pp_fmt_duration(train_s, a, sizeof a),
+               pp_fmt_num(train_s, 4, b, sizeof b), pp_band_text(w, train_s / 86400.0, 1, band, sizeof band),
+               pp_band_for(w)->name);
         printf("  GPU-hours         %s\n", pp_fmt_num(gpu_hours, 4, a, sizeof a));
         if (priced)
-            printf("  cost              %s at %s per GPU-hour\n", pp_fmt_num(cost, 4, a, sizeof a),
-                   pp_fmt_num(c->price_per_gpu_hour, 4, d, sizeof d));
+            printf("  cost              %s at %s per GPU-hour (%s by the band)\n", pp_fmt_num(cost, 4, a, sizeof a),
+                   pp_fmt_num(c->price_per_gpu_hour, 4, d, sizeof d), pp_band_text(w, cost, 0, band, sizeof band));
         char need[32], pk[32], rs[32], cap[32];
         printf("  memory            %s per GPU (peak %s + reserved %s) of %s: %s\n",
                pp_fmt_bytes(run->need_bytes, need, sizeof need), pp_fmt_bytes(run->need_peak_bytes, pk, sizeof pk),

@@ -345,10 +345,16 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
                 fmt_rate(k->time.tokens_per_s, tok, sizeof tok), k->time.model_tflops_per_gpu, 100 * k->time.mfu,
                 k->fits ? "" : k->worst_bytes <= w->gpu.memory_bytes ? "  margin" : "  OOM");
     }
+    const pp_band_row *bd = pp_band_for(w);
+    char bw[96];
+    if (bd->calibrate_rows) snprintf(bw, sizeof bw, "error on %d published runs", bd->calibrate_rows);
+    else snprintf(bw, sizeof bw, "error of any family: no published run of this stack or GPU");
     fprintf(f, "(mem/GPU: peak + reserved on the fullest GPU, %s;\n TFLOP/s: model FLOPs per GPU, no "
-               "recompute; MFU against %.0f TFLOP/s)\n",
+               "recompute; MFU against %.0f TFLOP/s;\n step s: within %+.0f%% to %+.0f%% by the %s band, the 5th to "
+               "95th percentile %s)\n",
             capacity_words(w, (char[160]){0}, 160),
-            (w->gpu.peak_flops[PP_DT_BF16] > 0 ? w->gpu.peak_flops[PP_DT_BF16] : w->gpu.peak_flops[PP_DT_FP16]) / 1e12);
+            (w->gpu.peak_flops[PP_DT_BF16] > 0 ? w->gpu.peak_flops[PP_DT_BF16] : w->gpu.peak_flops[PP_DT_FP16]) / 1e12,
+            -100 * bd->err_hi / (1 + bd->err_hi), -100 * bd->err_lo / (1 + bd->err_lo), bd->name, bw);
     /* rows whose pp x vpp does not divide the layers: the balanced split by virtual stage, which the
      * label does not show (pp_layout_vstage_layers) */
     char rows[160] = "", lay[512] = "";
@@ -407,6 +413,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
     pp_json_kint(&j, "gpus_per_node", w->gpus_per_node);
     pp_json_kint(&j, "seq", w->model.seq);
     pp_json_kint(&j, "gbs", w->gbs);
+    pp_band_json_row(&j, w);
     pp_json_kint(&j, "evaluated", r->evaluated);
     pp_json_key(&j, "pruned");
     pp_json_obj_begin(&j);
@@ -454,6 +461,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         pp_json_kbool(&j, "fits", k->worst_bytes <= w->gpu.memory_bytes);
         pp_json_kbool(&j, "within_margin", k->fits);
         pp_json_knum(&j, "step_time_s", t->step_time_s);
+        pp_band_json(&j, w, "step_time_range_s", t->step_time_s);
         pp_json_knum(&j, "samples_per_s", t->samples_per_s);
         pp_json_knum(&j, "tokens_per_s", t->tokens_per_s);
         pp_json_knum(&j, "model_tflops_per_gpu", t->model_tflops_per_gpu);

@@ -30,6 +30,8 @@ typedef struct {
     char label[256];         /* plan's #1 */
     char model[64];
     double step_s, tokens_per_s, need_bytes, capacity_bytes, price;
+    double band_lo, band_hi;   /* the step time's band (planner/run/band.c) as factors */
+    char band[32];
     pp_train_cost cost;
     bool pareto;
 } rent_row;
@@ -148,6 +150,9 @@ static void rent_one(const char *argv0, int argc, char **argv, const pp_prices *
     row->capacity_bytes = run->capacity_bytes;
     row->price = prices ? pp_prices_get(prices, w->gpu.name) : -1;
     pp_train_cost_get(w, row->step_s, tokens, row->price > 0 ? row->price : 0, &row->cost);
+    const pp_band_row *bd = pp_band_for(w);
+    pp_band_range(bd, 1.0, &row->band_lo, &row->band_hi);
+    snprintf(row->band, sizeof row->band, "%s", bd->name);
     row->ok = run->fits;
     if (!run->fits) snprintf(row->why, sizeof row->why, "plan's #1 does not fit as check prices it");
 done:
@@ -368,6 +373,16 @@ int pp_cmd_rent(const char *argv0, int argc, char **argv, bool pre_quiet, bool p
                 if (priced) pp_json_num(&j, r->cost.cost);
                 else pp_json_null(&j);
                 pp_json_kbool(&j, "pareto", r->pareto);
+                pp_json_kstr(&j, "band", r->band);
+                static const char *const rk[3] = {"step_time_range_s", "days_range", "cost_range"};
+                double rv[3] = {r->step_s, r->cost.days, r->cost.cost};
+                for (int q = 0; q < (priced ? 3 : 2); q++) {
+                    pp_json_key(&j, rk[q]);
+                    pp_json_arr_begin(&j);
+                    pp_json_num(&j, rv[q] * r->band_lo);
+                    pp_json_num(&j, rv[q] * r->band_hi);
+                    pp_json_arr_end(&j);
+                }
             }
             pp_json_obj_end(&j);
         }
@@ -384,22 +399,25 @@ int pp_cmd_rent(const char *argv0, int argc, char **argv, bool pre_quiet, bool p
                    prices->source, prices->example ? "\n        EXAMPLE prices, not quotes: give your own" : "");
         else if (priced)
             printf("prices: --price-per-gpu-hour (%s per GPU-hour)\n", prices->currency);
-        printf("\n %-18s %6s  %-52s %9s %7s %9s %8s %11s %12s  %s\n", "gpu", "gpus", "plan's #1", "mem/GPU", "margin",
-               "step s", "days", "GPU-hours", priced ? "cost" : "", "pareto");
+        printf("\n %-18s %6s  %-52s %9s %7s %9s %8s %13s %11s %12s  %s\n", "gpu", "gpus", "plan's #1", "mem/GPU",
+               "margin", "step s", "days", "(band)", "GPU-hours", priced ? "cost" : "", "pareto");
         for (int i = 0; i < n; i++) {
             const rent_row *r = &rows[i];
             if (!r->ok) continue;
             char mem[32], gh[48], cost[48];
-            printf(" %-18s %6lld  %-52.52s %9s %6.0f%% %9.3f %8.2f %11s %12s  %s\n", r->gpu, (long long)r->gpus, r->label,
-                   pp_fmt_bytes(r->need_bytes, mem, sizeof mem), 100.0 * (1.0 - r->need_bytes / r->capacity_bytes),
-                   r->step_s, r->cost.days, pp_fmt_num(r->cost.gpu_hours, 4, gh, sizeof gh),
+            char dband[48];
+            snprintf(dband, sizeof dband, "(%.1f-%.1f)", r->cost.days * r->band_lo, r->cost.days * r->band_hi);
+            printf(" %-18s %6lld  %-52.52s %9s %6.0f%% %9.3f %8.2f %13s %11s %12s  %s\n", r->gpu, (long long)r->gpus,
+                   r->label, pp_fmt_bytes(r->need_bytes, mem, sizeof mem), 100.0 * (1.0 - r->need_bytes / r->capacity_bytes),
+                   r->step_s, r->cost.days, dband, pp_fmt_num(r->cost.gpu_hours, 4, gh, sizeof gh),
                    priced ? pp_fmt_num(r->cost.cost, 4, cost, sizeof cost) : "", r->pareto ? "*" : "");
         }
         for (int i = 0; i < n; i++)
             if (!rows[i].ok)
                 printf(" %-18s %6lld  not an option: %s\n", rows[i].gpu, (long long)rows[i].gpus, rows[i].why);
         printf("(pareto *: no other option is both faster and %s; mem/GPU: peak + reserved, margin: what is left of "
-               "the GPU)\n", priced ? "cheaper" : "fewer GPU-hours");
+               "the GPU; band: the days the published runs' 5th-95th percentile error allows, per stack and GPU)\n",
+               priced ? "cheaper" : "fewer GPU-hours");
         (void)b;
     }
     if (c0.report) {

@@ -6,6 +6,7 @@
  * (no script, Okabe-Ito colours, text width) in report_draw.c.
  */
 #include "report_draw.h"
+#include "pp_run.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -295,7 +296,15 @@ pp_status pp_report_write_page(const char *path, const char *command, const pp_r
            pp_fmt_gib(p->cand[0].headroom_bytes, b1, sizeof b1));
     }
     if (best_t) {
-        KV("step time", "%s s", pp_fmt_sig(best_t->step_time_s, b1, sizeof b1));
+        {
+            /* how sure: the band validation measured for this stack and GPU (planner/run/band.c) */
+            const pp_band_row *bd = pp_band_for(p->work);
+            double lo, hi;
+            char b3[64];
+            pp_band_range(bd, best_t->step_time_s, &lo, &hi);
+            KV("step time", "%s s (%s-%s s: the %s band, %d published runs)", pp_fmt_sig(best_t->step_time_s, b1, sizeof b1),
+               pp_fmt_sig(lo, b2, sizeof b2), pp_fmt_sig(hi, b3, sizeof b3), bd->name, bd->calibrate_rows);
+        }
         KV("throughput", "%s samples/s, %s tokens/s", pp_fmt_sig(best_t->samples_per_s, b1, sizeof b1),
            pp_fmt_count((int64_t)llround(fmin(fmax(pp_fin(best_t->tokens_per_s), 0), 9e18)), b2, sizeof b2));
         KV("MFU", "%.1f%% (%s model TFLOP/s per GPU)", 100 * pp_fin(best_t->mfu),

@@ -95,6 +95,26 @@ typedef struct {
 } pp_run_plan_pick;
 pp_status pp_run_plan_best(const pp_work *w, pp_run_plan_pick *out, pp_error *err);
 
+/* How sure: the band validation measured for a work's stack and GPU (band.c): the 5th and 95th
+ * percentile of (predicted / published - 1) over the calibrate half of the published runs of its
+ * family. A figure v (a step time, days, cost: all proportional to it) lies in
+ * [v / (1 + err_hi), v / (1 + err_lo)] (pp_band_range). */
+typedef enum { PP_BAND_MEGATRON_DENSE = 0, PP_BAND_FSDP_DENSE, PP_BAND_MOE, PP_BAND_UNSEEN, PP_BAND_COUNT } pp_band;
+typedef struct {
+    const char *name;     /* "megatron-dense", "fsdp-dense", "moe", "unseen" */
+    double err_lo, err_hi;
+    int calibrate_rows;   /* the published runs it was built from (0: none, the widest) */
+} pp_band_row;
+pp_band pp_band_family(const pp_work *w);
+const pp_band_row *pp_band_for(const pp_work *w);
+void pp_band_range(const pp_band_row *b, double v, double *lo, double *hi);
+/* JSON: "key": [low, high] of figure v; "step_time_band": {"family", "err_lo", "err_hi",
+ * "calibrate_rows"}.
+ * Text: "low-high" with digits decimals. */
+void pp_band_json(pp_json *j, const pp_work *w, const char *key, double v);
+void pp_band_json_row(pp_json *j, const pp_work *w);
+const char *pp_band_text(const pp_work *w, double v, int digits, char *buf, size_t n);
+
 /* Time and cost to train on a token budget at a step time: steps = ceil(tokens / (gbs x seq)),
  * time = steps x step time, GPU-hours = time x GPUs, cost = GPU-hours x price (0 without a
  * price). What estimate prints and plan's table of GPUs to rent ranks. */

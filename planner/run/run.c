@@ -166,6 +166,37 @@ void pp_layout_json_keys(pp_json *j, const pp_work *w, const pp_layout *l)
 /* Byte counts are whole numbers in the JSON (the model's doubles carry fractions). */
 static void kbytes(pp_json *j, const char *k, double v) { pp_json_knum(j, k, round(v)); }
 
+void pp_band_json(pp_json *j, const pp_work *w, const char *key, double v)
+{
+    double lo, hi;
+    pp_band_range(pp_band_for(w), v, &lo, &hi);
+    pp_json_key(j, key);
+    pp_json_arr_begin(j);
+    pp_json_num(j, lo);
+    pp_json_num(j, hi);
+    pp_json_arr_end(j);
+}
+
+void pp_band_json_row(pp_json *j, const pp_work *w)
+{
+    const pp_band_row *b = pp_band_for(w);
+    pp_json_key(j, "step_time_band");
+    pp_json_obj_begin(j);
+    pp_json_kstr(j, "family", b->name);
+    pp_json_knum(j, "err_lo", b->err_lo);
+    pp_json_knum(j, "err_hi", b->err_hi);
+    pp_json_kint(j, "calibrate_rows", b->calibrate_rows);
+    pp_json_obj_end(j);
+}
+
+const char *pp_band_text(const pp_work *w, double v, int digits, char *buf, size_t n)
+{
+    double lo, hi;
+    pp_band_range(pp_band_for(w), v, &lo, &hi);
+    snprintf(buf, n, "%.*f-%.*f", digits, lo, digits, hi);
+    return buf;
+}
+
 void pp_run_json_figures(pp_json *j, const pp_run *r)
 {
     pp_json_kbool(j, "fits", r->fits);
@@ -175,10 +206,12 @@ void pp_run_json_figures(pp_json *j, const pp_run *r)
     kbytes(j, "need_bytes", r->need_bytes);
     kbytes(j, "headroom_bytes", r->headroom_bytes);
     pp_json_knum(j, "step_time_s", r->time.step_time_s);
+    pp_band_json(j, r->work, "step_time_range_s", r->time.step_time_s);
     pp_json_knum(j, "samples_per_s", r->time.samples_per_s);
     pp_json_knum(j, "tokens_per_s", r->time.tokens_per_s);
     pp_json_knum(j, "model_tflops_per_gpu", r->time.model_tflops_per_gpu);
     pp_json_knum(j, "mfu", r->time.mfu);
+    pp_band_json_row(j, r->work);
 }
 
 void pp_gpu_json_effective(pp_json *j, const pp_gpu *g)

@@ -41,6 +41,9 @@ typedef struct {
     double pub_peak_gib, pred_peak_gib, need_gib, cap_gib;
     bool fits;
     row_status status;
+    char band[32];                    /* the band family check names (step_time_band) */
+    double band_lo, band_hi;          /* its err_lo, err_hi (the table's row) */
+    double range_lo, range_hi;        /* step_time_range_s */
 } row;
 
 /* The message of a refusal for an interleaved pipeline whose pp x vpp does not divide the layers. */
@@ -102,6 +105,13 @@ static void row_run(row *r, char *args)
             r->need_gib = js_num(v, "need_bytes") / GIB;
             r->cap_gib = js_num(v, "capacity_bytes") / GIB;
             r->err = r->pred_s / r->pub_s - 1;
+            const js_val *b = js_get(v, "step_time_band"), *rg = js_get(v, "step_time_range_s");
+            const js_val *fam = b ? js_get(b, "family") : NULL;
+            snprintf(r->band, sizeof r->band, "%s", fam && fam->type == JS_STR ? fam->str : "");
+            r->band_lo = b ? js_num(b, "err_lo") : NAN;
+            r->band_hi = b ? js_num(b, "err_hi") : NAN;
+            r->range_lo = rg && rg->type == JS_ARR && rg->n == 2 ? rg->items[0]->num : NAN;
+            r->range_hi = rg && rg->type == JS_ARR && rg->n == 2 ? rg->items[1]->num : NAN;
         }
         js_free(v);
     }
@@ -172,6 +182,83 @@ static const char *family(const row *r)
     if (!strcmp(r->dense_moe, "moe")) return "MoE";
     if (!strcmp(r->framework, "megatron") || !strcmp(r->framework, "nemo")) return "Megatron/NeMo dense";
     return "FSDP-family dense";
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of v[0..n) sorted, linear between order statistics (numpy's default). */
+static double quantile(const double *v, int n, double q)
+{
+    double i = q * (n - 1);
+    int lo = (int)i, hi = lo + 1 < n ? lo + 1 : n - 1;
+    return v[lo] + (v[hi] - v[lo]) * (i - lo);
+}
+
+/* How sure (planner/run/band.c): every band row is the 5th and 95th percentile of the error over
+ * the calibrate rows check puts in that family, and on the holdout rows the band holds the
+ * published step time at least 80% of the time. */
+static void bands_check(const row *rows, int n)
+{
+    char fams[8][32];
+    int nf = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i].status != ROW_ACCEPTED || !rows[i].band[0]) continue;
+        int k = 0;
+        while (k < nf && strcmp(fams[k], rows[i].band)) k++;
+        if (k == nf && nf < 8) snprintf(fams[nf++], sizeof fams[0], "%s", rows[i].band);
+    }
+    tap_ok(nf >= 3, "every accepted row names its step-time band (%d families)", nf);
+    int hold = 0, held = 0;
+    double widest_lo = 0, widest_hi = 0;
+    for (int k = 0; k < nf; k++) {
+        static double e[MAX_ROWS];
+        int m = 0, h = 0, hin = 0;
+        double lo = NAN, hi = NAN;
+        for (int i = 0; i < n; i++) {
+            const row *r = &rows[i];
+            if (r->status != ROW_ACCEPTED || strcmp(r->band, fams[k])) continue;
+            lo = r->band_lo, hi = r->band_hi;
+            if (!strcmp(r->split, "calibrate")) e[m++] = r->err;
+            else {
+                h++;
+                hin += r->pub_s >= r->range_lo && r->pub_s <= r->range_hi;
+            }
+        }
+        qsort(e, (size_t)m, sizeof e[0], cmp_double);
+        double q05 = m ? quantile(e, m, 0.05) : NAN, q95 = m ? quantile(e, m, 0.95) : NAN;
+        tap_ok(m >= 10 && fabs(q05 - lo) < 6e-4 && fabs(q95 - hi) < 6e-4,
+               "band %s: the table's %+.4f / %+.4f are the calibrate half's 5th / 95th percentile error %+.4f / %+.4f "
+               "(%d rows)", fams[k], lo, hi, q05, q95, m);
+        printf("#   band %-15s holdout: the published step time within the band on %d of %d rows\n", fams[k], hin, h);
+        hold += h, held += hin;
+        widest_lo = fmin(widest_lo, lo), widest_hi = fmax(widest_hi, hi);
+    }
+    tap_ok(hold > 0 && held >= 0.8 * hold, "holdout: the band holds the published step time on %d of %d rows "
+           "(%.0f%%; target 80%%)", held, hold, hold ? 100.0 * held / hold : 0.0);
+    /* a stack no published run used (DeepSpeed): the widest band */
+    char args[] = "--model llama3-8b --gpu h100-sxm --gpus 8 --framework deepspeed --zero 1";
+    char *argv[32];
+    int k = 0;
+    argv[k++] = (char *)parplan;
+    argv[k++] = "check";
+    k += args_split(args, argv + k, 24);
+    argv[k++] = "--json";
+    argv[k++] = "-q";
+    argv[k] = NULL;
+    tc_proc p;
+    tc_run(argv, &p);
+    char err[160];
+    js_val *v = js_parse(p.out, err, sizeof err);
+    const js_val *b = v ? js_get(v, "step_time_band") : NULL;
+    tap_ok(b && js_num(b, "err_lo") <= widest_lo && js_num(b, "err_hi") >= widest_hi,
+           "DeepSpeed (no published run): the widest band (%+.4f / %+.4f)", b ? js_num(b, "err_lo") : NAN,
+           b ? js_num(b, "err_hi") : NAN);
+    js_free(v);
+    tc_proc_result_free(&p);
 }
 
 int main(int argc, char **argv)
@@ -300,6 +387,7 @@ int main(int argc, char **argv)
             if (all.nofit) tap_diag("TARGET NOT MET: %d holdout runs that ran predicted not to fit", all.nofit);
         }
     }
+    bands_check(rows, n);
     printf("# runs that ran but are predicted not to fit:");
     for (int i = 0; i < n; i++)
         if (rows[i].status == ROW_ACCEPTED && !rows[i].fits) printf(" %s", rows[i].id);
