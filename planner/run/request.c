@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_ds_config.h"
 #include "pp_pipeline.h"
 
 /* Upper bounds: no count beyond these is meaningful, and they keep products within int64. */
@@ -68,6 +69,9 @@ const pp_option pp_request_options[] = {
     STR("--recipe", recipe, PP_RQ_RECIPE,
         "NAME|FILE: the training stack as data (recipes.d: megatron-core-te, megatron-lm-local, megatron-bridge, "
         "torchtitan, torchtitan-compile, nemo-automodel, deepspeed-zero); each stack flag overrides one of its fields"),
+    STR("--deepspeed-config", deepspeed_config, PP_RQ_DS_CONFIG,
+        "FILE: ZeRO stage, offload, micro-batch, accumulation and precision from a DeepSpeed config (ds_config.json); "
+        "--framework deepspeed; flags beside it override"),
     STR("--megatron-args", megatron_args, PP_RQ_MEGATRON_ARGS,
         "FILE: model, layout and stack from a Megatron-LM command line, launch script or training log "
         "('-': stdin); the flags given beside it override it"),
@@ -435,8 +439,56 @@ static void warn(pp_resolved *out, bool quiet, const char *fmt, ...)
     va_end(ap);
 }
 
+static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
+                                 pp_resolved *out, pp_error *err);
+
+/* --deepspeed-config FILE: what the file says, under the flags (a flag beside it wins); the
+ * global batch from train_batch_size, else micro-batch x accumulation x data-parallel ranks. */
 pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
                              pp_resolved *out, pp_error *err)
+{
+    if (!r->deepspeed_config) return request_resolve(r, cat, needs_layout, quiet, out, err);
+    memset(out, 0, sizeof *out);
+    const unsigned char *g = r->given;
+    if (r->megatron_args)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--deepspeed-config and --megatron-args describe two runs: "
+                            "give one");
+    if (g[PP_RQ_FRAMEWORK] && r->framework != PP_FW_DEEPSPEED)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--deepspeed-config is DeepSpeed's: --framework deepspeed, not %s",
+                            pp_framework_names[r->framework]);
+    pp_ds_config *dc = calloc(1, sizeof *dc);
+    pp_request *rr = calloc(1, sizeof *rr);
+    pp_status st = !dc || !rr ? pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory")
+                              : pp_ds_config_load_file(dc, r->deepspeed_config, err);
+    if (st != PP_OK) goto done;
+    *rr = *r;
+    unsigned char *rg = rr->given;
+    rr->framework = PP_FW_DEEPSPEED, rg[PP_RQ_FRAMEWORK] = 1;
+    if (dc->zero >= 0 && !g[PP_RQ_ZERO]) rr->zero = dc->zero, rg[PP_RQ_ZERO] = 1;
+    if (dc->offload > PP_OFF_NONE && !g[PP_RQ_OFFLOAD]) rr->offload = dc->offload, rg[PP_RQ_OFFLOAD] = 1;
+    if (dc->mbs && !g[PP_RQ_MBS]) rr->mbs = dc->mbs, rg[PP_RQ_MBS] = 1;
+    if (dc->precision >= 0 && !g[PP_RQ_PRECISION]) rr->precision = dc->precision, rg[PP_RQ_PRECISION] = 1;
+    if (!g[PP_RQ_GBS] && dc->gbs) {
+        rr->gbs = dc->gbs;
+    } else if (!g[PP_RQ_GBS] && dc->gas && rr->mbs > 0 && r->gpus > 0) {
+        int64_t mp = (r->tp > 0 ? r->tp : 1) * (r->pp > 0 ? r->pp : 1) * (r->cp > 0 ? r->cp : 1);
+        int64_t dp = r->dp > 0 ? r->dp : r->gpus / mp;
+        rr->gbs = rr->mbs * dc->gas * (dp > 0 ? dp : 1);
+    }
+    if (rr->gbs && !g[PP_RQ_GBS]) rg[PP_RQ_GBS] = 1;
+    st = request_resolve(rr, cat, needs_layout, quiet, out, err);
+    if (st == PP_OK && dc->unmodelled[0])
+        warn(out, quiet, "%s: not modelled (they change memory or time): %s", r->deepspeed_config, dc->unmodelled);
+    if (st == PP_OK && dc->unknown[0])
+        warn(out, quiet, "%s: keys DeepSpeed's config does not define, not read: %s", r->deepspeed_config, dc->unknown);
+done:
+    free(dc);
+    free(rr);
+    return st;
+}
+
+static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
+                                 pp_resolved *out, pp_error *err)
 {
     memset(out, 0, sizeof *out);
     const unsigned char *g = r->given;
