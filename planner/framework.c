@@ -137,6 +137,12 @@ bool pp_work_grads_16bit(const pp_work *w)
 
 double pp_work_grad_bytes(const pp_work *w) { return pp_work_grads_16bit(w) ? 2.0 : pp_work_fw(w)->grad_bytes; }
 
+int64_t pp_work_nvlink_gpus(const pp_work *w)
+{
+    int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    return w->gpu.nvlink_domain > gpn ? w->gpu.nvlink_domain : gpn;
+}
+
 bool pp_work_fp8_params(const pp_work *w)
 {
     return w->stack.fp8_param_gather && w->stack.precision == PP_PREC_FP8;

@@ -315,6 +315,8 @@ typedef struct {
     double nvlink_gbs;        /* intra-node bus bandwidth per GPU, unidirectional GB/s; 0 = none */
     double pcie_gbs;          /* PCIe unidirectional GB/s */
     int64_t gpus_per_node;    /* typical node size */
+    int64_t nvlink_domain;    /* GPUs that share one NVLink network when more than a node's
+                                 (GB200/GB300 NVL72: 72 across trays of 4); 0: the node's */
     double internode_gbs;     /* network bandwidth per GPU, unidirectional GB/s */
     double gemm_eff;          /* achievable fraction of bf16 peak for large GEMMs (catalog) */
     double gemm_sustained;    /* the fraction of the gemm_eff rate that large GEMMs hold in a training
@@ -560,6 +562,9 @@ bool pp_work_grads_16bit(const pp_work *w);
 double pp_work_grad_bytes(const pp_work *w);
 /* The loss implementation: --cross-entropy-fusion, else the framework's. */
 pp_loss pp_work_loss(const pp_work *w);
+/* GPUs that reach each other over NVLink: the NVLink domain when it spans nodes (NVL72), else the
+ * node. What the communication model and the search's TP placement count as "within a node". */
+int64_t pp_work_nvlink_gpus(const pp_work *w);
 /* FP8 parameters: --fp8-param-gather (or a recipe's) under --precision fp8. */
 bool pp_work_fp8_params(const pp_work *w);
 /* Bytes per parameter of the unsharded optimizer state: the precision-aware optimizer's main

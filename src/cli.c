@@ -252,9 +252,11 @@ void pp_cli_work_line(FILE *f, const char *command, const pp_work *w)
     int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     int64_t nodes = (w->gpus + gpn - 1) / gpn;
     char g[32], b[32], s[32];
-    fprintf(f, "parplan %s: %s on %s x %s (%lld node%s of %lld), global batch %s x %s tokens, %s, %s attention\n",
+    char nvl[64] = "";
+    if (pp_work_nvlink_gpus(w) > gpn) snprintf(nvl, sizeof nvl, ", NVLink across %lld", (long long)pp_work_nvlink_gpus(w));
+    fprintf(f, "parplan %s: %s on %s x %s (%lld node%s of %lld%s), global batch %s x %s tokens, %s, %s attention\n",
             command, w->model.name, pp_fmt_num((double)w->gpus, 9, g, sizeof g), w->gpu.name, (long long)nodes,
-            nodes > 1 ? "s" : "", (long long)gpn, pp_fmt_num((double)w->gbs, 9, b, sizeof b),
+            nodes > 1 ? "s" : "", (long long)gpn, nvl, pp_fmt_num((double)w->gbs, 9, b, sizeof b),
             pp_fmt_num((double)w->model.seq, 9, s, sizeof s), pp_framework_names[w->framework],
             pp_attention_names[w->attention]);
 }

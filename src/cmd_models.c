@@ -71,6 +71,7 @@ static void models_json(const pp_catalog *cat)
         pp_json_knum(&j, "nvlink_gbs", g->nvlink_gbs);
         pp_json_knum(&j, "pcie_gbs", g->pcie_gbs);
         pp_json_kint(&j, "gpus_per_node", g->gpus_per_node);
+        pp_json_kint(&j, "nvlink_domain", g->nvlink_domain > g->gpus_per_node ? g->nvlink_domain : g->gpus_per_node);
         pp_json_knum(&j, "internode_gbs", g->internode_gbs);
         pp_json_knum(&j, "gemm_eff", g->gemm_eff);
         if (g->gemm_sustained > 0) pp_json_knum(&j, "gemm_sustained", g->gemm_sustained);

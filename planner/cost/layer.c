@@ -440,7 +440,7 @@ static void build_colls(const pp_work *w, const pp_layout *l, pp_layer *ly)
          * the expert grid), a token's 16-bit row sent once per rank and node it goes to
          * (pp_layer_dispatch_fanout); the experts' tensor-parallel ranks get it in the same pass. */
         int64_t n = pp_layout_etp(l) * l->ep;
-        int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+        int64_t gpn = pp_work_nvlink_gpus(w);
         int64_t per_node = pp_layout_group_per_node(n, 1, gpn);
         double ranks = 0, nodes = 0, row = ly->tokens_routed * ly->hidden * 2.0;
         pp_layer_dispatch_fanout(w, l, per_node, &ranks, &nodes);

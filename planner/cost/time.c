@@ -503,7 +503,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     memset(o, 0, sizeof *o);
     pp_layer ly;
     pp_layer_build_parts(w, l, kind, PP_LAYER_GEMMS | PP_LAYER_EW | PP_LAYER_COLLS, &ly);
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const int64_t gpn = pp_work_nvlink_gpus(w);
     /* Selective recompute re-runs the forward of its modules (Megatron --recompute-modules;
      * core_attn alone by default; the ILP prices it on any layout). */
     const unsigned sel = l->recompute_modules ? l->recompute_modules : 1u << PP_RCM_CORE_ATTN;
@@ -703,7 +703,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     const double V = (double)m->vocab;
     const double T = b * s / cp;
     const double h_ew = l->sp ? h / t : h;
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const int64_t gpn = pp_work_nvlink_gpus(w);
     const double M = T * h * 2.0;
 
     /* Layer kinds present: one for dense models without windows (the search's common case). */

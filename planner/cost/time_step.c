@@ -285,7 +285,7 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     double compute = m * (st->fwd + st->bwd);
     double total = serial / c->mem_rate + pp_time_behind(side / c->mem_rate, m * st->bwd);
 
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const int64_t gpn = pp_work_nvlink_gpus(w);
     if (S > 1 || R > 1) {
         /* torchtitan's mesh is [pp, dp_replicate, dp_shard, cp, tp], tp innermost: the shard
          * group's ranks are tp apart, the replicas tp x shard apart; EP takes the inner ranks of
@@ -419,7 +419,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     }
 
     /* --- pipeline */
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const int64_t gpn = pp_work_nvlink_gpus(w);
     double p2p = 0, per_mb_p2p = 0;
     if (p > 1) {
         /* Stage neighbours are tp*cp*dp ranks apart: on a multi-node job at least one stage
@@ -609,7 +609,7 @@ void pp_time_parts_get(const pp_work *w, const pp_layout *l, pp_time_parts *out)
     out->embed_bwd_s = ly.embed_bwd_s;
     out->output_fwd_s = ly.output_fwd_s;
     out->output_bwd_s = ly.output_bwd_s;
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const int64_t gpn = pp_work_nvlink_gpus(w);
     out->p2p_s = l->pp > 1 ? pp_time_collective_s(&c, PP_TC_SENDRECV, 2, w->gpus > gpn ? 1 : 2, ly.p2p_bytes) +
                                  ly.p2p_gather_s
                            : 0;

@@ -218,6 +218,7 @@ static const pp_key gpu_keys[] = {
     GNUM("nvlink_gbs", g.nvlink_gbs, 0, 1e6, 1, true),
     GNUM("pcie_gbs", g.pcie_gbs, 0.1, 1e5, 1, true),
     {"gpus_per_node", PP_KEY_INT, offsetof(gpu_file, g.gpus_per_node), 1, 1e6, 0, 0, NULL, 0, true, NULL, 0, 0},
+    {"nvlink_domain", PP_KEY_INT, offsetof(gpu_file, g.nvlink_domain), 1, 1e6, 0, 0, NULL, 0, false, NULL, 0, 0},
     GNUM("internode_gbs", g.internode_gbs, 0, 1e6, 1, true),
     GNUM("gemm_eff", g.gemm_eff, 0.01, 1, 1, true),
     GNUM("gemm_sustained", g.gemm_sustained, 0.5, 1, 1, false),

@@ -389,7 +389,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     pp_time_ctx_init(&tctx, w, &topts);
     const double capacity = w->gpu.memory_bytes;
     const double plan_bytes = pp_memory_plan_bytes(w); /* capacity less the margin plan keeps */
-    const int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
+    const int64_t gpn = pp_work_nvlink_gpus(w);
     const bool flash = w->attention == PP_ATTN_FLASH;
 
     int64_t extra_vpp[UNEVEN_VPP_MAX];

@@ -13,10 +13,13 @@
  *   --fp8-param-gather             FP8 linear weights (TE fp8_model_init): 1 byte and the Hopper
  *                                  transpose, no bf16 copy beside its two casts: 2 bytes a linear
  *                                  parameter instead of 4
+ *   nvlink_domain (GPU entry)      GB200 NVL72: trays of 4 in one NVLink network of 72: the
+ *                                  communication of 72 GPUs as one node's, not InfiniBand's
  *   --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype
  *                                  Megatron's precision-aware optimizer: the state in those dtypes */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_run.h"
@@ -80,6 +83,28 @@ static void fp8_params(void)
                  "precision-aware optimizer fp16/bf16/fp8: 5 of the 12 optimizer bytes per parameter");
     run_free(&c);
     run_free(&d);
+}
+
+static void nvlink_domain(void)
+{
+    static run a, b, c;
+    const char *work = "--model llama3-70b --gpus 144 --gbs 576 --tp 8 --pp 2 --dist-opt --sp";
+    char pa[512], pb[512], pc[512];
+    snprintf(pa, sizeof pa, "%s --gpu gb200", work);
+    snprintf(pb, sizeof pb, "%s --gpu %s/tests/data/gpus/gb200-no-nvlink-domain.yaml --gpus-per-node 72", work,
+             getenv("PARPLAN_SOURCE_DIR") ? getenv("PARPLAN_SOURCE_DIR") : ".");
+    snprintf(pc, sizeof pc, "%s --gpu %s/tests/data/gpus/gb200-no-nvlink-domain.yaml", work,
+             getenv("PARPLAN_SOURCE_DIR") ? getenv("PARPLAN_SOURCE_DIR") : ".");
+    if (run_args(&a, pa) && run_args(&b, pb) && run_args(&c, pc)) {
+        tap_near(a.time.step_time_s / b.time.step_time_s, 1.0, 1e-12,
+                 "gb200 (trays of 4, NVLink across 72): the step of 72-GPU nodes (%.3f s)", a.time.step_time_s);
+        tap_ok(c.time.tp_comm_s > 2.0 * a.time.tp_comm_s,
+               "without the NVLink domain TP 8 crosses trays over InfiniBand: TP time %.2f s against %.2f s",
+               c.time.tp_comm_s, a.time.tp_comm_s);
+    }
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
 }
 
 static void attention_mask(void)
@@ -149,6 +174,7 @@ int main(void)
     optimizer_bf16();
     attention_mask();
     fp8_params();
+    nvlink_domain();
     compile();
     pp_catalog_free(&cat);
     return tap_done();
