@@ -6,14 +6,14 @@
 A comment (or a message) that points at the tracker ("issue N", "Issue #N", "(issue N)") tells a
 reader nothing: the reader has the code, not the tracker. Say what the code does and why, and
 give the source of a formula (a paper, a table, a file of the framework). Checked: the C, CUDA,
-Python and shell files and the meson files under src/, planner/, probes/, tests/, fuzz/, doc/
-and models.d/. A citation of another project's tracker is written as its address
+Python and shell files and the meson files under src/, planner/, probes/, tests/, tools/, fuzz/,
+doc/ and models.d/. A citation of another project's tracker is written as its address
 (github.com/OWNER/REPO/issues/N), which this check lets through."""
 import os
 import re
 import sys
 
-TREES = ['src', 'planner', 'probes', 'tests', 'fuzz', 'doc', 'models.d']
+TREES = ['src', 'planner', 'probes', 'tests', 'tools', 'fuzz', 'doc', 'models.d']
 CODE = ('.c', '.h', '.cu', '.cuh', '.py', '.sh')
 NAMES = ('meson.build', 'meson_options.txt')
 # "issue" or "issues", then optional blanks and '#', then a digit; not inside an address (/issues/N)

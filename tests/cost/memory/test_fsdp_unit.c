@@ -1,0 +1,203 @@
+/* The FSDP2 memory terms (planner/cost/memory_fsdp.c) against hand-computed cases: the moment the peak
+ * is at and its bytes, written out term by term here, for the Llama-3.2-3B and Llama-3-8B shapes
+ * of tests/data/fsdp/runs.csv; the per-token activation tables; what sharding, HSDP, gradient
+ * accumulation and the pipeline's no-sync accumulation change; and that the search's fast path
+ * (pp_memory_worst_bytes) agrees with pp_memory_estimate. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memory_fsdp.h"
+#include "mem_shapes.h"
+#include "tap.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static pp_work work_of(bool big, int64_t seq, int64_t gpus, int64_t gbs)
+{
+    pp_work w;
+    memset(&w, 0, sizeof w);
+    mem_shape(&w.model, "llama-3b");
+    if (big) {
+        w.model.layers = 32, w.model.hidden = 4096, w.model.heads = 32, w.model.ffn = 14336;
+        w.model.head_dim = 128;
+    }
+    w.model.seq = seq;
+    mem_h200(&w.gpu);
+    w.gpus = gpus;
+    w.gpus_per_node = gpus < 8 ? gpus : 8;
+    w.gbs = gbs;
+    w.framework = PP_FW_FSDP;
+    w.attention = PP_ATTN_FLASH;
+    pp_stack_init(&w.stack);
+    return w;
+}
+
+static pp_layout layout_of(const pp_work *w, int64_t mbs, pp_recompute rc, int zero)
+{
+    pp_layout l;
+    pp_layout_init(&l);
+    l.mbs = mbs;
+    l.recompute = rc;
+    l.zero = zero;
+    pp_error err;
+    pp_layout_validate(w, &l, &err);
+    return l;
+}
+
+/* The timeline of stage 0 of a one-stage layout. */
+static void timeline(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c, pp_fsdp_timeline *t, pp_mem_stage *o)
+{
+    int64_t n_all[PP_LAYER_KINDS] = {0}, n_rc[PP_LAYER_KINDS] = {0};
+    n_all[0] = w->model.layers;
+    n_rc[0] = l->recompute == PP_RC_FULL ? w->model.layers : 0;
+    pp_fsdp_ctx_init(w, l, c);
+    memset(o, 0, sizeof *o);
+    pp_fsdp_stage_eval(w, l, c, n_all, n_rc, true, true, 1.0, o, t);
+}
+
+int main(void)
+{
+    const double P3 = 3606752256.0, P8 = 8030261248.0; /* parameters, tools/fsdp/train.py */
+    const double V = 128256, WS = 64 * MIB;            /* vocabulary, cuBLAS workspaces */
+    pp_fsdp_ctx c;
+    pp_fsdp_timeline t;
+    pp_mem_stage o;
+
+    /* 3B, seq 8192, micro-batch 1, no AC, --zero 3: the peak is the log-softmax backward. */
+    pp_work w = work_of(false, 8192, 1, 1);
+    pp_layout l = layout_of(&w, 1, PP_RC_NONE, 3);
+    timeline(&w, &l, &c, &t, &o);
+    double T = 8192, h = 3072, f = 8192, a = 24, kv = 1024;
+    double blk_none = 16 * h + 8 * f + 4 * a + 8; /* bytes per token: 114792 */
+    tap_ok(blk_none == 114792 && fabs(c.act[0][PP_RC_NONE] - T * blk_none) < 1, "3B block without AC: %.0f B/token",
+           c.act[0][PP_RC_NONE] / T);
+    double want = 4 * P3 + 8 * P3              /* fp32 parameters, AdamW m and v */
+                  + WS + 4.0 * 8192 * 128      /* workspaces, RoPE table (complex64 [s, d/2]) */
+                  + 2 * (V * h + h)            /* [norm, output] unsharded in bf16 */
+                  + 28 * T * blk_none          /* every block's activations */
+                  + T * (2 * h + 4 + 2 * h)    /* final norm input, rstd, output-layer input */
+                  + 16 * T                     /* token ids and labels */
+                  + 12 * T * V;                /* log-softmax output, its gradient in and out */
+    tap_ok(t.peak_at == PP_FSDP_AT_LOSS_BACKWARD, "3B none: peak at the %s", pp_fsdp_moment_names[t.peak_at]);
+    tap_near(o.peak_bytes, want, 1e-9, "3B none: loss-backward peak by hand (%.1f MiB)", want / MIB);
+    tap_ok(t.bytes[PP_FSDP_AT_LOSS_BACKWARD] - t.bytes[PP_FSDP_AT_LOSS_FORWARD] == 2 * T * V,
+           "loss backward = loss forward - bf16 logits (freed) + the fp32 gradient pair: +2 B/logit");
+    tap_ok(t.at[PP_FSDP_AT_LOSS_BACKWARD].grads == 0, "no gradient exists in the forward and the loss (zero_grad)");
+    double sum = 0;
+    const pp_fsdp_parts *pk = &t.at[t.peak_at];
+    sum = pk->weights + pk->grads + pk->optimizer + pk->activations + pk->transient;
+    tap_ok(sum == o.peak_bytes && o.weights_bytes == pk->weights && o.transient_bytes == pk->transient,
+           "the breakdown adds up to the peak");
+    double mx = 0;
+    for (int i = 0; i < PP_FSDP_AT_COUNT; i++) mx = fmax(mx, t.bytes[i]);
+    tap_ok(mx == o.peak_bytes, "the peak is the largest moment, not a sum");
+
+    /* --zero 2: every block's and the embedding's bf16 copy held to the backward. */
+    pp_layout l2 = layout_of(&w, 1, PP_RC_NONE, 2);
+    pp_fsdp_timeline t2;
+    pp_mem_stage o2;
+    timeline(&w, &l2, &c, &t2, &o2);
+    double blk_params = (2 * h * h + 2 * h * kv) + 3 * h * f + 2 * h; /* wq, wo, wk, wv, w1-3, norms */
+    tap_near(t2.bytes[PP_FSDP_AT_LOSS_BACKWARD] - t.bytes[PP_FSDP_AT_LOSS_BACKWARD], 2 * (28 * blk_params + V * h),
+             1e-12, "zero 2 - zero 3 at the loss = 2 B x (blocks + embedding)");
+
+    /* Selective (torchtitan's op-level SAC): block input, wq, wv, SDPA out + lse, w1, w2 outputs. */
+    pp_layout ls = layout_of(&w, 1, PP_RC_SELECTIVE, 3);
+    timeline(&w, &ls, &c, &t, &o);
+    tap_ok(fabs(c.act[0][PP_RC_SELECTIVE] / T - (8 * h + 2 * kv + 2 * f + 4 * a)) < 1e-6,
+           "3B selective: 8h + 2kv + 2f + 4a = %.0f B/token", c.act[0][PP_RC_SELECTIVE] / T);
+    tap_ok(fabs(c.act[0][PP_RC_FULL] / T - 2 * h) < 1e-6, "full AC: the block input, 2h B/token");
+
+    /* 8B, seq 4096, full AC: the peak is the embedding's reduce-scatter (16 B/param + its fp32
+     * reduce-scatter input). */
+    pp_work w8 = work_of(true, 4096, 1, 1);
+    pp_layout l8 = layout_of(&w8, 1, PP_RC_FULL, 3);
+    timeline(&w8, &l8, &c, &t, &o);
+    want = 16 * P8 + WS + 4.0 * 4096 * 128 + 4 * V * 4096;
+    tap_ok(t.peak_at == PP_FSDP_AT_REDUCE_LAST, "8B full: peak at the %s", pp_fsdp_moment_names[t.peak_at]);
+    tap_near(o.peak_bytes, want, 1e-9, "8B full: 16 B/param + 4 B x embedding by hand (%.1f MiB)", want / MIB);
+    tap_ok(t.bytes[PP_FSDP_AT_BACKWARD_BOTTOM] < o.peak_bytes && t.bytes[PP_FSDP_AT_BACKWARD_TOP] < o.peak_bytes,
+           "8B full: inside the backward below the end (%.0f, %.0f < %.0f MiB)", t.bytes[PP_FSDP_AT_BACKWARD_TOP] / MIB,
+           t.bytes[PP_FSDP_AT_BACKWARD_BOTTOM] / MIB, o.peak_bytes / MIB);
+
+    /* foreach AdamW: sqrt(v) for every parameter at the step. */
+    pp_work wf = work_of(false, 4096, 1, 1);
+    wf.stack.optimizer_impl = PP_ADAM_FOREACH;
+    pp_layout lf = layout_of(&wf, 1, PP_RC_FULL, 3);
+    timeline(&wf, &lf, &c, &t, &o);
+    tap_ok(t.peak_at == PP_FSDP_AT_OPTIMIZER, "foreach: peak at the %s", pp_fsdp_moment_names[t.peak_at]);
+    tap_near(o.peak_bytes, 20 * P3 + WS + 4.0 * 4096 * 128, 1e-9, "foreach: 20 B/param at the step");
+
+    /* Sharding over 8 ranks: the state shrinks 8 ways, the activations and the loss do not. */
+    pp_work w8r = work_of(false, 8192, 8, 8);
+    pp_layout ld = layout_of(&w8r, 1, PP_RC_NONE, 3);
+    pp_fsdp_timeline td;
+    pp_mem_stage od;
+    timeline(&w8r, &ld, &c, &td, &od);
+    timeline(&w, &l, &c, &t, &o);
+    tap_ok(td.at[PP_FSDP_AT_OPTIMIZER].optimizer == 8 * P3 / 8 && td.at[PP_FSDP_AT_OPTIMIZER].grads == 4 * P3 / 8,
+           "dp 8: m, v and gradients / 8");
+    tap_ok(td.at[PP_FSDP_AT_LOSS_BACKWARD].activations == t.at[PP_FSDP_AT_LOSS_BACKWARD].activations,
+           "dp 8: activations unchanged");
+    /* HSDP: 8 ranks as 2 replicas of 4 shards. */
+    pp_layout lh = ld;
+    lh.replicate = 2;
+    timeline(&w8r, &lh, &c, &td, &od);
+    tap_ok(c.shard == 4 && td.at[PP_FSDP_AT_OPTIMIZER].optimizer == 8 * P3 / 4, "HSDP 2 x 4: sharded over 4");
+    /* float8 (torchao, float8 all-gather when sharded): the blocks' unsharded copies in 1 byte. */
+    pp_layout lz = layout_of(&w8r, 1, PP_RC_NONE, 2);
+    pp_fsdp_timeline tz;
+    timeline(&w8r, &lz, &c, &tz, &od);
+    double bf16_held = tz.at[PP_FSDP_AT_LOSS_BACKWARD].weights;
+    w8r.stack.precision = PP_PREC_FP8;
+    timeline(&w8r, &lz, &c, &tz, &od);
+    tap_near(bf16_held - tz.at[PP_FSDP_AT_LOSS_BACKWARD].weights, 28 * blk_params, 1e-12,
+             "fp8, zero 2, dp 8: the held block copies take 1 B/param less");
+    w8r.stack.precision = PP_PREC_BF16;
+    /* Gradient accumulation (4 micro-batches): the sharded gradients live through the forwards. */
+    pp_work wa = work_of(false, 8192, 1, 4);
+    pp_layout la = layout_of(&wa, 1, PP_RC_NONE, 3);
+    timeline(&wa, &la, &c, &t, &o);
+    tap_ok(t.at[PP_FSDP_AT_LOSS_BACKWARD].grads == 4 * P3, "accumulation: 4 B/param of gradients at the loss");
+
+    /* PP 2 with 8 micro-batches: the stage's unsharded fp32 accumulators and bf16 copies. */
+    pp_work wp = work_of(false, 8192, 2, 8);
+    pp_layout lp;
+    pp_layout_init(&lp);
+    lp.pp = 2, lp.mbs = 1, lp.zero = 3;
+    pp_error err;
+    tap_ok(pp_layout_validate(&wp, &lp, &err) == PP_OK, "pp 2 layout valid");
+    static pp_mem_result r;
+    tap_ok(pp_memory_estimate(&wp, &lp, &r, &err) == PP_OK, "pp 2 estimate");
+    pp_fsdp_ctx_init(&wp, &lp, &c);
+    tap_ok(c.nosync && r.stages[0].peak_moment && r.stages[1].peak_moment, "pp 2: no-sync accumulation, moments named");
+    tap_ok(r.stages[0].grads_bytes >= 4.0 * (14 * c.blk_params[0] + c.embed_params),
+           "pp 2 stage 0: the unsharded fp32 accumulators (%.1f GiB)", r.stages[0].grads_bytes / 1073741824.0);
+
+    /* The search's fast path agrees with the full estimate. */
+    struct { int64_t gpus, tp, pp, vpp, mbs, gbs, rep; int zero; pp_recompute rc; } cases[] = {
+        {1, 1, 1, 1, 1, 1, 0, 3, PP_RC_NONE}, {8, 2, 1, 1, 2, 16, 0, 3, PP_RC_SELECTIVE},
+        {8, 1, 4, 1, 1, 32, 0, 2, PP_RC_FULL}, {8, 1, 4, 7, 1, 32, 0, 3, PP_RC_NONE},
+        {16, 1, 1, 1, 1, 16, 4, 3, PP_RC_FULL}, {8, 1, 1, 1, 1, 8, 0, 0, PP_RC_NONE},
+    };
+    int agree = 0, n = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < n; i++) {
+        pp_work wc = work_of(false, 8192, cases[i].gpus, cases[i].gbs);
+        pp_layout lc;
+        pp_layout_init(&lc);
+        lc.tp = cases[i].tp, lc.pp = cases[i].pp, lc.vpp = cases[i].vpp, lc.mbs = cases[i].mbs;
+        lc.replicate = cases[i].rep, lc.zero = cases[i].zero, lc.recompute = cases[i].rc;
+        if (pp_layout_validate(&wc, &lc, &err) != PP_OK) {
+            tap_diag("case %d invalid: %s", i, err.msg);
+            continue;
+        }
+        pp_memory_estimate(&wc, &lc, &r, &err);
+        double worst = 0, peak = 0;
+        for (int64_t s = 0; s < r.n_stages; s++) worst = fmax(worst, r.stages[s].peak_bytes + r.stages[s].reserved_bytes);
+        double fast = pp_memory_worst_bytes(&wc, &lc, &peak);
+        agree += fabs(fast - worst) <= 1e-6 * worst;
+    }
+    tap_ok(agree == n, "pp_memory_worst_bytes = the estimate's largest peak + reserve (%d/%d layouts)", agree, n);
+    return tap_done();
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# launch --format torchtitan against torchtitan's job config (meson tests launch-torchtitan-keys
+# and launch-torchtitan-parse):
+#   torchtitan_check.sh keys PARPLAN SOURCE_ROOT    every key and value type in the committed key
+#                                                   list (tests/data/torchtitan/job_config_keys.txt)
+#   torchtitan_check.sh parse PARPLAN SOURCE_ROOT   parsed by torchtitan's ConfigManager (skips, 77,
+#                                                   where torchtitan cannot be imported)
+# TAP on stdout (from the Python checker); exit 77 without python3.
+set -u
+mode=$1 parplan=$2 src=$3
+command -v python3 >/dev/null || { echo "1..0 # SKIP no python3"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pp-titan-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+files=$(bash "$src/tests/frameworks/torchtitan_configs.sh" "$parplan" "$src" "$tmp") || {
+    echo "not ok 1 - parplan launch --format torchtitan wrote every case"; echo "1..1"; exit 1; }
+# shellcheck disable=SC2086
+case $mode in
+keys) python3 "$src/tests/frameworks/torchtitan_keys.py" check "$src/tests/data/torchtitan/job_config_keys.txt" $files ;;
+parse) python3 "$src/tests/frameworks/torchtitan_parse.py" $files ;;
+*) echo "usage: $0 keys|parse PARPLAN SOURCE_ROOT" >&2; exit 2 ;;
+esac
