@@ -156,7 +156,7 @@ static bool same_shape(const pp_layout *a, const pp_layout *b)
            pp_layout_etp(a) == pp_layout_etp(b);
 }
 
-/* Accuracy of the time model, from its validation (tests/time): step-time MAPE on the published
+/* Accuracy of the time model, from its validation (tests/cost/time): step-time MAPE on the published
  * A100 tables is 4.5-9%, so layouts closer than this are a tie for the model. */
 #define PLAN_TIE_FRACTION 0.02
 
@@ -521,7 +521,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
  * uneven split or per-stage recompute where it is faster or is the only one that fits, ilp
  * wherever it solved, uniform never. pp_stages_refine solves only candidates whose bound
  * (pp_stages_gain_bound) can still reach the top `want`: measured 1.2x the search alone on
- * 13B / 16 A100 (tests/stages bench_plan). stage_mem holds 2 x n rows: layers then recompute. */
+ * 13B / 16 A100 (tests/search/stages bench_plan). stage_mem holds 2 x n rows: layers then recompute. */
 static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, pp_search_result *r, int64_t want,
                              int (*stage_mem)[PP_MAX_STAGES], pp_error *err)
 {

@@ -442,7 +442,7 @@ pp_status pp_calib_fsdp_csv_load(const char *path, const pp_gpu *gpu, pp_calib_r
                     if (!strcmp(col[i], need[k])) ix[k] = i;
                 if (ix[k] < 0) {
                     st = pp_error_set(err, PP_ERR_INPUT, path, lineno, 0,
-                                      "not an FSDP runs table (tests/fsdp/parse_runs.py): no column '%s'", need[k]);
+                                      "not an FSDP runs table (tools/fsdp/parse_runs.py): no column '%s'", need[k]);
                     goto fail;
                 }
             }

@@ -87,7 +87,7 @@ typedef struct {
 } pp_calib_run;
 
 /* FSDP2 runs recorded as a CSV table (tests/data/fsdp/runs.csv, written by
- * tests/fsdp/parse_runs.py): `#` comment lines, a header, one row per launch. The columns read
+ * tools/fsdp/parse_runs.py): `#` comment lines, a header, one row per launch. The columns read
  * (others are ignored, in any order): name, status (ok | oom | ...), gpus, replicate, dim, layers,
  * heads, kv_heads, ffn, vocab (a torchtitan Llama-3 shape: SwiGLU, RMSNorm, RoPE, untied, no
  * bias, no dropout), mbs, seq, ac (none | selective | full), reshard_after_forward (true: --zero

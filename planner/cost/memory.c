@@ -15,7 +15,7 @@
  *
  * The Megatron figures follow Megatron-LM's code (megatron/core, local transformer
  * implementation) and were checked against real runs on 2 x H200 (tests/data/megatron/runs.csv,
- * tests/memory/test_megatron_runs.c). "eager" below is Megatron's local implementation without
+ * tests/cost/memory/test_megatron_runs.c). "eager" below is Megatron's local implementation without
  * Transformer Engine or apex (--attention unfused): unfused attention, weight-gradient accumulation
  * in plain PyTorch ops and torch.optim.AdamW (foreach). --attention flash stands for the Transformer
  * Engine path (flash attention, fused wgrad accumulation, fused Adam). The MLP activation is fused

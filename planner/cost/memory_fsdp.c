@@ -1,7 +1,7 @@
 /* Memory of PyTorch FSDP2 training as torchtitan runs it (--framework fsdp), per pipeline stage.
  *
  * What is trained (torchtitan/models/llama3/infra/parallelize.py, apply_fsdp; the measurement
- * harness tests/fsdp/train.py does the same): fully_shard on the token embedding, on every
+ * harness tools/fsdp/train.py does the same): fully_shard on the token embedding, on every
  * decoder block and on [final norm, output] together, then on the root;
  * MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32); AdamW (fused by default,
  * torchtitan's Optimizer.implementation); SDPA (flash), eager RMSNorm / RoPE / SwiGLU; the loss
@@ -34,7 +34,7 @@
  *
  * The allocator peak is the largest of the moments in memory_fsdp.h, not a sum of the largest
  * terms. Checked against 15 real FSDP2 runs on one H200 (tests/data/fsdp/runs.csv) and 7 held
- * out whose predictions were committed first (runs_holdout.csv; tests/memory/test_fsdp_runs.c). Not measured: several ranks (sharding, HSDP, TP, CP, PP),
+ * out whose predictions were committed first (runs_holdout.csv; tests/cost/memory/test_fsdp_runs.c). Not measured: several ranks (sharding, HSDP, TP, CP, PP),
  * float8, MoE and MLA under FSDP, CPU offload; their terms follow the same sources. */
 #include "memory_fsdp.h"
 #include "pp_layer.h"
@@ -432,7 +432,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
      * again (one micro-batch per step; with accumulation they are allocated at the peak), and the
      * two largest reduce-scatter inputs of the step in fp32, the output layer's and the
      * embedding's (the previous one is kept until the next reduction starts). Against 26 runs
-     * without allocator retries on 4 x H100 and 2-4 x H200 (tests/node4/replay.c): MAPE 2.6%,
+     * without allocator retries on 4 x H100 and 2-4 x H200 (tests/validation/node4/replay.c): MAPE 2.6%,
      * worst -8.6%. */
     double rs_a = 0, rs_b = 0, groups[4] = {first_stage ? c->embed_params : blk, last_stage ? c->head_params : blk,
                                             blk, 0};

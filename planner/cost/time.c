@@ -18,8 +18,8 @@
  * The only constants that are not a GPU's catalog entry, a published formula or a software
  * fact (pp_time_opts) are the few model-form constants below, shared by every GPU: measured on
  * the anchors of the lent H100 (tests/data/anchors/h100_torch.jsonl), one of them fitted there,
- * one an estimate. tests/time/unit.c checks them against those anchors;
- * tests/time/validation.c checks whole steps against published tables (docs/time-model.md).
+ * one an estimate. tests/cost/time/unit.c checks them against those anchors;
+ * tests/cost/time/validation.c checks whole steps against published tables (docs/time-model.md).
  */
 #include "pp_time.h"
 
@@ -59,7 +59,7 @@
  * than the forward GEMMs (transposed operands, wgrad's long reduction over the tokens): the
  * anchors' GPT layers take 2.4-2.8x their forward time in the backward, not 2x. Least-squares
  * fit (log error) on the anchors' 5 layer rows, with ELEM_EFF as measured and the anchors'
- * FlashAttention-2 at its published H100 efficiency (tests/time/unit.c: 5.3% MAPE). */
+ * FlashAttention-2 at its published H100 efficiency (tests/cost/time/unit.c: 5.3% MAPE). */
 #define BWD_GEMM_EFF 0.88
 
 /* Overlap is not free: NCCL runs its collectives on SMs of its own (one per channel, up to 16-32

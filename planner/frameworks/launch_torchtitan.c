@@ -3,7 +3,7 @@
  * The keys are those of torchtitan 0.2.x's JobConfig (torchtitan/config/job_config.py, the last
  * release series that reads a TOML file through `--job.config_file`; 0.3 replaced it with
  * Python config registries): tests/data/torchtitan/job_config_keys.txt lists them, extracted from
- * the released package by tests/launch/torchtitan_keys.py, and tests/launch checks every key this
+ * the released package by tests/frameworks/torchtitan_keys.py, and tests/frameworks checks every key this
  * writer emits against that list and, where torchtitan imports, parses the file with its own
  * ConfigManager. How each layout field maps (torchtitan/models/llama3/infra/parallelize.py,
  * torchtitan/distributed/parallel_dims.py, activation_checkpoint.py):

@@ -1,6 +1,6 @@
 /* Megatron-LM arguments from a training log (pp_margs_parse_log, see pp_margs.h): the argument
  * dump Megatron prints (megatron/training/arguments.py _print_args), else the command line the log
- * records ("# cmd ..." of tests/megatron/run_configs.py, or the echoed pretrain_*.py line), and the
+ * records ("# cmd ..." of tools/megatron/run_configs.py, or the echoed pretrain_*.py line), and the
  * padded vocabulary the log reports after the dump (vocab_utils.py); and pp_margs_load, which
  * reads a file or standard input as a log or as a script. */
 #include "megatron_args.h"

@@ -13,7 +13,7 @@
  *
  * Every output names the parplan version and the predicted memory and throughput in a
  * comment. Megatron flags are names that Megatron-LM's parser accepts; the list they are
- * tested against is tests/data/megatron_flags.txt (tests/launch/).
+ * tested against is tests/data/megatron_flags.txt (tests/frameworks/).
  *
  * The writers: launch_megatron.c (megatron, torchrun, slurm), launch_deepspeed.c,
  * launch_nemo.c, launch_torchtitan.c; what they share is launch_common.c, the entry launch.c. */

@@ -14,7 +14,7 @@
  *   - the argument dump of a training log (pp_margs_parse_log): Megatron prints
  *     "---- arguments ----", then "  name ....... value" per argument, then "---- end of arguments
  *     ----" (megatron/training/arguments.py, _print_args); a log without one may record its command
- *     line as "# cmd ..." (tests/megatron/run_configs.py) or echo the pretrain_*.py line.
+ *     line as "# cmd ..." (tools/megatron/run_configs.py) or echo the pretrain_*.py line.
  * pp_margs_read turns the table into parplan's model, layout and training stack; what it cannot
  * model is named (pp_margs_config.unmodelled), never dropped: see the tables in megatron_args.c.
  *

@@ -474,7 +474,7 @@ pp_status pp_hf_model_load(pp_yaml *y, yaml_node_t *root, pp_model *m)
     for (size_t i = 0; i < N_WRAPPERS && !fam; i++) {
         if (strcmp(mt, hf_wrappers[i].type)) continue;
         /* The language model of Gemma3ForConditionalGeneration / Llama4ForConditionalGeneration
-         * is text_config (the vision tower is not counted: see tests/loader/params.c). */
+         * is text_config (the vision tower is not counted: see tests/model/params.c). */
         yaml_node_t *tc = outer.found[H_TEXT_CONFIG];
         if (!tc) {
             yaml_node_t *v = pp_yaml_lookup(y, root, "text_config", false);

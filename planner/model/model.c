@@ -5,7 +5,7 @@
  * RMSNorm, no biases) is one row of a table. For the classic GPT shape (4h GELU MLP, biases,
  * LayerNorm, learned positions, tied output) the sum is exactly Narayanan et al., SC'21,
  * eq. 2: N = 12 L h^2 (1 + 13/(12h) + (V + s)/(12 L h)), plus the 2h of the final LayerNorm
- * that eq. 2 leaves out. tests/loader checks both against published counts.
+ * that eq. 2 leaves out. tests/model checks both against published counts.
  */
 #include "pp.h"
 

@@ -1,6 +1,6 @@
 /* The cut ranges of a stage split: where each stage can start under the costs' layer bounds.
  * Defined in stages_costs.c; used by the stage files (stages_internal.h) and by the tests'
- * positional brute force (tests/stages/brute.c), which enumerates the same ranges. Not
+ * positional brute force (tests/search/stages/brute.c), which enumerates the same ranges. Not
  * installed. */
 #ifndef PP_STAGES_CUTS_H
 #define PP_STAGES_CUTS_H
