@@ -68,7 +68,7 @@ const pp_option pp_request_options[] = {
     INT("--topk", topk, PP_RQ_TOPK, 1, 100000, "N: experts per token"),
     STR("--recipe", recipe, PP_RQ_RECIPE,
         "NAME|FILE: the training stack as data (recipes.d: megatron-core-te, megatron-lm-local, megatron-bridge, "
-        "torchtitan, torchtitan-compile, nemo-automodel, deepspeed-zero); each stack flag overrides one of its fields"),
+        "torchtitan, torchtitan-compile, torchtitan-float8, nemo-automodel, deepspeed-zero); each stack flag overrides one of its fields"),
     STR("--deepspeed-config", deepspeed_config, PP_RQ_DS_CONFIG,
         "FILE: ZeRO stage, offload, micro-batch, accumulation and precision from a DeepSpeed config (ds_config.json); "
         "--framework deepspeed; flags beside it override"),
