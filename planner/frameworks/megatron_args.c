@@ -315,6 +315,17 @@ static const key_def key_table[] = {
 };
 #define N_KEY_TABLE (sizeof key_table / sizeof key_table[0])
 
+int pp_margs_table_n(void) { return (int)N_KEY_TABLE; }
+
+void pp_margs_table_row(int i, const char **key, const char **cls, const char **neutral)
+{
+    static const char *const names[] = {"read", "ignored", "not modelled", "fused kernel"};
+    const key_def *d = &key_table[i >= 0 && i < (int)N_KEY_TABLE ? i : 0];
+    *key = d->key;
+    *cls = names[d->cls];
+    *neutral = d->neutral;
+}
+
 static const key_def *key_lookup(const char *key)
 {
     for (size_t i = 0; i < N_KEY_TABLE; i++)

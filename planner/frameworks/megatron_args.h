@@ -18,5 +18,10 @@ pp_status pp_margs_parse_script_at(pp_margs *a, const char *text, size_t len, in
  * any unknown argument that is set, on a command line any unknown flag), or a fused kernel
  * TransformerEngine runs by default switched off while te. *fusion: k is such a fusion switch. */
 bool pp_margs_kv_unmodelled(const pp_margs *a, const pp_margs_kv *k, bool te, bool *fusion);
+/* The table's rows (docs/megatron-options.md is written from them): its dest name ("prefix*" for
+ * a family), its class ("read", "ignored", "not modelled", "fused kernel"), and the values that
+ * change nothing (NULL: none). */
+int pp_margs_table_n(void);
+void pp_margs_table_row(int i, const char **key, const char **cls, const char **neutral);
 
 #endif
