@@ -86,6 +86,9 @@ void pp_cli_free(pp_cli *c); /* accepts NULL */
 /* Print "parplan: msg (where)" to stderr; returns the exit status (2 input, 1 runtime). */
 int pp_cli_fail(const pp_error *err);
 
+/* The command line: argv as main gets it; the exit status (entry.c). */
+int pp_cli_main(int argc, char **argv);
+
 /* Subcommands: return the process exit status. */
 int pp_cmd_models(pp_cli *c);
 int pp_cmd_check(pp_cli *c);
