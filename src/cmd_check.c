@@ -138,10 +138,11 @@ static void check_table(const pp_cli *c, const pp_run *run, const pp_cli_remedie
            pp_band_text(&c->work, t->step_time_s, t->step_time_s < 10 ? 3 : 1, band, sizeof band), t->samples_per_s,
            t->tokens_per_s, t->model_tflops_per_gpu, 100.0 * t->mfu);
     const pp_band_row *bd = pp_band_for(&c->work);
+    double flo, fhi; /* the band as factors of the prediction */
+    pp_band_range(bd, 1.0, &flo, &fhi);
     if (bd->calibrate_rows)
         printf("(the step time's band: %+.0f%% to %+.0f%%, 5th to 95th percentile of the error on the %d published %s "
-               "runs parplan was checked on)\n", -100 * bd->err_hi / (1 + bd->err_hi), -100 * bd->err_lo / (1 + bd->err_lo),
-               bd->calibrate_rows, bd->name);
+               "runs parplan was checked on)\n", 100 * (flo - 1), 100 * (fhi - 1), bd->calibrate_rows, bd->name);
     else
         printf("(the step time's band is the widest: no published run of this stack or GPU was checked)\n");
 }

@@ -346,6 +346,8 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
                 k->fits ? "" : k->worst_bytes <= w->gpu.memory_bytes ? "  margin" : "  OOM");
     }
     const pp_band_row *bd = pp_band_for(w);
+    double flo, fhi; /* the band as factors of the prediction */
+    pp_band_range(bd, 1.0, &flo, &fhi);
     char bw[96];
     if (bd->calibrate_rows) snprintf(bw, sizeof bw, "error on %d published runs", bd->calibrate_rows);
     else snprintf(bw, sizeof bw, "error of any family: no published run of this stack or GPU");
@@ -354,7 +356,7 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
                "95th percentile %s)\n",
             capacity_words(w, (char[160]){0}, 160),
             (w->gpu.peak_flops[PP_DT_BF16] > 0 ? w->gpu.peak_flops[PP_DT_BF16] : w->gpu.peak_flops[PP_DT_FP16]) / 1e12,
-            -100 * bd->err_hi / (1 + bd->err_hi), -100 * bd->err_lo / (1 + bd->err_lo), bd->name, bw);
+            100 * (flo - 1), 100 * (fhi - 1), bd->name, bw);
     /* rows whose pp x vpp does not divide the layers: the balanced split by virtual stage, which the
      * label does not show (pp_layout_vstage_layers) */
     char rows[160] = "", lay[512] = "";

@@ -390,7 +390,7 @@ int pp_cmd_rent(const char *argv0, int argc, char **argv, bool pre_quiet, bool p
         pp_json_obj_end(&j);
         pp_json_end(&j);
     } else {
-        char a[48], b[48];
+        char a[48];
         printf("parplan plan: what to rent for %s, %s tokens: %d GPU type%s x %d count%s in %.2f s, ranked by %s\n", model,
                pp_fmt_num(c0.tokens, 4, a, sizeof a), ng, ng == 1 ? "" : "s", nn, nn == 1 ? "" : "s", elapsed,
                priced ? "cost" : "days");
@@ -418,7 +418,6 @@ int pp_cmd_rent(const char *argv0, int argc, char **argv, bool pre_quiet, bool p
         printf("(pareto *: no other option is both faster and %s; mem/GPU: peak + reserved, margin: what is left of "
                "the GPU; band: the days the published runs' 5th-95th percentile error allows, per stack and GPU)\n",
                priced ? "cheaper" : "fewer GPU-hours");
-        (void)b;
     }
     if (c0.report) {
         char title[256];

@@ -99,23 +99,30 @@ static const double MEM_WORKSPACE_BYTES = 96.0 * MIB;
 
 /* ------------------------------------------------------------------ model state per parameter */
 
-void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offload off,
-                               int64_t shard, pp_state_bytes *out)
+/* Unsharded bytes per parameter of the weights, gradients and optimizer state, sharded over
+ * shard ranks as the stage says: ZeRO stage 1 (and Megatron's distributed optimizer) shards the
+ * optimizer bytes, stage 2 also the gradients, stage 3 also the parameters; Megatron-FSDP's optim /
+ * optim_grads / optim_grads_params and FSDP's FULL_SHARD / SHARD_GRAD_OP are the same stages. */
+static void mem_state_shard(double weight_b, double grad_b, double opt_b, int zero, bool dist_opt, pp_offload off,
+                            int64_t shard, pp_state_bytes *out)
 {
     double d = shard > 0 ? (double)shard : 1.0;
-    const pp_fw_row *r = pp_fw_get(fw);
-    /* The framework's bytes per parameter (pp_frameworks: Megatron 2 + 4 + 12 = 18, Megatron's
-     * theoretical_memory_usage.py; ZeRO's 2 + 2 + 12, Rajbhandari et al. 2020 sec. 3, table 1).
-     * ZeRO stage 1 (and Megatron's distributed optimizer) shards the optimizer bytes, stage 2 also
-     * the gradients, stage 3 also the parameters; Megatron-FSDP's optim / optim_grads /
-     * optim_grads_params and FSDP's FULL_SHARD / SHARD_GRAD_OP are the same stages. */
-    out->weights = zero >= 3 ? r->weight_bytes / d : r->weight_bytes;
-    out->grads = zero >= 2 ? r->grad_bytes / d : r->grad_bytes;
-    out->optimizer = zero >= 1 || dist_opt ? r->optimizer_bytes / d : r->optimizer_bytes;
+    out->weights = zero >= 3 ? weight_b / d : weight_b;
+    out->grads = zero >= 2 ? grad_b / d : grad_b;
+    out->optimizer = zero >= 1 || dist_opt ? opt_b / d : opt_b;
     /* ZeRO-Offload keeps the optimizer state (and fp32 master) in host memory; params offload
      * (ZeRO-Infinity) also the 16-bit parameters. */
     if (off >= PP_OFF_OPTIMIZER) out->optimizer = 0;
     if (off >= PP_OFF_PARAMS) out->weights = 0;
+}
+
+void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offload off,
+                               int64_t shard, pp_state_bytes *out)
+{
+    /* The framework's bytes per parameter (pp_frameworks: Megatron 2 + 4 + 12 = 18, Megatron's
+     * theoretical_memory_usage.py; ZeRO's 2 + 2 + 12, Rajbhandari et al. 2020 sec. 3, table 1). */
+    const pp_fw_row *r = pp_fw_get(fw);
+    mem_state_shard(r->weight_bytes, r->grad_bytes, r->optimizer_bytes, zero, dist_opt, off, shard, out);
 }
 
 /* ------------------------------------------------------------------ shapes */
@@ -273,33 +280,18 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         pp_layer_build_parts(w, l, moe ? PP_LAYER_MOE : 0, PP_LAYER_SAVED, &ly[moe]);
     const pp_layer *lk[2] = {&ly[all_moe ? 1 : 0], &ly[nk - 1]}; /* by kind: [moe] */
     mem_params_get(w, l, &c->par);
-    int64_t shard = l->dp * l->cp;
-    pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload, shard, &c->st);
-    int64_t eshard = pp_layout_edp(l);
-    pp_memory_state_per_param(w->framework, l->zero, l->dist_opt, l->offload,
-                              eshard > 0 ? eshard : 1, &c->st_expert);
-    /* Megatron's gradient buffer has the parameters' dtype with --fp16 and with
-     * --grad-reduce-in-bf16 (param_and_grad_buffer.py: grad_dtype = param.dtype unless
-     * grad_reduce_in_fp32): 2 bytes, not the fp32 main_grad's 4 (pp_work_grad_bytes). */
-    double gb = pp_work_grad_bytes(w);
-    c->st.grads = l->zero >= 2 ? gb / (double)(shard > 0 ? shard : 1) : gb;
-    c->st_expert.grads = l->zero >= 2 ? gb / (double)(eshard > 0 ? eshard : 1) : gb;
-    /* --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype: bf16): Apex DistributedFusedAdam
-     * keeps m, v and its copy of the parameters in the optimizer dtype (apex/contrib/optimizers/
-     * distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2 bytes per parameter. */
-    /* Megatron's precision-aware optimizer (--main-params-dtype, --exp-avg-dtype,
-     * --exp-avg-sq-dtype): its state in those dtypes, sharded as the framework's (pp_work_optimizer_bytes). */
-    double ob = pp_work_optimizer_bytes(w);
-    if (ob != pp_work_fw(w)->optimizer_bytes && l->offload == PP_OFF_NONE) {
-        bool sharded = l->dist_opt || l->zero >= 1;
-        c->st.optimizer = sharded ? ob / (double)(shard > 0 ? shard : 1) : ob;
-        c->st_expert.optimizer = sharded ? ob / (double)(eshard > 0 ? eshard : 1) : ob;
-    }
-    if (w->stack.optimizer_bf16 && l->offload == PP_OFF_NONE) {
-        bool sharded = l->dist_opt || l->zero >= 1;
-        c->st.optimizer = sharded ? 6.0 / (double)(shard > 0 ? shard : 1) : 6.0;
-        c->st_expert.optimizer = sharded ? 6.0 / (double)(eshard > 0 ? eshard : 1) : 6.0;
-    }
+    /* The stack's bytes per parameter over the framework's: Megatron's gradient buffer has the
+     * parameters' dtype with --fp16 and with --grad-reduce-in-bf16 (param_and_grad_buffer.py:
+     * grad_dtype = param.dtype unless grad_reduce_in_fp32), 2 bytes, not the fp32 main_grad's 4
+     * (pp_work_grad_bytes); Megatron's precision-aware optimizer keeps its state in the dtypes
+     * given (pp_work_optimizer_bytes); --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype:
+     * bf16): Apex DistributedFusedAdam keeps m, v and its copy of the parameters in the optimizer
+     * dtype (apex/contrib/optimizers/distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2. */
+    const double wb = pp_work_fw(w)->weight_bytes, gb = pp_work_grad_bytes(w);
+    const double ob = w->stack.optimizer_bf16 ? 6.0 : pp_work_optimizer_bytes(w);
+    int64_t shard = l->dp * l->cp, eshard = pp_layout_edp(l);
+    mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, shard, &c->st);
+    mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, eshard, &c->st_expert);
     for (int moe = 0; moe < 2; moe++) {
         const pp_layer *y = lk[moe];
         c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);

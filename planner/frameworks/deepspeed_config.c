@@ -187,14 +187,14 @@ static pp_status read_precision(pp_yaml *y, yaml_node_t *map, const char *key, b
 pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len, const char *path, pp_error *err)
 {
     memset(c, 0, sizeof *c);
-    c->zero = c->offload = c->precision = -1;
+    c->zero = c->precision = -1;
     c->offload = PP_OFF_NONE;
     snprintf(c->path, sizeof c->path, "%s", path);
     pp_yaml y;
     pp_status st = pp_yaml_load(&y, text, len, path, err);
     if (st) return st;
     yaml_node_t *root = pp_yaml_root(&y);
-    bool bf16 = false, fp16 = false, bf16_given = false, fp16_given = false, any_offload = false;
+    bool bf16 = false, fp16 = false, bf16_given = false, fp16_given = false;
     if (!root || root->type != YAML_MAPPING_NODE) {
         st = pp_yaml_error(&y, root, "deepspeed config: expected a JSON object");
         goto done;
@@ -224,9 +224,7 @@ pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len
         } else if (!strcmp(name, "gradient_accumulation_steps")) {
             if ((st = get_int(&y, v, name, 1, 100000000, &c->gas, &given))) goto done;
         } else if (!strcmp(name, "zero_optimization")) {
-            int before = c->offload;
             if ((st = read_zero(&y, v, c))) goto done;
-            any_offload = c->offload != before;
         } else if (!strcmp(name, "bf16")) {
             if ((st = read_precision(&y, v, name, &bf16, &bf16_given))) goto done;
         } else if (!strcmp(name, "fp16")) {
@@ -264,7 +262,6 @@ pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len
                           "trains in fp32, and parplan models 16-bit training");
         goto done;
     }
-    (void)any_offload;
     if (c->offload == PP_OFF_PARAMS && c->zero >= 0 && c->zero < 3) {
         st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "deepspeed config: offload_param needs ZeRO stage 3 (stage %d)",
                           c->zero);
