@@ -1,6 +1,7 @@
 /* Launch configs, the entry (pp_launch.h): the files of each format, the parameters, and
  * pp_launch_write, which checks the parameters, runs the format's writer (launch_megatron.c for
- * megatron, torchrun and slurm; launch_deepspeed.c, launch_nemo.c, launch_torchtitan.c) and
+ * megatron, torchrun and slurm; launch_deepspeed.c, launch_nemo.c, launch_torchtitan.c for torchtitan
+ * and torchtitan-toml, launch_bridge.c for megatron-bridge) and
  * writes its text to a stream or, atomically, into a directory. */
 #include "pp_launch.h"
 
@@ -43,11 +44,17 @@ static pp_status write_nemo(pp_launch_format fmt, const pp_launch_params *p, boo
     return pp_launch_nemo(p, &f[0], err);
 }
 
+static pp_status write_bridge(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2],
+                              pp_error *err)
+{
+    (void)fmt, (void)joined;
+    return pp_launch_bridge(p, &f[0], err);
+}
+
 static pp_status write_torchtitan(pp_launch_format fmt, const pp_launch_params *p, bool joined, pp_sbuf f[2],
                                   pp_error *err)
 {
-    (void)fmt;
-    pp_status st = pp_launch_torchtitan(p, joined, &f[0].s, &f[1].s, err);
+    pp_status st = pp_launch_torchtitan(fmt, p, joined, &f[0].s, &f[1].s, err);
     for (int i = 0; i < 2; i++) f[i].len = f[i].s ? strlen(f[i].s) : 0;
     return st;
 }
@@ -65,7 +72,9 @@ static const struct {
     [PP_LAUNCH_SLURM] = {{"launch.sbatch", NULL}, PP_FW_MEGATRON, true, write_megatron},
     [PP_LAUNCH_DEEPSPEED] = {{"ds_config.json", "launch_deepspeed.sh", NULL}, PP_FW_DEEPSPEED, false, write_deepspeed},
     [PP_LAUNCH_NEMO] = {{"nemo_overrides.yaml", NULL}, PP_FW_MEGATRON, false, write_nemo},
-    [PP_LAUNCH_TORCHTITAN] = {{"torchtitan.toml", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true, write_torchtitan},
+    [PP_LAUNCH_TORCHTITAN] = {{"parplan_torchtitan.py", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true, write_torchtitan},
+    [PP_LAUNCH_TORCHTITAN_TOML] = {{"torchtitan.toml", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true, write_torchtitan},
+    [PP_LAUNCH_MEGATRON_BRIDGE] = {{"launch_megatron_bridge.sh", NULL}, PP_FW_MEGATRON, false, write_bridge},
 };
 
 const char *const *pp_launch_files(pp_launch_format fmt)

@@ -92,6 +92,32 @@ int64_t pp_launch_gpus_per_node(const pp_work *w)
     return gpn > w->gpus ? w->gpus : gpn;
 }
 
+void pp_launch_sbatch(const pp_work *w, const char *job, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "#!/usr/bin/env bash\n#SBATCH --job-name=parplan-%s\n#SBATCH --nodes=%lld\n#SBATCH --ntasks-per-node=1\n"
+             "#SBATCH --gpus-per-node=%lld\n#SBATCH --exclusive\n",
+             job[0] ? job : "train", (long long)pp_launch_nodes(w), (long long)pp_launch_gpus_per_node(w));
+}
+
+void pp_launch_rdzv(const pp_work *w, const char *job, char *buf, size_t n)
+{
+    int64_t nodes = pp_launch_nodes(w);
+    snprintf(buf, n,
+             "NNODES=%lld\nGPUS_PER_NODE=%lld\nMASTER_PORT=${MASTER_PORT:-29500}\n"
+             "if [ -n \"${SLURM_JOB_ID:-}\" ]; then\n"
+             "    MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+             "    RDZV_ID=$SLURM_JOB_ID\n"
+             "    LAUNCHER=(srun --kill-on-bad-exit=1 --ntasks-per-node=1)\n"
+             "else\n"
+             "%s"
+             "    RDZV_ID=${RDZV_ID:-parplan-%s}\n    LAUNCHER=()\nfi\n\n",
+             (long long)nodes, (long long)pp_launch_gpus_per_node(w),
+             nodes > 1 ? "    MASTER_ADDR=${MASTER_ADDR:?set MASTER_ADDR to the rendezvous host}\n"
+                       : "    MASTER_ADDR=${MASTER_ADDR:-localhost}\n",
+             job[0] ? job : "train");
+}
+
 pp_status pp_launch_cluster_check(const pp_work *w, pp_error *err)
 {
     int64_t gpn = pp_launch_gpus_per_node(w);

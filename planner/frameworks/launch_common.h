@@ -33,6 +33,12 @@ pp_status pp_launch_cluster_check(const pp_work *w, pp_error *err);
 int64_t pp_launch_stage_recompute(const pp_work *w, const pp_layout *l, int64_t i);
 /* Every pipeline stage has the same number of layers. */
 bool pp_launch_stages_even(const pp_work *w, const pp_layout *l);
+/* The scripts that run torchrun once per node, by hand or under sbatch (torchtitan, megatron-bridge):
+ * their #SBATCH lines (after the #! line), and the rendezvous block that sets NNODES,
+ * GPUS_PER_NODE, MASTER_ADDR, MASTER_PORT, RDZV_ID and LAUNCHER (srun under Slurm, else nothing).
+ * job: a job-name-safe name ("" for "train"). */
+void pp_launch_sbatch(const pp_work *w, const char *job, char *buf, size_t n);
+void pp_launch_rdzv(const pp_work *w, const char *job, char *buf, size_t n);
 /* "12.34 GiB", or "not predicted". */
 const char *pp_launch_gib(double bytes, char *buf, size_t n);
 /* The prediction line of every format's header, without its comment characters: "predicted by
@@ -49,7 +55,9 @@ pp_status pp_launch_megatron_script(pp_launch_format fmt, const pp_launch_params
  * the launcher script (launch_deepspeed.c). */
 pp_status pp_launch_deepspeed(const pp_launch_params *p, bool joined, pp_sbuf *first, pp_sbuf *second,
                               pp_error *err);
-/* The NeMo YAML overrides (launch_nemo.c). */
+/* The NeMo 1.x YAML overrides, the legacy format nemo (launch_nemo.c). */
 pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err);
+/* Megatron-Bridge's recipe runner with ConfigContainer overrides, one script (launch_bridge.c). */
+pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err);
 
 #endif

@@ -1,5 +1,7 @@
-/* launch --format nemo: NeMo 1.x (Megatron GPT) YAML overrides, trainer.* and model.* (pp_launch.h).
- * The keys are those of NeMo 1.x examples/nlp/language_modeling/conf/megatron_gpt_config.yaml. */
+/* launch --format nemo, the legacy format: NeMo 1.x (Megatron GPT) YAML overrides, trainer.* and
+ * model.* (pp_launch.h). The keys are those of NeMo 1.x (1.23, the last 1.x release)
+ * examples/nlp/language_modeling/conf/megatron_gpt_config.yaml. NVIDIA's current stack, NeMo 2's
+ * successor Megatron-Bridge, is --format megatron-bridge (launch_bridge.c). */
 #include "launch_common.h"
 
 #define BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
@@ -40,7 +42,8 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     if (st != PP_OK) return st;
     int64_t nodes = pp_launch_nodes(w), gpn = pp_launch_gpus_per_node(w);
     pp_launch_header_write(b, "#", PP_LAUNCH_NEMO, p);
-    pp_sbuf_printf(b, "# NeMo 1.x Megatron GPT (megatron_gpt_config.yaml) overrides: merge into the config, or\n"
+    pp_sbuf_printf(b, "# Legacy format: NeMo 1.x Megatron GPT (megatron_gpt_config.yaml); for Megatron-Bridge (NeMo 2's\n"
+                 "# successor) use --format megatron-bridge. Merge these overrides into the config, or\n"
                  "# pass each key as a Hydra override, e.g. trainer.devices=%lld model.tensor_model_parallel_size=%lld\n",
               (long long)gpn, (long long)l->tp);
     pp_sbuf_printf(b, "trainer:\n");

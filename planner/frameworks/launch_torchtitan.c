@@ -1,6 +1,35 @@
-/* launch --format torchtitan: a torchtitan TOML job config and the script that runs it.
+/* launch --format torchtitan: a torchtitan config function (a Python module) and the script that
+ * runs it; --format torchtitan-toml: the legacy TOML job config of the 0.2.x releases.
  *
- * The keys are those of torchtitan 0.2.x's JobConfig (torchtitan/config/job_config.py, the last
+ * torchtitan (format torchtitan): main at commit b5bcd76c66d0acb1a08b176d9639425bc55e0b2a
+ * (2026-08-21), whose configs are Python functions returning a Trainer.Config (pytorch/torchtitan
+ * PR #2386, "Config System Refactor: TOML to Python Dataclass Registry"; torchtitan/config/README.md:
+ * the --section.option flags are frozen, a run is `--module M --config F`). The module uses a
+ * registered flavor's model_registry(flavor) (torchtitan/models/llama3/__init__.py,
+ * qwen3/__init__.py), or registers the model's shape as a llama3 flavor the way that file builds
+ * its own. tests/data/torchtitan/config_names.txt is that commit's table of modules, config fields
+ * and parameters (tests/frameworks/pyconfig_names.py extract); launch-torchtitan-config-names
+ * checks every import, keyword and parameter of the written module against it. How each field maps:
+ *   --dp, --replicate, --zero  ParallelismConfig data_parallel_shard_degree / _replicate_degree,
+ *                          fsdp_reshard_after_forward, as below
+ *   --tp, --pp, --cp, --ep tensor_ / pipeline_ / context_ / expert_parallel_degree
+ *   --pp stages            module_fqns_per_model_part (tok_embeddings, layers.<i>, norm, lm_head)
+ *   --mbs, --gbs, --seq    TrainingConfig num_tokens_per_microbatch_per_dp_rank = mbs x seq,
+ *                          num_tokens_per_train_step = gbs x seq, max_context_length = seq;
+ *                          with PP ParallelismConfig num_pp_microbatches = gbs / (dp x mbs)
+ *                          (torchtitan/trainer.py: the gradient-accumulation steps are the rest)
+ *   --recompute            activation_checkpoint SelectiveAC.Config() (op-level SAC) | FullAC.Config()
+ *                          | None (torchtitan/distributed/activation_checkpoint.py)
+ *   --loss upcast | cut    CrossEntropyLoss (cross_entropy on the fp32 logits) | ChunkedLossWrapper
+ *                          around it (the lm_head and loss per chunk of tokens: no whole logits)
+ *   --offload              TrainingConfig.enable_cpu_offload
+ *   --optimizer-impl       OptimizersContainer.Config.implementation
+ *   --compile, --tp-comm-overlap  CompileConfig enable, enable_async_tensor_parallel
+ * Not written (refused with the reason): --precision fp8 (this commit's Float8LinearConverter is
+ * rowwise with bf16 all-gathers, not the tensorwise float8 all-gather the FSDP2 model prices),
+ * --recompute-layers below the stage's layers (FullAC wraps every block), expert TP.
+ *
+ * torchtitan-toml: the keys are those of torchtitan 0.2.x's JobConfig (torchtitan/config/job_config.py, the last
  * release series that reads a TOML file through `--job.config_file`; 0.3 replaced it with
  * Python config registries): tests/data/torchtitan/job_config_keys.txt lists them, extracted from
  * the released package by tests/frameworks/torchtitan_keys.py, and tests/frameworks checks every key this
@@ -93,6 +122,7 @@ static const tt_flavor tt_flavors[] = {
     {"qwen3", "4B", "./assets/hf/Qwen3-4B", 36, 2560, 32, 8, 9728, 151936},
     {"qwen3", "8B", "./assets/hf/Qwen3-8B", 36, 4096, 32, 8, 12288, 151936},
     {"qwen3", "14B", "./assets/hf/Qwen3-14B", 40, 5120, 40, 8, 17408, 151936},
+    {"qwen3", "32B", "./assets/hf/Qwen3-32B", 64, 5120, 64, 8, 25600, 151936},
 };
 
 static const tt_flavor *tt_flavor_find(const pp_model *m)
@@ -118,7 +148,7 @@ static void tt_ffn_args(const pp_model *m, double *mult, int64_t *multiple_of)
 
 /* ------------------------------------------------------------------ checks */
 
-static pp_status tt_check(const pp_launch_params *p, pp_error *err)
+static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
 {
     const pp_work *w = p->work;
     const pp_layout *l = p->layout;
@@ -136,8 +166,8 @@ static pp_status tt_check(const pp_launch_params *p, pp_error *err)
     if (w->stack.param_bf16)
         return BAD("--param-dtype bf16 is NeMo AutoModel's bf16 storage; torchtitan keeps fp32 sharded parameters "
                    "(the launch would not be the stack predicted)");
-    if (w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH)
-        return BAD("--loss %s is not torchtitan's loss (cross_entropy on logits.float(): --loss upcast)",
+    if (!py && w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH)
+        return BAD("--loss %s is not torchtitan 0.2.x's loss (cross_entropy on logits.float(): --loss upcast)",
                    pp_loss_names[w->stack.loss]);
     if (!pp_activations[m->act].torchtitan || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias)
         return BAD("torchtitan's models are SwiGLU, RMSNorm, RoPE, no bias: model %s is %s, %s, %s%s", m->name,
@@ -173,7 +203,14 @@ static pp_status tt_every_nth(const pp_work *w, const pp_layout *l, int64_t *nth
 
 /* ------------------------------------------------------------------ the TOML */
 
-static void tt_header(tt_buf *b, const pp_launch_params *p)
+/* What each format targets, in its header and the script's. */
+static const char *tt_target(bool py)
+{
+    return py ? "launch --format torchtitan (torchtitan main at b5bcd76c, 2026-08-21: a Trainer.Config function)"
+              : "launch --format torchtitan-toml (legacy: torchtitan 0.2.x JobConfig)";
+}
+
+static void tt_header(tt_buf *b, const pp_launch_params *p, bool py)
 {
     const pp_work *w = p->work;
     const pp_model *m = &w->model;
@@ -181,7 +218,7 @@ static void tt_header(tt_buf *b, const pp_launch_params *p)
     char name[96], gpu[96];
     tt_clean(m->name, name, sizeof name);
     tt_clean(w->gpu.name, gpu, sizeof gpu);
-    tt_printf(b, "# Generated by parplan %s: launch --format torchtitan (torchtitan 0.2.x JobConfig)\n", PP_VERSION);
+    tt_printf(b, "# Generated by parplan %s: %s\n", PP_VERSION, tt_target(py));
     tt_printf(b, "# model %s: %lld layers, hidden %lld, %lld heads (%lld KV), FFN %lld, vocab %lld, sequence %lld\n",
               name, (long long)m->layers, (long long)m->hidden, (long long)m->heads, (long long)m->kv_heads,
               (long long)m->ffn, (long long)m->vocab, (long long)m->seq);
@@ -199,15 +236,17 @@ static void tt_header(tt_buf *b, const pp_launch_params *p)
     tt_printf(b, "# %s\n", line);
 }
 
-/* The module names of model part s (pipeline split): torchtitan's Llama/Qwen3 modules
- * tok_embeddings, layers.<i>, norm, output. */
-static void tt_parts(tt_buf *b, const pp_work *w, const pp_layout *l)
+/* The module names of each model part (the pipeline split), as torchtitan names its decoders'
+ * modules: tok_embeddings, layers.<i>, norm, then output (0.2.x, TOML) or lm_head (main,
+ * models/common/decoder.py; py: the Python keyword argument inside ParallelismConfig(...)). */
+static void tt_parts(tt_buf *b, const pp_work *w, const pp_layout *l, bool py)
 {
     int64_t segs = l->pp * l->vpp, at = 0;
-    tt_printf(b, "module_fqns_per_model_part = [\n");
+    const char *ind = py ? "            " : "";
+    tt_printf(b, "%smodule_fqns_per_model_part%s[\n", ind, py ? "=" : " = ");
     for (int64_t s = 0; s < segs; s++) {
         int64_t chunk = pp_layout_vstage_layers(w, l, s % l->pp, s / l->pp);
-        tt_printf(b, "    [");
+        tt_printf(b, "%s    [", ind);
         bool first = true;
         if (s == 0) {
             tt_printf(b, "\"tok_embeddings\"");
@@ -217,10 +256,10 @@ static void tt_parts(tt_buf *b, const pp_work *w, const pp_layout *l)
             tt_printf(b, "%s\"layers.%lld\"", first ? "" : ", ", (long long)at);
             first = false;
         }
-        if (s == segs - 1) tt_printf(b, "%s\"norm\", \"output\"", first ? "" : ", ");
+        if (s == segs - 1) tt_printf(b, "%s\"norm\", \"%s\"", first ? "" : ", ", py ? "lm_head" : "output");
         tt_printf(b, "],\n");
     }
-    tt_printf(b, "]\n");
+    tt_printf(b, "%s]%s\n", ind, py ? "," : "");
 }
 
 static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
@@ -249,7 +288,7 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
     int64_t S = shard ? l->dp / (l->replicate > 1 ? l->replicate : 1) : 1;
     bool fp8 = w->stack.precision == PP_PREC_FP8;
 
-    tt_header(b, p);
+    tt_header(b, p, false);
     tt_printf(b, "\n[job]\n");
     tt_printf(b, "dump_folder = \"./outputs\"\n");
     tt_printf(b, "description = \"parplan: %s, tp %lld pp %lld dp %lld cp %lld, micro-batch %lld\"\n", name,
@@ -325,7 +364,7 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
     if (l->pp > 1) {
         tt_printf(b, "pipeline_parallel_schedule = \"%s\"\n", l->vpp > 1 ? "Interleaved1F1B" : "1F1B");
         tt_printf(b, "pipeline_parallel_microbatch_size = %lld\n", (long long)l->mbs);
-        tt_parts(b, w, l);
+        tt_parts(b, w, l, false);
     }
     tt_printf(b, "context_parallel_degree = %lld\n", (long long)l->cp);
     if (m->experts > 1) {
@@ -359,9 +398,222 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
     return PP_OK;
 }
 
+/* ------------------------------------------------------------------ the Python config */
+
+/* What format torchtitan writes and the legacy TOML does not: refused with the reason. */
+static pp_status tt_py_check(const pp_launch_params *p, pp_error *err)
+{
+    const pp_work *w = p->work;
+    const pp_layout *l = p->layout;
+    const pp_model *m = &w->model;
+    if (w->stack.precision == PP_PREC_FP8)
+        return BAD("--precision fp8: torchtitan's Float8LinearConverter (b5bcd76c, components/quantization/float8.py) "
+                   "is rowwise with bf16 all-gathers, not the tensorwise float8 all-gather parplan prices; "
+                   "use --format torchtitan-toml (torchtitan 0.2.x)");
+    if (w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH && w->stack.loss != PP_LOSS_CUT)
+        return BAD("--loss %s is not a torchtitan loss (upcast: CrossEntropyLoss; cut: ChunkedLossWrapper)",
+                   pp_loss_names[w->stack.loss]);
+    int64_t k = l->stage_recompute ? l->stage_recompute[0] : l->recompute_layers;
+    if (l->recompute == PP_RC_FULL && k > 0 && k < pp_layout_stage_layers(w, l, 0))
+        return BAD("--recompute-layers %lld: torchtitan's FullAC checkpoints every block "
+                   "(distributed/activation_checkpoint.py); use --format torchtitan-toml for every n-th block",
+                   (long long)k);
+    if (m->experts > 1 && pp_layout_etp(l) > 1)
+        return BAD("expert tensor parallelism %lld: torchtitan's ParallelismConfig has no expert TP degree",
+                   (long long)pp_layout_etp(l));
+    if (!tt_flavor_find(m)) {
+        if (m->experts > 1)
+            return BAD("model %s is not a registered torchtitan flavor, and parplan writes new flavors as dense "
+                       "llama3 shapes: register it in torchtitan/models/<model>/__init__.py", m->name);
+        if (m->qk_norm != PP_QKNORM_NONE || (m->head_dim > 0 && m->head_dim * m->heads != m->hidden))
+            return BAD("model %s is not a registered torchtitan flavor and is not a llama3 shape (QK norm or a head "
+                       "size other than hidden / heads): register it in torchtitan/models/qwen3/__init__.py", m->name);
+        if (m->rope_scaling != PP_ROPE_SCALING_NONE && m->rope_scaling != PP_ROPE_SCALING_LLAMA3)
+            return BAD("model %s: RoPE scaling %s is not written for a new torchtitan flavor (none or llama3)", m->name,
+                       pp_rope_scaling_names[m->rope_scaling]);
+    }
+    return PP_OK;
+}
+
+/* A flavor name from the model's: letters, digits, '-', '.', '_' (a Python string and a key). */
+static void tt_flavor_name(const pp_launch_params *p, char *out, size_t n)
+{
+    char name[96];
+    tt_clean(p->work->model.name, name, sizeof name);
+    snprintf(out, n, "parplan-%s", name);
+    for (char *c = out; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+              *c == '-' || *c == '_'))
+            *c = '_';
+}
+
+/* A registered model spec for a shape not in torchtitan's registry: a flavor function written as
+ * torchtitan/models/llama3/__init__.py writes _8b (its Embedding, RMSNorm, Linear and per-layer
+ * builder), added to llama3_configs under the model's name. */
+static void tt_py_flavor(tt_buf *b, const pp_model *m, const char *flavor)
+{
+    long long D = m->hidden, H = m->heads, V = m->vocab;
+    long long KV = m->kv_heads > 0 ? m->kv_heads : m->heads;
+    tt_printf(b, "\n\n# %s is not one of torchtitan's registered flavors: its shape, registered as a llama3\n"
+                 "# flavor the way torchtitan/models/llama3/__init__.py registers _8b.\n", flavor);
+    tt_printf(b, "def _parplan_model(attn_backend: str, tp_gemm_backend: str = \"default\") -> Llama3Model.Config:\n");
+    tt_printf(b, "    return Llama3Model.Config(\n");
+    tt_printf(b, "        dim=%lld,\n        vocab_size=%lld,\n", D, V);
+    if (m->tied) tt_printf(b, "        enable_weight_tying=True,\n");
+    tt_printf(b, "        tok_embeddings=Embedding.Config(\n"
+                 "            num_embeddings=%lld, embedding_dim=%lld, param_init=_llama3._EMBEDDING_INIT\n"
+                 "        ),\n", V, D);
+    tt_printf(b, "        norm=RMSNorm.Config(normalized_shape=%lld, param_init=_llama3._NORM_INIT),\n", D);
+    tt_printf(b, "        lm_head=Linear.Config(\n"
+                 "            in_features=%lld, out_features=%lld, param_init=_llama3._output_linear_init(%lld)\n"
+                 "        ),\n", D, V, D);
+    tt_printf(b, "        layers=_llama3._build_llama3_layers(\n");
+    tt_printf(b, "            fuse_qkv=True,\n            n_layers=%lld,\n            dim=%lld,\n            n_heads=%lld,\n"
+                 "            n_kv_heads=%lld,\n            hidden_dim=%lld,\n",
+              (long long)m->layers, D, H, KV, (long long)m->ffn);
+    tt_printf(b, "            rope=ComplexRoPE.Config(\n                dim=%lld,\n                max_context_length=%lld,\n"
+                 "                theta=%.9g,\n", D / H, (long long)m->seq, m->rope_theta > 0 ? m->rope_theta : 10000.0);
+    if (m->rope_scaling == PP_ROPE_SCALING_LLAMA3)
+        tt_printf(b, "                scaling=\"llama\",\n                scaling_factor=%.9g,\n"
+                     "                low_freq_factor=%.9g,\n                high_freq_factor=%.9g,\n"
+                     "                original_max_position_embeddings=%lld,\n",
+                  m->rope_factor, m->rope_low_freq > 0 ? m->rope_low_freq : 1.0,
+                  m->rope_high_freq > 0 ? m->rope_high_freq : 4.0, (long long)m->rope_original_context);
+    else
+        tt_printf(b, "                scaling=\"none\",\n");
+    tt_printf(b, "            ),\n            attn_backend=attn_backend,\n            tp_gemm_backend=tp_gemm_backend,\n"
+                 "        ),\n    )\n\n\n");
+    tt_printf(b, "_llama3.llama3_configs[\"%s\"] = _parplan_model\n", flavor);
+}
+
+static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
+{
+    const pp_work *w = p->work;
+    const pp_model *m = &w->model;
+    const pp_layout *l = p->layout;
+    pp_status st = tt_py_check(p, err);
+    if (st != PP_OK) return st;
+    const tt_flavor *f = tt_flavor_find(m);
+    char flavor[128];
+    if (f) snprintf(flavor, sizeof flavor, "%s", f->flavor);
+    else tt_flavor_name(p, flavor, sizeof flavor);
+    const char *family = f ? f->name : "llama3";
+    bool shard = l->zero >= 2;
+    int64_t R = shard ? (l->replicate > 1 ? l->replicate : 1) : l->dp;
+    int64_t S = shard ? l->dp / (l->replicate > 1 ? l->replicate : 1) : 1;
+    bool cut = w->stack.loss == PP_LOSS_CUT;
+    int64_t steps = p->train_iters > 0 ? p->train_iters : 1000;
+    int64_t micro = pp_layout_microbatches(w, l);
+
+    tt_header(b, p, true);
+    tt_printf(b, "\"\"\"parplan's layout as a torchtitan config function (torchtitan main at b5bcd76c, 2026-08-21).\n\n"
+                 "Run it with launch_torchtitan.sh beside it, or from the torchtitan repository root:\n"
+                 "    PYTHONPATH=DIR torchrun --nproc-per-node %lld -m torchtitan.train \\\n"
+                 "        --module parplan_torchtitan --config parplan_config\n\"\"\"\n",
+              (long long)(w->gpus_per_node > 0 && w->gpus_per_node < w->gpus ? w->gpus_per_node : w->gpus));
+    tt_printf(b, "from torchtitan.components.data import ConcatThenSplitPackingConfig, GrainDataLoader\n");
+    tt_printf(b, "from torchtitan.components.loss import %sCrossEntropyLoss\n", cut ? "ChunkedLossWrapper, " : "");
+    tt_printf(b, "from torchtitan.components.metrics import MetricsProcessor\n");
+    tt_printf(b, "from torchtitan.components.optimizer import default_adamw, LRSchedulersContainer, OptimizersContainer\n");
+    tt_printf(b, "from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig\n");
+    if (l->recompute != PP_RC_NONE)
+        tt_printf(b, "from torchtitan.distributed.activation_checkpoint import %s\n",
+                  l->recompute == PP_RC_FULL ? "FullAC" : "SelectiveAC");
+    tt_printf(b, "from torchtitan.hf_datasets.text_datasets import DATASETS\n");
+    if (!f) {
+        tt_printf(b, "from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm\n");
+        tt_printf(b, "from torchtitan.models.common.config_utils import decoder_vocab_size\n");
+        tt_printf(b, "from torchtitan.models.llama3.model import Llama3Model\n");
+        tt_printf(b, "from torchtitan.trainer import Trainer\n\n");
+        tt_printf(b, "import torchtitan.models.llama3 as _llama3\n");
+        tt_py_flavor(b, m, flavor);
+    } else {
+        tt_printf(b, "from torchtitan.models.common.config_utils import decoder_vocab_size\n");
+        tt_printf(b, "from torchtitan.models.%s import model_registry\n", family);
+        tt_printf(b, "from torchtitan.trainer import Trainer\n");
+    }
+
+    tt_printf(b, "\n\ndef parplan_config() -> Trainer.Config:\n");
+    tt_printf(b, "    model_spec = %s(\"%s\")\n", f ? "model_registry" : "_llama3.model_registry", flavor);
+    if (cut)
+        tt_printf(b, "    # --loss cut: the lm_head and the loss per chunk of tokens, never the whole logits\n"
+                     "    loss = ChunkedLossWrapper.Config(\n"
+                     "        loss_fn=CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(model_spec)),\n"
+                     "    )\n");
+    else
+        tt_printf(b, "    # --loss upcast: cross_entropy on the whole fp32 logits, as parplan prices it\n"
+                     "    loss = CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(model_spec))\n");
+    tt_printf(b, "    return Trainer.Config(\n");
+    tt_printf(b, "        model_spec=model_spec,\n");
+    if (p->hf_config_path) {
+        char dir[600];
+        tt_clean(p->hf_config_path, dir, sizeof dir);
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(dir, sizeof dir, ".");
+        tt_printf(b, "        hf_assets_path=\"%s\",  # the folder of the config.json the model was read from\n", dir);
+    } else {
+        tt_printf(b, "        hf_assets_path=\"%s\",  # tokenizer (and weights): scripts/download_hf_assets.py\n",
+                  f ? f->assets : "./assets/hf/tokenizer");
+    }
+    tt_printf(b, "        dump_folder=\"./outputs\",\n");
+    tt_printf(b, "        loss=loss,\n");
+    tt_printf(b, "        optimizer=OptimizersContainer.Config(\n"
+                 "            param_groups=default_adamw(lr=3e-4).param_groups,\n"
+                 "            implementation=\"%s\",\n        ),\n",
+              pp_adam_impl_names[w->stack.optimizer_impl]);
+    tt_printf(b, "        lr_scheduler=LRSchedulersContainer.Config(warmup_steps=%lld),\n",
+              (long long)(steps / 10 > 0 ? steps / 10 : 1));
+    tt_printf(b, "        training=TrainingConfig(\n");
+    tt_printf(b, "            num_tokens_per_microbatch_per_dp_rank=%lld * %lld,  # micro-batch x sequence\n",
+              (long long)l->mbs, (long long)m->seq);
+    tt_printf(b, "            num_tokens_per_train_step=%lld * %lld,  # global batch x sequence", (long long)w->gbs,
+              (long long)m->seq);
+    if (l->pp == 1 && micro > 1) tt_printf(b, ": %lld gradient-accumulation steps", (long long)micro);
+    tt_printf(b, "\n            max_context_length=%lld,\n", (long long)m->seq);
+    tt_printf(b, "            steps=%lld,%s\n", (long long)steps, p->train_iters > 0 ? "" : "  # set the run's length");
+    tt_printf(b, "            mixed_precision_param=\"bfloat16\",\n");
+    if (l->offload != PP_OFF_NONE) tt_printf(b, "            enable_cpu_offload=True,\n");
+    tt_printf(b, "        ),\n");
+    tt_printf(b, "        dataloader=GrainDataLoader.Config(\n"
+                 "            dataset=ConcatThenSplitPackingConfig(dataset=DATASETS[\"c4\"]),\n        ),\n");
+    tt_printf(b, "        parallelism=ParallelismConfig(\n");
+    tt_printf(b, "            data_parallel_replicate_degree=%lld,\n", (long long)R);
+    tt_printf(b, "            data_parallel_shard_degree=%lld,\n", (long long)S);
+    const char *policy = l->zero >= 3 ? (l->pp > 1 ? "always" : "default") : "never";
+    tt_printf(b, "            fsdp_reshard_after_forward=\"%s\",  # --zero %d\n", policy, l->zero);
+    tt_printf(b, "            tensor_parallel_degree=%lld,\n", (long long)l->tp);
+    if (l->tp > 1) tt_printf(b, "            enable_sequence_parallel=True,\n");
+    tt_printf(b, "            pipeline_parallel_degree=%lld,\n", (long long)l->pp);
+    if (l->pp > 1) {
+        tt_printf(b, "            pipeline_parallel_schedule=\"%s\",\n", l->vpp > 1 ? "Interleaved1F1B" : "1F1B");
+        tt_printf(b, "            num_pp_microbatches=%lld,\n", (long long)micro);
+        tt_parts(b, w, l, true);
+    }
+    tt_printf(b, "            context_parallel_degree=%lld,\n", (long long)l->cp);
+    if (m->experts > 1) tt_printf(b, "            expert_parallel_degree=%lld,\n", (long long)l->ep);
+    tt_printf(b, "        ),\n");
+    if (l->recompute == PP_RC_SELECTIVE)
+        tt_printf(b, "        activation_checkpoint=SelectiveAC.Config(),  # op-level SAC, as planned\n");
+    else if (l->recompute == PP_RC_FULL)
+        tt_printf(b, "        activation_checkpoint=FullAC.Config(),\n");
+    else
+        tt_printf(b, "        activation_checkpoint=None,\n");
+    tt_printf(b, "        compile=CompileConfig(enable=%s", w->stack.compile ? "True" : "False");
+    if (l->tp > 1 && w->stack.tp_comm_overlap) tt_printf(b, ", enable_async_tensor_parallel=True");
+    tt_printf(b, "),\n");
+    tt_printf(b, "        metrics=MetricsProcessor.Config(log_freq=10),\n");
+    tt_printf(b, "    )\n");
+    return PP_OK;
+}
+
 /* ------------------------------------------------------------------ the script */
 
-static void tt_script(tt_buf *b, const pp_launch_params *p, const char *toml)
+/* The script: torchrun of torchtitan.train on every node. py: the config module (format
+ * torchtitan) as `--module parplan_torchtitan --config parplan_config` on PYTHONPATH; else the TOML
+ * (torchtitan-toml) as --job.config_file. cfg: the config's text to embed (one self-contained
+ * script), or NULL when it is written beside the script. */
+static void tt_script(tt_buf *b, const pp_launch_params *p, const char *cfg, bool py)
 {
     const pp_work *w = p->work;
     int64_t gpn = w->gpus_per_node > 0 && w->gpus_per_node < w->gpus ? w->gpus_per_node : w->gpus;
@@ -372,55 +624,60 @@ static void tt_script(tt_buf *b, const pp_launch_params *p, const char *toml)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
               *c == '-'))
             *c = '_';
-    tt_printf(b, "#!/usr/bin/env bash\n");
-    tt_printf(b, "#SBATCH --job-name=parplan-%s\n#SBATCH --nodes=%lld\n#SBATCH --ntasks-per-node=1\n"
-                 "#SBATCH --gpus-per-node=%lld\n#SBATCH --exclusive\n",
-              job[0] ? job : "train", (long long)nodes, (long long)gpn);
-    tt_header(b, p);
-    tt_printf(b, "# torchtitan (pip install torchtitan, 0.2.x) with the job config %s. Run it with bash on\n"
-                 "# every node (the c10d rendezvous at MASTER_ADDR:MASTER_PORT gathers the %lld node%s), or submit\n"
+    char sbatch[512];
+    pp_launch_sbatch(w, job, sbatch, sizeof sbatch);
+    tt_printf(b, "%s", sbatch);
+    tt_header(b, p, py);
+    const char *file = py ? "parplan_torchtitan.py" : "torchtitan.toml";
+    if (py)
+        tt_printf(b, "# torchtitan at commit b5bcd76c (git clone https://github.com/pytorch/torchtitan; pip install -e .)\n"
+                     "# with the config function in %s. Run it from the torchtitan checkout with bash on\n",
+                  cfg ? "the module below" : "parplan_torchtitan.py beside this script");
+    else
+        tt_printf(b, "# torchtitan (pip install torchtitan, 0.2.x) with the job config %s. Run it with bash on\n",
+                  cfg ? "below" : "torchtitan.toml beside this script");
+    tt_printf(b, "# every node (the c10d rendezvous at MASTER_ADDR:MASTER_PORT gathers the %lld node%s), or submit\n"
                  "# it with sbatch (srun starts one torchrun per node).\n",
-              toml ? "below" : "torchtitan.toml beside this script", (long long)nodes, nodes > 1 ? "s" : "");
+              (long long)nodes, nodes > 1 ? "s" : "");
     tt_printf(b, "set -euo pipefail\n\n");
-    if (toml) {
-        tt_printf(b, "CONFIG_FILE=${CONFIG_FILE:-torchtitan.toml}\n");
-        tt_printf(b, "cat > \"$CONFIG_FILE\" <<'PARPLAN_TORCHTITAN_TOML'\n%sPARPLAN_TORCHTITAN_TOML\n\n", toml);
+    if (cfg) {
+        tt_printf(b, "CONFIG_FILE=${CONFIG_FILE:-%s}\n", file);
+        tt_printf(b, "cat > \"$CONFIG_FILE\" <<'PARPLAN_TORCHTITAN_CONFIG'\n%sPARPLAN_TORCHTITAN_CONFIG\n\n", cfg);
     } else {
         /* sbatch runs a copy of the script: the config is beside the submitted one */
-        tt_printf(b, "CONFIG_FILE=${CONFIG_FILE:-\"${SLURM_SUBMIT_DIR:-$(dirname \"$0\")}/torchtitan.toml\"}\n");
+        tt_printf(b, "CONFIG_FILE=${CONFIG_FILE:-\"${SLURM_SUBMIT_DIR:-$(dirname \"$0\")}/%s\"}\n", file);
+    }
+    if (py) {
+        /* torchtitan/config/manager.py imports --module by its dotted name: the folder on the path */
+        tt_printf(b, "CONFIG_DIR=$(cd \"$(dirname \"$CONFIG_FILE\")\" && pwd)\n"
+                     "CONFIG_MODULE=$(basename \"$CONFIG_FILE\" .py)\n"
+                     "export PYTHONPATH=\"$CONFIG_DIR${PYTHONPATH:+:$PYTHONPATH}\"\n");
     }
     tt_printf(b, "# torchtitan's run_train.sh: the caching allocator's expandable segments\n");
     tt_printf(b, "export PYTORCH_ALLOC_CONF=${PYTORCH_ALLOC_CONF:-expandable_segments:True}\n");
-    tt_printf(b, "NNODES=%lld\nGPUS_PER_NODE=%lld\nMASTER_PORT=${MASTER_PORT:-29500}\n", (long long)nodes,
-              (long long)gpn);
-    tt_printf(b, "if [ -n \"${SLURM_JOB_ID:-}\" ]; then\n"
-                 "    MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-                 "    RDZV_ID=$SLURM_JOB_ID\n"
-                 "    LAUNCHER=(srun --kill-on-bad-exit=1 --ntasks-per-node=1)\n"
-                 "else\n");
-    if (nodes > 1)
-        tt_printf(b, "    MASTER_ADDR=${MASTER_ADDR:?set MASTER_ADDR to the rendezvous host}\n");
-    else
-        tt_printf(b, "    MASTER_ADDR=${MASTER_ADDR:-localhost}\n");
-    tt_printf(b, "    RDZV_ID=${RDZV_ID:-parplan-%s}\n    LAUNCHER=()\nfi\n\n", job[0] ? job : "train");
+    char rdzv[1024];
+    pp_launch_rdzv(w, job, rdzv, sizeof rdzv);
+    tt_printf(b, "%s", rdzv);
     tt_printf(b, "${LAUNCHER[@]+\"${LAUNCHER[@]}\"} torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" \\\n"
                  "    --rdzv-id \"$RDZV_ID\" --rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" \\\n"
                  "    --local-ranks-filter 0 --role rank --tee 3 \\\n"
-                 "    -m torchtitan.train --job.config_file \"$CONFIG_FILE\" \"$@\"\n");
+                 "    -m torchtitan.train %s \"$@\"\n",
+              py ? "--module \"$CONFIG_MODULE\" --config parplan_config" : "--job.config_file \"$CONFIG_FILE\"");
 }
 
-pp_status pp_launch_torchtitan(const pp_launch_params *p, bool joined, char **first, char **second,
-                               pp_error *err)
+pp_status pp_launch_torchtitan(pp_launch_format fmt, const pp_launch_params *p, bool joined, char **first,
+                               char **second, pp_error *err)
 {
+    bool py = fmt == PP_LAUNCH_TORCHTITAN;
     *first = NULL;
     if (second) *second = NULL;
     tt_buf toml = {0}, script = {0};
     toml.f = open_memstream(&toml.s, &toml.len);
     script.f = open_memstream(&script.s, &script.len);
-    pp_status st = tt_check(p, err);
-    if (st == PP_OK) st = tt_toml(&toml, p, err);
+    pp_status st = tt_check(p, py, err);
+    if (st == PP_OK) st = py ? tt_py(&toml, p, err) : tt_toml(&toml, p, err);
     bool toml_ok = tt_close(&toml);
-    if (st == PP_OK && toml_ok) tt_script(&script, p, joined ? toml.s : NULL);
+    if (st == PP_OK && toml_ok) tt_script(&script, p, joined ? toml.s : NULL, py);
     bool script_ok = tt_close(&script);
     if (st == PP_OK && !(toml_ok && script_ok)) st = pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     if (st != PP_OK) {

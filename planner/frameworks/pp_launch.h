@@ -30,12 +30,13 @@
  * line prints all come from this one list. */
 #define PP_LAUNCH_FORMATS(X)                                                                         \
     X(MEGATRON, "megatron", "") X(TORCHRUN, "torchrun", "|") X(SLURM, "slurm", "|")                 \
-    X(DEEPSPEED, "deepspeed", "|") X(NEMO, "nemo", "|") X(TORCHTITAN, "torchtitan", "|")
+    X(DEEPSPEED, "deepspeed", "|") X(NEMO, "nemo", "|") X(TORCHTITAN, "torchtitan", "|")               \
+    X(TORCHTITAN_TOML, "torchtitan-toml", "|") X(MEGATRON_BRIDGE, "megatron-bridge", "|")
 #define PP_LAUNCH_ENUM_(id, name, sep) PP_LAUNCH_##id,
 typedef enum { PP_LAUNCH_FORMATS(PP_LAUNCH_ENUM_) PP_LAUNCH_COUNT } pp_launch_format;
 #undef PP_LAUNCH_ENUM_
 #define PP_LAUNCH_LIST_(id, name, sep) sep name
-/* "megatron|torchrun|slurm|deepspeed|nemo|torchtitan", a string literal */
+/* "megatron|torchrun|slurm|deepspeed|nemo|torchtitan|torchtitan-toml|megatron-bridge", a string literal */
 #define PP_LAUNCH_FORMAT_LIST PP_LAUNCH_FORMATS(PP_LAUNCH_LIST_)
 extern const char *const pp_launch_format_names[PP_LAUNCH_COUNT];
 /* The framework whose semantics a format's predictions are (megatron for megatron, torchrun,
@@ -82,9 +83,10 @@ const char *const *pp_launch_files(pp_launch_format fmt);
 pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE *out,
                           const char *dir, pp_error *err);
 
-/* launch_torchtitan.c: the TOML job config and the script. joined: *first is one script that
- * writes the TOML itself; else *first the TOML and *second the script. malloc'd texts. */
-pp_status pp_launch_torchtitan(const pp_launch_params *p, bool joined, char **first, char **second,
+/* launch_torchtitan.c: the config (fmt torchtitan: a Python config module; torchtitan-toml: the
+ * legacy TOML job config) and the script. joined: *first is one script that writes the config
+ * itself; else *first the config and *second the script. malloc'd texts. */
+pp_status pp_launch_torchtitan(pp_launch_format fmt, const pp_launch_params *p, bool joined, char **first, char **second,
                                pp_error *err);
 
 /* Lower-level pieces, exposed for tests: the Megatron argument list as one line of

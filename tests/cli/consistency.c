@@ -295,9 +295,11 @@ int main(int argc, char **argv)
                     char path[640];
                     snprintf(path, sizeof path, "%s/%s", script_dir, fsdp ? "launch_torchtitan.sh" : "pretrain_gpt.sh");
                     a[3].ok = false;
-                    if (r.status == 2 && fsdp && strstr(r.err, "torchtitan's models are")) {
-                        /* torchtitan trains its own model families: a refusal with the reason, not a
-                         * different answer (check and plan price the run as FSDP2 would) */
+                    if (r.status == 2 && fsdp &&
+                        (strstr(r.err, "torchtitan's models are") || strstr(r.err, "not a registered torchtitan flavor"))) {
+                        /* torchtitan trains its own model families (and registers new shapes only as
+                         * llama3 flavors): a refusal with the reason, not a different answer (check
+                         * and plan price the run as FSDP2 would) */
                         launch_refused++;
                         a[3].err[0] = 0;
                     } else if (r.status != 0) {

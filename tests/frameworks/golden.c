@@ -75,8 +75,10 @@ int main(void)
     p.work = &w, p.layout = &l;
     p.peak_bytes = 30.5 * 1073741824.0, p.reserved_bytes = 3.25 * 1073741824.0;
     p.step_time_s = 6.125, p.samples_per_s = 128 / 6.125;
-    const char *names[PP_LAUNCH_COUNT] = {"megatron.sh", "torchrun.sh", "slurm.sbatch", "deepspeed.sh", "nemo.yaml",
-                                          "torchtitan.sh"};
+    const char *names[PP_LAUNCH_COUNT] = {
+        [PP_LAUNCH_MEGATRON] = "megatron.sh", [PP_LAUNCH_TORCHRUN] = "torchrun.sh", [PP_LAUNCH_SLURM] = "slurm.sbatch",
+        [PP_LAUNCH_DEEPSPEED] = "deepspeed.sh", [PP_LAUNCH_NEMO] = "nemo.yaml", [PP_LAUNCH_TORCHTITAN] = "torchtitan.sh",
+        [PP_LAUNCH_TORCHTITAN_TOML] = "torchtitan-toml.sh", [PP_LAUNCH_MEGATRON_BRIDGE] = "megatron-bridge.sh"};
     for (int fmt = 0; fmt < PP_LAUNCH_COUNT; fmt++) {
         pp_launch_params q = p;
         pp_layout lq = l;
@@ -87,7 +89,7 @@ int main(void)
             lq.dist_opt = false, lq.zero = 1, lq.pp = 1, lq.dp = 0;
             pp_layout_validate(&wq, &lq, &err);
         }
-        if (fmt == PP_LAUNCH_TORCHTITAN) {
+        if (pp_launch_format_framework((pp_launch_format)fmt) == PP_FW_FSDP) {
             /* FSDP2 semantics: ZeRO-3 (fully_shard with reshard after forward) over the dp ranks */
             wq.framework = PP_FW_FSDP;
             lq.dist_opt = false, lq.zero = 3;

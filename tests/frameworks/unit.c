@@ -89,7 +89,7 @@ static char *slurp(const char *path, size_t *n)
 
 static void test_names(void)
 {
-    tap_ok(PP_LAUNCH_COUNT == 6 && !strcmp(pp_launch_format_names[PP_LAUNCH_DEEPSPEED], "deepspeed") &&
+    tap_ok(PP_LAUNCH_COUNT == 8 && !strcmp(pp_launch_format_names[PP_LAUNCH_DEEPSPEED], "deepspeed") &&
                !strcmp(pp_launch_format_names[PP_LAUNCH_TORCHTITAN], "torchtitan") &&
                pp_name_lookup(pp_launch_format_names, PP_LAUNCH_COUNT, "slurm") == PP_LAUNCH_SLURM,
            "format name table");
@@ -98,8 +98,11 @@ static void test_names(void)
     tap_ok(f && !strcmp(f[0], "ds_config.json") && !strcmp(f[1], "launch_deepspeed.sh") && !f[2],
            "deepspeed writes ds_config.json and launch_deepspeed.sh");
     f = pp_launch_files(PP_LAUNCH_TORCHTITAN);
+    tap_ok(f && !strcmp(f[0], "parplan_torchtitan.py") && !strcmp(f[1], "launch_torchtitan.sh") && !f[2],
+           "torchtitan writes parplan_torchtitan.py and launch_torchtitan.sh");
+    f = pp_launch_files(PP_LAUNCH_TORCHTITAN_TOML);
     tap_ok(f && !strcmp(f[0], "torchtitan.toml") && !strcmp(f[1], "launch_torchtitan.sh") && !f[2],
-           "torchtitan writes torchtitan.toml and launch_torchtitan.sh");
+           "torchtitan-toml writes torchtitan.toml and launch_torchtitan.sh");
 }
 
 static void test_layout_string(void)
@@ -493,7 +496,7 @@ static void test_predictions_missing(void)
     validate();
     for (int fmt = 0; fmt < PP_LAUNCH_COUNT; fmt++) {
         /* torchtitan is PyTorch FSDP2's: --framework fsdp */
-        W.framework = fmt == PP_LAUNCH_TORCHTITAN ? PP_FW_FSDP : PP_FW_MEGATRON;
+        W.framework = pp_launch_format_framework((pp_launch_format)fmt) == PP_FW_FSDP ? PP_FW_FSDP : PP_FW_MEGATRON;
         P.peak_bytes = NAN, P.step_time_s = -1, P.samples_per_s = INFINITY, P.reserved_bytes = NAN;
         pp_status st = render((pp_launch_format)fmt, &e);
         bool clean = !strstr(text, "nan") && !strstr(text, "inf ") && !strstr(text, "NaN") && !strstr(text, "-1.");

@@ -84,8 +84,8 @@ for c in $cmds; do
 done
 expect "--model" plan --mod
 expect "none selective full" check --recompute ''
-expect "megatron deepspeed nemo torchrun slurm torchtitan" launch --format ''
-expect "megatron deepspeed nemo torchrun slurm torchtitan" plan --emit ''
+expect "megatron deepspeed nemo torchrun slurm torchtitan torchtitan-toml megatron-bridge" launch --format ''
+expect "megatron deepspeed nemo torchrun slurm torchtitan torchtitan-toml megatron-bridge" plan --emit ''
 expect "standard device-local" launch --launch-target ''
 expect "0 1 2 3" check --zero ''
 expect "uniform ilp auto" plan --stages ''

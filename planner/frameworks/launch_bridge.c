@@ -1,0 +1,149 @@
+/* launch --format megatron-bridge: one bash script that runs Megatron-Bridge's recipe runner
+ * (scripts/training/run_recipe.py) on a library recipe of the model's family with Hydra-style
+ * KEY=VALUE ConfigContainer overrides for everything parplan priced (pp_launch.h).
+ *
+ * Target: NVIDIA-NeMo/Megatron-Bridge main at commit 067f987df03b8355b03192d88d70f1709fedf51a
+ * (2026-08-22), which pins Megatron-LM 2a75ac12c54ba6a42b34024756820bf819a2e25f (3rdparty/Megatron-LM).
+ * run_recipe.py --recipe NAME --mode pretrain --dataset mock, then `KEY=VALUE` overrides applied by
+ * recipe_runner.apply_cli_overrides (omegaconf_utils.process_config_with_overrides): keys are
+ * ConfigContainer field paths (training/config.py ConfigContainer: model, train, ddp, optimizer,
+ * dataset, tokenizer, mixed_precision), the model's being Megatron-Core TransformerConfig fields
+ * through GPTModelProvider. tests/data/megatron_bridge/config_names.txt is those commits' table
+ * (tests/frameworks/pyconfig_names.py extract); launch-megatron-bridge-config-names checks every
+ * key, the recipe and the mixed-precision preset against it.
+ *
+ * The base recipes (recipes/llama/llama3.py and recipes/qwen/qwen3.py aliases) build their model
+ * from a Hugging Face config (AutoBridge) with SwiGLU, RMSNorm and RoPE: the shape overrides make
+ * it this model's. Not written (refused, with --format megatron as the way): MoE, multi-latent
+ * attention, windowed attention, other activations and norms, uneven pipeline stages, ZeRO and
+ * offload, Megatron's precision-aware optimizer dtypes (torch dtypes, not override strings). */
+#include "launch_common.h"
+
+#include <string.h>
+
+#define BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
+
+static pp_status mb_check(const pp_launch_params *p, pp_error *err)
+{
+    const pp_work *w = p->work;
+    const pp_model *m = &w->model;
+    const pp_layout *l = p->layout;
+    if (p->target != PP_TARGET_STANDARD)
+        return BAD("--launch-target %s applies to the megatron, torchrun and slurm formats",
+                   pp_launch_target_names[p->target]);
+    if (w->framework != PP_FW_MEGATRON) return BAD("--format megatron-bridge trains with Megatron-Core: --framework megatron");
+    if (l->zero > 0 || l->offload != PP_OFF_NONE)
+        return BAD("Megatron-Bridge shards the optimizer with --dist-opt: ZeRO-%d / --offload %s are not written", l->zero,
+                   pp_offload_names[l->offload]);
+    if (m->experts > 1 || pp_model_is_mla(m) || m->window > 0 || m->mtp_layers > 0)
+        return BAD("model %s: MoE, multi-latent attention, windowed attention and MTP are not written as overrides of a "
+                   "dense recipe (use --format megatron)", m->name);
+    if (m->act != PP_ACT_SWIGLU || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias ||
+        m->qkv_bias)
+        return BAD("model %s is %s, %s, %s%s: the Llama 3 and Qwen3 recipes are SwiGLU, RMSNorm, RoPE, no bias "
+                   "(use --format megatron)", m->name, pp_act_names[m->act], pp_norm_names[m->norm],
+                   pp_pos_names[m->pos], m->bias || m->qkv_bias ? ", biased" : "");
+    if (l->pp > 1 && (!pp_launch_stages_even(w, l) || pp_layout_vstages_uneven(w, l)))
+        return BAD("uneven pipeline stages are not written as overrides (use --format megatron)");
+    if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
+        return BAD("Megatron's precision-aware optimizer dtypes are torch dtypes in the recipe, not overrides "
+                   "(use --format megatron)");
+    if (w->stack.precision == PP_PREC_FP8 && !pp_work_fp8_params(w))
+        return BAD("--precision fp8: Megatron-Bridge's FP8 preset bf16_with_fp8_delayed_scaling_mixed gathers FP8 "
+                   "parameters (training/mixed_precision.py): add --fp8-param-gather, or use --format megatron");
+    if (w->stack.tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
+    return pp_launch_cluster_check(w, err);
+}
+
+pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
+{
+    const pp_work *w = p->work;
+    const pp_model *m = &w->model;
+    const pp_layout *l = p->layout;
+    const pp_stack *stk = &w->stack;
+    pp_status st = mb_check(p, err);
+    if (st != PP_OK) return st;
+    bool qwen = m->qk_norm != PP_QKNORM_NONE;
+    const char *recipe = qwen ? "qwen3_8b_pretrain_config" : "llama3_8b_pretrain_config";
+    char job[96];
+    pp_launch_sanitize(m->name, job, sizeof job, true);
+
+    char text[1024];
+    pp_launch_sbatch(w, job, text, sizeof text);
+    pp_sbuf_printf(b, "%s", text);
+    pp_launch_header_write(b, "#", PP_LAUNCH_MEGATRON_BRIDGE, p);
+    pp_sbuf_printf(b, "# Megatron-Bridge at commit 067f987d (2026-08-22; Megatron-LM 2a75ac12): its recipe runner on\n"
+                      "# the %s recipe (%s), every field parplan priced given as a ConfigContainer override.\n"
+                      "# Run it with bash on every node from a Megatron-Bridge checkout (BRIDGE_DIR), or submit it\n"
+                      "# with sbatch (srun starts one torchrun per node).\n",
+                   recipe, qwen ? "recipes/qwen/qwen3.py" : "recipes/llama/llama3.py");
+    pp_sbuf_printf(b, "set -euo pipefail\n\nBRIDGE_DIR=${BRIDGE_DIR:-.}\n");
+    int64_t steps = p->train_iters > 0 ? p->train_iters : 1000;
+
+    pp_sbuf_printf(b, "OVERRIDES=(\n");
+    /* the shape, over the recipe's Hugging Face model (TransformerConfig fields) */
+    pp_sbuf_printf(b, "    model.num_layers=%lld\n    model.hidden_size=%lld\n    model.ffn_hidden_size=%lld\n",
+                   (long long)m->layers, (long long)m->hidden, (long long)m->ffn);
+    pp_sbuf_printf(b, "    model.num_attention_heads=%lld\n    model.num_query_groups=%lld\n",
+                   (long long)m->heads, (long long)(m->kv_heads > 0 ? m->kv_heads : m->heads));
+    pp_sbuf_printf(b, "    model.kv_channels=%lld\n",
+                   (long long)(m->head_dim > 0 ? m->head_dim : m->hidden / m->heads));
+    if (m->rope_theta > 0) pp_sbuf_printf(b, "    model.rotary_base=%.9g\n", m->rope_theta);
+    pp_sbuf_printf(b, "    model.share_embeddings_and_output_weights=%s\n", m->tied ? "true" : "false");
+    /* the recipes' NullTokenizer: its vocabulary is the model's (padded by Megatron as it pads) */
+    pp_sbuf_printf(b, "    tokenizer.vocab_size=%lld\n", (long long)m->vocab);
+    pp_sbuf_printf(b, "    model.seq_length=%lld\n    dataset.seq_length=%lld\n", (long long)m->seq, (long long)m->seq);
+    double attn_drop = 0, hidden_drop = 0;
+    pp_work_dropout(w, &attn_drop, &hidden_drop);
+    char pa[32], ph[32];
+    pp_sbuf_printf(b, "    model.hidden_dropout=%s\n    model.attention_dropout=%s\n",
+                   pp_launch_prob(hidden_drop, ph, sizeof ph), pp_launch_prob(attn_drop, pa, sizeof pa));
+    /* the layout */
+    pp_sbuf_printf(b, "    model.tensor_model_parallel_size=%lld\n    model.sequence_parallel=%s\n", (long long)l->tp,
+                   l->sp ? "true" : "false");
+    pp_sbuf_printf(b, "    model.pipeline_model_parallel_size=%lld\n", (long long)l->pp);
+    if (l->vpp > 1) pp_sbuf_printf(b, "    model.virtual_pipeline_model_parallel_size=%lld\n", (long long)l->vpp);
+    else pp_sbuf_printf(b, "    model.virtual_pipeline_model_parallel_size=null\n");
+    pp_sbuf_printf(b, "    model.context_parallel_size=%lld\n", (long long)l->cp);
+    pp_sbuf_printf(b, "    train.micro_batch_size=%lld\n    train.global_batch_size=%lld\n    train.train_iters=%lld\n",
+                   (long long)l->mbs, (long long)w->gbs, (long long)steps);
+    if (l->recompute == PP_RC_SELECTIVE) {
+        pp_sbuf_printf(b, "    model.recompute_granularity=selective\n");
+    } else if (l->recompute == PP_RC_FULL) {
+        int64_t k = pp_launch_stage_recompute(w, l, 0);
+        bool all = k == pp_layout_stage_layers(w, l, 0);
+        pp_sbuf_printf(b, "    model.recompute_granularity=full\n    model.recompute_method=%s\n"
+                          "    model.recompute_num_layers=%lld\n",
+                       all ? "uniform" : "block", (long long)(all ? 1 : (k + l->vpp - 1) / l->vpp));
+    } else {
+        pp_sbuf_printf(b, "    model.recompute_granularity=null\n");
+    }
+    /* the stack: implementation, fusions, precision, optimizer sharding and overlap */
+    pp_sbuf_printf(b, "    model.transformer_impl=%s\n", pp_work_impl(w) == PP_IMPL_TE ? "transformer_engine" : "local");
+    if (stk->act_unfused) pp_sbuf_printf(b, "    model.bias_activation_fusion=false\n");
+    if (stk->ce_fusion != PP_CE_NONE)
+        pp_sbuf_printf(b, "    model.cross_entropy_loss_fusion=true\n    model.cross_entropy_fusion_impl=%s\n",
+                       pp_ce_fusion_names[stk->ce_fusion]);
+    else pp_sbuf_printf(b, "    model.cross_entropy_loss_fusion=false\n");
+    if (stk->tp_comm_overlap) pp_sbuf_printf(b, "    model.tp_comm_overlap=true\n");
+    pp_sbuf_printf(b, "    mixed_precision=%s\n",
+                   stk->precision == PP_PREC_FP8    ? "bf16_with_fp8_delayed_scaling_mixed"
+                   : stk->precision == PP_PREC_FP16 ? "fp16_mixed"
+                                                    : "bf16_mixed");
+    pp_sbuf_printf(b, "    ddp.use_distributed_optimizer=%s\n    optimizer.use_distributed_optimizer=%s\n",
+                   l->dist_opt ? "true" : "false", l->dist_opt ? "true" : "false");
+    bool ov = l->dp > 1 && !stk->no_overlap;
+    pp_sbuf_printf(b, "    ddp.overlap_grad_reduce=%s\n    ddp.overlap_param_gather=%s\n", ov ? "true" : "false",
+                   ov && l->dist_opt ? "true" : "false");
+    pp_sbuf_printf(b, "    ddp.grad_reduce_in_fp32=%s\n", stk->grad_bf16 ? "false" : "true");
+    pp_sbuf_printf(b, ")\n\n");
+
+    pp_launch_rdzv(w, job, text, sizeof text);
+    pp_sbuf_printf(b, "%s", text);
+    pp_sbuf_printf(b, "${LAUNCHER[@]+\"${LAUNCHER[@]}\"} torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" \\\n"
+                      "    --rdzv-id \"$RDZV_ID\" --rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" \\\n"
+                      "    \"$BRIDGE_DIR/scripts/training/run_recipe.py\" --recipe %s --mode pretrain --dataset mock \\\n"
+                      "    \"${OVERRIDES[@]}\" \"$@\"\n",
+                   recipe);
+    return PP_OK;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# launch --format megatron-bridge against Megatron-Bridge at 067f987d and the Megatron-Core it pins
+# (meson test launch-megatron-bridge-config-names): every override key a field path of
+# ConfigContainer (the model's through GPTModelProvider, the dataset's through GPTDatasetConfig),
+# the mixed-precision preset a registered one, the recipe one the library exports
+# (tests/data/megatron_bridge/config_names.txt), each script valid bash; and the layouts it cannot
+# express refused with a reason.
+#   bridge_check.sh PARPLAN SOURCE_ROOT
+set -u
+parplan=$1 src=$2
+command -v python3 >/dev/null || { echo "1..0 # SKIP no python3"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pp-bridge-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+w="--gpu h100-sxm --gpus-per-node 8"
+cases=(
+  "8b-tp2-pp2|--model llama3-8b $w --gpus 16 --gbs 128 --mbs 1 --tp 2 --pp 2 --sp --dist-opt --recompute selective --recipe megatron-bridge"
+  "8b-fp8|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision fp8 --fp8-param-gather"
+  "70b-vpp-full|--model llama3-70b $w --gpus 64 --gbs 128 --mbs 1 --tp 4 --pp 4 --vpp 5 --sp --dist-opt --recompute full --no-overlap"
+  "70b-block|--model llama3-70b $w --gpus 64 --gbs 128 --mbs 1 --tp 8 --pp 2 --sp --dist-opt --recompute full --recompute-layers 10 --grad-reduce-bf16"
+  "qwen3-8b-cp2|--model qwen3-8b $w --gpus 16 --gbs 64 --mbs 1 --tp 2 --cp 2 --sp --dist-opt --recompute selective --recipe megatron-core-te"
+  "8b-local|--model llama3-8b $w --gpus 8 --gbs 32 --mbs 2 --tp 2 --recompute full --recipe megatron-lm-local"
+)
+refused=(
+  "moe|--model qwen3-30b-a3b $w --gpus 8 --gbs 32 --mbs 1 --ep 8 --dist-opt --recompute full"
+  "fp8-no-param-gather|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision fp8"
+  "gelu|--model gpt3-13b $w --gpus 8 --gbs 64 --mbs 1 --tp 8 --sp --dist-opt --recompute full"
+)
+n=0 bad=0 files=()
+for c in "${cases[@]}"; do
+    name=${c%%|*} args=${c#*|}
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    if "$parplan" launch $args --format megatron-bridge -o "$tmp/$name" -q 2>"$tmp/$name.err" &&
+        bash -n "$tmp/$name/launch_megatron_bridge.sh"; then
+        echo "ok $n - $name written, valid bash"
+        files+=("$tmp/$name/launch_megatron_bridge.sh")
+    else
+        echo "not ok $n - $name written, valid bash: $(head -c 300 "$tmp/$name.err")"; bad=$((bad + 1))
+    fi
+done
+for c in "${refused[@]}"; do
+    name=${c%%|*} args=${c#*|}
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    if "$parplan" launch $args --format megatron-bridge -o "$tmp/$name" -q 2>"$tmp/$name.err"; then
+        echo "not ok $n - $name refused"; bad=$((bad + 1))
+    else
+        echo "ok $n - $name refused: $(head -c 200 "$tmp/$name.err" | tr '\n' ' ')"
+    fi
+done
+names=$src/tests/data/megatron_bridge/config_names.txt
+out=$(python3 "$src/tests/frameworks/pyconfig_names.py" check-overrides "$names" \
+    megatron.bridge.training.config:ConfigContainer \
+    --type model=megatron.bridge.models.gpt_provider:GPTModelProvider \
+    --type dataset=megatron.bridge.training.config:GPTDatasetConfig \
+    --value mixed_precision=megatron.bridge.training.mixed_precision \
+    --recipe megatron.bridge.recipes.llama.llama3 --recipe megatron.bridge.recipes.qwen.qwen3 "${files[@]}")
+rc=$?
+# renumber the checker's TAP after this script's lines
+while IFS= read -r line; do
+    case $line in
+    "ok "*) n=$((n + 1)); echo "ok $n - ${line#* - }" ;;
+    "not ok "*) n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - ${line#* - }" ;;
+    esac
+done <<<"$out"
+echo "1..$n"
+[ "$bad" -eq 0 ] && [ "$rc" -eq 0 ]
