@@ -1,7 +1,7 @@
 /* A request: what the user asked for (WORK, model overrides, STACK, LAYOUT), as given, before
  * anything is loaded; and the one merge that turns it into the work and layout every command
- * plans from: the catalog (or a model/GPU file), a --megatron-args file, and the flags given
- * beside it, which override the file's.
+ * plans from: the catalog (or a model/GPU file), a --megatron-args, --deepspeed-config or
+ * --torchtitan-config file, and the flags given beside it, which override the file's.
  *
  * The command line fills a request through the option table pp_request_options (pp_options.h:
  * each entry points at a field); tests and tools fill one the same way (pp_request_parse), so a
@@ -19,7 +19,7 @@
 
 /* One key per request option: request.given[key] is set when the option was given. */
 typedef enum {
-    PP_RQ_MODEL, PP_RQ_GPU, PP_RQ_PROFILE, PP_RQ_MEGATRON_ARGS, PP_RQ_DS_CONFIG, PP_RQ_GPUS, PP_RQ_GPN, PP_RQ_GBS,
+    PP_RQ_MODEL, PP_RQ_GPU, PP_RQ_PROFILE, PP_RQ_MEGATRON_ARGS, PP_RQ_DS_CONFIG, PP_RQ_TT_CONFIG, PP_RQ_GPUS, PP_RQ_GPN, PP_RQ_GBS,
     PP_RQ_FRAMEWORK, PP_RQ_ATTENTION, PP_RQ_MAX_MEM_FRAC, PP_RQ_GPU_MEM, PP_RQ_GPU_POWER,
     /* model overrides */
     PP_RQ_LAYERS, PP_RQ_HIDDEN, PP_RQ_HEADS, PP_RQ_KV_HEADS, PP_RQ_FFN, PP_RQ_VOCAB, PP_RQ_SEQ,
@@ -40,7 +40,7 @@ typedef enum {
 
 typedef struct {
     /* WORK */
-    const char *model, *gpu, *profile, *megatron_args, *recipe, *deepspeed_config;
+    const char *model, *gpu, *profile, *megatron_args, *recipe, *deepspeed_config, *torchtitan_config;
     int64_t gpus, gpus_per_node, gbs;
     int framework, attention; /* pp_framework, pp_attention */
     double max_mem_frac;      /* 0: not given (all of the usable memory) */

@@ -10,6 +10,7 @@
 
 #include "pp_ds_config.h"
 #include "pp_pipeline.h"
+#include "pp_tt_config.h"
 
 /* Upper bounds: no count beyond these is meaningful, and they keep products within int64. */
 #define MAX_GPUS 10000000.0
@@ -72,6 +73,9 @@ const pp_option pp_request_options[] = {
     STR("--deepspeed-config", deepspeed_config, PP_RQ_DS_CONFIG,
         "FILE: ZeRO stage, offload, micro-batch, accumulation and precision from a DeepSpeed config (ds_config.json); "
         "--framework deepspeed; flags beside it override"),
+    STR("--torchtitan-config", torchtitan_config, PP_RQ_TT_CONFIG,
+        "FILE: model, layout, batch and stack from a torchtitan run's saved config (debug.save_config_file: "
+        "Trainer.Config.to_dict JSON); --framework fsdp; flags beside it override"),
     STR("--megatron-args", megatron_args, PP_RQ_MEGATRON_ARGS,
         "FILE: model, layout and stack from a Megatron-LM command line, launch script or training log "
         "('-': stdin); the flags given beside it override it"),
@@ -442,11 +446,15 @@ static void warn(pp_resolved *out, bool quiet, const char *fmt, ...)
 static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
                                  pp_resolved *out, pp_error *err);
 
+static pp_status tt_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
+                            pp_resolved *out, pp_error *err);
+
 /* --deepspeed-config FILE: what the file says, under the flags (a flag beside it wins); the
  * global batch from train_batch_size, else micro-batch x accumulation x data-parallel ranks. */
 pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
                              pp_resolved *out, pp_error *err)
 {
+    if (r->torchtitan_config) return tt_resolve(r, cat, needs_layout, quiet, out, err);
     if (!r->deepspeed_config) return request_resolve(r, cat, needs_layout, quiet, out, err);
     memset(out, 0, sizeof *out);
     const unsigned char *g = r->given;
@@ -483,6 +491,142 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
         warn(out, quiet, "%s: keys DeepSpeed's config does not define, not read: %s", r->deepspeed_config, dc->unknown);
 done:
     free(dc);
+    free(rr);
+    return st;
+}
+
+/* --torchtitan-config FILE (pp_tt_config.h): the saved run under the flags (a flag beside it
+ * wins). torchtitan is parplan's fsdp framework; its mesh maps as launch_torchtitan.c writes it
+ * the other way: dp = shard x replicate (HSDP --replicate when both shard and replicate), the
+ * reshard policy the ZeRO stage (distributed/fsdp.py:129: "default" reshards unless pipelined),
+ * no sharding (shard degree 1) ZeRO 0; micro-batch and global batch from the token counts over
+ * max_context_length (trainer.py:416: the step's tokens default to micro-batch x pipeline
+ * micro-batches x data-parallel ranks). */
+static pp_status tt_resolve(const pp_request *r, const pp_catalog *cat, bool needs_layout, bool quiet,
+                            pp_resolved *out, pp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const unsigned char *g = r->given;
+    const char *path = r->torchtitan_config;
+    if (r->megatron_args || r->deepspeed_config)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--torchtitan-config and --%s describe two runs: give one",
+                            r->megatron_args ? "megatron-args" : "deepspeed-config");
+    if (g[PP_RQ_FRAMEWORK] && r->framework != PP_FW_FSDP)
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--torchtitan-config is torchtitan's (PyTorch FSDP2): "
+                            "--framework fsdp, not %s", pp_framework_names[r->framework]);
+    pp_tt_config *tc = calloc(1, sizeof *tc);
+    pp_request *rr = calloc(1, sizeof *rr);
+    pp_status st = !tc || !rr ? pp_error_set(err, PP_ERR_NOMEM, NULL, 0, 0, "out of memory")
+                              : pp_tt_config_load_file(tc, path, err);
+    if (st != PP_OK) goto done;
+    *rr = *r;
+    unsigned char *rg = rr->given;
+    rr->framework = PP_FW_FSDP, rg[PP_RQ_FRAMEWORK] = 1;
+    bool inline_model = r->layers && r->hidden && r->heads && r->vocab && r->seq;
+    if (!r->model && !inline_model) {
+        if (!tc->catalog) {
+            st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, tc->name[0] ? "model_spec %s flavor %s is not a model parplan "
+                              "knows by its torchtitan name (llama3 8B/70B/405B, qwen3 8B/32B/30B-A3B/235B-A22B): give "
+                              "--model" : "%s%sthe file has no model_spec: give --model", tc->name, tc->flavor);
+            goto done;
+        }
+        rr->model = tc->catalog, rg[PP_RQ_MODEL] = 1;
+    }
+    if (!g[PP_RQ_TP]) rr->tp = tc->tp, rg[PP_RQ_TP] = 1;
+    if (!g[PP_RQ_PP]) rr->pp = tc->pp, rg[PP_RQ_PP] = 1;
+    if (!g[PP_RQ_CP]) rr->cp = tc->cp, rg[PP_RQ_CP] = 1;
+    if (!g[PP_RQ_EP]) rr->ep = tc->ep, rg[PP_RQ_EP] = 1;
+    /* torchtitan's tensor parallelism is sequence parallel unless enable_sequence_parallel is off */
+    if (!g[PP_RQ_SP] && rr->tp > 1) rr->sp = tc->sp, rg[PP_RQ_SP] = 1;
+    int64_t R = g[PP_RQ_REPLICATE] ? r->replicate : tc->replicate, S = tc->shard;
+    if (g[PP_RQ_DP]) {
+        S = r->dp % R ? 0 : r->dp / R;
+    } else if (S < 0) {
+        /* -1: the ranks left after replicate, TP, PP and CP (configs.py:133) */
+        int64_t rest = R * rr->tp * rr->pp * rr->cp;
+        if (!r->gpus) {
+            st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "parallelism.data_parallel_shard_degree is -1 (the rest of "
+                              "the GPUs): give --gpus (or --dp)");
+            goto done;
+        }
+        if (r->gpus % rest) {
+            st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "parallelism.data_parallel_shard_degree -1: --gpus %lld is "
+                              "not a multiple of replicate x tp x pp x cp = %lld", (long long)r->gpus, (long long)rest);
+            goto done;
+        }
+        S = r->gpus / rest;
+    }
+    if (!g[PP_RQ_DP]) rr->dp = S * R, rg[PP_RQ_DP] = 1;
+    if (!g[PP_RQ_REPLICATE] && S > 1 && R > 1) rr->replicate = R, rg[PP_RQ_REPLICATE] = 1;
+    if (!g[PP_RQ_ZERO]) {
+        rr->zero = S == 1 ? 0 : tc->reshard == PP_TT_RESHARD_NEVER ? 2 : tc->reshard == PP_TT_RESHARD_ALWAYS ? 3
+                 : rr->pp > 1 ? 2 : 3;
+        rg[PP_RQ_ZERO] = 1;
+    }
+    if (tc->offload && !g[PP_RQ_OFFLOAD]) rr->offload = PP_OFF_PARAMS, rg[PP_RQ_OFFLOAD] = 1;
+    if (!g[PP_RQ_SEQ]) rr->seq = tc->seq, rg[PP_RQ_SEQ] = 1;
+    if (!g[PP_RQ_MBS]) {
+        if (tc->mb_tokens % tc->seq) {
+            st = pp_error_set(err, PP_ERR_INPUT, path, tc->mb_line, tc->mb_col, "torchtitan config: "
+                              "training.num_tokens_per_microbatch_per_dp_rank %lld is not a whole number of "
+                              "max_context_length %lld sequences: give --mbs", (long long)tc->mb_tokens, (long long)tc->seq);
+            goto done;
+        }
+        rr->mbs = tc->mb_tokens / tc->seq, rg[PP_RQ_MBS] = 1;
+    }
+    /* the pipeline's split and virtual stages hold while no flag states another pipeline */
+    if (!g[PP_RQ_PP] && !g[PP_RQ_VPP] && !g[PP_RQ_PIPELINE_LAYOUT] && !g[PP_RQ_FIRST_STAGE] && !g[PP_RQ_LAST_STAGE]) {
+        if (tc->pipeline_layout) rr->pipeline_layout = tc->pipeline_layout, rg[PP_RQ_PIPELINE_LAYOUT] = 1;
+        else if (tc->vpp > 1) rr->vpp = tc->vpp, rg[PP_RQ_VPP] = 1;
+    }
+    if (!g[PP_RQ_GBS]) {
+        if (tc->step_tokens > 0) {
+            if (tc->step_tokens % tc->seq) {
+                st = pp_error_set(err, PP_ERR_INPUT, path, tc->step_line, tc->step_col, "torchtitan config: "
+                                  "training.num_tokens_per_train_step %lld is not a whole number of max_context_length "
+                                  "%lld sequences: give --gbs", (long long)tc->step_tokens, (long long)tc->seq);
+                goto done;
+            }
+            rr->gbs = tc->step_tokens / tc->seq;
+        } else {
+            rr->gbs = rr->mbs * (rr->pp > 1 ? tc->microbatches : 1) * rr->dp;
+        }
+        rg[PP_RQ_GBS] = 1;
+    }
+    /* the stack: what the file states (not the precision: a float8 run's file is a bf16 run's) */
+    if (!g[PP_RQ_PARAM_DTYPE]) rr->param_dtype = tc->param_bf16, rg[PP_RQ_PARAM_DTYPE] = 1;
+    if (tc->compile && !g[PP_RQ_COMPILE]) rr->compile = true, rg[PP_RQ_COMPILE] = 1;
+    if (tc->async_tp && rr->tp > 1 && !g[PP_RQ_TP_COMM_OVERLAP]) rr->tp_comm_overlap = true, rg[PP_RQ_TP_COMM_OVERLAP] = 1;
+    if (tc->recompute >= 0 && !g[PP_RQ_RECOMPUTE]) rr->recompute = tc->recompute, rg[PP_RQ_RECOMPUTE] = 1;
+    if (tc->optimizer_impl >= 0 && !g[PP_RQ_OPTIMIZER_IMPL]) rr->optimizer_impl = tc->optimizer_impl, rg[PP_RQ_OPTIMIZER_IMPL] = 1;
+    if (tc->loss >= 0 && !g[PP_RQ_LOSS]) rr->loss = tc->loss, rg[PP_RQ_LOSS] = 1;
+    st = request_resolve(rr, cat, needs_layout, quiet, out, err);
+    if (st != PP_OK && rr->pipeline_layout && !g[PP_RQ_PIPELINE_LAYOUT] && !strncmp(err->msg, "--pipeline-layout", 17)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg + 17);
+        st = pp_error_set(err, st, path, 0, 0, "the pipeline split (module_fqns_per_model_part, or torchtitan's split) "
+                          "'%s'%s", rr->pipeline_layout, msg);
+        goto done;
+    }
+    if (st != PP_OK) goto done;
+    /* the model the flavor names is the file's: its size must be the catalog entry's */
+    const pp_model *m = &out->work.model;
+    if (rr->model == tc->catalog && !g[PP_RQ_LAYERS] && !g[PP_RQ_HIDDEN] && !g[PP_RQ_VOCAB] &&
+        ((tc->layers && tc->layers != m->layers) || (tc->dim && tc->dim != m->hidden) ||
+         (tc->vocab && tc->vocab != m->vocab))) {
+        st = pp_error_set(err, PP_ERR_INPUT, path, 0, 0, "model_spec.model (%lld layers, dim %lld, vocab %lld) is not "
+                          "catalog model %s of flavor %s %s (%lld layers, hidden %lld, vocab %lld): give --model",
+                          (long long)tc->layers, (long long)tc->dim, (long long)tc->vocab, m->name, tc->name, tc->flavor,
+                          (long long)m->layers, (long long)m->hidden, (long long)m->vocab);
+        pp_resolved_free(out);
+        goto done;
+    }
+    if (tc->unmodelled[0])
+        warn(out, quiet, "%s: not modelled (they change memory or time): %s", path, tc->unmodelled);
+    if (tc->unknown[0]) warn(out, quiet, "%s: keys torchtitan's Trainer.Config does not define, not read: %s", path, tc->unknown);
+done:
+    pp_tt_config_free(tc);
+    free(tc);
     free(rr);
     return st;
 }
