@@ -690,8 +690,10 @@ static pp_status read_loss(pp_yaml *y, yaml_node_t *map, pp_tt_config *c, const 
         }
     }
     if (chunks) {
-        add(c->unmodelled, sizeof c->unmodelled, "%s.num_chunks %lld (chunked lm_head and loss; priced as whole logits)",
-            sec, (long long)chunks);
+        /* the whole logits never exist: --loss cut (cut cross-entropy keeps none), which is what
+         * launch --format torchtitan writes as ChunkedLossWrapper; one chunk's logits (1/num_chunks
+         * of them) are a transient the cut loss does not price */
+        c->loss = PP_LOSS_CUT - PP_LOSS_TORCH;
         return PP_OK;
     }
     if (ce) c->loss = 0;
