@@ -1,7 +1,13 @@
 /* launch --format nemo, the legacy format: NeMo 1.x (Megatron GPT) YAML overrides, trainer.* and
- * model.* (pp_launch.h). The keys are those of NeMo 1.x (1.23, the last 1.x release)
- * examples/nlp/language_modeling/conf/megatron_gpt_config.yaml. NVIDIA's current stack, NeMo 2's
- * successor Megatron-Bridge, is --format megatron-bridge (launch_bridge.c). */
+ * model.* (pp_launch.h). The keys are those NeMo v1.23.0 (the last 1.x release) accepts: its
+ * examples/nlp/language_modeling/conf YAML files, the model keys megatron_gpt_model.py reads, and the
+ * TransformerConfig fields of the Megatron-Core it pins (0.5.0, requirements_nlp.txt), which
+ * build_transformer_config copies from the model config (tests/data/nemo/nemo1_gpt_keys.txt,
+ * tests/frameworks/nemo1_keys.py; test launch-nemo-keys). What Megatron-Core 0.5.0 has no field
+ * for is refused (MLA, MTP, QK norm, per-layer windows and MoE layers, shared experts, expert
+ * sizes or TP of their own, the all-to-all dispatcher, capacity factors, fused cross-entropy).
+ * NVIDIA's current stack, NeMo 2's successor Megatron-Bridge, is --format megatron-bridge
+ * (launch_bridge.c). */
 #include "launch_common.h"
 
 #define BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
@@ -38,6 +44,27 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
         return BAD("NeMo's config splits each pipeline stage's layers evenly over its %lld model chunks: the uneven "
                    "virtual stages (%s) cannot be written (use --format megatron)",
                    (long long)l->vpp, l->vstage_layers ? "as given" : "pp x vpp does not divide the layers");
+    /* Megatron-Core 0.5.0 (NeMo 1.23's) has no field for these */
+    const char *no = NULL;
+    if (pp_model_is_mla(m)) no = "multi-latent attention";
+    else if (m->mtp_layers > 0) no = "MTP layers";
+    else if (m->qk_norm != PP_QKNORM_NONE) no = "QK norm";
+    else if (m->window > 0 && m->window_full_every > 0) no = "windowed and full-attention layers mixed";
+    else if (stk->ce_fusion != PP_CE_NONE) no = "a fused cross-entropy";
+    if (!no && m->experts > 1) {
+        bool all = true;
+        for (int64_t i = 0; i < m->layers; i++) all &= pp_model_layer_is_moe(m, i);
+        if (!all) no = "dense and MoE layers mixed";
+        else if (m->shared_ffn > 0 || m->shared_gate) no = "shared experts";
+        else if (m->router_bias) no = "an expert-bias router";
+        else if (pp_model_expert_ffn(m) != m->ffn) no = "an expert FFN size of its own";
+        else if (pp_layout_etp(l) != l->tp) no = "an expert TP other than the TP";
+        else if (stk->dispatcher != PP_DISPATCH_ALLGATHER) no = "the all-to-all or flex dispatcher (--moe-dispatcher allgather)";
+        else if (stk->moe_capacity_factor > 0) no = "an expert capacity factor";
+    }
+    if (no)
+        return BAD("NeMo 1.x (1.23, Megatron-Core 0.5.0) has no setting for %s: model %s (use --format megatron-bridge "
+                   "or megatron)", no, m->name);
     pp_status st = pp_launch_cluster_check(w, err);
     if (st != PP_OK) return st;
     int64_t nodes = pp_launch_nodes(w), gpn = pp_launch_gpus_per_node(w);
@@ -63,7 +90,6 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "  context_parallel_size: %lld\n", (long long)l->cp);
     if (m->experts > 1) {
         pp_sbuf_printf(b, "  expert_model_parallel_size: %lld\n", (long long)l->ep);
-        pp_sbuf_printf(b, "  expert_tensor_parallel_size: %lld\n", (long long)pp_layout_etp(l));
     }
     pp_sbuf_printf(b, "  sequence_parallel: %s\n", l->sp ? "true" : "false");
     pp_sbuf_printf(b, "  encoder_seq_length: %lld\n", (long long)m->seq);
@@ -81,7 +107,6 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "  activation: %s\n", pp_activations[m->act].nemo);
     pp_sbuf_printf(b, "  bias: %s\n", m->bias ? "true" : "false");
     if (!m->bias && m->qkv_bias) pp_sbuf_printf(b, "  add_qkv_bias: true\n");
-    if (m->qk_norm != PP_QKNORM_NONE) pp_sbuf_printf(b, "  qk_layernorm: true\n");
     double attn_drop = 0, hidden_drop = 0;
     pp_work_dropout(w, &attn_drop, &hidden_drop);
     char pa[32], ph[32];
@@ -93,26 +118,8 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     if (stk->tp_comm_overlap) pp_sbuf_printf(b, "  ub_tp_comm_overlap: true\n");
     /* Megatron's TransformerConfig keys, which NeMo's model config passes through */
     if (stk->act_unfused) pp_sbuf_printf(b, "  bias_activation_fusion: false\n");
-    if (stk->ce_fusion != PP_CE_NONE)
-        pp_sbuf_printf(b, "  cross_entropy_loss_fusion: true\n  cross_entropy_fusion_impl: %s\n",
-                       pp_ce_fusion_names[stk->ce_fusion]);
-    if (pp_model_is_mla(m)) {
-        pp_sbuf_printf(b, "  multi_latent_attention: true\n");
-        if (m->q_lora_rank > 0) pp_sbuf_printf(b, "  q_lora_rank: %lld\n", (long long)m->q_lora_rank);
-        pp_sbuf_printf(b, "  kv_lora_rank: %lld\n  qk_head_dim: %lld\n  qk_pos_emb_head_dim: %lld\n  v_head_dim: %lld\n",
-                  (long long)m->kv_lora_rank, (long long)m->qk_nope_dim, (long long)m->qk_rope_dim,
-                  (long long)m->v_head_dim);
-    }
-    if (m->mtp_layers > 0) pp_sbuf_printf(b, "  mtp_num_layers: %lld\n", (long long)m->mtp_layers);
     if (m->window > 0) {
         pp_sbuf_printf(b, "  window_size: [%lld, 0]\n", (long long)m->window);
-        if (m->window_full_every > 0) {
-            /* TransformerConfig.window_attn_skip_freq: the list marks windowed layers with 1 */
-            pp_sbuf_printf(b, "  window_attn_skip_freq: [");
-            for (int64_t i = 0; i < m->layers; i++)
-                pp_sbuf_printf(b, "%s%d", i ? ", " : "", pp_model_layer_is_window(m, i) ? 1 : 0);
-            pp_sbuf_printf(b, "]\n");
-        }
     }
     pp_sbuf_printf(b, "  position_embedding_type: %s\n",
               m->pos == PP_POS_ROPE ? "rope" : m->pos == PP_POS_ALIBI ? "alibi"
@@ -121,24 +128,7 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     if (m->experts > 1) {
         pp_sbuf_printf(b, "  num_moe_experts: %lld\n", (long long)m->experts);
         pp_sbuf_printf(b, "  moe_router_topk: %lld\n", (long long)(m->topk > 0 ? m->topk : 1));
-        pp_sbuf_printf(b, "  moe_ffn_hidden_size: %lld\n", (long long)pp_model_expert_ffn(m));
-        if (m->shared_ffn > 0)
-            pp_sbuf_printf(b, "  moe_shared_expert_intermediate_size: %lld\n", (long long)m->shared_ffn);
-        if (m->shared_gate) pp_sbuf_printf(b, "  moe_shared_expert_gate: true\n");
-        if (m->router_bias) pp_sbuf_printf(b, "  moe_router_enable_expert_bias: true\n  moe_router_score_function: sigmoid\n");
-        /* TransformerConfig.moe_layer_freq: an integer, or the list of MoE (1) and dense (0) layers */
-        bool all = true;
-        for (int64_t i = 0; i < m->layers; i++) all &= pp_model_layer_is_moe(m, i);
-        if (all) {
-            pp_sbuf_printf(b, "  moe_layer_freq: 1\n");
-        } else {
-            pp_sbuf_printf(b, "  moe_layer_freq: [");
-            for (int64_t i = 0; i < m->layers; i++) pp_sbuf_printf(b, "%s%d", i ? ", " : "", pp_model_layer_is_moe(m, i) ? 1 : 0);
-            pp_sbuf_printf(b, "]\n");
-        }
-        pp_sbuf_printf(b, "  moe_token_dispatcher_type: %s\n", pp_dispatch_names[stk->dispatcher]);
         pp_sbuf_printf(b, "  moe_grouped_gemm: %s\n", stk->grouped_gemm ? "true" : "false");
-        if (stk->moe_capacity_factor > 0) pp_sbuf_printf(b, "  moe_expert_capacity_factor: %.6g\n", stk->moe_capacity_factor);
     }
     if (l->recompute == PP_RC_SELECTIVE) {
         pp_sbuf_printf(b, "  activations_checkpoint_granularity: selective\n");

@@ -106,7 +106,7 @@ static const key_def key_table[] = {
     {"num_layers", K_READ, NULL}, {"hidden_size", K_READ, NULL}, {"num_attention_heads", K_READ, NULL},
     {"group_query_attention", K_READ, NULL}, {"num_query_groups", K_READ, NULL}, {"kv_channels", K_READ, NULL},
     {"ffn_hidden_size", K_READ, NULL}, {"vocab_size", K_READ, NULL}, {"padded_vocab_size", K_READ, NULL},
-    {"seq_length", K_READ, NULL}, {"swiglu", K_READ, NULL}, {"squared_relu", K_READ, NULL},
+    {"seq_length", K_READ, NULL}, /* the activations' switches (--swiglu, ...): their rows in activation.c */
     {"normalization", K_READ, NULL}, {"position_embedding_type", K_READ, NULL},
     {"use_rotary_position_embeddings", K_READ, NULL}, {"add_position_embedding", K_READ, NULL},
     {"untie_embeddings_and_output_weights", K_READ, NULL}, {"add_bias_linear", K_READ, NULL},
@@ -315,11 +315,43 @@ static const key_def key_table[] = {
 };
 #define N_KEY_TABLE (sizeof key_table / sizeof key_table[0])
 
-int pp_margs_table_n(void) { return (int)N_KEY_TABLE; }
+/* An activation's Megatron switch ("--squared-relu", pp_activations) is argument dest (squared_relu):
+ * the reader reads each row's (megatron_config.c), so the rows are the table's for them. */
+static bool act_switch_is(const char *sw, const char *dest)
+{
+    if (!sw || strncmp(sw, "--", 2) || !sw[2]) return false;
+    for (sw += 2; *sw && *dest; sw++, dest++)
+        if (*dest != (*sw == '-' ? '_' : *sw)) return false;
+    return !*sw && !*dest;
+}
+
+static const key_def act_read = {"", K_READ, NULL};
+
+/* The activations with a Megatron switch, in row order: the n-th's index, or -1. */
+static int act_with_switch(int n)
+{
+    for (int a = 0; a < PP_ACT_COUNT; a++) {
+        const char *sw = pp_activations[a].megatron;
+        if (sw && sw[0] && n-- == 0) return a;
+    }
+    return -1;
+}
+
+int pp_margs_table_n(void)
+{
+    int n = 0;
+    while (act_with_switch(n) >= 0) n++;
+    return (int)N_KEY_TABLE + n;
+}
 
 void pp_margs_table_row(int i, const char **key, const char **cls, const char **neutral)
 {
     static const char *const names[] = {"read", "ignored", "not modelled", "fused kernel"};
+    int a = i >= (int)N_KEY_TABLE ? act_with_switch(i - (int)N_KEY_TABLE) : -1;
+    if (a >= 0) {
+        *key = pp_activations[a].megatron + 2, *cls = names[K_READ], *neutral = NULL;
+        return;
+    }
     const key_def *d = &key_table[i >= 0 && i < (int)N_KEY_TABLE ? i : 0];
     *key = d->key;
     *cls = names[d->cls];
@@ -328,6 +360,8 @@ void pp_margs_table_row(int i, const char **key, const char **cls, const char **
 
 static const key_def *key_lookup(const char *key)
 {
+    for (int a = 0; a < PP_ACT_COUNT; a++)
+        if (act_switch_is(pp_activations[a].megatron, key)) return &act_read;
     for (size_t i = 0; i < N_KEY_TABLE; i++)
         if (!strchr(key_table[i].key, '*') && !strcmp(key_table[i].key, key)) return &key_table[i];
     for (size_t i = 0; i < N_KEY_TABLE; i++) {

@@ -204,6 +204,15 @@ void pp_options_usage(FILE *f, const pp_option_set *sets, int n_sets)
             char left[64];
             if (d->short_name) snprintf(left, sizeof left, "-%c, %s", d->short_name, d->name);
             else snprintf(left, sizeof left, "    %s", d->name);
-            fprintf(f, "  %-26s %s\n", left, d->help);
+            if (d->kind == PP_OPT_ENUM) {
+                /* the values from the enum's name table, never a copy in the help text: a new row
+                 * (an activation, a precision) shows up here, in completions and in errors alike */
+                fprintf(f, "  %-26s ", left);
+                for (int i = 0, first = 1; i < d->n_names; i++)
+                    if (d->names[i]) fprintf(f, "%s%s", first ? "" : "|", d->names[i]), first = 0;
+                fprintf(f, "%s%s\n", d->help[0] ? ": " : "", d->help);
+            } else {
+                fprintf(f, "  %-26s %s\n", left, d->help);
+            }
         }
 }

@@ -13,9 +13,12 @@ function is one of its parameters, and every dotted override `a.b.c=v` is a fiel
         module M N           module M defines or imports the name N
         field  M:Q F         class Q of module M (Q dotted, e.g. Trainer.Config) has field F
         base   M:Q B         class Q of module M derives from B (as written in the source)
+        const  M:N V         module M's constant N is the string V (a config key's name)
         param  M:Q P         function Q of module M takes parameter P (** noted as P=**)
   pyconfig_names.py check-py NAMES FILE.py...
       check a generated Python config module against the table (TAP)
+  pyconfig_names.py check-json NAMES --section PATH=class:M:Q|const:M:PREFIX[+...] ... FILE.json...
+      every key of each JSON section in the classes' fields or the modules' constants (TAP)
   pyconfig_names.py check-overrides NAMES ROOT [--type P=M:Q] [--value K=M] [--recipe M] FILE...
       check every KEY=VALUE line of the files' `OVERRIDES=(` ... `)` bash arrays: KEY's first part
       a field of ROOT (M:Q), each next part a field of that field's class (the annotation's class,
@@ -102,6 +105,11 @@ def extract(gitdir, commit, prefixes):
                     if "ClassVar" in ast.unparse(st.annotation):
                         continue
                     rows.add(("field", f"{mod}:{qual}", st.target.id))
+                    # a pydantic Field(alias="...") is read under its alias too (DeepSpeed's stage3_*)
+                    if isinstance(st.value, ast.Call) and ast.unparse(st.value.func).endswith("Field"):
+                        for k in st.value.keywords:
+                            if k.arg == "alias" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str):
+                                rows.add(("field", f"{mod}:{qual}", k.value.value))
                     t = ann_name(st.annotation)
                     if t and t != "None":
                         rows.add(("type", f"{mod}:{qual}.{st.target.id}", t))
@@ -126,6 +134,10 @@ def extract(gitdir, commit, prefixes):
                 walk_func(st, st.name)
             elif isinstance(st, (ast.Assign, ast.AnnAssign)):
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                if isinstance(st, ast.Assign) and len(targets) == 1 and isinstance(targets[0], ast.Name) and \
+                        isinstance(st.value, ast.Constant) and isinstance(st.value.value, str) and \
+                        re.fullmatch(r"[A-Za-z0-9_]+", st.value.value):
+                    rows.add(("const", f"{mod}:{targets[0].id}", st.value.value))
                 for t in targets:
                     for n in ast.walk(t):
                         if isinstance(n, ast.Name):
@@ -147,7 +159,7 @@ def extract(gitdir, commit, prefixes):
 class Names:
     def __init__(self, path):
         self.modules, self.fields, self.params, self.bases = {}, {}, {}, {}
-        self.alias, self.types, self.classes = {}, {}, {}
+        self.alias, self.types, self.classes, self.consts = {}, {}, {}, {}
         for line in open(path):
             line = line.rstrip("\n")
             if not line or line.startswith("#"):
@@ -167,6 +179,8 @@ class Names:
                 self.alias[a] = b
             elif kind == "type":
                 self.types[a] = b
+            elif kind == "const":
+                self.consts.setdefault(a.split(":")[0], []).append((a.split(":", 1)[1], b))
 
     def defines(self, mod, name):
         return name in self.modules.get(mod, ())
@@ -366,12 +380,55 @@ def check_overrides(names, root, args):
     return tap.done()
 
 
+def json_allowed(names, spec):
+    """The keys a JSON section may hold: class:M:Q (its fields, aliases and bases' included) or
+    const:M:PREFIX (the string values of M's constants named PREFIX...)."""
+    kind, rest = spec.split(":", 1)
+    if kind == "class":
+        return names.class_fields(rest)
+    mod, prefix = rest.rsplit(":", 1)
+    return {v for n, v in names.consts.get(mod, ()) if n.startswith(prefix)}
+
+
+def check_json(names, args):
+    """args: --section PATH=SPEC ... FILE.json...: every key of section PATH ("" the top level)
+    is allowed by SPEC (json_allowed); sections a file holds that no --section names fail. Keys
+    starting with "_" are comments (JSON has none; DeepSpeed reads keys by name)."""
+    import json
+    specs, files = {}, []
+    it = iter(args)
+    for a in it:
+        if a == "--section":
+            k, v = next(it).split("=", 1)
+            specs.setdefault(k, set()).update(*(json_allowed(names, x) for x in v.split("+")))
+        else:
+            files.append(a)
+    tap = Tap()
+
+    def walk(f, obj, path):
+        for k, v in obj.items():
+            if k.startswith("_"):
+                continue
+            full = f"{path}.{k}" if path else k
+            allowed = specs.get(path)
+            tap.ok(allowed is not None and k in allowed,
+                   f"{f}: {full}" + ("" if allowed is not None else f" (section {path or 'top'} not checked)"))
+            if isinstance(v, dict):
+                walk(f, v, full)
+
+    for f in files:
+        walk(f, json.load(open(f)), "")
+    return tap.done()
+
+
 def main(argv):
     if len(argv) >= 4 and argv[1] == "extract":
         extract(argv[2], argv[3], argv[4:])
         return 0
     if len(argv) >= 4 and argv[1] == "check-py":
         return check_py(Names(argv[2]), argv[3:])
+    if len(argv) >= 4 and argv[1] == "check-json":
+        return check_json(Names(argv[2]), argv[3:])
     if len(argv) >= 5 and argv[1] == "check-overrides":
         return check_overrides(Names(argv[2]), argv[3], argv[4:])
     sys.stderr.write(__doc__)
