@@ -25,29 +25,9 @@ refused=(
   "fp8-no-param-gather|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision fp8"
   "gelu|--model gpt3-13b $w --gpus 8 --gbs 64 --mbs 1 --tp 8 --sp --dist-opt --recompute full"
 )
-n=0 bad=0 files=()
-for c in "${cases[@]}"; do
-    name=${c%%|*} args=${c#*|}
-    n=$((n + 1))
-    # shellcheck disable=SC2086
-    if "$parplan" launch $args --format megatron-bridge -o "$tmp/$name" -q 2>"$tmp/$name.err" &&
-        bash -n "$tmp/$name/launch_megatron_bridge.sh"; then
-        echo "ok $n - $name written, valid bash"
-        files+=("$tmp/$name/launch_megatron_bridge.sh")
-    else
-        echo "not ok $n - $name written, valid bash: $(head -c 300 "$tmp/$name.err")"; bad=$((bad + 1))
-    fi
-done
-for c in "${refused[@]}"; do
-    name=${c%%|*} args=${c#*|}
-    n=$((n + 1))
-    # shellcheck disable=SC2086
-    if "$parplan" launch $args --format megatron-bridge -o "$tmp/$name" -q 2>"$tmp/$name.err"; then
-        echo "not ok $n - $name refused"; bad=$((bad + 1))
-    else
-        echo "ok $n - $name refused: $(head -c 200 "$tmp/$name.err" | tr '\n' ' ')"
-    fi
-done
+. "$src/tests/frameworks/launch_cases.sh"
+lc_write megatron-bridge launch_megatron_bridge.sh "${cases[@]}"
+lc_refuse megatron-bridge "${refused[@]}"
 names=$src/tests/data/megatron_bridge/config_names.txt
 out=$(python3 "$src/tests/frameworks/pyconfig_names.py" check-overrides "$names" \
     megatron.bridge.training.config:ConfigContainer \
@@ -55,13 +35,4 @@ out=$(python3 "$src/tests/frameworks/pyconfig_names.py" check-overrides "$names"
     --type dataset=megatron.bridge.training.config:GPTDatasetConfig \
     --value mixed_precision=megatron.bridge.training.mixed_precision \
     --recipe megatron.bridge.recipes.llama.llama3 --recipe megatron.bridge.recipes.qwen.qwen3 "${files[@]}")
-rc=$?
-# renumber the checker's TAP after this script's lines
-while IFS= read -r line; do
-    case $line in
-    "ok "*) n=$((n + 1)); echo "ok $n - ${line#* - }" ;;
-    "not ok "*) n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - ${line#* - }" ;;
-    esac
-done <<<"$out"
-echo "1..$n"
-[ "$bad" -eq 0 ] && [ "$rc" -eq 0 ]
+lc_done "$out" $?

@@ -18,18 +18,8 @@ cases=(
   "z3-offload-params|--model llama3-70b $w --mbs 1 --zero 3 --offload params --recompute full"
   "z3-tp|--model llama3-8b $w --mbs 2 --zero 3 --tp 2 --recompute selective"
 )
-n=0 bad=0 files=()
-for c in "${cases[@]}"; do
-    name=${c%%|*} args=${c#*|}
-    n=$((n + 1))
-    # shellcheck disable=SC2086
-    if "$parplan" launch $args --format deepspeed -o "$tmp/$name" -q 2>"$tmp/$name.err"; then
-        echo "ok $n - $name written"
-        files+=("$tmp/$name/ds_config.json")
-    else
-        echo "not ok $n - $name written: $(head -c 300 "$tmp/$name.err")"; bad=$((bad + 1))
-    fi
-done
+. "$src/tests/frameworks/launch_cases.sh"
+lc_write deepspeed ds_config.json "${cases[@]}"
 m=deepspeed.runtime
 out=$(python3 "$src/tests/frameworks/pyconfig_names.py" check-json "$src/tests/data/deepspeed/config_names.txt" \
     --section "=const:$m.constants:+const:$m.zero.config:ZERO_OPTIMIZATION+const:$m.activation_checkpointing.config:ACT_CHKPT" \
@@ -38,12 +28,4 @@ out=$(python3 "$src/tests/frameworks/pyconfig_names.py" check-json "$src/tests/d
     --section "zero_optimization.offload_optimizer=class:$m.zero.offload_config:DeepSpeedZeroOffloadOptimizerConfig" \
     --section "zero_optimization.offload_param=class:$m.zero.offload_config:DeepSpeedZeroOffloadParamConfig" \
     --section "activation_checkpointing=const:$m.activation_checkpointing.config:ACT_CHKPT_" "${files[@]}")
-rc=$?
-while IFS= read -r line; do
-    case $line in
-    "ok "*) n=$((n + 1)); echo "ok $n - ${line#* - }" ;;
-    "not ok "*) n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - ${line#* - }" ;;
-    esac
-done <<<"$out"
-echo "1..$n"
-[ "$bad" -eq 0 ] && [ "$rc" -eq 0 ]
+lc_done "$out" $?

@@ -21,35 +21,8 @@ refused=(
   "mixtral-alltoall|--model mixtral-8x7b $w --gpus 16 --gbs 64 --mbs 1 --ep 8 --dist-opt --recompute full"
   "deepseek-mla|--model deepseek-v3 $w --gpus 256 --gbs 512 --mbs 1 --pp 8 --ep 32 --dist-opt --recompute full"
 )
-n=0 bad=0 files=()
-for c in "${cases[@]}"; do
-    name=${c%%|*} args=${c#*|}
-    n=$((n + 1))
-    # shellcheck disable=SC2086
-    if "$parplan" launch $args --format nemo -o "$tmp/$name" -q 2>"$tmp/$name.err"; then
-        echo "ok $n - $name written"
-        files+=("$tmp/$name/nemo_overrides.yaml")
-    else
-        echo "not ok $n - $name written: $(head -c 300 "$tmp/$name.err")"; bad=$((bad + 1))
-    fi
-done
-for c in "${refused[@]}"; do
-    name=${c%%|*} args=${c#*|}
-    n=$((n + 1))
-    # shellcheck disable=SC2086
-    if "$parplan" launch $args --format nemo -o "$tmp/$name" -q 2>"$tmp/$name.err"; then
-        echo "not ok $n - $name refused"; bad=$((bad + 1))
-    else
-        echo "ok $n - $name refused: $(head -c 200 "$tmp/$name.err" | tr '\n' ' ')"
-    fi
-done
+. "$src/tests/frameworks/launch_cases.sh"
+lc_write nemo nemo_overrides.yaml "${cases[@]}"
+lc_refuse nemo "${refused[@]}"
 out=$(python3 "$src/tests/frameworks/nemo1_keys.py" check "$src/tests/data/nemo/nemo1_gpt_keys.txt" "${files[@]}")
-rc=$?
-while IFS= read -r line; do
-    case $line in
-    "ok "*) n=$((n + 1)); echo "ok $n - ${line#* - }" ;;
-    "not ok "*) n=$((n + 1)); bad=$((bad + 1)); echo "not ok $n - ${line#* - }" ;;
-    esac
-done <<<"$out"
-echo "1..$n"
-[ "$bad" -eq 0 ] && [ "$rc" -eq 0 ]
+lc_done "$out" $?
