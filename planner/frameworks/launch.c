@@ -60,7 +60,8 @@ static pp_status write_torchtitan(pp_launch_format fmt, const pp_launch_params *
 }
 
 /* The formats: the files each writes into a directory (NULL-terminated), whose predictions it
- * carries, whether --launch-target device-local applies, and its writer. */
+ * carries, whether --launch-target device-local applies, and its writer (the version each
+ * targets: pp_launch_format_target, launch_common.c). */
 static const struct {
     const char *files[3];
     pp_framework framework;
@@ -72,10 +73,13 @@ static const struct {
     [PP_LAUNCH_SLURM] = {{"launch.sbatch", NULL}, PP_FW_MEGATRON, true, write_megatron},
     [PP_LAUNCH_DEEPSPEED] = {{"ds_config.json", "launch_deepspeed.sh", NULL}, PP_FW_DEEPSPEED, false, write_deepspeed},
     [PP_LAUNCH_NEMO] = {{"nemo_overrides.yaml", NULL}, PP_FW_MEGATRON, false, write_nemo},
-    [PP_LAUNCH_TORCHTITAN] = {{"parplan_torchtitan.py", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true, write_torchtitan},
-    [PP_LAUNCH_TORCHTITAN_TOML] = {{"torchtitan.toml", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true, write_torchtitan},
+    [PP_LAUNCH_TORCHTITAN] = {{"parplan_torchtitan.py", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true,
+                              write_torchtitan},
+    [PP_LAUNCH_TORCHTITAN_TOML] = {{"torchtitan.toml", "launch_torchtitan.sh", NULL}, PP_FW_FSDP, true,
+                                   write_torchtitan},
     [PP_LAUNCH_MEGATRON_BRIDGE] = {{"launch_megatron_bridge.sh", NULL}, PP_FW_MEGATRON, false, write_bridge},
 };
+
 
 const char *const *pp_launch_files(pp_launch_format fmt)
 {

@@ -42,6 +42,8 @@ extern const char *const pp_launch_format_names[PP_LAUNCH_COUNT];
 /* The framework whose semantics a format's predictions are (megatron for megatron, torchrun,
  * slurm and nemo; deepspeed; fsdp for torchtitan), and the first format of a framework (-1: none). */
 pp_framework pp_launch_format_framework(pp_launch_format fmt);
+/* The framework version a format targets ("Megatron-LM d98e8a64 (2026-08-22)"), as its header says. */
+const char *pp_launch_format_target(pp_launch_format fmt);
 int pp_launch_format_for(pp_framework fw);
 
 /* Who runs the Megatron command line:

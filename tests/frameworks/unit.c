@@ -94,6 +94,11 @@ static void test_names(void)
                pp_name_lookup(pp_launch_format_names, PP_LAUNCH_COUNT, "slurm") == PP_LAUNCH_SLURM,
            "format name table");
     tap_ok(!strcmp(pp_launch_target_names[PP_TARGET_DEVICE_LOCAL], "device-local"), "target names");
+    bool versions = true;
+    for (int i = 0; i < PP_LAUNCH_COUNT; i++)
+        versions &= strcmp(pp_launch_format_target((pp_launch_format)i), "?") != 0 &&
+                    strpbrk(pp_launch_format_target((pp_launch_format)i), "0123456789") != NULL;
+    tap_ok(versions && !strcmp(pp_launch_format_target(PP_LAUNCH_COUNT), "?"), "every format names the version it targets");
     const char *const *f = pp_launch_files(PP_LAUNCH_DEEPSPEED);
     tap_ok(f && !strcmp(f[0], "ds_config.json") && !strcmp(f[1], "launch_deepspeed.sh") && !f[2],
            "deepspeed writes ds_config.json and launch_deepspeed.sh");
