@@ -574,6 +574,14 @@ static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
     tt_printf(b, "            steps=%lld,%s\n", (long long)steps, p->train_iters > 0 ? "" : "  # set the run's length");
     tt_printf(b, "            mixed_precision_param=\"bfloat16\",\n");
     if (l->offload != PP_OFF_NONE) tt_printf(b, "            enable_cpu_offload=True,\n");
+    /* CUDA graphs of the forward and backward are torchtitan's default (configs.py
+     * disable_cuda_graphs False), refused with pipeline parallelism and with the default EP
+     * dispatcher (trainer.py Trainer.Config._validate_cuda_graphs) */
+    if (l->pp > 1 || (m->experts > 1 && l->ep > 1))
+        tt_printf(b, "            disable_cuda_graphs=True,  # torchtitan captures no CUDA graph with %s\n",
+                  l->pp > 1 ? "pipeline parallelism" : "the default EP dispatcher");
+    else
+        tt_printf(b, "            # CUDA graphs of the forward and backward: torchtitan's default, not in parplan's prediction\n");
     tt_printf(b, "        ),\n");
     tt_printf(b, "        dataloader=GrainDataLoader.Config(\n"
                  "            dataset=ConcatThenSplitPackingConfig(dataset=DATASETS[\"c4\"]),\n        ),\n");

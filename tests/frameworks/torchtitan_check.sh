@@ -24,7 +24,13 @@ case $mode in
 keys) python3 "$src/tests/frameworks/torchtitan_keys.py" check "$src/tests/data/torchtitan/job_config_keys.txt" $files ;;
 parse) python3 "$src/tests/frameworks/torchtitan_parse.py" $files ;;
 names)
-    for f in $files; do python3 -m py_compile "$f" || { echo "not ok 1 - $f compiles"; echo "1..1"; exit 1; }; done
+    for f in $files; do
+        python3 -m py_compile "$f" || { echo "not ok 1 - $f compiles"; echo "1..1"; exit 1; }
+        # Trainer.Config refuses CUDA graphs with pipeline parallelism (trainer.py _validate_cuda_graphs)
+        if grep -q 'pipeline_parallel_degree=[2-9]' "$f" && ! grep -q 'disable_cuda_graphs=True' "$f"; then
+            echo "not ok 1 - $f: pipeline parallelism without disable_cuda_graphs=True"; echo "1..1"; exit 1
+        fi
+    done
     python3 "$src/tests/frameworks/pyconfig_names.py" check-py "$src/tests/data/torchtitan/config_names.txt" $files ;;
 *) echo "usage: $0 keys|parse|names PARPLAN SOURCE_ROOT" >&2; exit 2 ;;
 esac

@@ -98,6 +98,7 @@ def parplan_config() -> Trainer.Config:
             max_context_length=4096,
             steps=1000,  # set the run's length
             mixed_precision_param="bfloat16",
+            disable_cuda_graphs=True,  # torchtitan captures no CUDA graph with pipeline parallelism
         ),
         dataloader=GrainDataLoader.Config(
             dataset=ConcatThenSplitPackingConfig(dataset=DATASETS["c4"]),
