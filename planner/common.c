@@ -209,6 +209,17 @@ void pp_strcatf(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+void pp_strlistf(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t k = strlen(buf);
+    if (k + 8 >= n) return;
+    if (k) k += (size_t)snprintf(buf + k, n - k, ", ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + k, n - k, fmt, ap);
+    va_end(ap);
+}
+
 pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int line, int col,
                        const char *fmt, ...)
 {

@@ -38,6 +38,9 @@ pp_status pp_error_set(pp_error *err, pp_status status, const char *file, int li
 void pp_error_format(const pp_error *err, char *buf, size_t n);
 /* Append printf-style text to the NUL-terminated buf of n bytes (truncated at its end). */
 void pp_strcatf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Append one item of a ", "-separated list (the config readers' "not modelled" and "unknown" lists);
+ * nothing once fewer than 8 bytes are left. */
+void pp_strlistf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The next line of text[0, len) from *pos: its start in *s and its length without the '\n' in *n;
  * *pos moves past it. False at the end of the text. (Readers of logs and scripts walk lines so.) */
 static inline bool pp_line_next(const char *text, size_t len, size_t *pos, const char **s, size_t *n)

@@ -62,23 +62,10 @@ static const ds_key *key_find(const ds_key *t, size_t n, const char *k)
     return NULL;
 }
 
-static void add(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t n, const char *fmt, ...)
-{
-    size_t k = strlen(buf);
-    if (k + 8 >= n) return;
-    if (k) k += (size_t)snprintf(buf + k, n - k, ", ");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + k, n - k, fmt, ap);
-    va_end(ap);
-}
-
-static const char *scalar(const yaml_node_t *v) { return v && v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : NULL; }
 
 static bool is_auto(const yaml_node_t *v)
 {
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     return s && !strcmp(s, "auto");
 }
 
@@ -87,7 +74,7 @@ static pp_status get_int(pp_yaml *y, yaml_node_t *v, const char *key, int64_t lo
 {
     *given = false;
     if (is_auto(v)) return PP_OK;
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     double d;
     if (!s || !pp_yaml_parse_double(s, &d) || d != (double)(int64_t)d || d < (double)lo || d > (double)hi)
         return pp_yaml_error(y, v, "deepspeed config: '%s' must be an integer from %lld to %lld (or \"auto\")", key,
@@ -102,7 +89,7 @@ static pp_status get_bool(pp_yaml *y, yaml_node_t *v, const char *key, bool *out
 {
     *given = false;
     if (is_auto(v)) return PP_OK;
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
         *out = s[0] == 't';
         *given = true;
@@ -123,12 +110,12 @@ static pp_status read_offload(pp_yaml *y, yaml_node_t *v, const char *key, pp_ds
     pp_status st = want_map(y, v, key);
     if (st) return st;
     yaml_node_t *d = pp_yaml_lookup(y, v, "device", false);
-    const char *dev = d ? scalar(d) : "none";
+    const char *dev = d ? pp_yaml_scalar(d) : "none";
     if (!dev) return pp_yaml_error(y, d, "deepspeed config: '%s.device' must be cpu, nvme or none", key);
     if (!strcmp(dev, "none")) return PP_OK;
     if (strcmp(dev, "cpu") && strcmp(dev, "nvme"))
         return pp_yaml_error(y, d, "deepspeed config: '%s.device' must be cpu, nvme or none, got '%s'", key, dev);
-    if (!strcmp(dev, "nvme")) add(c->unmodelled, sizeof c->unmodelled, "%s.device nvme (modelled as cpu)", key);
+    if (!strcmp(dev, "nvme")) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "%s.device nvme (modelled as cpu)", key);
     if (level > c->offload) c->offload = level;
     return PP_OK;
 }
@@ -139,16 +126,16 @@ static pp_status read_zero(pp_yaml *y, yaml_node_t *map, pp_ds_config *c)
     if (st) return st;
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(&y->doc, p->key), *v = yaml_document_get_node(&y->doc, p->value);
-        const char *name = scalar(k);
+        const char *name = pp_yaml_scalar(k);
         if (!name) return pp_yaml_error(y, k, "deepspeed config: a key must be a string");
         const ds_key *dk = key_find(zero_keys, sizeof zero_keys / sizeof zero_keys[0], name);
         if (!dk) {
-            add(c->unknown, sizeof c->unknown, "zero_optimization.%s", name);
+            pp_strlistf(c->unknown, sizeof c->unknown, "zero_optimization.%s", name);
             continue;
         }
         if (dk->kind == K_PASS) continue;
         if (dk->kind == K_UNMODELLED) {
-            add(c->unmodelled, sizeof c->unmodelled, "zero_optimization.%s", name);
+            pp_strlistf(c->unmodelled, sizeof c->unmodelled, "zero_optimization.%s", name);
             continue;
         }
         bool given;
@@ -164,7 +151,7 @@ static pp_status read_zero(pp_yaml *y, yaml_node_t *map, pp_ds_config *c)
             /* the bucket sizes: DeepSpeed's defaults (5e8 elements) are what memory.c prices */
             int64_t b;
             if ((st = get_int(y, v, name, 1, (int64_t)1e15, &b, &given))) return st;
-            if (given && b != 500000000) add(c->unmodelled, sizeof c->unmodelled, "zero_optimization.%s %lld (priced at "
+            if (given && b != 500000000) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "zero_optimization.%s %lld (priced at "
                                              "the default 5e8)", name, (long long)b);
         }
     }
@@ -201,19 +188,19 @@ pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len
     }
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(&y.doc, p->key), *v = yaml_document_get_node(&y.doc, p->value);
-        const char *name = scalar(k);
+        const char *name = pp_yaml_scalar(k);
         if (!name) {
             st = pp_yaml_error(&y, k, "deepspeed config: a key must be a string");
             goto done;
         }
         const ds_key *dk = key_find(top_keys, sizeof top_keys / sizeof top_keys[0], name);
         if (!dk) {
-            add(c->unknown, sizeof c->unknown, "%s", name);
+            pp_strlistf(c->unknown, sizeof c->unknown, "%s", name);
             continue;
         }
         if (dk->kind == K_PASS) continue;
         if (dk->kind == K_UNMODELLED) {
-            add(c->unmodelled, sizeof c->unmodelled, "%s", name);
+            pp_strlistf(c->unmodelled, sizeof c->unmodelled, "%s", name);
             continue;
         }
         bool given = false;
@@ -232,12 +219,12 @@ pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len
         } else if (!strcmp(name, "optimizer")) {
             if ((st = want_map(&y, v, name))) goto done;
             yaml_node_t *t = pp_yaml_lookup(&y, v, "type", false);
-            const char *type = t ? scalar(t) : NULL;
+            const char *type = t ? pp_yaml_scalar(t) : NULL;
             /* Adam's state is what parplan prices (12 bytes per parameter); DeepSpeed's CPU Adam
              * under offload is the same state on the host */
             if (type && strcasecmp(type, "Adam") && strcasecmp(type, "AdamW") && strcasecmp(type, "FusedAdam") &&
                 strcasecmp(type, "CPUAdam") && strcasecmp(type, "DeepSpeedCPUAdam"))
-                add(c->unmodelled, sizeof c->unmodelled, "optimizer.type %s (priced as Adam)", type);
+                pp_strlistf(c->unmodelled, sizeof c->unmodelled, "optimizer.type %s (priced as Adam)", type);
         } else if (!strcmp(name, "activation_checkpointing")) {
             if ((st = want_map(&y, v, name))) goto done;
             static const char *const ac[] = {"partition_activations", "cpu_checkpointing",
@@ -246,7 +233,7 @@ pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len
                 yaml_node_t *a = pp_yaml_lookup(&y, v, ac[i], false);
                 bool on = false, g2 = false;
                 if (a && (st = get_bool(&y, a, ac[i], &on, &g2))) goto done;
-                if (on) add(c->unmodelled, sizeof c->unmodelled, "activation_checkpointing.%s", ac[i]);
+                if (on) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "activation_checkpointing.%s", ac[i]);
             }
         }
     }

@@ -146,6 +146,21 @@ static void tt_ffn_args(const pp_model *m, double *mult, int64_t *multiple_of)
     *mult = (base + mo - 1) / mo * mo == m->ffn ? 0.0 : (double)m->ffn / (double)base;
 }
 
+/* hf_assets_path (tokenizer and weights) into out, and why that folder: the folder of the
+ * config.json the model was read from, else the registered flavor's download folder. */
+static const char *tt_assets(const pp_launch_params *p, const tt_flavor *f, char *out, size_t n)
+{
+    if (!p->hf_config_path) {
+        snprintf(out, n, "%s", f ? f->assets : "./assets/hf/tokenizer");
+        return "tokenizer (and weights): scripts/download_hf_assets.py";
+    }
+    tt_clean(p->hf_config_path, out, n);
+    char *slash = strrchr(out, '/');
+    if (slash) *slash = 0;
+    else snprintf(out, n, ".");
+    return "the folder of the config.json the model was read from";
+}
+
 /* ------------------------------------------------------------------ checks */
 
 static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
@@ -296,7 +311,6 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
 
     tt_printf(b, "\n[model]\n");
     const tt_flavor *f = tt_flavor_find(m);
-    const char *hf_dir = p->hf_config_path;
     if (f) {
         tt_printf(b, "name = \"%s\"\nflavor = \"%s\"\n", f->name, f->flavor);
     } else {
@@ -316,17 +330,9 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
                       (long long)m->vocab);
         tt_printf(b, "name = \"llama3\"\nflavor = \"%s\"\n", name);
     }
-    if (hf_dir) {
-        char dir[600];
-        tt_clean(hf_dir, dir, sizeof dir);
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0;
-        else snprintf(dir, sizeof dir, ".");
-        tt_printf(b, "hf_assets_path = \"%s\"  # the folder of the config.json the model was read from\n", dir);
-    } else {
-        tt_printf(b, "hf_assets_path = \"%s\"  # tokenizer (and weights): scripts/download_hf_assets.py\n",
-                  f ? f->assets : "./assets/hf/tokenizer");
-    }
+    char assets[600];
+    const char *why = tt_assets(p, f, assets, sizeof assets);
+    tt_printf(b, "hf_assets_path = \"%s\"  # %s\n", assets, why);
     if (fp8) tt_printf(b, "converters = [\"quantize.linear.float8\"]\n");
 
     tt_printf(b, "\n[optimizer]\n");
@@ -545,17 +551,9 @@ static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
                      "    loss = CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(model_spec))\n");
     tt_printf(b, "    return Trainer.Config(\n");
     tt_printf(b, "        model_spec=model_spec,\n");
-    if (p->hf_config_path) {
-        char dir[600];
-        tt_clean(p->hf_config_path, dir, sizeof dir);
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0;
-        else snprintf(dir, sizeof dir, ".");
-        tt_printf(b, "        hf_assets_path=\"%s\",  # the folder of the config.json the model was read from\n", dir);
-    } else {
-        tt_printf(b, "        hf_assets_path=\"%s\",  # tokenizer (and weights): scripts/download_hf_assets.py\n",
-                  f ? f->assets : "./assets/hf/tokenizer");
-    }
+    char assets[600];
+    const char *why = tt_assets(p, f, assets, sizeof assets);
+    tt_printf(b, "        hf_assets_path=\"%s\",  # %s\n", assets, why);
     tt_printf(b, "        dump_folder=\"./outputs\",\n");
     tt_printf(b, "        loss=loss,\n");
     tt_printf(b, "        optimizer=OptimizersContainer.Config(\n"

@@ -130,26 +130,13 @@ static const tt_key *key_find(const tt_key *t, size_t n, const char *k)
     return NULL;
 }
 
-static void add(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t n, const char *fmt, ...)
-{
-    size_t k = strlen(buf);
-    if (k + 8 >= n) return;
-    if (k) k += (size_t)snprintf(buf + k, n - k, ", ");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + k, n - k, fmt, ap);
-    va_end(ap);
-}
-
-static const char *scalar(const yaml_node_t *v) { return v && v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : NULL; }
 
 static bool is_null(const yaml_node_t *v) { return v && v->type == YAML_SCALAR_NODE && pp_yaml_is_null(v); }
 
 /* An integer in [lo, hi] (a JSON number). */
 static pp_status get_int(pp_yaml *y, yaml_node_t *v, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     double d;
     if (!s || !pp_yaml_parse_double(s, &d) || d != (double)(int64_t)d || d < (double)lo || d > (double)hi)
         return pp_yaml_error(y, v, "torchtitan config: '%s' must be an integer from %lld to %lld", key, (long long)lo,
@@ -160,7 +147,7 @@ static pp_status get_int(pp_yaml *y, yaml_node_t *v, const char *key, int64_t lo
 
 static pp_status get_bool(pp_yaml *y, yaml_node_t *v, const char *key, bool *out)
 {
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     if (s && (!strcmp(s, "true") || !strcmp(s, "false"))) {
         *out = s[0] == 't';
         return PP_OK;
@@ -170,7 +157,7 @@ static pp_status get_bool(pp_yaml *y, yaml_node_t *v, const char *key, bool *out
 
 static pp_status get_str(pp_yaml *y, yaml_node_t *v, const char *key, const char **out)
 {
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     if (s && !is_null(v)) {
         *out = s;
         return PP_OK;
@@ -181,14 +168,14 @@ static pp_status get_str(pp_yaml *y, yaml_node_t *v, const char *key, const char
 /* One of names[] (exactly as torchtitan's Literal spells it). */
 static pp_status get_choice(pp_yaml *y, yaml_node_t *v, const char *key, const char *const *names, int n, int *out)
 {
-    const char *s = scalar(v);
+    const char *s = pp_yaml_scalar(v);
     for (int i = 0; s && !is_null(v) && i < n; i++)
         if (!strcmp(s, names[i])) {
             *out = i;
             return PP_OK;
         }
     char list[160] = "";
-    for (int i = 0; i < n; i++) add(list, sizeof list, "%s", names[i]);
+    for (int i = 0; i < n; i++) pp_strlistf(list, sizeof list, "%s", names[i]);
     return pp_yaml_error(y, v, "torchtitan config: '%s' must be one of %s%s%s%s", key, list, s ? ", got '" : "",
                          s ? s : "", s ? "'" : "");
 }
@@ -207,11 +194,11 @@ static pp_status section_key(pp_yaml *y, pp_tt_config *c, const char *sec, const
     yaml_node_t *k = yaml_document_get_node(&y->doc, p->key);
     *val = yaml_document_get_node(&y->doc, p->value);
     *row = NULL;
-    *name = scalar(k);
+    *name = pp_yaml_scalar(k);
     if (!*name) return pp_yaml_error(y, k, "torchtitan config: a key must be a string");
     const tt_key *r = key_find(t, n, *name);
     if (!r) {
-        add(c->unknown, sizeof c->unknown, "%s%s%s", sec, sec[0] ? "." : "", *name);
+        pp_strlistf(c->unknown, sizeof c->unknown, "%s%s%s", sec, sec[0] ? "." : "", *name);
         return PP_OK;
     }
     if (r->kind == K_PASS) return PP_OK;
@@ -221,7 +208,7 @@ static pp_status section_key(pp_yaml *y, pp_tt_config *c, const char *sec, const
         bool on;
         pp_status st = get_bool(y, *val, full, &on);
         if (st) return st;
-        if (on == (r->kind == K_IF_TRUE)) add(c->unmodelled, sizeof c->unmodelled, "%s %s (%s)", full, on ? "true" : "false", r->why);
+        if (on == (r->kind == K_IF_TRUE)) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "%s %s (%s)", full, on ? "true" : "false", r->why);
         return PP_OK;
     }
     *row = r;
@@ -245,9 +232,9 @@ static void scan_converters(pp_yaml *y, yaml_node_t *v, int depth, bool *mx, boo
     }
     if (v->type != YAML_MAPPING_NODE) return;
     FOR_PAIRS(v, p) {
-        const char *k = scalar(yaml_document_get_node(&y->doc, p->key));
+        const char *k = pp_yaml_scalar(yaml_document_get_node(&y->doc, p->key));
         yaml_node_t *val = yaml_document_get_node(&y->doc, p->value);
-        const char *s = scalar(val);
+        const char *s = pp_yaml_scalar(val);
         if (k && s && !strcmp(k, "recipe_name") && !strncmp(s, "mxfp8", 5)) *mx = true;
         if (k && s && !strcmp(k, "pad_multiple") && !is_null(val)) *padded = true;
         scan_converters(y, val, depth + 1, mx, padded);
@@ -259,7 +246,7 @@ static pp_status read_model_spec(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
     pp_status st = want_map(y, map, "model_spec");
     if (st) return st;
     FOR_PAIRS(map, p) {
-        const char *name = scalar(yaml_document_get_node(&y->doc, p->key));
+        const char *name = pp_yaml_scalar(yaml_document_get_node(&y->doc, p->key));
         yaml_node_t *v = yaml_document_get_node(&y->doc, p->value);
         const char *s = NULL;
         if (!name) return pp_yaml_error(y, yaml_document_get_node(&y->doc, p->key), "torchtitan config: a key must be a string");
@@ -281,11 +268,11 @@ static pp_status read_model_spec(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
                 c->layers = ls->data.sequence.items.top - ls->data.sequence.items.start;
             bool mx = false, padded = false;
             scan_converters(y, v, 0, &mx, &padded);
-            if (mx) add(c->unmodelled, sizeof c->unmodelled, "MXFP8 grouped experts (model_spec.model ... recipe_name mxfp8)");
-            else if (padded) add(c->unmodelled, sizeof c->unmodelled, "FP8 grouped experts (model_spec.model ... "
+            if (mx) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "MXFP8 grouped experts (model_spec.model ... recipe_name mxfp8)");
+            else if (padded) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "FP8 grouped experts (model_spec.model ... "
                                  "token_dispatcher.pad_multiple)");
         } else {
-            add(c->unknown, sizeof c->unknown, "model_spec.%s", name);
+            pp_strlistf(c->unknown, sizeof c->unknown, "model_spec.%s", name);
         }
     }
     for (size_t i = 0; i < N(flavors); i++)
@@ -375,7 +362,7 @@ static pp_status read_parts(pp_yaml *y, yaml_node_t *v, tt_pipe *pp)
                                  "must be a list of lists of module names");
         for (yaml_node_item_t *it = part->data.sequence.items.start; it < part->data.sequence.items.top; it++) {
             yaml_node_t *m = yaml_document_get_node(&y->doc, *it);
-            const char *s = scalar(m);
+            const char *s = pp_yaml_scalar(m);
             if (!s || is_null(m))
                 return pp_yaml_error(y, m, "torchtitan config: a module name in 'parallelism.module_fqns_per_model_part' "
                                      "must be a string");
@@ -438,7 +425,7 @@ static pp_status read_parallelism(pp_yaml *y, yaml_node_t *map, pp_tt_config *c,
                                      "DualPipeV)", full, s);
             pp->sched_node = v;
         } else if (!strcmp(name, "pipeline_parallel_schedule_csv")) {
-            const char *s = scalar(v);
+            const char *s = pp_yaml_scalar(v);
             if (v->type != YAML_SCALAR_NODE) return pp_yaml_error(y, v, "torchtitan config: '%s' must be a path or null", full);
             pp->csv = s && !is_null(v) && s[0];
         } else if (!strcmp(name, "module_fqns_per_model_part")) {
@@ -460,9 +447,9 @@ static pp_status pipeline(pp_yaml *y, pp_tt_config *c, tt_pipe *pp)
     const char *sname = schedules[pp->schedule].name;
     bool multi = schedules[pp->schedule].multi;
     if (!schedules[pp->schedule].modelled)
-        add(c->unmodelled, sizeof c->unmodelled, "parallelism.pipeline_parallel_schedule %s (priced as %s)", sname,
+        pp_strlistf(c->unmodelled, sizeof c->unmodelled, "parallelism.pipeline_parallel_schedule %s (priced as %s)", sname,
             multi ? "interleaved 1F1B" : "1F1B");
-    if (pp->csv) add(c->unmodelled, sizeof c->unmodelled, "parallelism.pipeline_parallel_schedule_csv");
+    if (pp->csv) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "parallelism.pipeline_parallel_schedule_csv");
     int64_t stages, *counts = NULL;
     if (pp->parts) {
         stages = pp->n_parts;
@@ -470,7 +457,7 @@ static pp_status pipeline(pp_yaml *y, pp_tt_config *c, tt_pipe *pp)
             return pp_yaml_error(y, pp->parts_node, "torchtitan config: 'parallelism.module_fqns_per_model_part' has %lld "
                                  "parts, not a multiple of pipeline_parallel_degree %lld", (long long)stages, (long long)c->pp);
         if (!pp->parts_plain) {
-            add(c->unmodelled, sizeof c->unmodelled, "parallelism.module_fqns_per_model_part with modules other than "
+            pp_strlistf(c->unmodelled, sizeof c->unmodelled, "parallelism.module_fqns_per_model_part with modules other than "
                 "tok_embeddings, layers.N, norm, lm_head (priced as an even split)");
             c->vpp = stages / c->pp;
             return PP_OK;
@@ -478,7 +465,7 @@ static pp_status pipeline(pp_yaml *y, pp_tt_config *c, tt_pipe *pp)
         counts = pp->parts;
     } else if (pp->layers_per_stage) {
         if (!c->layers) {
-            add(c->unmodelled, sizeof c->unmodelled, "parallelism.pipeline_parallel_layers_per_stage %lld (the stages "
+            pp_strlistf(c->unmodelled, sizeof c->unmodelled, "parallelism.pipeline_parallel_layers_per_stage %lld (the stages "
                 "cannot be counted without model_spec.model.layers; priced as %s)", (long long)pp->layers_per_stage,
                 multi ? "2 per rank" : "1 per rank");
             c->vpp = multi ? 2 : 1;
@@ -559,19 +546,19 @@ static pp_status read_compile(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
                 return pp_yaml_error(y, v, "torchtitan config: 'compile.components' must be a list of strings");
             model = false;
             for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-                const char *s = scalar(yaml_document_get_node(&y->doc, *it));
+                const char *s = pp_yaml_scalar(yaml_document_get_node(&y->doc, *it));
                 if (s && !strcmp(s, "model")) model = true;
             }
         } else if (!strcmp(name, "backend")) {
             const char *s = NULL;
             if ((st = get_str(y, v, "compile.backend", &s))) return st;
-            if (strcmp(s, "inductor")) add(c->unmodelled, sizeof c->unmodelled, "compile.backend %s (priced as inductor)", s);
+            if (strcmp(s, "inductor")) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "compile.backend %s (priced as inductor)", s);
         }
     }
     /* parplan's --compile is torch.compile of each block: the "model" component (trainer.py,
      * parallelize's apply_compile); the loss alone compiled is not priced */
     c->compile = enable && model;
-    if (enable && !model) add(c->unmodelled, sizeof c->unmodelled, "compile.components without model (the loss compiled)");
+    if (enable && !model) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "compile.components without model (the loss compiled)");
     c->async_tp = c->compile && async_tp;
     return PP_OK;
 }
@@ -603,7 +590,7 @@ static pp_status read_ac(pp_yaml *y, yaml_node_t *v, pp_tt_config *c)
                                      "must be a list of strings");
             selective = true;
         } else if (!strcmp(name, "memory_budget")) {
-            const char *s = scalar(val);
+            const char *s = pp_yaml_scalar(val);
             if (!s || !pp_yaml_parse_double(s, &mb) || mb < 0 || mb > 1)
                 return pp_yaml_error(y, val, "torchtitan config: 'activation_checkpoint.memory_budget' must be a number "
                                      "from 0 to 1");
@@ -616,11 +603,11 @@ static pp_status read_ac(pp_yaml *y, yaml_node_t *v, pp_tt_config *c)
     c->recompute = -1;
     if (selective) c->recompute = PP_RC_SELECTIVE; /* op-level SAC: what parplan's selective prices under fsdp */
     else if (budget)
-        add(c->unmodelled, sizeof c->unmodelled, "activation_checkpoint memory_budget %g (the compiler's budgeted "
+        pp_strlistf(c->unmodelled, sizeof c->unmodelled, "activation_checkpoint memory_budget %g (the compiler's budgeted "
             "recompute; --recompute left to the flags)", mb);
     else if (base) c->recompute = PP_RC_FULL;
     else
-        add(c->unmodelled, sizeof c->unmodelled, "activation_checkpoint {} (no field says the policy: full, selective "
+        pp_strlistf(c->unmodelled, sizeof c->unmodelled, "activation_checkpoint {} (no field says the policy: full, selective "
             "or memory-budget is ambiguous; --recompute left to the flags)");
     return PP_OK;
 }
@@ -641,8 +628,8 @@ static pp_status read_optimizer(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
             if ((st = get_choice(y, v, "optimizer.implementation", impls, 4, &i))) return st;
             if (i == 0) c->optimizer_impl = PP_ADAM_FUSED;
             else if (i == 1) c->optimizer_impl = PP_ADAM_FOREACH;
-            else if (i == 2) add(c->unmodelled, sizeof c->unmodelled, "optimizer.implementation for-loop (priced as foreach)");
-            else add(c->unmodelled, sizeof c->unmodelled, "optimizer.implementation fused_opt_states_bf16 (bf16 Adam "
+            else if (i == 2) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "optimizer.implementation for-loop (priced as foreach)");
+            else pp_strlistf(c->unmodelled, sizeof c->unmodelled, "optimizer.implementation fused_opt_states_bf16 (bf16 Adam "
                      "state; priced as fp32)");
         } else if (!strcmp(name, "param_groups")) {
             if (v->type != YAML_SEQUENCE_NODE)
@@ -652,9 +639,9 @@ static pp_status read_optimizer(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
                 yaml_node_t *g = yaml_document_get_node(&y->doc, *it);
                 if ((st = want_map(y, g, "optimizer.param_groups[]"))) return st;
                 yaml_node_t *o = pp_yaml_lookup(y, g, "optimizer_name", false);
-                const char *s = o ? scalar(o) : NULL;
+                const char *s = o ? pp_yaml_scalar(o) : NULL;
                 if (s && strcmp(s, "Adam") && strcmp(s, "AdamW"))
-                    add(c->unmodelled, sizeof c->unmodelled, "optimizer.param_groups optimizer_name %s (priced as AdamW)", s);
+                    pp_strlistf(c->unmodelled, sizeof c->unmodelled, "optimizer.param_groups optimizer_name %s (priced as AdamW)", s);
             }
         }
     }
@@ -697,7 +684,7 @@ static pp_status read_loss(pp_yaml *y, yaml_node_t *map, pp_tt_config *c, const 
         return PP_OK;
     }
     if (ce) c->loss = 0;
-    else if (depth == 0) add(c->unmodelled, sizeof c->unmodelled, "%s without global_vocab_size (not cross-entropy)", sec);
+    else if (depth == 0) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "%s without global_vocab_size (not cross-entropy)", sec);
     return PP_OK;
 }
 
@@ -715,7 +702,7 @@ static pp_status read_simple(pp_yaml *y, yaml_node_t *map, pp_tt_config *c, cons
             static const char *const modes[] = {"default", "fake_backend", "local_tensor", "torchcomms"};
             int m;
             if ((st = get_choice(y, v, "comm.mode", modes, 4, &m))) return st;
-            if (m) add(c->unmodelled, sizeof c->unmodelled, "comm.mode %s", modes[m]);
+            if (m) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "comm.mode %s", modes[m]);
         }
     }
     return PP_OK;

@@ -82,6 +82,7 @@ bool pp_yaml_parse_double(const char *s, double *out);
 yaml_node_t *pp_yaml_lookup(pp_yaml *y, yaml_node_t *map, const char *key, bool want_key);
 const char *pp_yaml_node_kind(const yaml_node_t *n); /* "a scalar", "a sequence", "a mapping" */
 bool pp_yaml_is_null(const yaml_node_t *n);          /* plain null, Null, NULL, ~ or empty */
+const char *pp_yaml_scalar(const yaml_node_t *n);    /* a scalar's text; NULL for anything else */
 /* File name without directory and extension(s): "x/llama2-7b.config.json" -> "llama2-7b". */
 void pp_yaml_name_from_path(const char *path, char *out, size_t n);
 

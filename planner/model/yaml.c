@@ -242,6 +242,11 @@ const char *pp_yaml_node_kind(const yaml_node_t *n)
 
 static const char *scalar_str(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
 static bool scalar_plain(const yaml_node_t *n) { return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE; }
+const char *pp_yaml_scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
 bool pp_yaml_is_null(const yaml_node_t *n)
 {
     if (n->type != YAML_SCALAR_NODE || !scalar_plain(n)) return false;
