@@ -703,6 +703,52 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     }
 }
 
+/* ------------------------------------------------------------------ backward working sets */
+
+static void transient_add(pp_layer *ly, const char *name, double bytes, unsigned mods)
+{
+    if (bytes <= 0 || ly->n_transient >= PP_LAYER_MAX_TRANSIENTS) return;
+    ly->transient[ly->n_transient++] = (pp_layer_transient){name, bytes, mods};
+    ly->bwd_work_bytes = max2(ly->bwd_work_bytes, bytes);
+}
+
+/* What each operation's backward allocates beyond the tensors saved for it, one operation at a
+ * time (the memory models add the largest to the saved tensors they hold; memory.c, memory_fsdp.c):
+ *   - the attention core with FlashAttention (flash_attn's and SDPA's flash kernel, both FA2:
+ *     flash_api.cpp mha_bwd allocates dq, dk, dv, dq_accum and softmax_d): the incoming dO and dQ,
+ *     dK, dV at the query heads (GQA's dK, dV are expanded, then summed), 16-bit, the fp32 dQ
+ *     accumulator, and the fp32 softmax_d per query row and head: (8 qk + 4 v) bytes per head and
+ *     token + 4. Under the MLP's working set in every measured run (dense: 6 f >= 12 hq there);
+ *   - the attention core unfused (Megatron's local path; torch's math SDPA), in b (a/t) s^2 16-bit
+ *     score tensors: the softmax backward holds the gradients of the probabilities and of the scores
+ *     (2) while the saved probabilities are alive; with dropout the bmm backward has released the
+ *     dropped probabilities and the mask before (net 1). Measured on Megatron-LM: GPT (dropout)
+ *     pipeline stage 0 +0.2% with 1, Llama (none) -1.7% with 1 and -0.6% with 2;
+ *   - the MLP: the incoming gradient (under SP all-gathered for fc2's data gradient), the gradient
+ *     of fc2's input and of the activation's inputs (two for a gated MLP), 16-bit; the routed
+ *     experts the same per received token copy at the expert width, and the gradient of the
+ *     received tokens (the permutation / all-to-all backward). Measured on torchtitan's FSDP2
+ *     block (tests/data/fsdp/runs.csv) and Megatron-LM's (tests/data/megatron). */
+static void build_transients(const pp_work *w, pp_layer *ly)
+{
+    ly->n_transient = 0;
+    ly->bwd_work_bytes = ly->attn_work_bytes = 0;
+    const double T = ly->tokens, h = ly->hidden;
+    const pp_layer_attn *a = &ly->attn;
+    double adr, hdr;
+    pp_work_dropout(w, &adr, &hdr);
+    double attn = a->fused ? T * ly->heads * (8.0 * a->qk_dim + 4.0 * a->v_dim + 4.0)
+                           : 2.0 * a->scores * (adr > 0 ? 1.0 : 2.0);
+    transient_add(ly, "attn.core.backward", attn, BIT(PP_RCM_CORE_ATTN));
+    ly->attn_work_bytes = attn;
+    const double act = ly->glu ? 6.0 : 4.0, dy = 2.0 * T * h;
+    if (ly->moe)
+        transient_add(ly, "experts.backward", dy + ly->expert_tokens * (act * ly->expert_ffn + 4.0 * h),
+                      BIT(PP_RCM_MOE));
+    else
+        transient_add(ly, "mlp.backward", dy + T * act * ly->ffn, BIT(PP_RCM_MLP));
+}
+
 bool pp_layer_saved_kept(const pp_layer *ly, int i, pp_recompute rc, unsigned mods)
 {
     if (rc == PP_RC_FULL) return false;
@@ -798,12 +844,13 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     a->fused = w->attention != PP_ATTN_UNFUSED;
     a->scores = a->batch_heads * a->queries * a->keys;
 
-    ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = 0;
+    ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = ly->n_transient = 0;
     if (parts & PP_LAYER_GEMMS) build_gemms(w, ly);
     if (parts & PP_LAYER_EW) build_ew(w, ly);
     if (parts & PP_LAYER_COLLS) build_colls(w, l, ly);
     if (parts & PP_LAYER_SAVED) build_saved(w, l, ly);
     if (parts & PP_LAYER_PARAMS) build_params(w, l, ly);
+    if (parts & PP_LAYER_TRANSIENTS) build_transients(w, ly);
 }
 
 void pp_layer_build(const pp_work *w, const pp_layout *l, int kind, pp_layer *out)

@@ -241,8 +241,8 @@ typedef struct {
     pp_state_bytes st;        /* dense parameters */
     pp_state_bytes st_expert; /* routed experts (sharded over the expert data-parallel group) */
     double layer_bytes[2][PP_RC_COUNT]; /* stored per layer per micro-batch: [moe][recompute] */
-    double attn_work;   /* working set of one layer's attention (scores / their gradients) */
-    double mlp_work[2]; /* working set of one layer's MLP backward: [moe] */
+    double attn_work;   /* the attention core's backward working set (layer.c's record) */
+    double bwd_work[2]; /* the largest backward working set of one layer: [moe] (layer.c) */
     double wgrad;       /* eager: 16-bit weight gradient before it is added to main_grad */
     double workspace;   /* persistent: cuBLAS, attention input buffer */
     double fp8_weight_per_param; /* FP8: cached 8-bit weight copies per layer parameter */
@@ -277,7 +277,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* A model whose layers are all MoE needs no dense table (its MoE one stands in). */
     bool all_moe = nk > 1 && mem_uniform_kinds(m);
     for (int moe = all_moe ? 1 : 0; moe < nk; moe++)
-        pp_layer_build_parts(w, l, moe ? PP_LAYER_MOE : 0, PP_LAYER_SAVED, &ly[moe]);
+        pp_layer_build_parts(w, l, moe ? PP_LAYER_MOE : 0, PP_LAYER_SAVED | PP_LAYER_TRANSIENTS, &ly[moe]);
     const pp_layer *lk[2] = {&ly[all_moe ? 1 : 0], &ly[nk - 1]}; /* by kind: [moe] */
     mem_params_get(w, l, &c->par);
     /* The stack's bytes per parameter over the framework's: Megatron's gradient buffer has the
@@ -310,23 +310,9 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     c->m = pp_layout_microbatches(w, l);
     if (c->m < 1) c->m = 1;
 
-    /* Attention working set of one layer, in b (a/t) s^2 16-bit tensors on top of what is
-     * stored. Forward: the scores live until the attention forward returns (1). Backward: the
-     * softmax backward holds the gradients of the probabilities and of the scores (2) while the
-     * saved probabilities are still alive; with dropout the bmm backward has already released the
-     * dropped probabilities and the mask before (net 1). Measured: GPT (dropout) pipeline stage 0
-     * +0.2% with 1, Llama (none) -1.7% with 1 and -0.6% with 2. */
-    c->attn_work = unfused ? 2.0 * y0->attn.scores * (adrop ? 1.0 : 2.0) : 0.0;
-    /* MLP backward: gradient of the FC2 input and of the activation input, 16-bit. MoE: the
-     * same per received token copy at the expert width, and the gradient of the received tokens
-     * (the all-to-all / permutation backward). */
-    double glu = y0->glu ? 3.0 : 2.0;
-    c->mlp_work[0] = 2.0 * sb * y0->ffn * glu;
-    c->mlp_work[1] = c->mlp_work[0];
-    if (nk > 1) {
-        double Tr = lk[1]->expert_tokens, fe = lk[1]->expert_ffn;
-        c->mlp_work[1] = 2.0 * Tr * fe * glu + 2.0 * 2.0 * Tr * h;
-    }
+    /* The backward's working sets: the layer descriptions' records (layer.c, build_transients). */
+    c->attn_work = y0->attn_work_bytes;
+    for (int moe = 0; moe < 2; moe++) c->bwd_work[moe] = lk[moe]->bwd_work_bytes;
     c->wgrad = eager ? 2.0 * c->par.largest_layer_weight : 0.0;
     /* Megatron's unfused attention takes its baddbmm input from a global buffer that stays
      * allocated (parallel_state.get_global_memory_buffer, "mpu"): b (a/t) s^2 16-bit. */
@@ -626,7 +612,7 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
         per_mb += ((double)n_all[k] - r) * c->layer_bytes[moe][rc] + r * c->layer_bytes[moe][PP_RC_FULL];
         if (r > 0)
             recompute_set = mem_max(recompute_set, c->layer_bytes[moe][rc] - c->layer_bytes[moe][PP_RC_FULL] +
-                                                    mem_max(c->attn_work, c->mlp_work[moe]) + c->wgrad);
+                                                    c->bwd_work[moe] + c->wgrad);
     }
     dense += (double)mtp * p->mtp_extra;
     o->weights_bytes = dense * c->st.weights + expert * c->st_expert.weights +
@@ -647,10 +633,9 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     /* Transient: the largest working set on top of the stored activations. */
     bool has_moe = n_all[PP_LAYER_MOE] + n_all[PP_LAYER_MOE | PP_LAYER_WINDOW] > 0 ||
                    (mtp > 0 && (mtp_kind & PP_LAYER_MOE));
-    double mlp_work = has_moe ? c->mlp_work[1] : c->mlp_work[0];
-    if (n_all[0] + n_all[PP_LAYER_WINDOW] > 0) mlp_work = mem_max(mlp_work, c->mlp_work[0]);
-    double work = c->attn_work + c->wgrad;
-    work = mem_max(work, mlp_work + c->wgrad);
+    double work = has_moe ? c->bwd_work[1] : c->bwd_work[0];
+    if (n_all[0] + n_all[PP_LAYER_WINDOW] > 0) work = mem_max(work, c->bwd_work[0]);
+    work += c->wgrad;
     /* Recompute of one layer during its backward, then that layer's backward working set. */
     work = mem_max(work, recompute_set);
     if (l->recompute == PP_RC_SELECTIVE) { /* attention core recomputed in the backward */

@@ -97,12 +97,11 @@ static bool fsdp_out_in_none(const char *name, bool rope, bool repeat)
 static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx *c)
 {
     const pp_model *m = &w->model;
-    const double T = ly->tokens, h = ly->hidden, aq = ly->heads, hq = ly->q_width, f = ly->ffn;
+    const double T = ly->tokens, h = ly->hidden, aq = ly->heads, hq = ly->q_width;
     /* torchtitan's TP shards the norms' rows (SequenceParallel on attention_norm, ffn_norm and
      * norm, apply_tp): the residual stream is split t ways between the blocks. */
     const double hr = h * ly->rep_titan;
-    const bool glu = ly->glu, rope = m->pos == PP_POS_ROPE, repeat = ly->kv_heads < aq;
-    const double scores = ly->attn.fused ? 0.0 : 2.0 * ly->attn.scores; /* math SDPA: its softmax */
+    const bool rope = m->pos == PP_POS_ROPE, repeat = ly->kv_heads < aq;
 
     /* torchtitan's op-level selective AC keeps the outputs of SDPA and of the mms the layer
      * description marks (sac_saved: every other aten.mm); with TP the reduce-scatter outputs
@@ -133,13 +132,8 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx 
     c->resident[0][PP_RC_NONE] = c->act[0][PP_RC_NONE];
     c->resident[0][PP_RC_FULL] = c->act[0][PP_RC_NONE];
     c->resident[0][PP_RC_SELECTIVE] = c->act[0][PP_RC_NONE] + T * sel_extra;
-    /* Backward working set on top: the MLP's (the incoming gradient all-gathered for w2, w2's
-     * input gradient, the gradients of the activation's inputs) or attention's (dO, dq, dk, dv
-     * at the query heads, flash's fp32 dq accumulator and softmax_d), whichever is larger; the
-     * math kernel also holds the scores' gradients. */
-    double mlp_w = 2 * h + (glu ? 6 * f : 4 * f);
-    double attn_w = 12 * hq + 4 * aq;
-    c->bwd_work[0] = T * fmax(mlp_w, attn_w) + 2.0 * scores;
+    /* Backward working set on top: the largest of the layer's records (layer.c). */
+    c->bwd_work[0] = ly->bwd_work_bytes;
 }
 
 /* The bytes a layer description saves under each recompute mode (Megatron's table: it stands in
@@ -196,14 +190,14 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     /* The layers: the layer description's titan variant (torchtitan's block), or for MLA
      * Megatron's. */
     pp_layer ly;
-    pp_layer_build_parts(w, l, 0, PP_LAYER_GEMMS | PP_LAYER_SAVED, &ly);
+    pp_layer_build_parts(w, l, 0, PP_LAYER_GEMMS | PP_LAYER_SAVED | PP_LAYER_TRANSIENTS, &ly);
     const double h = ly.hidden, T = ly.tokens, t = ly.tp, rep = ly.rep_titan;
     const double V = (double)m->vocab;
     if (ly.mla) {
         /* MLA: Megatron's eager table stands in; not measured under FSDP. */
         fsdp_saved(&ly, c->act[0]);
         for (int rc = 0; rc < PP_RC_COUNT; rc++) c->resident[0][rc] = c->act[0][PP_RC_NONE];
-        c->bwd_work[0] = T * (2 * h + 6 * ly.ffn);
+        c->bwd_work[0] = ly.bwd_work_bytes;
     } else {
         fsdp_dense_tables(w, &ly, c);
     }
@@ -211,10 +205,10 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
         /* MoE layers: Megatron's eager table (router, permuted tokens, expert MLPs) stands in for
          * torchtitan's MoE; not measured under FSDP. */
         pp_layer moe;
-        pp_layer_build_parts(w, l, PP_LAYER_MOE, PP_LAYER_SAVED, &moe);
+        pp_layer_build_parts(w, l, PP_LAYER_MOE, PP_LAYER_SAVED | PP_LAYER_TRANSIENTS, &moe);
         fsdp_saved(&moe, c->act[1]);
         for (int rc = 0; rc < PP_RC_COUNT; rc++) c->resident[1][rc] = c->act[1][PP_RC_NONE];
-        c->bwd_work[1] = 2 * T * h + moe.expert_tokens * (6 * moe.expert_ffn + 4 * h);
+        c->bwd_work[1] = moe.bwd_work_bytes;
     } else {
         memcpy(c->act[1], c->act[0], sizeof c->act[0]);
         memcpy(c->resident[1], c->resident[0], sizeof c->resident[0]);

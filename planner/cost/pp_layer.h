@@ -116,6 +116,15 @@ typedef struct {
     unsigned drop_mods;  /* selective recompute of any of these modules does not store it */
 } pp_layer_saved;
 
+/* A working set one operation's backward allocates while it runs, on top of the tensors saved
+ * for it, and frees before the next operation's backward (the memory models take the largest;
+ * nothing else derives them). Per micro-batch on this rank. */
+typedef struct {
+    const char *name;
+    double bytes;
+    unsigned mods;       /* selective recompute modules whose re-run in the backward precedes it */
+} pp_layer_transient;
+
 /* One parameter tensor of the layer on this rank. */
 typedef struct {
     const char *name;
@@ -132,6 +141,7 @@ typedef struct {
 #define PP_LAYER_MAX_COLLS 16
 #define PP_LAYER_MAX_SAVED 40
 #define PP_LAYER_MAX_PARAMS 32
+#define PP_LAYER_MAX_TRANSIENTS 4
 
 /* Which parts pp_layer_build_parts fills (the geometry and the attention core always). */
 enum {
@@ -140,7 +150,8 @@ enum {
     PP_LAYER_COLLS = 1u << 2,
     PP_LAYER_SAVED = 1u << 3,
     PP_LAYER_PARAMS = 1u << 4,
-    PP_LAYER_ALL = 0x1f
+    PP_LAYER_TRANSIENTS = 1u << 5, /* the backward working sets (built with the saved tensors) */
+    PP_LAYER_ALL = 0x3f
 };
 
 typedef struct {
@@ -181,6 +192,11 @@ typedef struct {
     double mtp_saved_bytes;   /* what the model's MTP layer of this kind saves on top of it */
     unsigned saved_sel_mods;  /* the layout's selective recompute modules (core_attn if none) */
     double saved_sel_bytes;   /* the sum of what they keep */
+    /* --- the backward's working sets, and the largest of them */
+    int n_transient;
+    pp_layer_transient transient[PP_LAYER_MAX_TRANSIENTS];
+    double bwd_work_bytes;    /* max over transient[] */
+    double attn_work_bytes;   /* the attention core's (re-run first under selective recompute) */
     /* --- parameters on this rank, and their sums */
     pp_layer_param param[PP_LAYER_MAX_PARAMS];
     double params_attn;   /* attention block with its norms (scope PP_TS_LAYER) */

@@ -5,6 +5,7 @@
  * et al. 2022 table 2, a per-token count written out here, and memory.c's activation table; the
  * MoE token count with and without imbalance at ep 1 and ep > 1; the GEMM list a caller reads;
  * the MTP layer; torchtitan's block (the titan variant) against the measured FSDP figure;
+ * the backward's working sets (one record per operation) by hand;
  * and for every catalog model (models.d, tests/data/megatron/models, tests/data/fsdp/models) the
  * per-rank parameters of each layer kind summed over the ranks that split them = model.c's
  * counts, and the search's one-pass sums = the description's rows. */
@@ -459,6 +460,52 @@ static void params_catalog(void)
     tap_near(rp.word, 51200.0 / 8 * 12288, 1e-12, "gpt3-175b, Megatron tp 8: word embedding of 51200 (padded 50257) / 8 rows");
 }
 
+/* The backward's working sets (layer.c build_transients), per record by hand: FlashAttention's
+ * (dO, dQ, dK, dV at the query heads in 16 bits, the fp32 dQ accumulator and softmax_d), the
+ * unfused softmax backward's (4 or, with dropout, 2 bytes per score), the MLP's and the experts'
+ * (the incoming h-wide gradient, 6 bytes per gated element); the largest is what both memory
+ * models add (bwd_work_bytes). */
+static const pp_layer_transient *transient(const pp_layer *ly, const char *name)
+{
+    for (int i = 0; i < ly->n_transient; i++)
+        if (!strcmp(ly->transient[i].name, name)) return &ly->transient[i];
+    return NULL;
+}
+
+static void transients(void)
+{
+    pp_work w;
+    work_init(&w, PP_FW_MEGATRON, PP_ATTN_FLASH);
+    if (!tap_ok(load(&w.model, "PARPLAN_SOURCE_DIR", "models.d/models", "llama3-70b"), "llama3-70b loads")) return;
+    const double h = 8192, d = 128, f = 28672, T = 8192;
+    pp_layout l = layout_of(8, 8, 1, 0, true);
+    pp_layer ly;
+    pp_layer_build(&w, &l, 0, &ly);
+    const pp_layer_transient *a = transient(&ly, "attn.core.backward"), *m = transient(&ly, "mlp.backward");
+    double want_a = T * 8 * (12 * d + 4), want_m = 2 * T * h + 6 * T * f / 8;
+    tap_ok(a && a->bytes == want_a && ly.attn_work_bytes == want_a,
+           "Llama-3-70B tp 8: flash backward %.0f bytes (want %.0f)", a ? a->bytes : -1, want_a);
+    tap_ok(m && m->bytes == want_m, "Llama-3-70B tp 8: MLP backward %.0f bytes (want %.0f)", m ? m->bytes : -1, want_m);
+    tap_ok(ly.bwd_work_bytes == (want_a > want_m ? want_a : want_m), "Llama-3-70B tp 8: the larger is the layer's");
+    /* Unfused, no dropout (Llama): the gradients of the probabilities and of the scores. */
+    w.attention = PP_ATTN_UNFUSED;
+    pp_layer_build(&w, &l, 0, &ly);
+    a = transient(&ly, "attn.core.backward");
+    double scores = 8 * T * T;
+    tap_ok(a && a->bytes == 4 * scores && ly.bwd_work_bytes == 4 * scores,
+           "Llama-3-70B tp 8 unfused: softmax backward 4 bytes per score, the largest");
+    work_init(&w, PP_FW_MEGATRON, PP_ATTN_FLASH);
+    if (!tap_ok(load(&w.model, "PARPLAN_DATA_DIR", "megatron/models", "moe-64fg"), "moe-64fg loads")) return;
+    l = layout_of(2, 4, 4, 1, true);
+    pp_layer_build(&w, &l, PP_LAYER_MOE, &ly);
+    m = transient(&ly, "experts.backward");
+    double Th = 4096, hh = 2048, Tr = ly.expert_tokens, fe = 1408;
+    double want_e = 2 * Th * hh + Tr * (6 * fe + 4 * hh);
+    tap_ok(m && m->bytes == want_e && !transient(&ly, "mlp.backward"),
+           "moe-64fg tp 2 ep 4: experts backward %.0f bytes (want %.0f) and no dense MLP record",
+           m ? m->bytes : -1, want_e);
+}
+
 int main(void)
 {
     gpt();
@@ -467,6 +514,7 @@ int main(void)
     mla();
     mtp();
     titan();
+    transients();
     params_catalog();
     return tap_done();
 }
