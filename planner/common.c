@@ -2,6 +2,7 @@
 #include "pp.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -672,5 +673,19 @@ const char *pp_did_you_mean(const char *name, const char *const *names, int n, c
             pp_strcatf(buf, len, ", %s", names[i]);
         }
     }
+    return buf;
+}
+
+const char *pp_fmt_bytes(double bytes, char *buf, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int i = 0;
+    double v = bytes;
+    while (fabs(v) >= 1024 && i < 5) {
+        v /= 1024;
+        i++;
+    }
+    if (!isfinite(v)) snprintf(buf, n, "?");
+    else snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
     return buf;
 }

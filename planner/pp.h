@@ -41,6 +41,8 @@ void pp_strcatf(char *buf, size_t n, const char *fmt, ...) __attribute__((format
 /* Append one item of a ", "-separated list (the config readers' "not modelled" and "unknown" lists);
  * nothing once fewer than 8 bytes are left. */
 void pp_strlistf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Human-readable sizes for tables: "12.3 GiB". */
+const char *pp_fmt_bytes(double bytes, char *buf, size_t n);
 /* The next line of text[0, len) from *pos: its start in *s and its length without the '\n' in *n;
  * *pos moves past it. False at the end of the text. (Readers of logs and scripts walk lines so.) */
 static inline bool pp_line_next(const char *text, size_t len, size_t *pos, const char **s, size_t *n)

@@ -394,20 +394,6 @@ int pp_cli_fail(const pp_error *err)
     return err->status == PP_ERR_INPUT ? 2 : 1;
 }
 
-const char *pp_fmt_bytes(double bytes, char *buf, size_t n)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int i = 0;
-    double v = bytes;
-    while (fabs(v) >= 1024 && i < 5) {
-        v /= 1024;
-        i++;
-    }
-    if (!isfinite(v)) snprintf(buf, n, "?");
-    else snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-    return buf;
-}
-
 const char *pp_fmt_num(double v, int sig, char *buf, size_t n)
 {
     if (!isfinite(v)) {

@@ -150,7 +150,5 @@ const char *pp_fmt_num(double v, int sig, char *buf, size_t n);
 const char *pp_fmt_duration(double s, char *buf, size_t n);
 /* "dir/file" without a doubled slash when dir ends with one. */
 const char *pp_path_join(const char *dir, const char *file, char *buf, size_t n);
-/* Human-readable sizes for tables: "12.3 GiB". */
-const char *pp_fmt_bytes(double bytes, char *buf, size_t n);
 
 #endif

@@ -1,5 +1,6 @@
 /* parplan plan: search the layouts, prune (with reasons), rank by predicted step time, and
- * explain why the best beats the runners-up. */
+ * render the verdict (why the best beats the runners-up: planner/run/verdict.c) as a table,
+ * JSON and the HTML report. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,172 +44,6 @@ static const char *fmt_rate(double v, char *buf, size_t n)
     return buf;
 }
 
-/* ------------------------------------------------------------------ explanation */
-
-enum { T_COMPUTE, T_RECOMPUTE, T_TP, T_CP, T_EP, T_PP, T_BUBBLE, T_DP, T_ZERO, T_OPT, T_COUNT };
-static const char *const term_names[T_COUNT] = {
-    "compute", "recompute", "TP collectives", "CP exchange", "EP all-to-all", "PP send/recv",
-    "pipeline bubble", "DP gradient reduction", "ZeRO-3 gathers", "optimizer step",
-};
-
-static void terms_of(const pp_time_result *t, double *v)
-{
-    v[T_COMPUTE] = t->compute_s;
-    v[T_RECOMPUTE] = t->recompute_s;
-    v[T_TP] = t->tp_comm_s;
-    v[T_CP] = t->cp_comm_s;
-    v[T_EP] = t->ep_comm_s;
-    v[T_PP] = t->pp_comm_s;
-    v[T_BUBBLE] = t->bubble_s;
-    v[T_DP] = t->dp_comm_s;
-    v[T_ZERO] = t->zero_gather_s;
-    v[T_OPT] = t->optimizer_s;
-}
-
-/* "tp 4 (not 2), mbs 2 (not 4)": how b differs from a. A dense model has no expert grid: its
- * ETP follows TP and EP is 1, so neither is named for it. */
-static void layout_diff(const pp_layout *a, const pp_layout *b, bool moe, char *buf, size_t n)
-{
-    struct { const char *name; int64_t va, vb; } d[] = {
-        {"tp", a->tp, b->tp}, {"pp", a->pp, b->pp}, {"dp", a->dp, b->dp}, {"vpp", a->vpp, b->vpp},
-        {"cp", a->cp, b->cp}, {"ep", a->ep, b->ep}, {"etp", pp_layout_etp(a), pp_layout_etp(b)},
-        {"mbs", a->mbs, b->mbs}, {"zero", a->zero, b->zero},
-    };
-    size_t k = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < sizeof d / sizeof d[0] && k < n; i++)
-        if (d[i].va != d[i].vb && (moe || (strcmp(d[i].name, "ep") && strcmp(d[i].name, "etp"))))
-            k += (size_t)snprintf(buf + k, n - k, "%s%s %lld (not %lld)", k ? ", " : "", d[i].name,
-                                  (long long)d[i].vb, (long long)d[i].va);
-    if (a->dist_opt != b->dist_opt && k < n)
-        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "",
-                              b->dist_opt ? "distributed optimizer" : "no distributed optimizer");
-    if (a->sp != b->sp && k < n)
-        k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "",
-                              b->sp ? "sequence parallel" : "no sequence parallel");
-    if (a->recompute != b->recompute && k < n)
-        k += (size_t)snprintf(buf + k, n - k, "%srecompute %s (not %s)", k ? ", " : "",
-                              pp_recompute_names[b->recompute], pp_recompute_names[a->recompute]);
-    if (!k) snprintf(buf, n, "the same sizes");
-}
-
-/* One line: why `best` beats `other` (which step-time terms differ). */
-/* The name of step-time term i for layout l: the EP all-to-all says when its group leaves the
- * node (Megatron's expert grid puts the etp ranks of an expert innermost, then the ep ranks). */
-static const char *term_name(int i, const pp_layout *l, int64_t gpn, char *buf, size_t n)
-{
-    int64_t span = pp_layout_etp(l) * l->ep;
-    if (i == T_EP && gpn > 0 && span > gpn) {
-        snprintf(buf, n, "%s across %lld nodes", term_names[i], (long long)(span / gpn));
-        return buf;
-    }
-    return term_names[i];
-}
-
-static void explain_one(FILE *f, const char *name, const pp_search_candidate *best,
-                        const pp_search_candidate *other, int64_t gpn, bool moe)
-{
-    char tn1[64], tn2[64];
-    double v1[T_COUNT], vk[T_COUNT], dt = other->time.step_time_s - best->time.step_time_s;
-    terms_of(&best->time, v1);
-    terms_of(&other->time, vk);
-    char diff[256], gib[32];
-    layout_diff(&best->layout, &other->layout, moe, diff, sizeof diff);
-    if (dt <= 1e-9 * best->time.step_time_s) {
-        fprintf(f, "  %s (%s): the same predicted step time; #1 leaves %s more memory free.\n", name, diff,
-                pp_fmt_bytes(best->headroom_bytes - other->headroom_bytes, gib, sizeof gib));
-        return;
-    }
-    /* The two terms that cost `other` the most, and the one that saves it the most. */
-    int worst1 = -1, worst2 = -1, save = -1;
-    for (int i = 0; i < T_COUNT; i++) {
-        double d = vk[i] - v1[i];
-        if (d > 0 && (worst1 < 0 || d > vk[worst1] - v1[worst1])) {
-            worst2 = worst1;
-            worst1 = i;
-        } else if (d > 0 && (worst2 < 0 || d > vk[worst2] - v1[worst2])) {
-            worst2 = i;
-        }
-        if (d < 0 && (save < 0 || d < vk[save] - v1[save])) save = i;
-    }
-    fprintf(f, "  %s (%s) is %.3g s per step slower (%.1f%%):", name, diff, dt, 100.0 * dt / best->time.step_time_s);
-    if (worst1 >= 0)
-        fprintf(f, " %s %+.3g s (%.3g vs %.3g)", term_name(worst1, &other->layout, gpn, tn1, sizeof tn1),
-                vk[worst1] - v1[worst1], vk[worst1], v1[worst1]);
-    if (worst2 >= 0 && vk[worst2] - v1[worst2] > 0.05 * dt)
-        fprintf(f, ", %s %+.3g s", term_name(worst2, &other->layout, gpn, tn2, sizeof tn2),
-                vk[worst2] - v1[worst2]);
-    if (save >= 0 && v1[save] - vk[save] > 0.05 * dt)
-        fprintf(f, "; it saves %.3g s of %s", v1[save] - vk[save], term_names[save]);
-    fprintf(f, ".\n");
-}
-
-/* Parallel dimensions in use: fewer is simpler to run and to debug. */
-static int complexity(const pp_layout *l)
-{
-    return (l->tp > 1) + 2 * (l->pp > 1) + (l->vpp > 1) + 2 * (l->cp > 1) + 2 * (l->ep > 1) +
-           (l->recompute != PP_RC_NONE) + (l->zero >= 3) + (l->offload != PP_OFF_NONE);
-}
-
-static bool same_shape(const pp_layout *a, const pp_layout *b)
-{
-    return a->tp == b->tp && a->pp == b->pp && a->dp == b->dp && a->cp == b->cp && a->ep == b->ep &&
-           pp_layout_etp(a) == pp_layout_etp(b);
-}
-
-/* Accuracy of the time model, from its validation (tests/cost/time): step-time MAPE on the published
- * A100 tables is 4.5-9%, so layouts closer than this are a tie for the model. */
-#define PLAN_TIE_FRACTION 0.02
-
-static void explain(FILE *f, const pp_work *w, const pp_search_candidate *c, int64_t n,
-                    const pp_search_candidate *shapes, int64_t n_shapes)
-{
-    const int64_t gpn = w->gpus_per_node;
-    if (n < 1) return;
-    fprintf(f, "\nwhy #1 wins:\n");
-    char name[200], lab[160], gib[32];
-    for (int64_t k = 1; k < n && k < 3; k++) {
-        snprintf(name, sizeof name, "#%lld", (long long)(k + 1));
-        explain_one(f, name, &c[0], &c[k], gpn, pp_model_is_moe(&w->model));
-    }
-    /* The best of other parallel shapes, when the top of the table is variations of one. */
-    int shown = 0;
-    for (int64_t i = 0; i < n_shapes && shown < 3; i++) {
-        if (same_shape(&shapes[i].layout, &c[0].layout)) continue;
-        bool listed = false;
-        for (int64_t k = 1; k < n && k < 3; k++) listed |= same_shape(&shapes[i].layout, &c[k].layout);
-        if (listed) continue;
-        if (!shown) fprintf(f, "  the best layouts of other shapes:\n");
-        snprintf(name, sizeof name, "  %s", pp_layout_label(&shapes[i].layout, lab, sizeof lab));
-        explain_one(f, name, &c[0], &shapes[i], gpn, pp_model_is_moe(&w->model));
-        shown++;
-    }
-    fprintf(f, "  #1 needs %s per GPU (peak + reserved) of %s: %s headroom.\n",
-            pp_fmt_bytes(c[0].worst_bytes, gib, sizeof gib),
-            pp_fmt_bytes(c[0].worst_bytes + c[0].headroom_bytes, (char[32]){0}, 32),
-            pp_fmt_bytes(c[0].headroom_bytes, (char[32]){0}, 32));
-    /* FSDP2 near the capacity (pp_memory_fsdp_tight) */
-    double cap = c[0].worst_bytes + c[0].headroom_bytes;
-    if (pp_memory_fsdp_tight(w, c[0].peak_bytes, cap))
-        fprintf(f, "  note: its allocator peak is %.0f%% of the memory; FSDP2 runs above %.0f%% had PyTorch's "
-                   "allocator free its cache and retry in 2 of 6 measured (35-45%% slower steps): "
-                   "`--max-mem-frac %.2f` keeps room.\n",
-                100.0 * c[0].peak_bytes / cap, 100.0 * PP_FSDP_RETRY_FRAC, PP_FSDP_RETRY_FRAC);
-    /* Near ties: say so, and name the simplest of them. */
-    const pp_search_candidate *simple = &c[0];
-    double limit = c[0].time.step_time_s * (1 + PLAN_TIE_FRACTION);
-    for (int64_t k = 1; k < n; k++)
-        if (c[k].time.step_time_s <= limit && complexity(&c[k].layout) < complexity(&simple->layout)) simple = &c[k];
-    for (int64_t i = 0; i < n_shapes; i++)
-        if (shapes[i].time.step_time_s <= limit && complexity(&shapes[i].layout) < complexity(&simple->layout))
-            simple = &shapes[i];
-    if (simple != &c[0])
-        fprintf(f, "  note: %s is within %.1f%% of #1, closer than the model's accuracy (5-10%% on published "
-                   "runs); it is the simpler layout to run.\n",
-                pp_layout_label(&simple->layout, lab, sizeof lab),
-                100.0 * (simple->time.step_time_s / c[0].time.step_time_s - 1));
-}
-
 /* ------------------------------------------------------------------ output */
 
 /* The last rule of the funnel that removed layouts (not memory): why none passed the rules. */
@@ -235,63 +70,15 @@ static const char *capacity_words(const pp_work *w, char *buf, size_t n)
 
 /* ------------------------------------------------------------------ folded rows */
 
-/* Rows that differ only in VPP and lie within the model's band of each other (PLAN_TIE_FRACTION)
- * are one choice for the user, not five: they fold into the fastest of them, which names the
- * others. The fastest stays the row (and plan's #1 stays estimate's and launch's). */
-#define PLAN_FOLD_MAX 16
-typedef struct {
-    int n;                        /* rows folded in, this one included */
-    int64_t vpp[PLAN_FOLD_MAX];   /* their VPP, ascending */
-    double slowest_s;             /* the slowest folded row's step time */
-} plan_fold;
-static plan_fold *plan_folds; /* one per shown row; NULL: nothing folded */
-
-static bool same_but_vpp(const pp_layout *a, const pp_layout *b)
-{
-    pp_layout x = *a, y = *b;
-    x.vpp = y.vpp = 1;
-    x.vstage_layers = y.vstage_layers = NULL;
-    char la[320], lb[320];
-    return !strcmp(pp_layout_label(&x, la, sizeof la), pp_layout_label(&y, lb, sizeof lb));
-}
-
-static void fold_add(plan_fold *f, int64_t vpp)
-{
-    if (f->n >= PLAN_FOLD_MAX) return;
-    int i = f->n++;
-    for (; i > 0 && f->vpp[i - 1] > vpp; i--) f->vpp[i] = f->vpp[i - 1];
-    f->vpp[i] = vpp;
-}
-
-/* Fold cand[0..r->n) in place (ranked, all fitting); folds[i] describes row i afterwards. */
-static void plan_fold_rows(pp_search_candidate *cand, pp_search_result *r, plan_fold *folds)
-{
-    int64_t kept = 0;
-    for (int64_t i = 0; i < r->n; i++) {
-        int64_t j = 0;
-        for (; j < kept; j++)
-            if (same_but_vpp(&cand[j].layout, &cand[i].layout) &&
-                cand[i].time.step_time_s <= cand[j].time.step_time_s * (1 + PLAN_TIE_FRACTION))
-                break;
-        if (j < kept) {
-            fold_add(&folds[j], cand[i].layout.vpp);
-            if (cand[i].time.step_time_s > folds[j].slowest_s) folds[j].slowest_s = cand[i].time.step_time_s;
-            continue;
-        }
-        cand[kept] = cand[i];
-        folds[kept] = (plan_fold){.n = 0, .slowest_s = cand[i].time.step_time_s};
-        fold_add(&folds[kept], cand[i].layout.vpp);
-        kept++;
-    }
-    r->n = kept;
-}
+/* The rows folded into each shown row (pp_plan_fold_rows); NULL: nothing folded. */
+static pp_plan_fold *plan_folds;
 
 /* " [vpp 1,2,4,5,10 within 0.4%]" for a folded row, "" otherwise */
 static const char *fold_words(int64_t i, const pp_search_candidate *k, char *buf, size_t n)
 {
     buf[0] = 0;
     if (!plan_folds || plan_folds[i].n < 2) return buf;
-    const plan_fold *f = &plan_folds[i];
+    const pp_plan_fold *f = &plan_folds[i];
     size_t len = (size_t)snprintf(buf, n, " [vpp ");
     for (int v = 0; v < f->n && len < n; v++)
         len += (size_t)snprintf(buf + len, n - len, "%s%lld", v ? "," : "", (long long)f->vpp[v]);
@@ -393,7 +180,11 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
         fprintf(f, "- %14lld  %-14s %s\n", (long long)r->pruned[i], pp_prune_names[i], pp_prune_help[i]);
     }
     fprintf(f, "= %14lld  fit and were ranked\n", (long long)left);
-    if (!r->none_fit) explain(f, w, cand, r->n, shapes, r->n_shapes);
+    if (!r->none_fit) {
+        pp_plan_verdict v;
+        pp_plan_verdict_get(w, cand, r->n, shapes, r->n_shapes, &v);
+        pp_plan_verdict_print(f, &v);
+    }
 }
 
 /* Nothing fits on these GPUs: the smallest count at which the search finds a layout
@@ -404,7 +195,8 @@ static pp_run_remedies plan_min;
 static const pp_probe_outcome *plan_probe_info;
 static int64_t plan_probe_n;
 
-static void print_json(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w)
+static void print_json(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r, const pp_work *w,
+                       const pp_search_candidate *shapes)
 {
     pp_json j;
     pp_json_init(&j, stdout, true);
@@ -453,7 +245,7 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
             for (int v = 0; v < plan_folds[i].n; v++) pp_json_int(&j, plan_folds[i].vpp[v]);
             pp_json_arr_end(&j);
             pp_json_knum(&j, "slowest_step_time_s", plan_folds[i].slowest_s);
-            pp_json_knum(&j, "band", PLAN_TIE_FRACTION);
+            pp_json_knum(&j, "band", PP_PLAN_TIE_FRACTION);
             pp_json_obj_end(&j);
         }
         pp_json_knum(&j, "peak_bytes", round(k->peak_bytes));
@@ -513,6 +305,11 @@ static void print_json(const pp_cli *c, const pp_search_candidate *cand, const p
         pp_json_obj_end(&j);
     }
     pp_json_arr_end(&j);
+    /* why #1 wins (the table's closing lines; null when nothing fits) */
+    pp_plan_verdict v;
+    pp_plan_verdict_get(w, cand, r->none_fit ? 0 : r->n, shapes, r->n_shapes, &v);
+    pp_json_key(&j, "why");
+    pp_plan_verdict_json(&j, &v);
     pp_json_obj_end(&j);
     pp_json_end(&j);
 }
@@ -552,7 +349,7 @@ static pp_status plan_stages(pp_cli *c, pp_search_candidate *cand, pp_search_res
 /* ------------------------------------------------------------------ HTML report */
 
 static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, const pp_search_result *r,
-                             pp_error *err)
+                             const pp_search_candidate *shapes, pp_error *err)
 {
     const pp_work *w = &c->work;
     pp_report rep;
@@ -609,6 +406,20 @@ static pp_status plan_report(const pp_cli *c, const pp_search_candidate *cand, c
             pp_report_memory_stages(&rep, mem, w->gpu.name);
         free(mem);
     }
+    if (r->n > 0 && !r->none_fit) { /* why #1 wins, as the table ends */
+        pp_plan_verdict v;
+        pp_plan_verdict_get(w, cand, r->n, shapes, r->n_shapes, &v);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *ms = open_memstream(&text, &len);
+        if (ms) {
+            pp_plan_verdict_print(ms, &v);
+            const char *head = "\nwhy #1 wins:\n"; /* the section's heading says it */
+            if (fclose(ms) == 0 && text)
+                pp_report_text(&rep, "Why #1 wins", strncmp(text, head, strlen(head)) ? text : text + strlen(head));
+        }
+        free(text);
+    }
     return pp_report_close(&rep, err);
 }
 
@@ -638,7 +449,7 @@ int pp_cmd_plan(pp_cli *c)
     /* --probe: a GPU and parplan-probe are needed; say so before searching */
     pp_plan_probe_env probe_env;
     pp_probe_outcome *probe_info = NULL;
-    plan_fold *folds = NULL;
+    pp_plan_fold *folds = NULL;
     if (c->probe_k > 0 && (rc = pp_plan_probe_check(c, &probe_env))) return rc;
     int64_t want = c->probe_k > c->top ? c->probe_k : c->top; /* candidates searched for */
 
@@ -689,7 +500,7 @@ int pp_cmd_plan(pp_cli *c)
             rc = pp_cli_fail(&err);
             goto done;
         }
-        plan_fold_rows(cand, &r, folds);
+        pp_plan_fold_rows(cand, &r, folds);
         plan_folds = folds;
     }
     if (r.n > c->top) r.n = c->top; /* --probe searched for more */
@@ -702,7 +513,7 @@ int pp_cmd_plan(pp_cli *c)
         }
     }
     if (c->report) {
-        st = plan_report(c, cand, &r, &err);
+        st = plan_report(c, cand, &r, shapes, &err);
         if (st != PP_OK) {
             rc = pp_cli_fail(&err);
             goto done;
@@ -710,7 +521,7 @@ int pp_cmd_plan(pp_cli *c)
     }
     /* With --emit and no -o the launch config owns stdout: the table goes to stderr. */
     bool emit_stdout = c->emit && !c->output;
-    if (c->json && !emit_stdout) print_json(c, cand, &r, &c->work);
+    if (c->json && !emit_stdout) print_json(c, cand, &r, &c->work, shapes);
     else if (!c->quiet || !c->emit) print_table(emit_stdout ? stderr : stdout, c, cand, &r, shapes);
     if (probe_info && !(c->json && !emit_stdout) && (!c->quiet || !c->emit))
         pp_plan_probe_print(emit_stdout ? stderr : stdout, cand, plan_probe_n < r.n ? plan_probe_n : r.n, probe_info);

@@ -11,6 +11,8 @@
 #ifndef PP_RUN_H
 #define PP_RUN_H
 
+#include <stdio.h>
+
 #include "pp.h"
 #include "pp_json.h"
 #include "pp_memory.h"
@@ -144,5 +146,72 @@ typedef struct {
 /* allow_seq: a shorter sequence may be one of the changes. */
 pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_seq, pp_run_remedies *out,
                                pp_error *err);
+
+/* ------------------------------------------------------------------ plan's verdict (verdict.c) */
+
+/* The model's band: layouts closer than this in predicted step time are a tie for the model
+ * (the time model's step MAPE on the published A100 tables is 4.5-9%, tests/cost/time): plan
+ * folds VPP variants within it and names the simplest layout within it. */
+#define PP_PLAN_TIE_FRACTION 0.02
+
+/* The step's terms as plan compares two layouts by them. */
+typedef enum {
+    PP_TERM_COMPUTE = 0, PP_TERM_RECOMPUTE, PP_TERM_TP, PP_TERM_CP, PP_TERM_EP, PP_TERM_PP,
+    PP_TERM_BUBBLE, PP_TERM_DP, PP_TERM_ZERO, PP_TERM_OPT, PP_TERM_COUNT
+} pp_step_term;
+extern const char *const pp_step_term_names[PP_TERM_COUNT];
+void pp_step_terms(const pp_time_result *t, double v[PP_TERM_COUNT]);
+
+/* Rows that differ only in VPP and lie within the band of each other are one choice for the
+ * user: they fold into the fastest of them (which stays the row, so plan's #1 stays estimate's
+ * and launch's), which names the others. */
+#define PP_PLAN_FOLD_MAX 16
+typedef struct {
+    int n;                          /* rows folded in, this one included */
+    int64_t vpp[PP_PLAN_FOLD_MAX];  /* their VPP, ascending */
+    double slowest_s;               /* the slowest folded row's step time */
+} pp_plan_fold;
+/* Fold cand[0..r->n) in place (ranked, all fitting); folds[i] describes row i afterwards. */
+void pp_plan_fold_rows(pp_search_candidate *cand, pp_search_result *r, pp_plan_fold *folds);
+
+typedef struct {
+    int term;           /* pp_step_term */
+    char label[64];     /* its name for this layout ("EP all-to-all across 2 nodes") */
+    double delta_s, other_s, best_s;
+} pp_verdict_term;
+
+/* #1 against one other layout: a runner-up (rank 2, 3) or the best of another shape (rank 0). */
+typedef struct {
+    int rank;
+    char label[160];    /* the other layout */
+    char diff[256];     /* how it differs: "tp 4 (not 2), mbs 2 (not 4)" */
+    double slower_s, slower_frac;
+    bool same_time;     /* the same predicted step: #1 wins on memory */
+    double freer_bytes; /* then: how much more #1 leaves free */
+    int n_cost;
+    pp_verdict_term cost[2]; /* the terms that cost it the most (the second when > 5% of it) */
+    int save;           /* the term that saves it the most (> 5% of the difference), or -1 */
+    double save_s;
+} pp_verdict_cmp;
+
+typedef struct {
+    bool valid;         /* a #1 to explain */
+    int n_cmp, n_shapes; /* comparisons: the runners-up first, then n_shapes other shapes */
+    pp_verdict_cmp cmp[5];
+    double need_bytes, headroom_bytes, capacity_bytes, peak_frac;
+    bool fsdp_tight;    /* FSDP2 near the capacity (pp_memory_fsdp_tight) */
+    bool has_simpler;   /* a simpler layout within the band of #1 */
+    char simpler[160];
+    double simpler_frac;
+} pp_plan_verdict;
+
+/* Why c[0] wins over c[1..3) and the best layouts of other shapes (shapes[0..n_shapes), the
+ * search's best of each parallel shape). */
+void pp_plan_verdict_get(const pp_work *w, const pp_search_candidate *c, int64_t n,
+                         const pp_search_candidate *shapes, int64_t n_shapes, pp_plan_verdict *out);
+/* The verdict as plan's table ends ("why #1 wins:" ...) and the HTML report shows it. */
+void pp_plan_verdict_print(FILE *f, const pp_plan_verdict *v);
+/* The verdict as plan's JSON "why" value (null when there is no #1). */
+void pp_plan_verdict_json(pp_json *j, const pp_plan_verdict *v);
 
 #endif

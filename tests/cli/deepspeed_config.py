@@ -9,26 +9,12 @@ define in another; bad values are errors at file:line:col."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-PARPLAN = os.environ.get('PARPLAN', 'parplan')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from taplib import ok, run, done  # noqa: E402
 WORK = ['--model', 'llama3-8b', '--gpu', 'h100-sxm', '--gpus', '16', '--seq', '4096']
-n = 0
-failed = 0
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, what))
-
-
-def run(args):
-    return subprocess.run([PARPLAN] + args, capture_output=True, text=True, timeout=120)
 
 
 def answer(args):
@@ -116,8 +102,7 @@ def main():
         ok(p.returncode == 0, 'plan takes it too (the ZeRO stage, offload and micro-batch fixed)')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == '__main__':

@@ -14,36 +14,13 @@ import subprocess
 import sys
 import tempfile
 
-PARPLAN = os.environ.get('PARPLAN', 'parplan')
-SRC = os.environ.get('PARPLAN_SOURCE_DIR', '.')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from taplib import SRC, ok, run, close, done  # noqa: E402
 PRICES = os.path.join(SRC, 'examples', 'prices.yaml')
 GPUS = ['a100-80gb', 'h100-sxm', 'h200', 'b200']
 COUNTS = [64, 128, 256, 512]
 SPEC = 'a100-80gb=1.3,h100-sxm=3,h200=4,b200=6'
 WORK = ['--model', 'llama3-70b', '--tokens', '1e12']
-
-n = 0
-failed = 0
-
-
-def ok(cond, what, skip=None):
-    global n, failed
-    n += 1
-    if skip:
-        print('ok %d - %s # SKIP %s' % (n, what, skip))
-        return
-    if not cond:
-        failed += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, what))
-
-
-def run(args):
-    return subprocess.run([PARPLAN] + args, capture_output=True, text=True, timeout=600)
-
-
-def close(a, b, tol=1e-9):
-    return a is not None and b is not None and abs(a - b) <= tol * max(1.0, abs(b))
-
 
 def main():
     p = run(['plan'] + WORK + ['--gpu', ','.join(GPUS), '--gpus', ','.join(map(str, COUNTS)),
@@ -54,7 +31,7 @@ def main():
         d = None
     ok(p.returncode == 0 and d is not None, 'plan over 4 GPU types x 4 counts answers (%s)' % p.stderr.strip()[:200])
     if d is None:
-        print('1..%d' % n)
+        done()
         return 1
     rows = d['rows']
     print('# 4 x 4 planned and priced in %.2f s' % d['elapsed_s'])
@@ -138,8 +115,7 @@ def main():
            'the chart renders in headless Chromium', skip=None if chrome else 'no Chromium installed')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == '__main__':

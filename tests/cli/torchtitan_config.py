@@ -13,11 +13,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
-PARPLAN = os.environ.get('PARPLAN', 'parplan')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from taplib import ok, run, done  # noqa: E402
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', 'torchtitan', 'llama3_8b.json')
 WORK = ['--gpu', 'h100-sxm', '--gpus', '16']
 # what the example stands for on 16 GPUs: shard degree -1 is the rest (16), reshard "default"
@@ -26,20 +26,6 @@ WORK = ['--gpu', 'h100-sxm', '--gpus', '16']
 FLAGS = ['--model', 'llama3-8b', '--framework', 'fsdp', '--tp', '1', '--pp', '1', '--cp', '1', '--ep', '1',
          '--dp', '16', '--zero', '3', '--seq', '8192', '--mbs', '1', '--gbs', '16', '--param-dtype', 'fp32',
          '--recompute', 'selective', '--optimizer-impl', 'fused', '--loss', 'cut']
-n = 0
-failed = 0
-
-
-def ok(cond, what):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, what))
-
-
-def run(args):
-    return subprocess.run([PARPLAN] + args, capture_output=True, text=True, timeout=120)
 
 
 def doc(args, cmd='check'):
@@ -155,8 +141,7 @@ def main():
         ok(p.returncode == 0, 'plan takes it too (the file\'s layout fixed)')
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == '__main__':
