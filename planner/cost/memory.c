@@ -230,6 +230,24 @@ static bool mem_uniform_kinds(const pp_model *m)
     return m->moe_first_dense == 0 && m->moe_every <= 1 && m->n_dense_layers == 0;
 }
 
+/* TransformerEngine's userbuffers for --tp-comm-overlap: Megatron-LM registers them once
+ * (training/initialize.py _initialize_tp_communicators: initialize_ub(shape=[s b / cp, h])), one
+ * buffer per overlapped GEMM of a layer, shared by every layer: TE's defaults overlap 12
+ * (transformer_engine/pytorch/module/base.py initialize_ub, `methods`: the ring-exchange
+ * all-gathers qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad; the pipelined reduce-scatters
+ * proj_fprop, fc2_fprop; the bulk qkv_dgrad/wgrad, fc1_dgrad/wgrad; the external proj_wgrad,
+ * fc2_wgrad), each of the full shape (comm_gemm_overlap.cpp CommOverlapBase::initialize and
+ * CommOverlapP2PBase::initialize: an all-gather's p2p buffer is tp chunks of s b / (cp tp) rows),
+ * registered with register_user_buffer_collective, outside PyTorch's allocator. In FP8 the 8 of
+ * layers_all_gather_overlap hold 1-byte data (fp8_buf), the other 4 the 2-byte dtype. TE at
+ * NVIDIA/TransformerEngine@d0067d0d; not measured (the lent GPUs run Megatron without TE). */
+static double mem_userbuffer_bytes(const pp_work *w, const pp_layout *l, const pp_layer *y)
+{
+    if (!w->stack.tp_comm_overlap || l->tp < 2 || !l->sp || !pp_work_te(w)) return 0.0;
+    double per = y->mbs * y->seq / y->cp * y->hidden; /* elements of one buffer */
+    return w->stack.precision == PP_PREC_FP8 ? (8.0 * 1.0 + 4.0 * 2.0) * per : 12.0 * 2.0 * per;
+}
+
 /* ------------------------------------------------------------------ per-layout context */
 
 /* Everything the per-stage arithmetic needs, computed once per (work, layout): the search calls
@@ -407,7 +425,8 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     }
     double peers = m->experts > 1 && l->ep > 1 ? (double)(l->ep - 1 < 3 ? l->ep - 1 : 3) : 0.0;
     c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES +
-                       (m->experts > 1 ? MEM_MOE_KERNELS_BYTES : 0.0) + peers * MEM_NCCL_A2A_PEER_BYTES;
+                       (m->experts > 1 ? MEM_MOE_KERNELS_BYTES : 0.0) + peers * MEM_NCCL_A2A_PEER_BYTES +
+                       mem_userbuffer_bytes(w, l, y0);
 }
 
 /* Micro-batch-layers of activations held by stage i (in units of "one layer of one

@@ -354,6 +354,46 @@ static void verdicts(void)
     tap_ok(finite, "huge model on 1e6 GPUs: every stage finite and positive");
 }
 
+/* TransformerEngine's userbuffers (--tp-comm-overlap, memory.c mem_userbuffer_bytes): a reserve
+ * outside the allocator of 12 buffers of s b / cp x h, 2 bytes each in bf16, 8 of them 1 byte in
+ * FP8; none without sequence parallelism, at tp 1 or with Megatron's local implementation. */
+static void userbuffers(void)
+{
+    pp_work w;
+    work_gpt(&w, 32, 4096, 32, 2048, 8, 64);
+    pp_stack_init(&w.stack);
+    w.attention = PP_ATTN_FLASH;
+    pp_layout l;
+    pp_layout_init(&l);
+    l.tp = 4, l.dp = 2, l.sp = true, l.mbs = 2;
+    const double N = 2.0 * 2048 * 4096; /* elements of one buffer */
+    pp_mem_stage off, on;
+    pp_memory_stage(&w, &l, 0, 32, 0, &off);
+    w.stack.tp_comm_overlap = true;
+    pp_memory_stage(&w, &l, 0, 32, 0, &on);
+    tap_near(on.reserved_bytes - off.reserved_bytes, 24.0 * N, 1e-9,
+             "tp 4 SP, bf16: userbuffers reserve 12 x 2 bytes x s b h (%.0f MiB)", 24.0 * N / 1048576);
+    tap_ok(on.peak_bytes == off.peak_bytes, "the allocator peak is unchanged");
+    w.stack.precision = PP_PREC_FP8;
+    pp_memory_stage(&w, &l, 0, 32, 0, &on);
+    w.stack.tp_comm_overlap = false;
+    pp_memory_stage(&w, &l, 0, 32, 0, &off);
+    tap_near(on.reserved_bytes - off.reserved_bytes, 16.0 * N, 1e-9, "FP8: 8 one-byte and 4 two-byte buffers");
+    w.stack.precision = PP_PREC_BF16;
+    l.sp = false;
+    pp_memory_stage(&w, &l, 0, 32, 0, &off);
+    w.stack.tp_comm_overlap = true;
+    pp_memory_stage(&w, &l, 0, 32, 0, &on);
+    tap_ok(on.reserved_bytes == off.reserved_bytes, "without SP: no userbuffers (Megatron overlaps only with SP)");
+    l.sp = true;
+    w.stack.impl = PP_IMPL_LOCAL;
+    w.stack.impl_given = true;
+    pp_memory_stage(&w, &l, 0, 32, 0, &on);
+    w.stack.tp_comm_overlap = false;
+    pp_memory_stage(&w, &l, 0, 32, 0, &off);
+    tap_ok(on.reserved_bytes == off.reserved_bytes, "local implementation: no userbuffers (they are TE's)");
+}
+
 int main(void)
 {
     korthikanti();
@@ -363,5 +403,6 @@ int main(void)
     schedules();
     recompute_and_agreement();
     verdicts();
+    userbuffers();
     return tap_done();
 }
