@@ -195,6 +195,31 @@ static const key_def key_table[] = {
     {"qk_l2_norm", K_UNMODELLED, "False"}, {"spec", K_UNMODELLED, "None"}, {"yaml_cfg", K_UNMODELLED, "None"},
     {"use_checkpoint_args", K_UNMODELLED, "False"}, {"rampup_batch_size", K_UNMODELLED, "None"},
     {"gtp_weight_remat_size", K_UNMODELLED, "1"}, {"expert_gtp_weight_remat_size", K_UNMODELLED, "1"},
+    /* ---- the launch script's environment ("env:NAME", env_families), TransformerEngine at
+     * NVIDIA/TransformerEngine@d0067d0d. Read: PyTorch's allocator (expandable segments); TE's
+     * attention backends (attention/dot_product_attention/utils.py get_attention_backend:
+     * NVTE_FLASH_ATTN and NVTE_FUSED_ATTN both 0 leave TE's unfused attention, which keeps the
+     * scores). Not modelled: deterministic fused attention (dot_product_attention.py: its own
+     * backward kernels); FP8 attention's backward in FP8 (backends.py); NCCL's NVLink SHARP
+     * buffers (the reserve parplan measured has none: its device scripts set NCCL_NVLS_ENABLE=0)
+     * and the size of its staging buffers (4 MiB by default); the allocator's bookkeeping of
+     * tensors used by asynchronous collectives (TORCH_NCCL_AVOID_RECORD_STREAMS, and its older
+     * name). Ignored: SM margins, QK layer scaling, the unfused backend's own switch, TE's v1 CPU
+     * offload (offloading is named itself when on), debug and compile switches, userbuffers'
+     * timeouts and multicast switch, NCCL's and NVSHMEM's transport, topology and logging
+     * settings, CUDA's connection count. */
+    {"env:PYTORCH_CUDA_ALLOC_CONF", K_READ, NULL}, {"env:PYTORCH_ALLOC_CONF", K_READ, NULL},
+    {"env:NVTE_FLASH_ATTN", K_READ, NULL}, {"env:NVTE_FUSED_ATTN", K_READ, NULL},
+    {"env:NVTE_ALLOW_NONDETERMINISTIC_ALGO", K_UNMODELLED, "1"}, {"env:NVTE_FP8_DPA_BWD", K_UNMODELLED, "1"},
+    {"env:NCCL_NVLS_ENABLE", K_UNMODELLED, "0"}, {"env:NCCL_BUFFSIZE", K_UNMODELLED, "4194304"},
+    {"env:TORCH_NCCL_AVOID_RECORD_STREAMS", K_UNMODELLED, "0"}, {"env:NCCL_AVOID_RECORD_STREAMS", K_UNMODELLED, "0"},
+    {"env:NVTE_FWD_LAYERNORM_SM_MARGIN", K_IGNORE, NULL}, {"env:NVTE_BWD_LAYERNORM_SM_MARGIN", K_IGNORE, NULL},
+    {"env:NVTE_INF_LAYERNORM_SM_MARGIN", K_IGNORE, NULL}, {"env:NVTE_APPLY_QK_LAYER_SCALING", K_IGNORE, NULL},
+    {"env:NVTE_UNFUSED_ATTN", K_IGNORE, NULL}, {"env:NVTE_CPU_OFFLOAD_V1", K_IGNORE, NULL},
+    {"env:NVTE_DEBUG*", K_IGNORE, NULL}, {"env:NVTE_TORCH_COMPILE", K_IGNORE, NULL},
+    {"env:NVTE_NVTX_ENABLED", K_IGNORE, NULL}, {"env:UB_*", K_IGNORE, NULL}, {"env:NCCL_*", K_IGNORE, NULL},
+    {"env:TORCH_NCCL_*", K_IGNORE, NULL}, {"env:TORCH_SYMM_MEM_*", K_IGNORE, NULL}, {"env:NVSHMEM_*", K_IGNORE, NULL},
+    {"env:CUDA_DEVICE_MAX_CONNECTIONS", K_IGNORE, NULL},
     /* ---- ignored: no effect on memory or step time (or too small to model) */
     /* the model's definition beyond what parplan represents (pp.h) */
     {"rotary_percent", K_UNMODELLED, "1.0|1"}, {"rotary_interleaved", K_UNMODELLED, "False"},
@@ -510,6 +535,37 @@ static pp_status args_to_table(pp_margs *a, const pp_sh_words *w, pp_error *err)
     return PP_OK;
 }
 
+/* The environment families a launch script's variables are taken from ("env:NAME" in the table;
+ * the script's other variables are its own: paths, ports, argument arrays). */
+static const char *const env_families[] = {
+    "NVTE_", "UB_", "NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_",
+    "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "CUDA_DEVICE_MAX_CONNECTIONS",
+};
+
+/* One "NAME=value" of the script's environment: "env:NAME" when NAME is of a family above; PyTorch's
+ * allocator configuration with expandable_segments:True also as the stack's expandable_segments. */
+static pp_status env_add(pp_margs *a, const pp_sh_word *v, pp_error *err)
+{
+    const char *eq = strchr(v->s, '=');
+    size_t k = eq ? (size_t)(eq - v->s) : 0;
+    bool known = false;
+    for (size_t i = 0; i < sizeof env_families / sizeof env_families[0] && k; i++) {
+        size_t n = strlen(env_families[i]);
+        known |= env_families[i][n - 1] == '_' ? k > n && !strncmp(v->s, env_families[i], n)
+                                                : k == n && !strncmp(v->s, env_families[i], n);
+    }
+    if (!known) return PP_OK;
+    char key[96], name[90];
+    if (k >= sizeof name) return PP_OK; /* no setting parplan knows has a name this long */
+    snprintf(name, sizeof name, "%.*s", (int)k, v->s);
+    snprintf(key, sizeof key, "env:%s", name);
+    pp_status st = pp_margs_kv_set(a, key, name, eq + 1, v->unresolved, v->line, v->col, true, err);
+    if (st == PP_OK && (!strcmp(name, "PYTORCH_CUDA_ALLOC_CONF") || !strcmp(name, "PYTORCH_ALLOC_CONF")) &&
+        (strstr(eq + 1, "expandable_segments:True") || strstr(eq + 1, "expandable_segments:true")))
+        st = pp_margs_kv_set(a, "expandable_segments", name, "true", false, v->line, v->col, false, err);
+    return st;
+}
+
 /* A script (or one command line) at line offset line0 of the file. */
 pp_status pp_margs_parse_script_at(pp_margs *a, const char *text, size_t len, int line0, pp_error *err)
 {
@@ -532,8 +588,7 @@ pp_status pp_margs_parse_script_at(pp_margs *a, const char *text, size_t len, in
             snprintf(v, sizeof v, "%lld", (long long)c.nproc);
             if (st == PP_OK) st = pp_margs_kv_set(a, "gpus_per_node", "--nproc-per-node", v, false, c.line, 0, false, err);
         }
-        if (st == PP_OK && c.expandable)
-            st = pp_margs_kv_set(a, "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF", "true", false, c.line, 0, false, err);
+        for (int i = 0; st == PP_OK && i < c.env.n; i++) st = env_add(a, &c.env.w[i], err);
         if (st == PP_OK && a->source == PP_MARGS_NONE) {
             a->source = PP_MARGS_SCRIPT;
             a->line = c.line;

@@ -826,8 +826,15 @@ static pp_status read_stack(rd *r)
     s->impl_given = true;
     snprintf(c->impl_name, sizeof c->impl_name, "%s", impl ? impl : "transformer_engine");
     /* Megatron's local DotProductAttention is unfused; TE runs flash or cuDNN fused attention
-     * unless --attention-backend unfused (or local) */
-    bool unfused = s->impl == PP_IMPL_LOCAL || (backend && (strstr(backend, "unfused") || strstr(backend, "local")));
+     * unless --attention-backend unfused (or local), or the script's environment turns both off
+     * (TE attention/dot_product_attention/utils.py get_attention_backend: NVTE_FLASH_ATTN and
+     * NVTE_FUSED_ATTN, 1 by default) */
+    const char *env_fa = NULL, *env_fu = NULL;
+    if ((st = rd_str(r, "env:NVTE_FLASH_ATTN", &env_fa, NULL)) || (st = rd_str(r, "env:NVTE_FUSED_ATTN", &env_fu, NULL)))
+        return st;
+    bool env_off = env_fa && env_fu && !strcmp(env_fa, "0") && !strcmp(env_fu, "0");
+    bool unfused = s->impl == PP_IMPL_LOCAL || env_off ||
+                   (backend && (strstr(backend, "unfused") || strstr(backend, "local")));
     c->attention = unfused ? PP_ATTN_UNFUSED : PP_ATTN_FLASH;
     c->framework = PP_FW_MEGATRON;
     if ((st = rd_bool(r, "tp_comm_overlap", false, &s->tp_comm_overlap))) return st;
@@ -932,6 +939,11 @@ static void classify(rd *r)
         if (!pp_margs_kv_unmodelled(a, k, te, &fusion)) continue;
         char f[100];
         const char *name = k->flag;
+        bool env = !strncmp(k->key, "env:", 4); /* the script's environment: NAME=value */
+        if (env) {
+            note(r, "%s=%.60s", k->key + 4, k->value);
+            continue;
+        }
         if (a->source == PP_MARGS_DUMP || name[0] != '-') {
             key_flag(k->key, f, sizeof f);
             name = f;

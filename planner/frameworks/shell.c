@@ -542,6 +542,34 @@ static size_t assignment_name(const char *s, bool *append)
     return 0;
 }
 
+/* An environment variable's name as launch scripts write them: upper case, digits, '_'. */
+static bool env_name(const char *s)
+{
+    if (!(*s >= 'A' && *s <= 'Z')) return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return false;
+    return true;
+}
+
+/* NAME=value into c->best.env, replacing an earlier value of NAME. */
+static pp_status env_set(sh_ctx *c, const char *name, const pp_sh_word *v, int line, int col)
+{
+    pp_sh_words *e = &c->best.env;
+    size_t k = strlen(name);
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "%s=%s", name, v ? v->s : "");
+    if (n < 0 || (size_t)n >= sizeof buf) return PP_OK; /* a value this long is no setting parplan reads */
+    for (int i = 0; i < e->n; i++)
+        if (!strncmp(e->w[i].s, name, k) && e->w[i].s[k] == '=') {
+            char *d = strdup(buf);
+            if (!d) return SH_NOMEM();
+            free(e->w[i].s);
+            e->w[i] = (pp_sh_word){d, v && v->unresolved, line, col};
+            return PP_OK;
+        }
+    return words_push(e, buf, (size_t)n, v && v->unresolved, line, col) ? PP_OK : SH_NOMEM();
+}
+
 static pp_status sh_assign_word(sh_ctx *c, const pp_sh_tok *t)
 {
     bool app = false;
@@ -573,9 +601,7 @@ static pp_status sh_assign_word(sh_ctx *c, const pp_sh_tok *t)
             return st;
         }
     }
-    /* PyTorch's allocator configuration, the one environment setting the memory model reads */
-    if (st == PP_OK && w.n == 1 && (!strcmp(name, "PYTORCH_CUDA_ALLOC_CONF") || !strcmp(name, "PYTORCH_ALLOC_CONF")))
-        c->best.expandable = strstr(w.w[0].s, "expandable_segments:True") || strstr(w.w[0].s, "expandable_segments:true");
+    if (st == PP_OK && w.n <= 1 && env_name(name)) st = env_set(c, name, w.n ? &w.w[0] : NULL, t->line, t->col);
     if (st == PP_OK) st = var_set(c, name, &w, false);
     words_free(&w);
     return st;
@@ -762,6 +788,7 @@ static void sh_ctx_free(sh_ctx *c)
     for (int i = 0; i < c->nv; i++) words_free(&c->vars[i].v);
     free(c->vars);
     words_free(&c->best.args);
+    words_free(&c->best.env);
 }
 
 pp_status pp_sh_command_find(const char *text, size_t len, int line0, const char *path, pp_sh_command *cmd,
@@ -789,4 +816,5 @@ void pp_sh_command_free(pp_sh_command *cmd)
 {
     if (!cmd) return;
     words_free(&cmd->args);
+    words_free(&cmd->env);
 }

@@ -30,7 +30,9 @@ typedef struct {
     int line;              /* where the command starts */
     char program[64];      /* the *.py's base name ("" for bare --flag lines) */
     int64_t nproc, nnodes; /* the launcher's --nproc-per-node and --nnodes, 0 unknown */
-    bool expandable;       /* PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) has expandable_segments:True */
+    pp_sh_words env;       /* the script's upper-case variables as "NAME=value", each once (its last
+                              assignment), where it was assigned: the environment the process may
+                              inherit (the caller picks the names it knows: megatron_args.c) */
 } pp_sh_command;
 
 /* Read text (its first line is line line0 of the file path) into cmd. PP_ERR_INPUT with line:col

@@ -315,6 +315,23 @@ static void test_read(void)
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --transformer-impl local --no-gradient-accumulation-fusion", &a, &c,
                    &e);
     tap_ok(st == PP_OK && !c.unmodelled[0], "the local implementation without fusions: nothing to say");
+    /* The script's environment (megatron_args.c's env rows): TE's attention backends both off read as
+     * unfused attention, the allocator's expandable segments read, SM margins, NCCL transport and
+     * the script's own variables passed over, NVLink SHARP on and an NVTE_ variable parplan does not
+     * know named as NAME=value */
+    st = read_text("export CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_FWD_LAYERNORM_SM_MARGIN=16 NCCL_IB_TIMEOUT=19\n"
+                   "export NVTE_FLASH_ATTN=0\nNVTE_FUSED_ATTN=0\nMODEL=x\nexport NCCL_NVLS_ENABLE=1 NVTE_FROBNICATE=2\n"
+                   "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
+                   "python pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && c.attention == PP_ATTN_UNFUSED && c.stack.expandable_segments &&
+               strstr(c.unmodelled, "NCCL_NVLS_ENABLE=1") && strstr(c.unmodelled, "NVTE_FROBNICATE=2") &&
+               !strstr(c.unmodelled, "MARGIN") && !strstr(c.unmodelled, "IB_TIMEOUT") && !strstr(c.unmodelled, "MODEL") &&
+               !strstr(c.unmodelled, "CONNECTIONS"),
+           "the script's environment: TE's backends off = unfused, expandable segments, NVLS and an unknown NVTE_ "
+           "named (%s)", c.unmodelled);
+    st = read_text("export NVTE_FLASH_ATTN=0 NCCL_NVLS_ENABLE=0\npython pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && c.attention == PP_ATTN_FLASH && !c.unmodelled[0],
+           "flash off alone leaves TE's fused attention; NVLS off changes nothing (%s)", c.unmodelled);
     st = read_text("python pretrain_gpt.py --num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
                    "--micro-batch-size 1 --bf16 --tokenizer-type HuggingFaceTokenizer", &a, &c, &e);
     tap_ok(st == PP_OK && c.need_vocab, "a real tokenizer: the vocabulary is the caller's to give");

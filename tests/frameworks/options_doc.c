@@ -34,7 +34,7 @@ static void page(FILE *f)
         for (int i = 0; i < pp_margs_table_n(); i++) {
             const char *key, *cls, *neutral;
             pp_margs_table_row(i, &key, &cls, &neutral);
-            if (strcmp(cls, classes[c])) continue;
+            if (strcmp(cls, classes[c]) || !strncmp(key, "env:", 4)) continue;
             char flag[128];
             snprintf(flag, sizeof flag, "--%s", key);
             for (char *p = flag; *p; p++)
@@ -42,6 +42,20 @@ static void page(FILE *f)
             fprintf(f, "| `%s` | %s |\n", flag, neutral ? neutral : "");
         }
     }
+    fprintf(f, "\n## the launch script's environment\n\n"
+               "A launch script's variables of these families are read with its command line: TransformerEngine's\n"
+               "`NVTE_*` (NVIDIA/TransformerEngine@d0067d0d) and userbuffers' `UB_*`, NCCL's `NCCL_*` and\n"
+               "PyTorch's `TORCH_NCCL_*`, `TORCH_SYMM_MEM_*`, NVSHMEM's `NVSHMEM_*`, `PYTORCH_CUDA_ALLOC_CONF`\n"
+               "(`PYTORCH_ALLOC_CONF`) and `CUDA_DEVICE_MAX_CONNECTIONS`. One of these in no row is named when set.\n"
+               "Why each is where it is: the comment above these rows in planner/frameworks/megatron_args.c.\n\n"
+               "| variable | what parplan does | values that change nothing |\n| --- | --- | --- |\n");
+    for (int c = 0; c < 4; c++)
+        for (int i = 0; i < pp_margs_table_n(); i++) {
+            const char *key, *cls, *neutral;
+            pp_margs_table_row(i, &key, &cls, &neutral);
+            if (strcmp(cls, classes[c]) || strncmp(key, "env:", 4)) continue;
+            fprintf(f, "| `%s` | %s | %s |\n", key + 4, cls, neutral ? neutral : "");
+        }
 }
 
 int main(int argc, char **argv)
