@@ -95,6 +95,9 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", loss %s", pp_loss_names[s->loss]);
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
+    if (k > 0 && (size_t)k < n && pp_work_lora(w))
+        k += snprintf(buf + k, n - (size_t)k, ", LoRA rank %.0f on %s (base frozen)", pp_work_lora_rank(w),
+                      pp_lora_target_names[s->lora_targets]);
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
         snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
                  s->grouped_gemm ? "grouped" : "looped",
@@ -183,6 +186,22 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->tp_comm_overlap && w->framework != PP_FW_MEGATRON && w->framework != PP_FW_FSDP)
         return STACK_BAD("--tp-comm-overlap is Megatron-LM's (TransformerEngine userbuffers) or torchtitan's async TP: "
                          "not with --framework %s", pp_framework_names[w->framework]);
+    if ((unsigned)s->finetune >= PP_FT_COUNT || (unsigned)s->lora_targets >= PP_LORA_TARGETS_COUNT || s->lora_rank < 0)
+        return STACK_BAD("the training stack has an unknown fine-tuning mode, LoRA target set or rank");
+    if (s->finetune != PP_FT_LORA && (s->lora_rank > 0 || s->lora_targets != PP_LORA_ALL))
+        return STACK_BAD("--lora-rank and --lora-targets describe LoRA adapters: with --finetune lora");
+    /* LoRA is modelled as Megatron-Bridge runs it (peft/lora.py over Megatron-Core): the FSDP and
+     * DeepSpeed memory and step models keep every parameter trainable, and routed experts' adapters
+     * (grouped-expert LoRA) are not described */
+    if (s->finetune == PP_FT_LORA && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--finetune lora is modelled for Megatron-Bridge's LoRA (--framework megatron), not --framework %s",
+                         pp_framework_names[w->framework]);
+    if (s->finetune == PP_FT_LORA && pp_model_is_moe(m))
+        return STACK_BAD("--finetune lora: adapters on routed experts (Megatron-Bridge's grouped-expert LoRA) are not "
+                         "modelled; %s is an MoE model", m->name);
+    if (s->finetune == PP_FT_LORA && (s->megatron_fsdp || pp_model_is_mla(m)))
+        return STACK_BAD("--finetune lora is modelled for Megatron-Core's DDP and distributed optimizer on standard "
+                         "attention (not Megatron-FSDP, not multi-latent attention)");
     if (w->framework != PP_FW_MEGATRON) return PP_OK;
     pp_impl impl = pp_work_impl(w);
     if (impl != PP_IMPL_LOCAL) return PP_OK;
@@ -493,6 +512,11 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
                               "(megatron/core/transformer/moe/moe_layer.py, MoELayer.forward)",
                               (long long)l->tp);
     }
+    /* LoRA's frozen base is modelled unsharded (Megatron-Core's DDP or distributed optimizer):
+     * ZeRO-2/3 and offload would shard or move weights without gradients, which is not described */
+    if (pp_work_lora(w) && (l->zero >= 2 || l->offload != PP_OFF_NONE))
+        return LAYOUT_BAD("--finetune lora is modelled with Megatron's DDP or distributed optimizer (--zero 0|1, "
+                          "--dist-opt), not --zero %d or --offload", l->zero);
     if (l->sp && l->tp < 2) return LAYOUT_BAD("--sp needs --tp of at least 2");
     /* Sequence parallelism scatters the [s/cp, b, h] activations along the sequence over the TP
      * ranks (megatron/core/tensor_parallel/mappings.py: "First dimension of the tensor should be

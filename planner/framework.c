@@ -6,6 +6,8 @@
 
 const char *const pp_opt_dtype_names[PP_OPT_DTYPE_COUNT] = {"fp32", "fp16", "bf16", "fp8"};
 const double pp_opt_dtype_bytes[PP_OPT_DTYPE_COUNT] = {4.0, 2.0, 2.0, 1.0};
+const char *const pp_finetune_names[PP_FT_COUNT] = {"full", "lora"};
+const char *const pp_lora_target_names[PP_LORA_TARGETS_COUNT] = {"all", "attn", "mlp", "qkv"};
 const char *const pp_loss_names[PP_LOSS_COUNT] = {"vocab-parallel", "native", "te", "upcast", "bf16", "cut"};
 
 const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
@@ -141,6 +143,16 @@ int64_t pp_work_nvlink_gpus(const pp_work *w)
 {
     int64_t gpn = w->gpus_per_node > 0 ? w->gpus_per_node : 1;
     return w->gpu.nvlink_domain > gpn ? w->gpu.nvlink_domain : gpn;
+}
+
+bool pp_work_lora(const pp_work *w)
+{
+    return w->stack.finetune == PP_FT_LORA;
+}
+
+double pp_work_lora_rank(const pp_work *w)
+{
+    return (double)(w->stack.lora_rank > 0 ? w->stack.lora_rank : PP_LORA_DEFAULT_RANK);
 }
 
 bool pp_work_fp8_params(const pp_work *w)

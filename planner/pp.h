@@ -416,6 +416,18 @@ extern const char *const pp_ce_fusion_names[PP_CE_COUNT]; /* "none", "native", "
 typedef enum { PP_OPT_FP32 = 0, PP_OPT_FP16, PP_OPT_BF16, PP_OPT_FP8, PP_OPT_DTYPE_COUNT } pp_opt_dtype;
 extern const char *const pp_opt_dtype_names[PP_OPT_DTYPE_COUNT]; /* "fp32", "fp16", "bf16", "fp8" */
 extern const double pp_opt_dtype_bytes[PP_OPT_DTYPE_COUNT];
+/* --finetune: full training of every weight, or LoRA (Hu et al. 2021, arXiv:2106.09685): the base
+ * frozen, a rank-r adapter B A beside each targeted linear trained (Megatron-Bridge peft/lora.py). */
+typedef enum { PP_FT_FULL = 0, PP_FT_LORA, PP_FT_COUNT } pp_finetune;
+extern const char *const pp_finetune_names[PP_FT_COUNT]; /* "full", "lora" */
+/* --lora-targets: the linears that get an adapter, as Megatron-Bridge's LoRA.target_modules names
+ * them: all = linear_qkv, linear_proj, linear_fc1, linear_fc2 (its default, peft/lora.py:143-145);
+ * attn = linear_qkv, linear_proj; mlp = linear_fc1, linear_fc2; qkv = linear_qkv alone (its
+ * performance recipes for Llama 3 70B LoRA). */
+typedef enum { PP_LORA_ALL = 0, PP_LORA_ATTN, PP_LORA_MLP, PP_LORA_QKV, PP_LORA_TARGETS_COUNT } pp_lora_targets;
+extern const char *const pp_lora_target_names[PP_LORA_TARGETS_COUNT];
+/* Megatron-Bridge's LoRA.dim default (peft/lora.py:146 at 067f987d) */
+#define PP_LORA_DEFAULT_RANK 32
 typedef struct {
     pp_precision precision;
     bool dropout_given;        /* --dropout / --attention-dropout / --hidden-dropout were given */
@@ -475,6 +487,9 @@ typedef struct {
     bool compile;              /* --compile: torch.compile of each block under --framework fsdp
                                   (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
                                   fuses the block's elementwise ops and runs it as one graph */
+    pp_finetune finetune;      /* --finetune (default full) */
+    int64_t lora_rank;         /* --lora-rank (0: PP_LORA_DEFAULT_RANK under --finetune lora) */
+    pp_lora_targets lora_targets; /* --lora-targets (default all) */
 } pp_stack;
 void pp_stack_init(pp_stack *s);
 
@@ -570,6 +585,9 @@ pp_loss pp_work_loss(const pp_work *w);
 /* GPUs that reach each other over NVLink: the NVLink domain when it spans nodes (NVL72), else the
  * node. What the communication model and the search's TP placement count as "within a node". */
 int64_t pp_work_nvlink_gpus(const pp_work *w);
+/* LoRA: --finetune lora; its rank (the default where none was given). */
+bool pp_work_lora(const pp_work *w);
+double pp_work_lora_rank(const pp_work *w);
 /* FP8 parameters: --fp8-param-gather (or a recipe's) under --precision fp8. */
 bool pp_work_fp8_params(const pp_work *w);
 /* Bytes per parameter of the unsharded optimizer state: the precision-aware optimizer's main

@@ -15,6 +15,7 @@
 
 #include "pp_config.h"
 #include "pp_json.h"
+#include "pp_layer.h"
 #include "pp_margs.h"
 #include "pp_options.h"
 
@@ -304,6 +305,12 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kbool(j, "expandable_segments", s->expandable_segments);
     pp_json_kbool(j, "ep_overlap", s->ep_overlap);
     pp_json_kbool(j, "compile", s->compile);
+    if (pp_work_lora(w)) { /* only under --finetune lora: full training's JSON is unchanged */
+        pp_json_kstr(j, "finetune", pp_finetune_names[s->finetune]);
+        pp_json_knum(j, "lora_rank", pp_work_lora_rank(w));
+        pp_json_kstr(j, "lora_targets", pp_lora_target_names[s->lora_targets]);
+        pp_json_knum(j, "lora_params", pp_layer_lora_params(w) * (double)w->model.layers);
+    }
     /* Megatron's bias-activation fusion (on unless --no-bias-act-fusion) and loss implementation */
     pp_json_key(j, "bias_act_fusion");
     if (w->framework == PP_FW_MEGATRON) pp_json_bool(j, !s->act_unfused);

@@ -213,7 +213,65 @@ static void gemm_add(pp_layer *ly, const char *name, double m, double n, double 
 {
     if (ly->n_gemm >= PP_LAYER_MAX_GEMMS || m <= 0 || n <= 0 || k <= 0 || count <= 0) return;
     pp_layer_gemm *g = &ly->gemm[ly->n_gemm++];
-    *g = (pp_layer_gemm){name, m, n, k, count, block, mods, fp8, bias, false};
+    *g = (pp_layer_gemm){name, m, n, k, count, block, mods, fp8, bias, false, false, false};
+}
+
+/* Whether --lora-targets puts an adapter on the linears of block b. */
+static bool lora_targets_block(const pp_work *w, pp_layer_block b)
+{
+    pp_lora_targets t = w->stack.lora_targets;
+    switch (b) {
+    case PP_LB_ATTN_IN: return t != PP_LORA_MLP;
+    case PP_LB_ATTN_OUT: return t == PP_LORA_ALL || t == PP_LORA_ATTN;
+    case PP_LB_MLP_IN:
+    case PP_LB_MLP_OUT: return t == PP_LORA_ALL || t == PP_LORA_MLP;
+    default: return false;
+    }
+}
+
+/* B's output rows on this rank beside a row-parallel linear: its full output over tp. */
+static double h_out_rank(const pp_layer *ly, pp_layer_gemm g) { return g.n / ly->tp; }
+
+/* LoRA (--finetune lora): every base GEMM is frozen, and each targeted linear gets its adapter,
+ * as Megatron-Bridge builds it (peft/utils.py ParallelLinearAdapter at 067f987d): beside a
+ * column-parallel linear (qkv, fc1) A is a ColumnParallelLinear h -> r with its output gathered
+ * (r / tp rows here) and B a ColumnParallelLinear r -> n at the base's output split; beside a
+ * row-parallel linear (proj, fc2) A is a RowParallelLinear over the base's split input and B a
+ * ColumnParallelLinear r -> n / tp. Megatron-Core's own linears, not TransformerEngine's: 16-bit
+ * GEMMs outside the FP8 autocast. The adapters' small TP collectives (T x r) are not counted. */
+static void build_lora_gemms(const pp_work *w, pp_layer *ly)
+{
+    const double r = pp_work_lora_rank(w), T = ly->tokens;
+    int n_base = ly->n_gemm;
+    for (int i = 0; i < n_base; i++) {
+        pp_layer_gemm g = ly->gemm[i];
+        ly->gemm[i].frozen = true;
+        if (!lora_targets_block(w, g.block)) continue;
+        bool column = g.block == PP_LB_ATTN_IN || g.block == PP_LB_MLP_IN;
+        double a_n = column ? r / ly->tp : r, b_n = column ? g.n : h_out_rank(ly, g);
+        const char *an = g.block == PP_LB_ATTN_IN ? "qkv.lora_a" : g.block == PP_LB_ATTN_OUT ? "proj.lora_a"
+                       : g.block == PP_LB_MLP_IN  ? "fc1.lora_a" : "fc2.lora_a";
+        const char *bn = g.block == PP_LB_ATTN_IN ? "qkv.lora_b" : g.block == PP_LB_ATTN_OUT ? "proj.lora_b"
+                       : g.block == PP_LB_MLP_IN  ? "fc1.lora_b" : "fc2.lora_b";
+        gemm_add(ly, an, T, a_n, g.k, 1, g.block, g.mods, false, false);
+        if (ly->n_gemm > n_base) ly->gemm[ly->n_gemm - 1].adapter = true;
+        gemm_add(ly, bn, T, b_n, r, 1, g.block, g.mods, false, false);
+        if (ly->n_gemm > n_base) ly->gemm[ly->n_gemm - 1].adapter = true;
+    }
+}
+
+double pp_layer_lora_params(const pp_work *w)
+{
+    if (!pp_work_lora(w)) return 0.0;
+    const pp_model *m = &w->model;
+    double r = pp_work_lora_rank(w), h = (double)m->hidden;
+    double d = (double)m->head_dim, q = (double)m->heads * d, kv = (double)m->kv_heads * d;
+    double f = (double)m->ffn, gate = pp_activations[m->act].gated ? 2.0 : 1.0, p = 0;
+    if (lora_targets_block(w, PP_LB_ATTN_IN)) p += r * (h + q + 2.0 * kv);
+    if (lora_targets_block(w, PP_LB_ATTN_OUT)) p += r * (q + h);
+    if (lora_targets_block(w, PP_LB_MLP_IN)) p += r * (h + gate * f);
+    if (lora_targets_block(w, PP_LB_MLP_OUT)) p += r * (f + h);
+    return p;
 }
 
 static void build_gemms(const pp_work *w, pp_layer *ly)
@@ -278,6 +336,7 @@ static void build_gemms(const pp_work *w, pp_layer *ly)
     }
     if (ly->mtp) /* the 2h -> h projection, column-parallel (the parameter table's split) */
         gemm_add(ly, "mtp.eh_proj", T, h / ly->tp, 2 * h, 1, PP_LB_MTP, 0, true, false);
+    if (pp_work_lora(w)) build_lora_gemms(w, ly);
     if (ly->titan) {
         /* torchtitan's op-level selective AC (torchtitan/distributed/activation_checkpoint.py,
          * _apply_op_sac with _op_sac_save_list): every second aten.mm output is recomputed, the
@@ -595,6 +654,13 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
      * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
      * and the activation functions keep 16-bit tensors. */
     const double lin = w->stack.precision == PP_PREC_FP8 ? 1.0 : 2.0;
+    /* LoRA: a frozen TE linear keeps no input for a weight gradient it does not compute
+     * (te/pytorch/module/linear.py saves the input only when the weight requires a gradient);
+     * a targeted linear's adapter A (Megatron-Core's linear) saves that input in 16-bit. */
+    const bool lora = pp_work_lora(w);
+    const double in_qkv = !lora ? lin : lora_targets_block(w, PP_LB_ATTN_IN) ? 2.0 : 0.0;
+    const double in_fc1 = !lora ? lin : lora_targets_block(w, PP_LB_MLP_IN) ? 2.0 : 0.0;
+    const double in_fc2 = !lora ? lin : lora_targets_block(w, PP_LB_MLP_OUT) ? 2.0 : 0.0;
     const double ss = b * aq * s * sk; /* the score matrix */
     ly->n_saved = 0;
     ly->saved_bytes = ly->saved_paper_bytes = ly->saved_sel_bytes = ly->mtp_saved_bytes = 0;
@@ -630,7 +696,7 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
         else saved_add(ly, "attn.lse", b * aq * s, 4, false, 0);
         saved_add(ly, "proj.input", sb * aq * vd, lin, true, 0);
     } else {
-        saved_add(ly, "qkv.input", sb * h * rep, lin, true, rc_norm_in);
+        if (in_qkv > 0) saved_add(ly, "qkv.input", sb * h * rep, in_qkv, true, rc_norm_in);
         /* Q, K, V as the attention kernel saves them. */
         if (unfused) {
             /* Megatron DotProductAttention: the QKV output [s,b,g,(a/g+2)d] is split into views.
@@ -663,11 +729,11 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     if (hdrop) saved_add(ly, "attn.bda_mask", sb * h * rep, 1, true, 0);
     saved_add(ly, "ln2.input", sb * h * rep, 2, true, 0);
     saved_add(ly, "ln2.stats", sb * rep * stats, 4, false, 0);
-    saved_add(ly, "fc1.input", sb * h * rep, lin, true, rc_norm_mlp); /* the router's input too (MoE) */
+    if (in_fc1 > 0) saved_add(ly, "fc1.input", sb * h * rep, in_fc1, true, rc_norm_mlp); /* the router's input too (MoE) */
 
     if (!ly->moe) {
         static const char *const dn[4] = {"mlp.fc1_out", "mlp.act_eager", "", "fc2.input"};
-        saved_mlp(ly, ar, eager, sb, ly->ffn, lin, false, BIT(PP_RCM_MLP), 0, dn);
+        saved_mlp(ly, ar, eager, sb, ly->ffn, in_fc2, false, BIT(PP_RCM_MLP), 0, dn);
     } else {
         /* MoE (megatron/core/transformer/moe): router logits (16-bit) and their fp32 softmax
          * over the experts for the local tokens; the permuted token copies each rank's experts
@@ -690,6 +756,16 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
         }
     }
     if (hdrop) saved_add(ly, "mlp.bda_mask", sb * h * rep, 1, true, 0);
+    /* LoRA: each adapter's B keeps its input, A's output, r wide on every token (gathered beside
+     * a column-parallel linear, all-reduced beside a row-parallel one), 16-bit */
+    if (lora) {
+        const double r = pp_work_lora_rank(w);
+        static const struct { const char *name; pp_layer_block block; unsigned mods; } ad[4] = {
+            {"qkv.lora_a_out", PP_LB_ATTN_IN, 0}, {"proj.lora_a_out", PP_LB_ATTN_OUT, 0},
+            {"fc1.lora_a_out", PP_LB_MLP_IN, BIT(PP_RCM_MLP)}, {"fc2.lora_a_out", PP_LB_MLP_OUT, BIT(PP_RCM_MLP)}};
+        for (int i = 0; i < 4; i++)
+            if (lora_targets_block(w, ad[i].block)) saved_add(ly, ad[i].name, sb * r, 2, false, ad[i].mods);
+    }
     /* MTP (DeepSeek-V3 sec. 2.2; megatron/core/transformer/multi_token_prediction.py): the two
      * normalised inputs and the projection input (2h wide), saved by the MTP layer (and their
      * bytes on any layer of the model, what its MTP layer keeps on top of it). */

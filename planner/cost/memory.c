@@ -271,6 +271,7 @@ typedef struct {
     double frag_block;  /* last stage: room kept for the fp32 logits block (dropless MoE) */
     double mtp_act;     /* last stage, per micro-batch: the MTP layers' extra saved tensors */
     double opt_work_per_param; /* optimizer-step temporaries per parameter on the rank */
+    double lora_layer;  /* LoRA: one layer's adapter parameters on this rank (0: full training) */
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
     double reserve_fixed;
@@ -310,6 +311,11 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     int64_t shard = l->dp * l->cp, eshard = pp_layout_edp(l);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, shard, &c->st);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, eshard, &c->st_expert);
+    /* LoRA (--finetune lora): the frozen base keeps its weights alone (Megatron-Core's DDP makes
+     * gradient buffers, and the optimizer state, only for parameters that require gradients:
+     * distributed/distributed_data_parallel.py); each layer's adapters carry the full state above,
+     * 1/tp of them on this rank (layer.c). */
+    c->lora_layer = pp_layer_lora_params(w) / (double)l->tp;
     for (int moe = 0; moe < 2; moe++) {
         const pp_layer *y = lk[moe];
         c->layer_bytes[moe][PP_RC_NONE] = pp_layer_saved_bytes(y, PP_RC_NONE, 0, NULL);
@@ -639,6 +645,16 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
                            c->fp8_weight_per_param;
     o->grads_bytes = dense * c->st.grads + expert * c->st_expert.grads;
     o->optimizer_bytes = dense * c->st.optimizer + expert * c->st_expert.optimizer;
+    if (c->lora_layer > 0) {
+        /* LoRA: the base weights as above (16-bit, or FP8 under --fp8-param-gather), its
+         * gradients and optimizer state gone; the stage's adapters with theirs */
+        double adapters = (double)layers * c->lora_layer;
+        o->weights_bytes += adapters * c->st.weights;
+        o->grads_bytes = adapters * c->st.grads;
+        o->optimizer_bytes = adapters * c->st.optimizer;
+        dense = adapters; /* what the optimizer step updates */
+        expert = 0;
+    }
 
     /* Stored activations. */
     double mbs_held;

@@ -39,6 +39,8 @@ typedef struct {
     bool fp8;       /* FP8-eligible: inside TransformerEngine's fp8 autocast (not the router) */
     bool bias;      /* the linear has a bias (an addmm, not an aten.mm) */
     bool sac_saved; /* torchtitan's op-level selective AC keeps its output (the titan variant) */
+    bool frozen;    /* LoRA's frozen base: no weight gradient (backward = the data gradient) */
+    bool adapter;   /* a LoRA adapter's A or B (trained; its weight is n x k on this rank) */
 } pp_layer_gemm;
 
 /* The attention core of the rank's heads (FlashAttention or Megatron's unfused path). */
@@ -256,6 +258,10 @@ typedef struct {
                                     last stage (megatron/core/models/common/language_module) */
 } pp_layer_rank_params;
 void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, pp_layer_rank_params *out);
+
+/* LoRA (--finetune lora): the adapter parameters of one dense layer in the model (A: r x k and
+ * B: n x r per targeted linear; Megatron-Bridge splits both over TP, so a rank holds 1/tp). */
+double pp_layer_lora_params(const pp_work *w);
 
 /* Vocabulary as the framework stores it: Megatron pads to a multiple of 128 x TP
  * (--make-vocab-size-divisible-by 128, megatron/training/vocab_utils.py). */

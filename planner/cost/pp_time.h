@@ -50,6 +50,9 @@ pp_status pp_time_estimate(const pp_work *w, const pp_layout *l, pp_time_result 
 /* Model FLOPs of one step of gbs sequences (72 B L s h^2 (1 + s/6h + V/12Lh) generalised to
  * GQA/SwiGLU/MoE: 6 x active params x tokens + attention). */
 double pp_model_flops_per_step(const pp_model *m, int64_t gbs);
+/* The same under LoRA (--finetune lora), as Megatron-Bridge counts it: frozen linears forward and
+ * data gradient (2 x forward), attention cores 3 x forward, adapters not counted. */
+double pp_lora_model_flops_per_step(const pp_model *m, int64_t gbs);
 /* Hardware FLOPs of one step: model FLOPs plus the recomputed forward (Narayanan et al. SC'21
  * eq. 3 for full recompute: 96 B L s h^2 (1 + s/6h + V/16Lh); selective adds the attention
  * core's forward). Used to convert published hardware TFLOP/s. */
@@ -103,6 +106,7 @@ typedef struct {
     double kind_expert_params[PP_LAYER_KINDS]; /* its routed experts (0 for a dense layer) */
     double mtp_extra_params;  /* one MTP layer's projection and norms */
     double embed_params, final_params, output_params;
+    double lora_layer_params; /* LoRA: one layer's adapters (the only trained parameters); 0 otherwise */
     double model_flops;       /* per step */
     /* The optimizer step from the profile's `optimizer` records (parplan-probe optimizer) where it
      * has them, instead of the memory-bound formula. Off after pp_time_ctx_init: only measured

@@ -306,7 +306,8 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
     c->embed_params = (double)pc.embedding;
     c->final_params = (double)pc.final_norm;
     c->output_params = (double)pc.output;
-    c->model_flops = pp_model_flops_per_step(m, w->gbs);
+    c->lora_layer_params = pp_layer_lora_params(w);
+    c->model_flops = pp_work_lora(w) ? pp_lora_model_flops_per_step(m, w->gbs) : pp_model_flops_per_step(m, w->gbs);
     /* a calibrated profile: the fitted factors of its software stack */
     if (w->profile) pp_calibration_apply_ctx(&w->profile->calibration, c);
 }
@@ -514,13 +515,17 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     /* --- GEMMs: forward at their shapes (backward: dgrad + wgrad = 2x, same shapes transposed;
      * the curve is symmetric in m, n, k so their efficiency is the forward's), and the weights
      * whose gradients are accumulated */
-    double g[PP_LB_COUNT] = {0}, gemm_f = 0, sel_s = 0, weights = 0;
+    double g[PP_LB_COUNT] = {0}, wg[PP_LB_COUNT] = {0}, gemm_f = 0, gemm_b = 0, sel_s = 0, weights = 0;
     for (int i = 0; i < ly.n_gemm; i++) {
         const pp_layer_gemm *x = &ly.gemm[i];
         double t = x->fp8 ? lin_s(c, x->m, x->n, x->k, x->count) : gemm_s(c, x->m, x->n, x->k, x->count);
         g[x->block] += t;
         gemm_f += t;
-        weights += x->n * x->k * x->count;
+        /* a frozen base linear (LoRA) runs its data-gradient GEMM alone: no weight gradient to
+         * compute or accumulate */
+        gemm_b += x->frozen ? t : 2.0 * t;
+        if (!x->frozen) wg[x->block] += t;
+        if (!x->frozen) weights += x->n * x->k * x->count;
         if (titan_sac ? !x->sac_saved : (x->mods & sel) != 0)
             sel_s += titan_sac ? gemm_s(c, x->m, x->n, x->k, x->count) : t;
     }
@@ -574,7 +579,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     double accum = c->opts.grad_accum_bytes * weights / c->mem_rate;
 
     o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
-    o->bwd_compute_s = 2.0 * gemm_f / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
+    o->bwd_compute_s = gemm_b / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
     if (ly.moe) {
         /* The host's share: the router, the dispatcher and its sync, and one GEMM chain per
          * local expert when looped. Without a calibration, the launch floor of those kernels;
@@ -609,11 +614,13 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     /* --- collectives. TP: beside the GEMM they precede or follow. An MoE layer's pair is its
      * router and shared experts (half of the shared experts' time on each side); its experts'
      * tokens move in the dispatcher. */
-    double win[PP_LB_COUNT];
+    double win[PP_LB_COUNT], wwin[PP_LB_COUNT];
     memcpy(win, g, sizeof win);
+    memcpy(wwin, wg, sizeof wwin);
     if (ly.moe) {
         win[PP_LB_MLP_IN] = g[PP_LB_ROUTER] + g[PP_LB_SHARED] / 2;
         win[PP_LB_MLP_OUT] = g[PP_LB_SHARED] / 2;
+        memcpy(wwin, win, sizeof wwin); /* no LoRA on MoE layers (pp_stack_check) */
     }
     for (int i = 0; i < ly.n_coll; i++) {
         const pp_layer_coll *x = &ly.coll[i];
@@ -639,13 +646,16 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
          * pipeline every all-gather and reduce-scatter with its GEMM (the re-gather inside the
          * dgrad GEMM's). */
         double wnd = x->bwd ? win[x->beside] / BWD_GEMM_EFF : win[x->beside];
+        /* Megatron's asynchronous input-gradient reduction hides behind the weight-gradient GEMM:
+         * beside a frozen linear (LoRA) only the adapters' are left */
+        double wnd_w = x->bwd ? wwin[x->beside] / BWD_GEMM_EFF : win[x->beside];
         /* torchtitan's async TP (--tp-comm-overlap under fsdp; its TP is always sequence
          * parallel) decomposes each all-gather + matmul and matmul + reduce-scatter into
          * micro-pipelined steps over symmetric memory (torch/distributed/_symmetric_memory
          * fused_all_gather_matmul, fused_matmul_reduce_scatter): the same overlap as userbuffers. */
         bool tp_overlap = c->opts.tp_comm_overlap && (l->sp || ly.titan);
         double e = tp_overlap                       ? (x->regather ? 0 : pp_time_behind(t, wnd))
-                   : x->async                       ? pp_time_behind(t, wnd)
+                   : x->async                       ? pp_time_behind(t, wnd_w)
                                                     : t;
         if (x->bwd) o->bwd_tp_s += e;
         else o->fwd_tp_s += e;
@@ -731,12 +741,16 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     double emb_ew_f = EW_EMBED * T * h + (m->pos == PP_POS_LEARNED ? 6.0 * T * h : 0) +
                       (c->opts.dropout ? 5.0 * T * h_ew : 0);
     double emb_ew_b = EW_EMBED * T * h + EW_EMBED_GRAD * V / t * h;
+    /* LoRA: the frozen embedding has no backward, the frozen output layer its data gradient alone */
+    const bool lora = pp_work_lora(w);
+    if (lora) emb_ew_b = 0;
     o->embed_fwd_s = emb_ew_f / c->mem_rate;
     o->embed_bwd_s = emb_ew_b / c->mem_rate;
     /* --- output layer (last stage): final norm, logits GEMM (vocab-parallel), cross-entropy */
     double g_logits = gemm_s(c, T, V / t, h, 1);
+    const double logits_b = lora ? 1.0 : 2.0;
     o->output_fwd_s = g_logits + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
-    o->output_bwd_s = 2 * g_logits / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
+    o->output_bwd_s = logits_b * g_logits / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
     if (pp_work_fw(w)->titan_kernels) {
         /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
@@ -778,6 +792,16 @@ double pp_model_flops_per_step(const pp_model *m, int64_t gbs)
 {
     /* Backward = 2 x forward: 3 x forward in all (Korthikanti et al. 2022 eq. 7). */
     return 3.0 * pp_layer_model_fwd_flops_per_token(m, NULL) * (double)gbs * (double)m->seq;
+}
+
+double pp_lora_model_flops_per_step(const pp_model *m, int64_t gbs)
+{
+    /* Megatron-Bridge's LoRA model FLOPs (training/utils/flop_utils.py at 067f987d, the LoRA branch):
+     * the frozen linears' forward and data gradient, 2/3 of their training FLOPs, and the
+     * attention core's forward and backward in full; the adapters are not counted. */
+    double attn = 0;
+    double fwd = pp_layer_model_fwd_flops_per_token(m, &attn);
+    return (2.0 * (fwd - attn) + 3.0 * attn) * (double)gbs * (double)m->seq;
 }
 
 double pp_hardware_flops_per_step(const pp_model *m, int64_t gbs, pp_recompute rc)

@@ -83,15 +83,17 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->recompute += r * y.fwd_compute_s + sel;
         st->fwd += n * fwd_layer;
         st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * fwd_layer + sel;
-        st->params += n * c->kind_dense_params[k] / t;
+        st->params += n * (pp_work_lora(c->w) ? c->lora_layer_params : c->kind_dense_params[k]) / t;
         st->expert_params += n * c->kind_expert_params[k] / et;
     }
+    /* LoRA: the embedding, final norm and output layer are frozen (no gradients, no optimizer) */
+    const double trained = pp_work_lora(c->w) ? 0.0 : 1.0;
     if (sd->first) {
         st->fwd += ly->embed_fwd_s;
         st->bwd += ly->embed_bwd_s;
         st->compute += ly->embed_fwd_s + ly->embed_bwd_s - ly->embed_tp_s;
         st->tp += ly->embed_tp_s;
-        st->params += c->embed_params / t;
+        st->params += trained * c->embed_params / t;
     }
     if (sd->last) {
         /* Each MTP layer ends in its own pass through the shared output layer and loss. */
@@ -100,10 +102,10 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->bwd += heads * ly->output_bwd_s;
         st->compute += heads * (ly->output_fwd_s + ly->output_bwd_s - ly->output_tp_s);
         st->tp += heads * ly->output_tp_s;
-        st->params += c->final_params + sd->mtp * c->mtp_extra_params / t;
+        st->params += trained * (c->final_params + sd->mtp * c->mtp_extra_params / t);
         /* Untied output layer, or Megatron's copy of the tied embedding on the last stage. */
-        if (c->output_params > 0) st->params += c->output_params / t;
-        else if (l->pp > 1) st->params += c->embed_params / t;
+        if (c->output_params > 0) st->params += trained * c->output_params / t;
+        else if (l->pp > 1) st->params += trained * c->embed_params / t;
     }
 }
 
@@ -543,7 +545,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     }
     /* Tied embeddings with PP: the first and last stage all-reduce the embedding gradient
      * (Megatron finalize_model_grads), after the backward. */
-    if (p > 1 && c->output_params == 0 && w->model.tied)
+    if (p > 1 && c->output_params == 0 && w->model.tied && !pp_work_lora(w))
         dp_exposed += pp_time_collective_s(c, PP_TC_ALL_REDUCE, 2, w->gpus > gpn ? 1 : 2,
                                            c->embed_params / (double)l->tp * gb);
     /* Offloaded parameters (ZeRO-Infinity): fetched over PCIe for forward and backward. */

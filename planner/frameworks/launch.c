@@ -201,6 +201,13 @@ pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE 
                 k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", pp_launch_format_names[i]);
         return BAD("--launch-target device-local applies to %s, not %s", list, pp_launch_format_names[fmt]);
     }
+    /* LoRA is written where the framework has it: Megatron-Bridge's PEFT (peft/lora.py). Megatron-LM
+     * at d98e8a64 has no LoRA (arguments.py: no adapter or PEFT option; its *_lora_rank are MLA's
+     * latent ranks); NeMo 1.x's PEFT configs are not written by --format nemo. */
+    if (pp_work_lora(p->work) && fmt != PP_LAUNCH_MEGATRON_BRIDGE)
+        return BAD("--finetune lora: --format %s has no LoRA (Megatron-LM's pretrain_gpt.py trains every weight; "
+                   "NeMo 1.x PEFT is not written); use --format megatron-bridge (its PEFT recipe)",
+                   pp_launch_format_names[fmt]);
 
     pp_sbuf files[2] = {{0}, {0}};
     int nfiles = 1;

@@ -63,8 +63,12 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     const pp_stack *stk = &w->stack;
     pp_status st = mb_check(p, err);
     if (st != PP_OK) return st;
-    bool qwen = m->qk_norm != PP_QKNORM_NONE;
-    const char *recipe = qwen ? "qwen3_8b_pretrain_config" : "llama3_8b_pretrain_config";
+    bool qwen = m->qk_norm != PP_QKNORM_NONE, lora = pp_work_lora(w);
+    /* LoRA: the family's PEFT recipe (recipes/llama/llama3.py, recipes/qwen/qwen3.py *_peft_config:
+     * default_peft_config("lora"), SQuAD packed to the sequence length), run by run_recipe.py
+     * --mode lora (load_recipe(..., peft_scheme="lora")) on a fine-tuning dataset */
+    const char *recipe = lora ? (qwen ? "qwen3_8b_peft_config" : "llama3_8b_peft_config")
+                              : (qwen ? "qwen3_8b_pretrain_config" : "llama3_8b_pretrain_config");
     char job[96];
     pp_launch_sanitize(m->name, job, sizeof job, true);
 
@@ -136,14 +140,24 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "    ddp.overlap_grad_reduce=%s\n    ddp.overlap_param_gather=%s\n", ov ? "true" : "false",
                    ov && l->dist_opt ? "true" : "false");
     pp_sbuf_printf(b, "    ddp.grad_reduce_in_fp32=%s\n", stk->grad_bf16 ? "false" : "true");
+    if (lora) {
+        /* peft/lora.py LoRA: dim (the rank) and target_modules (Megatron-Core's linear names) */
+        static const char *const targets[PP_LORA_TARGETS_COUNT] = {
+            [PP_LORA_ALL] = "[linear_qkv,linear_proj,linear_fc1,linear_fc2]",
+            [PP_LORA_ATTN] = "[linear_qkv,linear_proj]",
+            [PP_LORA_MLP] = "[linear_fc1,linear_fc2]",
+            [PP_LORA_QKV] = "[linear_qkv]"};
+        pp_sbuf_printf(b, "    peft.dim=%.0f\n    peft.target_modules=%s\n", pp_work_lora_rank(w),
+                       targets[stk->lora_targets]);
+    }
     pp_sbuf_printf(b, ")\n\n");
 
     pp_launch_rdzv(w, job, text, sizeof text);
     pp_sbuf_printf(b, "%s", text);
     pp_sbuf_printf(b, "${LAUNCHER[@]+\"${LAUNCHER[@]}\"} torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" \\\n"
                       "    --rdzv-id \"$RDZV_ID\" --rdzv-backend c10d --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" \\\n"
-                      "    \"$BRIDGE_DIR/scripts/training/run_recipe.py\" --recipe %s --mode pretrain --dataset mock \\\n"
+                      "    \"$BRIDGE_DIR/scripts/training/run_recipe.py\" --recipe %s --mode %s --dataset %s \\\n"
                       "    \"${OVERRIDES[@]}\" \"$@\"\n",
-                   recipe);
+                   recipe, lora ? "lora" : "pretrain", lora ? "squad" : "mock");
     return PP_OK;
 }

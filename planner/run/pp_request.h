@@ -30,7 +30,8 @@ typedef enum {
     PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
     PP_RQ_COMPILE, PP_RQ_NO_ATTN_MASK, PP_RQ_OPTIMIZER_DTYPE, PP_RQ_MEGATRON_FSDP, PP_RQ_ACT_UNFUSED,
     PP_RQ_CE_FUSION, PP_RQ_RECIPE, PP_RQ_PARAM_DTYPE, PP_RQ_LOSS, PP_RQ_FP8_PARAM_GATHER,
-    PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE,
+    PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE, PP_RQ_FINETUNE, PP_RQ_LORA_RANK,
+    PP_RQ_LORA_TARGETS,
     /* layout */
     PP_RQ_TP, PP_RQ_PP, PP_RQ_DP, PP_RQ_VPP, PP_RQ_CP, PP_RQ_EP, PP_RQ_ETP, PP_RQ_MBS, PP_RQ_ZERO,
     PP_RQ_DIST_OPT, PP_RQ_SP, PP_RQ_RECOMPUTE, PP_RQ_RECOMPUTE_LAYERS, PP_RQ_RECOMPUTE_MODULES,
@@ -60,6 +61,8 @@ typedef struct {
     int optimizer_dtype;      /* 0 fp32, 1 bf16 */
     int param_dtype;          /* 0 fp32, 1 bf16 */
     int loss;                 /* pp_torch_loss_names: pp_loss PP_LOSS_TORCH + it */
+    int finetune, lora_targets; /* pp_finetune, pp_lora_targets */
+    int64_t lora_rank;
     double capacity_factor, moe_imbalance;
     /* LAYOUT */
     int64_t tp, pp, dp, vpp, cp, ep, etp, mbs, recompute_layers, replicate;

@@ -133,6 +133,13 @@ const pp_option pp_request_options[] = {
          "Adam's first moment (megatron --use-precision-aware-optimizer)"),
     ENUM("--exp-avg-sq-dtype", exp_avg_sq_dtype, PP_RQ_EXP_AVG_SQ_DTYPE, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT,
          "Adam's second moment (megatron --use-precision-aware-optimizer)"),
+    ENUM("--finetune", finetune, PP_RQ_FINETUNE, pp_finetune_names, PP_FT_COUNT,
+         "full: every weight trained (default); lora: the base frozen, LoRA adapters trained (Megatron-Bridge PEFT)"),
+    INT("--lora-rank", lora_rank, PP_RQ_LORA_RANK, 1, 65536,
+        "R: the LoRA adapters' rank (with --finetune lora; default 32, Megatron-Bridge's LoRA dim)"),
+    ENUM("--lora-targets", lora_targets, PP_RQ_LORA_TARGETS, pp_lora_target_names, PP_LORA_TARGETS_COUNT,
+         "the linears with adapters (with --finetune lora): all (default: qkv, proj, fc1, fc2), attn (qkv, proj), "
+         "mlp (fc1, fc2), qkv"),
     FLAG("--compile", compile, PP_RQ_COMPILE,
          "torch.compile of each block (--framework fsdp: torchtitan [compile], fms-fsdp use_torch_compile)"),
     INT("--tp", tp, PP_RQ_TP, 1, 1000000, "N: tensor parallel"),
@@ -390,6 +397,9 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_EXP_AVG_DTYPE]) s->exp_avg_dtype = (pp_opt_dtype)r->exp_avg_dtype;
     if (g[PP_RQ_EXP_AVG_SQ_DTYPE]) s->exp_avg_sq_dtype = (pp_opt_dtype)r->exp_avg_sq_dtype;
     if (g[PP_RQ_LOSS]) s->loss = PP_LOSS_TORCH + r->loss;
+    if (g[PP_RQ_FINETUNE]) s->finetune = (pp_finetune)r->finetune;
+    if (g[PP_RQ_LORA_RANK]) s->lora_rank = r->lora_rank;
+    if (g[PP_RQ_LORA_TARGETS]) s->lora_targets = (pp_lora_targets)r->lora_targets;
     /* --framework deepspeed|fsdp over a Megatron file: Megatron's implementation and its TE
      * userbuffers do not carry over (a conversion, not a contradiction) */
     if (from_file && g[PP_RQ_FRAMEWORK] && fw != PP_FW_MEGATRON) {

@@ -3,7 +3,8 @@
 # (meson test launch-megatron-bridge-config-names): every override key a field path of
 # ConfigContainer (the model's through GPTModelProvider, the dataset's through GPTDatasetConfig),
 # the mixed-precision preset a registered one, the recipe one the library exports
-# (tests/data/megatron_bridge/config_names.txt), each script valid bash; and the layouts it cannot
+# (tests/data/megatron_bridge/config_names.txt; LoRA's peft.* through peft/lora.py LoRA), each
+# script valid bash; and the layouts it cannot
 # express refused with a reason.
 #   bridge_check.sh PARPLAN SOURCE_ROOT
 set -u
@@ -19,6 +20,8 @@ cases=(
   "70b-block|--model llama3-70b $w --gpus 64 --gbs 128 --mbs 1 --tp 8 --pp 2 --sp --dist-opt --recompute full --recompute-layers 10 --grad-reduce-bf16"
   "qwen3-8b-cp2|--model qwen3-8b $w --gpus 16 --gbs 64 --mbs 1 --tp 2 --cp 2 --sp --dist-opt --recompute selective --recipe megatron-core-te"
   "8b-local|--model llama3-8b $w --gpus 8 --gbs 32 --mbs 2 --tp 2 --recompute full --recipe megatron-lm-local"
+  "70b-lora-qkv|--model llama3-70b $w --gpus 8 --gbs 32 --seq 4096 --mbs 1 --tp 2 --pp 4 --vpp 20 --sp --dist-opt --recompute none --precision fp8 --fp8-param-gather --tp-comm-overlap --grad-reduce-bf16 --finetune lora --lora-targets qkv"
+  "8b-lora-all|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --finetune lora --lora-rank 16"
 )
 refused=(
   "moe|--model qwen3-30b-a3b $w --gpus 8 --gbs 32 --mbs 1 --ep 8 --dist-opt --recompute full"
@@ -33,6 +36,7 @@ out=$(python3 "$src/tests/frameworks/pyconfig_names.py" check-overrides "$names"
     megatron.bridge.training.config:ConfigContainer \
     --type model=megatron.bridge.models.gpt_provider:GPTModelProvider \
     --type dataset=megatron.bridge.training.config:GPTDatasetConfig \
+    --type peft=megatron.bridge.peft.lora:LoRA \
     --value mixed_precision=megatron.bridge.training.mixed_precision \
     --recipe megatron.bridge.recipes.llama.llama3 --recipe megatron.bridge.recipes.qwen.qwen3 "${files[@]}")
 lc_done "$out" $?
