@@ -645,6 +645,9 @@ typedef struct {
 void pp_layout_init(pp_layout *l); /* tp=pp=dp=vpp=cp=ep=mbs=1, rest 0 */
 /* Fill dp from gpus when 0 and check every divisibility rule; the error names the flag. */
 pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err);
+/* What the framework's row says it cannot run (pp_fw_row max_zero, no_offload, no_interleave,
+ * full_recompute_only): part of pp_layout_validate, and the search's check of its fixed fields. */
+pp_status pp_layout_framework_check(const pp_work *w, const pp_layout *l, pp_error *err);
 /* Layers on pipeline stage i under the layout: the explicit split's, else the sum of its virtual
  * stages' (pp_layout_vstage_layers), else the uniform split, which puts the remainder first. */
 int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage);

@@ -275,6 +275,17 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                           pp_framework_names[w->framework]);
         goto done;
     }
+    {
+        /* the fixed fields against the framework's row; the search never proposes the rest */
+        pp_layout fl;
+        pp_layout_init(&fl);
+        fl.zero = (fix & PP_SEARCH_FIX_ZERO) ? fx->zero : 0;
+        fl.vpp = (fix & PP_SEARCH_FIX_VPP) ? fx->vpp : 1;
+        fl.recompute = (fix & PP_SEARCH_FIX_RECOMPUTE) ? fx->recompute : PP_RC_NONE;
+        fl.recompute_layers = fx->recompute_layers;
+        fl.offload = (fix & PP_SEARCH_FIX_OFFLOAD) ? fx->offload : PP_OFF_NONE;
+        if ((st = pp_layout_framework_check(w, &fl, err)) != PP_OK) goto done;
+    }
     if ((fix & PP_SEARCH_FIX_ZERO) && (fix & PP_SEARCH_FIX_DIST_OPT) && fx->zero > 0 && fx->dist_opt) {
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--zero and --dist-opt exclude each other");
         goto done;
