@@ -147,6 +147,9 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
          * dp > 1) its bf16 buckets besides (trainer.py:1156: gradient_as_bucket_view off) */
         .grad_copy_bytes = 2.0,
         .ddp_bucket_bytes = 2.0,
+        /* trainer.py:652 sync_gradients_across_dp(reduce_scatter=False): "instead we run all_reduce"
+         * of the fp32 buffer, then ZeroDistributedOptimizer all-gathers the updated bf16 shards */
+        .shard_all_reduce = true,
         /* parallel/pipeline_parallel/engine.py:175, 235: AllForwardAllBackward and
          * OneForwardOneBackward, no interleaving (parplan prices 1F1B: the example configs' pp_engine) */
         .no_interleave = true,

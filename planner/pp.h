@@ -533,6 +533,8 @@ typedef struct {
                                     parameter's bf16 .grad beside its fp32 accumulator) */
     double ddp_bucket_bytes;     /* torch DDP's own 16-bit buckets, bytes per parameter: kept at
                                     ZeRO 0 with dp > 1 (the framework wraps the model in DDP then) */
+    bool shard_all_reduce;       /* with the optimizer sharded (ZeRO-1) the gradients are still
+                                    all-reduced whole, not reduce-scattered */
     bool no_interleave;          /* its pipeline schedules have no virtual stages (--vpp) */
     bool full_recompute_only;    /* it recomputes whole layers only: no selective recompute, no
                                     --recompute-layers subset */
