@@ -109,8 +109,8 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
                   ":226 (the bf16 .grad freed after the backward), helpers.py:359-366 (torch AdamW, fused "
                   "by torch_adam_is_fused: m, v in the fp32 master's dtype), helpers.py:409-415 "
                   "(ZeroDistributedOptimizer: zero_stage > 0 shards the optimizer over dp), "
-                  "trainer.py:1093 (DDP when dp > 1, not with fp32 accumulation and ZeRO-1: "
-                  "@9055c664 2025-02 for the benchmarks), trainer.py:1156-1161 (torch DDP, 25 MB "
+                  "trainer.py:1093 (when to wrap in DDP; @9055c664, 2025-02, the benchmarks' commit, :786: "
+                  "dp > 1 and not ZeRO-1 with fp32 accumulation), trainer.py:1156-1161 (torch DDP, 25 MB "
                   "buckets, bf16), models/llama.py:205 (GLU act(gate) * up, eager), :290 "
                   "(flash_attn_varlen_func), :729 (TritonRMSNorm), :901 and :993 (logits cast to fp32, "
                   "vocab-sharded cross-entropy), config/config.py:312 (make_vocab_size_divisible_by 1)",
