@@ -11,7 +11,7 @@
 const char *const pp_norm_names[PP_NORM_COUNT] = {"layernorm", "rmsnorm"};
 const char *const pp_pos_names[PP_POS_COUNT] = {"learned", "rope", "alibi", "none"};
 const char *const pp_dtype_names[PP_DT_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
-const char *const pp_framework_names[PP_FW_COUNT] = {"megatron", "deepspeed", "fsdp"};
+const char *const pp_framework_names[PP_FW_COUNT] = {"megatron", "deepspeed", "fsdp", "nanotron"};
 const char *const pp_attention_names[PP_ATTN_COUNT] = {"flash", "unfused"};
 const char *const pp_recompute_names[PP_RC_COUNT] = {"none", "selective", "full"};
 const char *const pp_offload_names[PP_OFF_COUNT] = {"none", "optimizer", "params"};
@@ -414,6 +414,23 @@ void pp_layout_canonical(const pp_work *w, pp_layout *l)
 
 #define LAYOUT_BAD(...) pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, __VA_ARGS__)
 
+pp_status pp_layout_framework_check(const pp_work *w, const pp_layout *l, pp_error *err)
+{
+    if (l->zero > pp_work_fw(w)->max_zero)
+        return LAYOUT_BAD("--zero %d: --framework %s has ZeRO stages 0-%d: %s", l->zero, pp_framework_names[w->framework],
+                          pp_work_fw(w)->max_zero, pp_work_fw(w)->zero_why ? pp_work_fw(w)->zero_why : "");
+    if (l->offload != PP_OFF_NONE && pp_work_fw(w)->no_offload)
+        return LAYOUT_BAD("--offload %s: --framework %s offloads nothing to the host", pp_offload_names[l->offload],
+                          pp_framework_names[w->framework]);
+    if (l->vpp > 1 && pp_work_fw(w)->no_interleave)
+        return LAYOUT_BAD("--vpp %lld: --framework %s has no interleaved pipeline schedule", (long long)l->vpp,
+                          pp_framework_names[w->framework]);
+    if (pp_work_fw(w)->full_recompute_only && (l->recompute == PP_RC_SELECTIVE || l->recompute_layers > 0))
+        return LAYOUT_BAD("--framework %s recomputes every layer or none (--recompute full|none): no selective "
+                          "recompute, no --recompute-layers", pp_framework_names[w->framework]);
+    return PP_OK;
+}
+
 pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
 {
     const pp_model *m = &w->model;
@@ -544,6 +561,7 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
     if (l->dist_opt && w->framework != PP_FW_MEGATRON)
         return LAYOUT_BAD("--dist-opt is Megatron's; with --framework %s use --zero 1",
                           pp_framework_names[w->framework]);
+    if (pp_layout_framework_check(w, l, err) != PP_OK) return PP_ERR_INPUT;
     if (l->zero >= 2 && l->pp > 1 && w->framework == PP_FW_DEEPSPEED)
         return LAYOUT_BAD("DeepSpeed does not combine ZeRO stage %d with pipeline parallelism", l->zero);
     if (l->replicate < 0) return LAYOUT_BAD("--replicate must be at least 1");

@@ -42,6 +42,7 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .eager_foreach_adam = true,
         .p2p_scatter_gather = true,
         .zero_bucket_bytes = 0.0,
+        .max_zero = 3, /* --zero with --megatron-fsdp only (common.c says so) */
     },
     [PP_FW_DEEPSPEED] = {
         .source = "ZeRO (Rajbhandari et al. 2020, sec. 3, table 1: 2 + 2 + 12 B per parameter); DeepSpeed "
@@ -70,6 +71,7 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .eager_foreach_adam = false, /* DeepSpeed's FusedAdam */
         .p2p_scatter_gather = false,
         .zero_bucket_bytes = 2.0 * 5e8 * 2.0,
+        .max_zero = 3,
     },
     [PP_FW_FSDP] = {
         .source = "PyTorch FSDP2 (torch/distributed/fsdp/_fully_shard) as torchtitan runs it: "
@@ -99,6 +101,67 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .eager_foreach_adam = true,
         .p2p_scatter_gather = false,
         .zero_bucket_bytes = 0.0,
+        .max_zero = 3,
+    },
+    [PP_FW_NANOTRON] = {
+        .source = "huggingface/nanotron@2411b022 (2026-04-07): src/nanotron/helpers.py:390-407 "
+                  "(accumulate_grad_in_fp32: FP32GradientAccumulator; grad_buckets_named_params = all "
+                  "parameters), optim/gradient_accumulator.py:95 (fp32 master copy of the optimizer's "
+                  "parameters), :174 (fp32 gradient buffer of every parameter, not sharded by ZeRO-1), "
+                  ":226 (the bf16 .grad freed after the backward), helpers.py:359-366 (torch AdamW, fused "
+                  "by torch_adam_is_fused: m, v in the fp32 master's dtype), helpers.py:409-415 "
+                  "(ZeroDistributedOptimizer: zero_stage > 0 shards the optimizer over dp), "
+                  "trainer.py:1093 (when to wrap in DDP; @9055c664, 2025-02, the benchmarks' commit, :786: "
+                  "dp > 1 and not ZeRO-1 with fp32 accumulation), trainer.py:1156-1161 (torch DDP, 25 MB "
+                  "buckets, bf16), models/llama.py:205 (GLU act(gate) * up, eager), :290 "
+                  "(flash_attn_varlen_func), :729 (TritonRMSNorm), :901 and :993 (logits cast to fp32, "
+                  "vocab-sharded cross-entropy), config/config.py:312 (make_vocab_size_divisible_by 1)",
+        .weight_bytes = 2.0,
+        /* fp32 accumulator (gradient_accumulator.py:174), unsharded at ZeRO 0 and 1 */
+        .grad_bytes = 4.0,
+        /* fp32 master (gradient_accumulator.py:95) + AdamW m, v of it, sharded at ZeRO 1 */
+        .optimizer_bytes = 12.0,
+        .grad_dtype_option = false,
+        /* autograd writes the bf16 .grad (2), the accumulator reads it and reads and writes the fp32
+         * buffer (gradient_accumulator.py:222 fp32_grad.add_(half_param.grad)): 2 + 2 + 8 */
+        .grad_accum_bytes = 12.0,
+        .grad_accum_bytes_16 = 4.0,
+        /* the fp32 buffer is all-reduced (gradient_accumulator.py:156; the DDP hook's
+         * all_reduce_coalesced of the fp32 buffers, :383) */
+        .reduce_bytes = 4.0,
+        .vocab_multiple = 1,
+        .te_modules = false,
+        .act_fusion = false,
+        .global_attn_buffer = false,
+        .dataloader_mask = false,
+        /* Megatron's vocab-parallel algorithm ported (tensor_parallel/functional.py:31) on the
+         * logits cast to fp32 (llama.py:901) */
+        .loss = PP_LOSS_VOCAB_PARALLEL,
+        .titan_block = false,
+        .titan_kernels = false,
+        .block_sharding = false,
+        .torch_adam = true,
+        .eager_foreach_adam = false, /* torch_adam_is_fused: true in every example config */
+        .p2p_scatter_gather = false, /* pipeline_parallel/p2p.py sends each rank's tensor whole */
+        .zero_bucket_bytes = 0.0,
+        /* the bf16 .grad of every parameter, live from the backward until the accumulator adds it
+         * into the fp32 buffer and frees it (gradient_accumulator.py:206-226); under DDP (ZeRO 0,
+         * dp > 1) its bf16 buckets besides (trainer.py:1156: gradient_as_bucket_view off) */
+        .grad_copy_bytes = 2.0,
+        .ddp_bucket_bytes = 2.0,
+        /* trainer.py:652 sync_gradients_across_dp(reduce_scatter=False): "instead we run all_reduce"
+         * of the fp32 buffer, then ZeroDistributedOptimizer all-gathers the updated bf16 shards */
+        .shard_all_reduce = true,
+        /* parallel/pipeline_parallel/engine.py:175, 235: AllForwardAllBackward and
+         * OneForwardOneBackward, no interleaving (parplan prices 1F1B: the example configs' pp_engine) */
+        .no_interleave = true,
+        /* parallelism_config.py:35 recompute_layer, one flag: every layer under
+         * CheckpointFunction (models/llama.py:766-774) */
+        .full_recompute_only = true,
+        .no_offload = true, /* no training-time offload in src/nanotron (inherit_from_other_optimizer.py:15 only loads a state dict through the host) */
+        .max_zero = 1,
+        .zero_why = "nanotron's zero_stage is 0 or 1 (optim/zero.py:150-160: ZeroDistributedOptimizer shards the "
+                    "optimizer state only; the fp32 gradient accumulator keeps every parameter's gradient)",
     },
 };
 

@@ -364,7 +364,7 @@ void pp_gpu_power_describe(const pp_gpu *g, const char *from, char *buf, size_t 
 
 /* ------------------------------------------------------------------ work and layout */
 
-typedef enum { PP_FW_MEGATRON = 0, PP_FW_DEEPSPEED, PP_FW_FSDP, PP_FW_COUNT } pp_framework;
+typedef enum { PP_FW_MEGATRON = 0, PP_FW_DEEPSPEED, PP_FW_FSDP, PP_FW_NANOTRON, PP_FW_COUNT } pp_framework;
 typedef enum { PP_ATTN_FLASH = 0, PP_ATTN_UNFUSED, PP_ATTN_COUNT } pp_attention;
 typedef enum { PP_RC_NONE = 0, PP_RC_SELECTIVE, PP_RC_FULL, PP_RC_COUNT } pp_recompute;
 typedef enum { PP_OFF_NONE = 0, PP_OFF_OPTIMIZER, PP_OFF_PARAMS, PP_OFF_COUNT } pp_offload;
@@ -545,6 +545,19 @@ typedef struct {
     bool eager_foreach_adam;     /* with eager modules (--impl local) Adam is torch's foreach */
     bool p2p_scatter_gather;     /* pipeline sends split across the TP ranks */
     double zero_bucket_bytes;    /* ZeRO >= 1: the reduce and all-gather buckets */
+    double grad_copy_bytes;      /* 16-bit gradients kept beside the gradient buffer the optimizer
+                                    reads, bytes per parameter, never sharded (nanotron: the
+                                    parameter's bf16 .grad beside its fp32 accumulator) */
+    double ddp_bucket_bytes;     /* torch DDP's own 16-bit buckets, bytes per parameter: kept at
+                                    ZeRO 0 with dp > 1 (the framework wraps the model in DDP then) */
+    bool shard_all_reduce;       /* with the optimizer sharded (ZeRO-1) the gradients are still
+                                    all-reduced whole, not reduce-scattered */
+    bool no_interleave;          /* its pipeline schedules have no virtual stages (--vpp) */
+    bool full_recompute_only;    /* it recomputes whole layers only: no selective recompute, no
+                                    --recompute-layers subset */
+    bool no_offload;             /* it offloads nothing to the host (--offload) */
+    int max_zero;                /* the highest ZeRO stage --zero may give */
+    const char *zero_why;        /* why none above it (the error says it) */
 } pp_fw_row;
 extern const pp_fw_row pp_frameworks[PP_FW_COUNT];
 const pp_fw_row *pp_fw_get(pp_framework f);
@@ -654,6 +667,9 @@ typedef struct {
 void pp_layout_init(pp_layout *l); /* tp=pp=dp=vpp=cp=ep=mbs=1, rest 0 */
 /* Fill dp from gpus when 0 and check every divisibility rule; the error names the flag. */
 pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err);
+/* What the framework's row says it cannot run (pp_fw_row max_zero, no_offload, no_interleave,
+ * full_recompute_only): part of pp_layout_validate, and the search's check of its fixed fields. */
+pp_status pp_layout_framework_check(const pp_work *w, const pp_layout *l, pp_error *err);
 /* Layers on pipeline stage i under the layout: the explicit split's, else the sum of its virtual
  * stages' (pp_layout_vstage_layers), else the uniform split, which puts the remainder first. */
 int64_t pp_layout_stage_layers(const pp_work *w, const pp_layout *l, int64_t stage);

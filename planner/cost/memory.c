@@ -311,6 +311,12 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     int64_t shard = l->dp * l->cp, eshard = pp_layout_edp(l);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, shard, &c->st);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, eshard, &c->st_expert);
+    /* 16-bit gradients beside the buffer the optimizer reads, never sharded (pp_fw_row:
+     * grad_copy_bytes; DDP's buckets where the framework wraps in DDP, ZeRO 0 and dp > 1) */
+    const pp_fw_row *fr0 = pp_work_fw(w);
+    double copy_b = fr0->grad_copy_bytes + (l->zero == 0 && l->dp * l->cp > 1 ? fr0->ddp_bucket_bytes : 0.0);
+    c->st.grads += copy_b;
+    c->st_expert.grads += copy_b;
     /* LoRA (--finetune lora): the frozen base keeps its weights alone (Megatron-Core's DDP makes
      * gradient buffers, and the optimizer state, only for parameters that require gradients:
      * distributed/distributed_data_parallel.py); each layer's adapters carry the full state above,

@@ -523,8 +523,9 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
             gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
                      pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
         } else if (sharded) {
-            red = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
-                  pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
+            /* the framework's row: reduce-scatter (Megatron, DeepSpeed) or all-reduce (nanotron) */
+            const pp_time_coll rk = pp_work_fw(w)->shard_all_reduce ? PP_TC_ALL_REDUCE : PP_TC_REDUCE_SCATTER;
+            red = pp_time_collective_s(c, rk, dpg, dpn, P * gb) + pp_time_collective_s(c, rk, edpg, edpn, PE * gb);
             gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
                      pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
         } else {

@@ -69,7 +69,7 @@ const pp_option pp_request_options[] = {
     INT("--topk", topk, PP_RQ_TOPK, 1, 100000, "N: experts per token"),
     STR("--recipe", recipe, PP_RQ_RECIPE,
         "NAME|FILE: the training stack as data (recipes.d: megatron-core-te, megatron-lm-local, megatron-bridge, "
-        "torchtitan, torchtitan-compile, torchtitan-float8, nemo-automodel, deepspeed-zero); each stack flag overrides one of its fields"),
+        "torchtitan, torchtitan-compile, torchtitan-float8, nemo-automodel, deepspeed-zero, nanotron); each stack flag overrides one of its fields"),
     STR("--deepspeed-config", deepspeed_config, PP_RQ_DS_CONFIG,
         "FILE: ZeRO stage, offload, micro-batch, accumulation and precision from a DeepSpeed config (ds_config.json); "
         "--framework deepspeed; flags beside it override"),
@@ -150,7 +150,7 @@ const pp_option pp_request_options[] = {
     INT("--ep", ep, PP_RQ_EP, 1, 1000000, "N: expert parallel"),
     INT("--etp", etp, PP_RQ_ETP, 1, 1000000, "N: expert tensor parallel (default: --tp)"),
     INT("--mbs", mbs, PP_RQ_MBS, 1, 1000000, "N: micro-batch size"),
-    ENUM("--zero", zero, PP_RQ_ZERO, zero_names, 4, "ZeRO stage (deepspeed/fsdp)"),
+    ENUM("--zero", zero, PP_RQ_ZERO, zero_names, 4, "ZeRO stage (deepspeed/fsdp; nanotron 0|1)"),
     FLAG("--dist-opt", dist_opt, PP_RQ_DIST_OPT, "Megatron's distributed optimizer"),
     FLAG("--sp", sp, PP_RQ_SP, "sequence parallel"),
     {"--no-sp", 0, PP_OPT_CLEAR, F(sp), PP_RQ_SP, 0, 0, NULL, 0, 0, "no sequence parallel (plan: do not search it)"},

@@ -44,7 +44,7 @@ const char *const pp_prune_help[PP_PRUNE_COUNT] = {
     "global batch not divisible by dp x micro-batch",
     "interleaving needs pp >= 2, micro-batches a multiple of pp, and pp x vpp dividing the layers or (where pp "
     "has no uniform interleaving, vpp 2, 4 or 8) at most the layers + 2",
-    "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism)",
+    "the framework cannot run it (DeepSpeed ZeRO-2/3 with pipeline parallelism; nanotron: interleaving, selective recompute)",
     "does not fit in GPU memory (memory model: peak + reserved > capacity)",
     "fits, but inside the memory margin plan keeps free (--max-mem-frac sets it)",
 };
@@ -275,6 +275,17 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                           pp_framework_names[w->framework]);
         goto done;
     }
+    {
+        /* the fixed fields against the framework's row; the search never proposes the rest */
+        pp_layout fl;
+        pp_layout_init(&fl);
+        fl.zero = (fix & PP_SEARCH_FIX_ZERO) ? fx->zero : 0;
+        fl.vpp = (fix & PP_SEARCH_FIX_VPP) ? fx->vpp : 1;
+        fl.recompute = (fix & PP_SEARCH_FIX_RECOMPUTE) ? fx->recompute : PP_RC_NONE;
+        fl.recompute_layers = fx->recompute_layers;
+        fl.offload = (fix & PP_SEARCH_FIX_OFFLOAD) ? fx->offload : PP_OFF_NONE;
+        if ((st = pp_layout_framework_check(w, &fl, err)) != PP_OK) goto done;
+    }
     if ((fix & PP_SEARCH_FIX_ZERO) && (fix & PP_SEARCH_FIX_DIST_OPT) && fx->zero > 0 && fx->dist_opt) {
         st = pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--zero and --dist-opt exclude each other");
         goto done;
@@ -338,7 +349,7 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
         for (int i = 0; i < PP_RC_COUNT; i++) L[D_RC].v[i] = i;
         L[D_RC].n = PP_RC_COUNT;
     }
-    /* Optimizer sharding: Megatron {none, dist-opt} (Megatron-FSDP: --zero 1, 2, 3); DeepSpeed ZeRO {0,1,2,3}; FSDP {NO_SHARD,
+    /* Optimizer sharding: Megatron {none, dist-opt} (Megatron-FSDP: --zero 1, 2, 3); DeepSpeed ZeRO {0,1,2,3}; nanotron {0,1}; FSDP {NO_SHARD,
      * SHARD_GRAD_OP (2), FULL_SHARD (3)}. A fixed --zero / --dist-opt narrows it. */
     if (fix & (PP_SEARCH_FIX_ZERO | PP_SEARCH_FIX_DIST_OPT)) {
         opts[n_opts++] = (opt_choice){(fix & PP_SEARCH_FIX_ZERO) ? fx->zero : 0,
@@ -348,8 +359,9 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
     } else if (w->framework == PP_FW_MEGATRON) {
         opts[n_opts++] = (opt_choice){0, false};
         opts[n_opts++] = (opt_choice){0, true};
-    } else if (w->framework == PP_FW_DEEPSPEED) {
-        for (int z = 0; z <= 3; z++) opts[n_opts++] = (opt_choice){z, false};
+    } else if (!pp_work_fw(w)->block_sharding) {
+        /* DeepSpeed ZeRO 0-3, nanotron's zero_stage 0-1: the row's stages */
+        for (int z = 0; z <= pp_work_fw(w)->max_zero; z++) opts[n_opts++] = (opt_choice){z, false};
     } else {
         opts[n_opts++] = (opt_choice){0, false};
         opts[n_opts++] = (opt_choice){2, false};
@@ -536,6 +548,12 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                                         if ((l.zero > 0 || l.dist_opt) && dp * cp == 1 &&
                                             !(fix & (PP_SEARCH_FIX_ZERO | PP_SEARCH_FIX_DIST_OPT))) {
                                             pruned[PP_PRUNE_REDUNDANT]++;
+                                            continue;
+                                        }
+                                        /* what the framework has not (pp_fw_row; pp_layout_validate) */
+                                        if ((l.vpp > 1 && pp_work_fw(w)->no_interleave) ||
+                                            (l.recompute == PP_RC_SELECTIVE && pp_work_fw(w)->full_recompute_only)) {
+                                            pruned[PP_PRUNE_FRAMEWORK]++;
                                             continue;
                                         }
                                         if (w->framework == PP_FW_DEEPSPEED && l.zero >= 2 && pp > 1) {
