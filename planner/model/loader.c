@@ -205,6 +205,7 @@ static const pp_key gpu_flops_keys[] = {
     GNUM("fp16", g.peak_flops[PP_DT_FP16], 0, 1e6, 1e12, false),
     GNUM("bf16", g.peak_flops[PP_DT_BF16], 0, 1e6, 1e12, false),
     GNUM("fp8", g.peak_flops[PP_DT_FP8], 0, 1e6, 1e12, false),
+    GNUM("fp4", g.peak_flops[PP_DT_FP4], 0, 1e6, 1e12, false),
 };
 static const pp_key gpu_keys[] = {
     KSTR(gpu_file, "name", g.name, true),
