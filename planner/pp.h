@@ -327,6 +327,10 @@ typedef struct {
     double gemm_sustained;    /* the fraction of the gemm_eff rate that large GEMMs hold in a training
                                  run, the GPU at its power limit; 0 = not stated (the time model's
                                  default, cost/time.c) */
+    double fp4_eff;           /* the fraction of the fp4 (NVFP4) GEMM rate a training run's linear
+                                 GEMMs hold against the fp8 ones' share of their peak (fitted on
+                                 published runs); 0 = not stated (1) */
+    double mxfp8_eff;         /* the same for MXFP8 against the fp8 rate; 0 = not stated (1) */
     double intra_latency_s;   /* per-collective-step latency inside a node */
     double inter_latency_s;   /* per-step latency across nodes */
     double max_power_w;       /* the board's maximum power limit (datasheet TDP), at which the

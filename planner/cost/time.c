@@ -285,6 +285,11 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
          * (tests/data/probes, torch._scaled_mm, per-tensor scales, bf16 out) 1479 TFLOP/s at
          * 8192^3 against 788 for bf16, 1.88x, where the peaks are 2x apart. */
         c->gemm_rate_fp8 = pp_gpu_gemm_flops(g, qdt);
+        /* NVFP4: the entry's fitted share of the FP4 rate (its amax, Hadamard-transform and
+         * 16-element scaling work in the GEMM's operand path; fp4_eff, models.d/README.md) */
+        if (qdt == PP_DT_FP4 && g->fp4_eff > 0) c->gemm_rate_fp8 *= g->fp4_eff;
+        /* MXFP8: the same, its E8M0 scaling of 32-element blocks (mxfp8_eff) */
+        if (w->stack.precision == PP_PREC_MXFP8 && g->mxfp8_eff > 0) c->gemm_rate_fp8 *= g->mxfp8_eff;
         c->gemm_shape_c_fp8 = bw > 0 ? c->gemm_rate_fp8 / bw : 0;
         c->gemm_norm_fp8 = sustained * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
     }
