@@ -25,8 +25,10 @@ const char *const pp_precision_names[PP_PREC_COUNT] = {"bf16", "fp16", "fp8", "m
  * transformer_engine/pytorch/constants.py).
  * nvfp4: E2M1 elements two to a byte with one FP8 E4M3 scale per 16 elements (NVFP4_BLOCK_SCALING_SIZE = 16, constants.py), 0.5 + 1/16 bytes,
  * plus a per-tensor fp32 amax (negligible); row-wise and column-wise copies as mxfp8
- * (transformer_engine/pytorch/tensor/nvfp4_tensor.py NVFP4Tensor; recipe NVFP4BlockScaling,
- * fprop, dgrad and wgrad in NVFP4, random Hadamard transform on wgrad inputs). */
+ * (transformer_engine/pytorch/tensor/nvfp4_tensor.py NVFP4Tensor; transformer_engine/common/
+ * recipe/__init__.py NVFP4BlockScaling: 16-element E4M3 scales and a per-tensor FP32 scale, the
+ * tensor and its transpose each quantized from the high-precision input; its random Hadamard
+ * transform, stochastic rounding and 2D weight quantization are not counted). */
 const pp_precision_facts pp_precision_info[PP_PREC_COUNT] = {
     [PP_PREC_BF16] = {PP_DT_BF16, 2.0, 0.0, false},
     [PP_PREC_FP16] = {PP_DT_BF16, 2.0, 0.0, false},
