@@ -10,12 +10,37 @@
 
 const char *const pp_norm_names[PP_NORM_COUNT] = {"layernorm", "rmsnorm"};
 const char *const pp_pos_names[PP_POS_COUNT] = {"learned", "rope", "alibi", "none"};
-const char *const pp_dtype_names[PP_DT_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+const char *const pp_dtype_names[PP_DT_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
 const char *const pp_framework_names[PP_FW_COUNT] = {"megatron", "deepspeed", "fsdp", "nanotron"};
 const char *const pp_attention_names[PP_ATTN_COUNT] = {"flash", "unfused"};
 const char *const pp_recompute_names[PP_RC_COUNT] = {"none", "selective", "full"};
 const char *const pp_offload_names[PP_OFF_COUNT] = {"none", "optimizer", "params"};
-const char *const pp_precision_names[PP_PREC_COUNT] = {"bf16", "fp16", "fp8"};
+const char *const pp_precision_names[PP_PREC_COUNT] = {"bf16", "fp16", "fp8", "mxfp8", "nvfp4"};
+/* fp8: TransformerEngine's per-tensor FP8 on Hopper, 1 byte, the weight cast row-wise and
+ * transposed (te/pytorch/module/base.py, the FP8 weight workspace).
+ * mxfp8: OCP MX FP8, one E8M0 scale byte per 32 elements, 1 + 1/32 bytes; TE keeps a row-wise and
+ * a column-wise copy, each with its own scales, because Blackwell's tensor cores take no FP8
+ * transposes (transformer_engine/pytorch/tensor/mxfp8_tensor.py MXFP8Tensor: _rowwise_data,
+ * _columnwise_data, _rowwise_scale_inv, _columnwise_scale_inv; MXFP8_BLOCK_SCALING_SIZE = 32 in
+ * transformer_engine/pytorch/constants.py).
+ * nvfp4: E2M1 elements two to a byte with one FP8 E4M3 scale per 16 elements (NVFP4_BLOCK_SCALING_SIZE = 16, constants.py), 0.5 + 1/16 bytes,
+ * plus a per-tensor fp32 amax (negligible); row-wise and column-wise copies as mxfp8
+ * (transformer_engine/pytorch/tensor/nvfp4_tensor.py NVFP4Tensor; transformer_engine/common/
+ * recipe/__init__.py NVFP4BlockScaling: 16-element E4M3 scales and a per-tensor FP32 scale, the
+ * tensor and its transpose each quantized from the high-precision input; its random Hadamard
+ * transform, stochastic rounding and 2D weight quantization are not counted). */
+const pp_precision_facts pp_precision_info[PP_PREC_COUNT] = {
+    [PP_PREC_BF16] = {PP_DT_BF16, 2.0, 0.0, false},
+    [PP_PREC_FP16] = {PP_DT_BF16, 2.0, 0.0, false},
+    [PP_PREC_FP8] = {PP_DT_FP8, 1.0, 2.0, false},
+    [PP_PREC_MXFP8] = {PP_DT_FP8, 1.0 + 1.0 / 32.0, 2.0, true},
+    [PP_PREC_NVFP4] = {PP_DT_FP4, 0.5 + 1.0 / 16.0, 2.0, true},
+};
+
+bool pp_precision_quantized(pp_precision p)
+{
+    return (unsigned)p < PP_PREC_COUNT && pp_precision_info[p].gemm_dt != PP_DT_BF16;
+}
 const char *const pp_rc_module_names[PP_RCM_COUNT] = {"core_attn", "layernorm", "mla_up_proj",
                                                       "moe_act", "mlp", "moe", "shared_experts"};
 
@@ -114,6 +139,19 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->precision == PP_PREC_FP8 && w->gpu.name[0] && !(w->gpu.peak_flops[PP_DT_FP8] > 0))
         return STACK_BAD("--precision fp8: GPU %s has no FP8 tensor cores (FP8 training needs Hopper or later); "
                          "use --precision bf16", w->gpu.name);
+    /* MXFP8 and NVFP4 need Blackwell's block-scaled tensor cores: the catalog's fp4 rate, 0 on
+     * Hopper and older (TE refuses the recipes there: transformer_engine/pytorch/fp8.py
+     * check_mxfp8_support / check_nvfp4_support, compute capability 10.0 or later) */
+    if ((unsigned)s->precision < PP_PREC_COUNT && pp_precision_info[s->precision].block_scaled && w->gpu.name[0] &&
+        !(w->gpu.peak_flops[PP_DT_FP4] > 0))
+        return STACK_BAD("--precision %s: GPU %s has no block-scaled (MX/NVFP4) tensor cores; %s training needs "
+                         "Blackwell (b200, b300, gb200, gb300); use --precision fp8 or bf16",
+                         pp_precision_names[s->precision], w->gpu.name, pp_precision_names[s->precision]);
+    if ((unsigned)s->precision < PP_PREC_COUNT && pp_precision_info[s->precision].block_scaled &&
+        w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--precision %s is modelled as TransformerEngine's recipe under Megatron-Core (--framework "
+                         "megatron), not --framework %s",
+                         pp_precision_names[s->precision], pp_framework_names[w->framework]);
     const pp_model *m = &w->model;
     double ad = 0, hd = 0;
     pp_work_dropout(w, &ad, &hd);
@@ -206,8 +244,8 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     pp_impl impl = pp_work_impl(w);
     if (impl != PP_IMPL_LOCAL) return PP_OK;
     const char *why = s->impl_given ? "--impl local" : "--attention unfused (Megatron's local implementation; add --impl te for TransformerEngine's unfused attention)";
-    if (s->precision == PP_PREC_FP8)
-        return STACK_BAD("--precision fp8 needs TransformerEngine: not with %s", why);
+    if (pp_precision_quantized(s->precision))
+        return STACK_BAD("--precision %s needs TransformerEngine: not with %s", pp_precision_names[s->precision], why);
     if (s->impl_given && w->attention == PP_ATTN_FLASH)
         return STACK_BAD("--attention flash: Megatron's local implementation has no flash attention "
                          "(megatron/core/transformer/dot_product_attention.py is unfused); use --impl te or --attention unfused");

@@ -308,7 +308,7 @@ void pp_model_tensor_sums_get(const pp_model *m, pp_model_tensor_sums *out);
 
 /* ------------------------------------------------------------------ gpu */
 
-typedef enum { PP_DT_FP32 = 0, PP_DT_TF32, PP_DT_FP16, PP_DT_BF16, PP_DT_FP8, PP_DT_COUNT } pp_dtype;
+typedef enum { PP_DT_FP32 = 0, PP_DT_TF32, PP_DT_FP16, PP_DT_BF16, PP_DT_FP8, PP_DT_FP4, PP_DT_COUNT } pp_dtype;
 extern const char *const pp_dtype_names[PP_DT_COUNT];
 
 typedef struct {
@@ -327,6 +327,10 @@ typedef struct {
     double gemm_sustained;    /* the fraction of the gemm_eff rate that large GEMMs hold in a training
                                  run, the GPU at its power limit; 0 = not stated (the time model's
                                  default, cost/time.c) */
+    double fp4_eff;           /* the fraction of the fp4 (NVFP4) GEMM rate a training run's linear
+                                 GEMMs hold against the fp8 ones' share of their peak (fitted on
+                                 published runs); 0 = not stated (1) */
+    double mxfp8_eff;         /* the same for MXFP8 against the fp8 rate; 0 = not stated (1) */
     double intra_latency_s;   /* per-collective-step latency inside a node */
     double inter_latency_s;   /* per-step latency across nodes */
     double max_power_w;       /* the board's maximum power limit (datasheet TDP), at which the
@@ -391,13 +395,27 @@ struct pp_profile; /* measured hardware profile, profile.c */
  * (pp_stack_init) are the current Megatron-Core recipe's: bf16, TransformerEngine, gradient
  * reduce and parameter gather overlapped with compute, no TP communication overlap, dropout as
  * the model's config says. */
-typedef enum { PP_PREC_BF16 = 0, PP_PREC_FP16, PP_PREC_FP8, PP_PREC_COUNT } pp_precision;
+typedef enum { PP_PREC_BF16 = 0, PP_PREC_FP16, PP_PREC_FP8, PP_PREC_MXFP8, PP_PREC_NVFP4, PP_PREC_COUNT } pp_precision;
+/* What a precision does to the linear layers (TransformerEngine's recipes; common.c cites them).
+ * gemm_dt: the dtype of their GEMMs (PP_DT_BF16: 16-bit, no casts); elem_bytes: bytes per element
+ * of a quantized tensor, its scales included (2 for 16-bit); weight_copies: quantized copies of
+ * each weight a step keeps (row-wise and column-wise); block_scaled: needs Blackwell's
+ * block-scaled tensor cores (the GPU entry's fp4 rate stands for them). */
+typedef struct {
+    pp_dtype gemm_dt;
+    double elem_bytes;
+    double weight_copies;
+    bool block_scaled;
+} pp_precision_facts;
+extern const pp_precision_facts pp_precision_info[PP_PREC_COUNT];
+/* Do the linear layers of precision p run quantized GEMMs (fp8, mxfp8, nvfp4)? */
+bool pp_precision_quantized(pp_precision p);
 typedef enum { PP_IMPL_TE = 0, PP_IMPL_LOCAL, PP_IMPL_COUNT } pp_impl;
 /* MoE token dispatch (Megatron --moe-token-dispatcher-type) and expert GEMMs. flex is Megatron's
  * flex dispatcher with its DeepEP or HybridEP backend (--moe-flex-dispatcher-backend), which sends a
  * token once per destination rank and, across nodes, once per destination node (time.c). */
 typedef enum { PP_DISPATCH_ALLTOALL = 0, PP_DISPATCH_ALLGATHER, PP_DISPATCH_FLEX, PP_DISPATCH_COUNT } pp_dispatch;
-extern const char *const pp_precision_names[PP_PREC_COUNT]; /* "bf16", "fp16", "fp8" */
+extern const char *const pp_precision_names[PP_PREC_COUNT]; /* "bf16", "fp16", "fp8", "mxfp8", "nvfp4" */
 extern const char *const pp_impl_names[PP_IMPL_COUNT];      /* "te", "local" */
 extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "allgather", "flex" */
 /* torch.optim.AdamW under --framework fsdp: fused (one kernel per step, torchtitan's default) or

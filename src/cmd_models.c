@@ -75,6 +75,8 @@ static void models_json(const pp_catalog *cat)
         pp_json_knum(&j, "internode_gbs", g->internode_gbs);
         pp_json_knum(&j, "gemm_eff", g->gemm_eff);
         if (g->gemm_sustained > 0) pp_json_knum(&j, "gemm_sustained", g->gemm_sustained);
+        if (g->fp4_eff > 0) pp_json_knum(&j, "fp4_eff", g->fp4_eff);
+        if (g->mxfp8_eff > 0) pp_json_knum(&j, "mxfp8_eff", g->mxfp8_eff);
         pp_json_knum(&j, "intra_latency_s", g->intra_latency_s);
         pp_json_knum(&j, "inter_latency_s", g->inter_latency_s);
         pp_json_knum(&j, "max_power_w", g->max_power_w);

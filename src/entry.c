@@ -49,7 +49,7 @@ static void usage(FILE *f)
         fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(f, "\nWORK:   --model NAME|FILE --gpu NAME|FILE --gpus N [--gpus-per-node N] [--gbs N]\n"
                "        or --megatron-args FILE|- (a Megatron-LM command line, script or log) --gpu NAME\n"
-               "STACK:  [--precision bf16|fp16|fp8] [--dropout P] [--no-overlap] [--tp-comm-overlap]\n"
+               "STACK:  [--precision bf16|fp16|fp8|mxfp8|nvfp4] [--dropout P] [--no-overlap] [--tp-comm-overlap]\n"
                "        [--impl te|local] [--moe-dispatcher D] [--moe-grouped-gemm] [--capacity-factor X]\n"
                "LAYOUT: --tp --pp --dp --vpp --cp --ep --etp --mbs [--zero S|--dist-opt] [--sp]\n"
                "        [--recompute none|selective|full] [--offload none|optimizer|params]\n"

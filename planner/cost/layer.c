@@ -411,7 +411,7 @@ static void build_ew(const pp_work *w, pp_layer *ly)
         if (!pp_work_te(w))
             ew_add(ly, "prob_scale", PP_EW_PROB_SCALE, ly->expert_tokens * ly->expert_ffn, PP_LB_EXPERT, moe);
     }
-    if (w->stack.precision == PP_PREC_FP8) {
+    if (pp_precision_quantized(w->stack.precision)) {
         /* FP8 GEMMs cast their input (forward) and their output gradient (backward). Counted as
          * the time model was calibrated: the attention's input and output projections at the
          * QKV widths (MLA's five projections too) and the MLP's two GEMMs (the routed experts'
@@ -653,7 +653,7 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     /* FP8 (TransformerEngine): the inputs of the FP8 GEMMs are saved cast to 8 bits for the
      * weight gradient (te/pytorch/module/linear.py saves the quantized input); norms, attention
      * and the activation functions keep 16-bit tensors. */
-    const double lin = w->stack.precision == PP_PREC_FP8 ? 1.0 : 2.0;
+    const double lin = pp_precision_info[w->stack.precision].elem_bytes;
     /* LoRA: a frozen TE linear keeps no input for a weight gradient it does not compute
      * (te/pytorch/module/linear.py saves the input only when the weight requires a gradient);
      * a targeted linear's adapter A (Megatron-Core's linear) saves that input in 16-bit. */

@@ -245,7 +245,9 @@ static double mem_userbuffer_bytes(const pp_work *w, const pp_layout *l, const p
 {
     if (!w->stack.tp_comm_overlap || l->tp < 2 || !l->sp || !pp_work_te(w)) return 0.0;
     double per = y->mbs * y->seq / y->cp * y->hidden; /* elements of one buffer */
-    return w->stack.precision == PP_PREC_FP8 ? (8.0 * 1.0 + 4.0 * 2.0) * per : 12.0 * 2.0 * per;
+    return pp_precision_quantized(w->stack.precision)
+               ? (8.0 * pp_precision_info[w->stack.precision].elem_bytes + 4.0 * 2.0) * per
+               : 12.0 * 2.0 * per;
 }
 
 /* ------------------------------------------------------------------ per-layout context */
@@ -350,7 +352,10 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* FP8 (TransformerEngine): every FP8 linear layer caches its weight cast to 8 bits, row-wise
      * for the forward and column-wise (transposed) for the data-gradient GEMM on Hopper, across
      * the micro-batches of a step (te/pytorch/module/base.py, the FP8 weight workspace). */
-    c->fp8_weight_per_param = w->stack.precision == PP_PREC_FP8 ? 2.0 : 0.0;
+    /* MXFP8 and NVFP4 keep both copies too, each at its bytes per element with the scales
+     * (common.c pp_precision_info). */
+    c->fp8_weight_per_param =
+        pp_precision_info[w->stack.precision].weight_copies * pp_precision_info[w->stack.precision].elem_bytes;
     /* --fp8-param-gather: the linear weights are FP8 tensors (TE fp8_model_init): their 8-bit data
      * and, on Hopper, the transposed copy for the data-gradient GEMM, 2 bytes where the bf16 weight
      * and its two casts were 4 (the weight's 2 stand in the model state; no casts on top). */

@@ -276,12 +276,20 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
     double sustained = g->gemm_sustained > 0 ? g->gemm_sustained : GEMM_SUSTAINED;
     c->gemm_norm = sustained * (1.0 + 3.0 * c->gemm_shape_c / GEMM_REF_DIM);
     c->mem_rate = ELEM_EFF * bw;
-    c->fp8 = w->stack.precision == PP_PREC_FP8 && g->peak_flops[PP_DT_FP8] > 0;
+    /* fp8 and mxfp8 run their linear GEMMs at the FP8 rate, nvfp4 at the FP4 rate
+     * (common.c pp_precision_info) */
+    const pp_dtype qdt = pp_precision_info[w->stack.precision].gemm_dt;
+    c->fp8 = pp_precision_quantized(w->stack.precision) && g->peak_flops[qdt] > 0;
     if (c->fp8) {
         /* The catalog's large-GEMM efficiency applied to the FP8 peak: measured on one H200
          * (tests/data/probes, torch._scaled_mm, per-tensor scales, bf16 out) 1479 TFLOP/s at
          * 8192^3 against 788 for bf16, 1.88x, where the peaks are 2x apart. */
-        c->gemm_rate_fp8 = pp_gpu_gemm_flops(g, PP_DT_FP8);
+        c->gemm_rate_fp8 = pp_gpu_gemm_flops(g, qdt);
+        /* NVFP4: the entry's fitted share of the FP4 rate (its amax, Hadamard-transform and
+         * 16-element scaling work in the GEMM's operand path; fp4_eff, models.d/README.md) */
+        if (qdt == PP_DT_FP4 && g->fp4_eff > 0) c->gemm_rate_fp8 *= g->fp4_eff;
+        /* MXFP8: the same, its E8M0 scaling of 32-element blocks (mxfp8_eff) */
+        if (w->stack.precision == PP_PREC_MXFP8 && g->mxfp8_eff > 0) c->gemm_rate_fp8 *= g->mxfp8_eff;
         c->gemm_shape_c_fp8 = bw > 0 ? c->gemm_rate_fp8 / bw : 0;
         c->gemm_norm_fp8 = sustained * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
     }

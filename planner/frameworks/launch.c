@@ -209,6 +209,18 @@ pp_status pp_launch_write(pp_launch_format fmt, const pp_launch_params *p, FILE 
                    "NeMo 1.x PEFT is not written); use --format megatron-bridge (its PEFT recipe)",
                    pp_launch_format_names[fmt]);
 
+    /* MXFP8 and NVFP4 are written where the recipes are options: Megatron-LM's --fp8-recipe mxfp8
+     * and --fp4-format (transformer_config.py at d98e8a64) and Megatron-Bridge's
+     * bf16_with_mxfp8_mixed / bf16_with_nvfp4_mixed (training/mixed_precision.py). */
+    if (pp_precision_info[p->work->stack.precision].block_scaled && fmt == PP_LAUNCH_NEMO)
+        return BAD("--precision %s: --format nemo (NeMo 1.x) has no MXFP8/NVFP4 recipe setting; use --format "
+                   "megatron or megatron-bridge",
+                   pp_precision_names[p->work->stack.precision]);
+    if (pp_precision_info[p->work->stack.precision].block_scaled && formats[fmt].framework != PP_FW_MEGATRON)
+        return BAD("--precision %s: --format %s has no MXFP8/NVFP4 setting (it is TransformerEngine's recipe under "
+                   "Megatron); use --format megatron or megatron-bridge",
+                   pp_precision_names[p->work->stack.precision], pp_launch_format_names[fmt]);
+
     pp_sbuf files[2] = {{0}, {0}};
     int nfiles = 1;
     if (!out)

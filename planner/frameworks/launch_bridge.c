@@ -131,7 +131,9 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     else pp_sbuf_printf(b, "    model.cross_entropy_loss_fusion=false\n");
     if (stk->tp_comm_overlap) pp_sbuf_printf(b, "    model.tp_comm_overlap=true\n");
     pp_sbuf_printf(b, "    mixed_precision=%s\n",
-                   stk->precision == PP_PREC_FP8    ? "bf16_with_fp8_delayed_scaling_mixed"
+                   stk->precision == PP_PREC_FP8     ? "bf16_with_fp8_delayed_scaling_mixed"
+                   : stk->precision == PP_PREC_MXFP8 ? "bf16_with_mxfp8_mixed"
+                   : stk->precision == PP_PREC_NVFP4 ? "bf16_with_nvfp4_mixed"
                    : stk->precision == PP_PREC_FP16 ? "fp16_mixed"
                                                     : "bf16_mixed");
     pp_sbuf_printf(b, "    ddp.use_distributed_optimizer=%s\n    optimizer.use_distributed_optimizer=%s\n",

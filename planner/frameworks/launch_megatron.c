@@ -197,8 +197,9 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
         if (pp_model_is_mla(m))
             return BAD("multi-latent attention needs Transformer Engine (Megatron's local DotProductAttention fails "
                        "with it), which --launch-target device-local lacks");
-        if (s->precision == PP_PREC_FP8)
-            return BAD("--precision fp8 needs Transformer Engine, which --launch-target device-local lacks");
+        if (pp_precision_quantized(s->precision))
+            return BAD("--precision %s needs Transformer Engine, which --launch-target device-local lacks",
+                       pp_precision_names[s->precision]);
         if (s->tp_comm_overlap)
             return BAD("--tp-comm-overlap needs Transformer Engine, which --launch-target device-local lacks");
         if (s->grouped_gemm)
@@ -556,6 +557,16 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
          * Megatron's default recipe (Blackwell GPUs can use --fp8-recipe mxfp8) */
         ARGV(G_PRECISION, "--fp8-format", "%s", "hybrid");
         ARGV(G_PRECISION, "--fp8-recipe", "%s", "delayed");
+    } else if (s->precision == PP_PREC_MXFP8) {
+        /* MXFP8: E4M3 everywhere with E8M0 block scales (transformer_config.py fp8_recipe
+         * 'mxfp8', "for Blackwell architecture only"; Megatron-Bridge's bf16_with_mxfp8_mixed
+         * sets fp8 "e4m3") */
+        ARGV(G_PRECISION, "--fp8-format", "%s", "e4m3");
+        ARGV(G_PRECISION, "--fp8-recipe", "%s", "mxfp8");
+    } else if (s->precision == PP_PREC_NVFP4) {
+        /* NVFP4: transformer_config.py fp4 ('e2m1', flag --fp4-format) and fp4_recipe 'nvfp4' */
+        ARGV(G_PRECISION, "--fp4-format", "%s", "e2m1");
+        ARGV(G_PRECISION, "--fp4-recipe", "%s", "nvfp4");
     }
     /* Megatron overlaps nothing unless asked (arguments.py): --no-overlap writes no overlap flag,
      * and turns the interleaved schedule's send/recv overlap (on by default) off */

@@ -797,10 +797,11 @@ static pp_status read_stack(rd *r)
     pp_stack_init(s);
     s->megatron_fsdp = c->layout.zero > 0; /* read_layout: --use-megatron-fsdp with a sharding strategy */
     bool fp16, bf16;
-    const char *fp8 = NULL;
-    pp_margs_kv *k8;
+    const char *fp8 = NULL, *fp8_recipe = NULL, *fp4 = NULL, *fp4_recipe = NULL;
+    pp_margs_kv *k8, *k8r, *k4, *k4r;
     if ((st = rd_bool(r, "fp16", false, &fp16)) || (st = rd_bool(r, "bf16", false, &bf16)) ||
-        (st = rd_str(r, "fp8", &fp8, &k8)))
+        (st = rd_str(r, "fp8", &fp8, &k8)) || (st = rd_str(r, "fp8_recipe", &fp8_recipe, &k8r)) ||
+        (st = rd_str(r, "fp4", &fp4, &k4)) || (st = rd_str(r, "fp4_recipe", &fp4_recipe, &k4r)))
         return st;
     if (fp16 && bf16)
         return rd_bad(r, later(pp_margs_kv_find(r->a, "fp16"), pp_margs_kv_find(r->a, "bf16")),
@@ -810,6 +811,24 @@ static pp_status read_stack(rd *r)
     if (fp8 && strcmp(fp8, "hybrid") && strcmp(fp8, "e4m3"))
         return rd_bad(r, k8, "unknown value '%s' (hybrid or e4m3)", fp8);
     s->precision = fp8 ? PP_PREC_FP8 : fp16 ? PP_PREC_FP16 : PP_PREC_BF16;
+    /* The recipes (transformer_config.py fp8_recipe, default 'delayed'; fp4 'e2m1' with fp4_recipe
+     * 'nvfp4'; arguments.py refuses --fp4-format with --fp8-format). delayed, tensorwise (current
+     * per-tensor scaling) and blockwise (1x128 / 128x128 scales, Hopper) are read as fp8: the same
+     * 8-bit operands and row-wise plus transposed weights, the scales' bytes and the amax work left
+     * out; mxfp8 as --precision mxfp8; custom quantizers are refused. */
+    if (fp8 && fp8_recipe) {
+        if (!strcmp(fp8_recipe, "mxfp8")) s->precision = PP_PREC_MXFP8;
+        else if (strcmp(fp8_recipe, "delayed") && strcmp(fp8_recipe, "tensorwise") && strcmp(fp8_recipe, "blockwise"))
+            return rd_bad(r, k8r, "'%s' is not modelled (delayed, tensorwise, blockwise or mxfp8)", fp8_recipe);
+    }
+    if (fp4) {
+        if (fp8)
+            return rd_bad(r, later(k8, k4), "--fp4-format and --fp8-format exclude each other (arguments.py validate_args)");
+        if (strcmp(fp4, "e2m1")) return rd_bad(r, k4, "unknown value '%s' (e2m1)", fp4);
+        if (fp4_recipe && strcmp(fp4_recipe, "nvfp4"))
+            return rd_bad(r, k4r, "'%s' is not modelled (nvfp4)", fp4_recipe);
+        s->precision = PP_PREC_NVFP4;
+    }
     /* dropout: Megatron's defaults are 0.1 (arguments.py) */
     if ((st = rd_num(r, "attention_dropout", 0.1, 0, 1, true, &s->attention_dropout)) ||
         (st = rd_num(r, "hidden_dropout", 0.1, 0, 1, true, &s->hidden_dropout)))

@@ -205,6 +205,7 @@ static const pp_key gpu_flops_keys[] = {
     GNUM("fp16", g.peak_flops[PP_DT_FP16], 0, 1e6, 1e12, false),
     GNUM("bf16", g.peak_flops[PP_DT_BF16], 0, 1e6, 1e12, false),
     GNUM("fp8", g.peak_flops[PP_DT_FP8], 0, 1e6, 1e12, false),
+    GNUM("fp4", g.peak_flops[PP_DT_FP4], 0, 1e6, 1e12, false),
 };
 static const pp_key gpu_keys[] = {
     KSTR(gpu_file, "name", g.name, true),
@@ -222,6 +223,8 @@ static const pp_key gpu_keys[] = {
     GNUM("internode_gbs", g.internode_gbs, 0, 1e6, 1, true),
     GNUM("gemm_eff", g.gemm_eff, 0.01, 1, 1, true),
     GNUM("gemm_sustained", g.gemm_sustained, 0.5, 1, 1, false),
+    GNUM("fp4_eff", g.fp4_eff, 0.05, 1, 1, false),
+    GNUM("mxfp8_eff", g.mxfp8_eff, 0.05, 1, 1, false),
     GNUM("intra_latency_us", g.intra_latency_s, 0, 1e6, 1e-6, true),
     GNUM("inter_latency_us", g.inter_latency_s, 0, 1e6, 1e-6, true),
     GNUM("max_power_w", g.max_power_w, 1, 1e5, 1, false),

@@ -78,6 +78,11 @@ static const fx_case cases[] = {
      PP_PREC_FP8, false, true, true, 1.25, 1},
     {"qwen3-30b-a3b",    64,  8,  512,  2, 4, 3, 1, 8, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, TRN, {0}, {0},
      PP_PREC_BF16, true, false, false, 0, 1},
+    /* Blackwell block-scaled recipes: --fp8-recipe mxfp8, --fp4-format e2m1 --fp4-recipe nvfp4 */
+    {"llama3-8b",        16,  8,   64,  2, 1, 1, 1, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, MEG, {0}, {0},
+     PP_PREC_MXFP8, false, false, false, 0, 0},
+    {"llama3-8b",        16,  8,   64,  2, 1, 1, 1, 1, 1, true,  true,  PP_RC_SELECTIVE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0},
+     PP_PREC_NVFP4, false, false, false, 0, 0},
     {"mixtral-8x7b",     16,  8,   64,  1, 2, 1, 1, 8, 1, true,  false, PP_RC_FULL, 0, PP_OFF_NONE, UN, LOC, MEG, {0}, {0},
      PP_PREC_BF16, false, false, false, 0, 0},
     {"window-7b",         8,  8,   64,  2, 1, 1, 1, 1, 1, true,  true,  PP_RC_NONE, 0, PP_OFF_NONE, FL, STD, SLM, {0}, {0},
@@ -351,7 +356,12 @@ int main(void)
          * Megatron's list expression (evaluated here by parplan's reader of that language) */
         bool stack_ok = (fx_value(&a, "--fp16") != NULL) == (c->prec == PP_PREC_FP16) &&
                         (fx_value(&a, "--bf16") != NULL) == (c->prec != PP_PREC_FP16) &&
-                        (fx_value(&a, "--fp8-format") != NULL) == (c->prec == PP_PREC_FP8) &&
+                        (fx_value(&a, "--fp8-format") != NULL) == (c->prec == PP_PREC_FP8 || c->prec == PP_PREC_MXFP8) &&
+                        (c->prec != PP_PREC_MXFP8 ||
+                         (fx_value(&a, "--fp8-recipe") && !strcmp(fx_value(&a, "--fp8-recipe"), "mxfp8"))) &&
+                        (fx_value(&a, "--fp4-format") != NULL) == (c->prec == PP_PREC_NVFP4) &&
+                        (c->prec != PP_PREC_NVFP4 ||
+                         (fx_value(&a, "--fp4-recipe") && !strcmp(fx_value(&a, "--fp4-recipe"), "nvfp4"))) &&
                         (fx_value(&a, "--tp-comm-overlap") != NULL) == c->tp_comm_overlap &&
                         (fx_value(&a, "--overlap-grad-reduce") != NULL) == (!c->no_overlap && l.dp * l.cp > 1) &&
                         (fx_value(&a, "--no-overlap-p2p-communication") != NULL) == (c->no_overlap && l.vpp > 1) &&

@@ -285,9 +285,9 @@ static void test_read(void)
                c.model.dense_layers[1] == 6,
            "an irregular MoE pattern: every layer but 1 and 6 (the model's exception list)");
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --lr 3e-4 --data-path x --save y --log-interval 1 --seed 7 "
-                   "--tokenizer-type NullTokenizer --eval-iters 0 --wandb-project p --fp4 e2m1 "
+                   "--tokenizer-type NullTokenizer --eval-iters 0 --wandb-project p --first-last-layers-bf16 "
                    "--moe-layer-recompute --cpu-offloading-num-layers 2 --frobnicate 3 --optimizer sgd", &a, &c, &e);
-    tap_ok(st == PP_OK && strstr(c.unmodelled, "--fp4 e2m1") && strstr(c.unmodelled, "--moe-layer-recompute") &&
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "--first-last-layers-bf16") && strstr(c.unmodelled, "--moe-layer-recompute") &&
                strstr(c.unmodelled, "--cpu-offloading-num-layers 2") && strstr(c.unmodelled, "--frobnicate 3") &&
                strstr(c.unmodelled, "--optimizer sgd") && !strstr(c.unmodelled, "--lr") && !strstr(c.unmodelled, "data") &&
                !strstr(c.unmodelled, "seed") && !strstr(c.unmodelled, "wandb"),
@@ -302,6 +302,20 @@ static void test_read(void)
                !strstr(c.unmodelled, "dtype"),
            "FP8 parameters and the precision-aware optimizer's dtypes read (main grads bf16: a bf16 gradient buffer): %s",
            c.unmodelled);
+    /* the FP8/FP4 recipes (transformer_config.py fp8_recipe, fp4, fp4_recipe) */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format e4m3 --fp8-recipe mxfp8", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.precision == PP_PREC_MXFP8 && !strstr(c.unmodelled, "recipe"),
+           "--fp8-recipe mxfp8 read as --precision mxfp8: %s", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format hybrid --fp8-recipe tensorwise", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.precision == PP_PREC_FP8, "--fp8-recipe tensorwise read as fp8");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.precision == PP_PREC_NVFP4 && !strstr(c.unmodelled, "fp4"),
+           "--fp4-format e2m1 --fp4-recipe nvfp4 read as --precision nvfp4: %s", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format e4m3 --fp8-recipe custom", &a, &c, &e);
+    tap_ok(st != PP_OK && strstr(e.msg, "custom") && strstr(e.msg, "not modelled"), "--fp8-recipe custom refused: %s",
+           e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format e4m3 --fp4-format e2m1", &a, &c, &e);
+    tap_ok(st != PP_OK && strstr(e.msg, "exclude"), "--fp4-format with --fp8-format refused: %s", e.msg);
     /* without --use-precision-aware-optimizer the dtypes are not used (Megatron reads them only then) */
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --exp-avg-dtype bf16 --main-grads-dtype bf16", &a, &c, &e);
     tap_ok(st == PP_OK && c.stack.exp_avg_dtype == PP_OPT_FP32 && !c.stack.grad_bf16,

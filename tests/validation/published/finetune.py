@@ -7,7 +7,10 @@ A priced row fails beyond BOUND_PCT. Rows on GPUs no published run has checked p
 (GB200, GB300) are TAP TODO where they miss: their error is printed, not hidden. Rows marked
 `skip` (MXFP8, not a parplan precision yet) are TAP skips with the reason.
 
-usage: finetune.py PARPLAN SOURCE_ROOT"""
+With MAPE_BOUND, each split's mean absolute error is one more TAP line that fails above it.
+
+usage: finetune.py PARPLAN SOURCE_ROOT [CSV [MAPE_BOUND]]   (CSV: tests/data/published/finetune.csv,
+or another table of its columns, e.g. blackwell.csv)"""
 import csv
 import json
 import os
@@ -21,9 +24,12 @@ VALIDATED_GPUS = ("h100-sxm",)
 
 def main():
     exe, root = os.path.abspath(sys.argv[1]), sys.argv[2]
-    with open(os.path.join(root, "tests/data/published/finetune.csv"), newline="") as f:
+    table = sys.argv[3] if len(sys.argv) > 3 else "tests/data/published/finetune.csv"
+    with open(os.path.join(root, table), newline="") as f:
         rows = list(csv.DictReader(f))
-    print("1..%d" % len(rows))
+    mape_bound = float(sys.argv[4]) if len(sys.argv) > 4 else None
+    splits = sorted(set(r["split"] for r in rows if not r["skip"])) if mape_bound is not None else []
+    print("1..%d" % (len(rows) + len(splits)))
     errs = {}
     for i, r in enumerate(rows, 1):
         tag = "%s %s %s %s %s" % (r["id"], r["split"], r["task"], r["gpu"], r["precision"])
@@ -40,7 +46,7 @@ def main():
             continue
         pub = float(r["step_s"])
         err = 100.0 * (pred - pub) / pub
-        errs.setdefault((r["split"], r["task"]), []).append(abs(err))
+        errs.setdefault((r["split"], r["task"]), []).append((abs(err), r["id"], err))
         ok = abs(err) <= BOUND_PCT
         validated = any(("--gpu " + g) in r["parplan_args"] for g in VALIDATED_GPUS)
         line = "%s: predicted %.3f s, published %.3f s, error %+.1f%% (bound %.0f%%), fits %s" % (
@@ -52,7 +58,14 @@ def main():
         else:
             print("not ok %d - %s # TODO beyond the bound on a GPU no published run has validated" % (i, line))
     for (split, task), e in sorted(errs.items()):
-        print("# %-9s %-4s rows %d, mean abs. error %.1f%%" % (split, task, len(e), sum(e) / len(e)))
+        worst = max(e)
+        print("# %-9s %-4s rows %d, mean abs. error %.1f%%, worst %s %+.1f%%" % (
+            split, task, len(e), sum(x[0] for x in e) / len(e), worst[1], worst[2]))
+    for k, split in enumerate(splits, len(rows) + 1):
+        e = [x[0] for (s, _), v in errs.items() if s == split for x in v]
+        mape = sum(e) / len(e) if e else float("inf")
+        print("%s %d - %s: MAPE %.1f%% over %d rows (bound %.1f%%)" % (
+            "ok" if mape <= mape_bound else "not ok", k, split, mape, len(e), mape_bound))
 
 
 if __name__ == "__main__":
