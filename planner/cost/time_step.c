@@ -501,7 +501,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         double red, gather = 0;
         /* parameters gathered in FP8 under --fp8-param-gather (arguments.py: "perform the param
          * all-gather in fp8") */
-        const double pgb = pp_work_fp8_params(w) ? 1.0 : 2.0;
+        const double pgb = pp_work_fp8_params(w) ? pp_precision_info[w->stack.precision].elem_bytes : 2.0;
         if (l->zero >= 3) {
             /* ZeRO-3 / FSDP FULL_SHARD: per micro-batch, gather the parameters for the forward
              * and again for the backward, reduce-scatter the gradients; prefetching overlaps

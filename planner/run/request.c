@@ -126,7 +126,7 @@ const pp_option pp_request_options[] = {
          "the loss (fsdp): cross_entropy on logits.float() (torchtitan), on the bf16 logits "
          "(NeMo AutoModel's MaskedCrossEntropy, fp32_upcast false), or cut cross-entropy (no logits kept)"),
     FLAG("--fp8-param-gather", fp8_param_gather, PP_RQ_FP8_PARAM_GATHER,
-         "megatron, --precision fp8: the linear weights kept and all-gathered in FP8 (Megatron --fp8-param-gather)"),
+         "megatron, --precision fp8|mxfp8: the linear weights kept and all-gathered in FP8 (Megatron --fp8-param-gather)"),
     ENUM("--main-params-dtype", main_params_dtype, PP_RQ_MAIN_PARAMS_DTYPE, pp_opt_dtype_names, 2,
          "the optimizer's main parameters (megatron --use-precision-aware-optimizer)"),
     ENUM("--exp-avg-dtype", exp_avg_dtype, PP_RQ_EXP_AVG_DTYPE, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT,
@@ -794,9 +794,9 @@ static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, boo
                             "--optimizer-impl is torch AdamW's implementation under --framework fsdp, not %s",
                             pp_framework_names[w->framework]);
     /* a recipe's fp8_param_gather applies to its FP8 runs; the flag asks for FP8 parameters */
-    if (g[PP_RQ_FP8_PARAM_GATHER] && w->stack.precision != PP_PREC_FP8)
+    if (g[PP_RQ_FP8_PARAM_GATHER] && w->stack.precision != PP_PREC_FP8 && w->stack.precision != PP_PREC_MXFP8)
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--fp8-param-gather keeps the parameters in FP8: it needs --precision fp8, not %s",
+                            "--fp8-param-gather keeps the parameters in FP8: it needs --precision fp8 or mxfp8, not %s",
                             pp_precision_names[w->stack.precision]);
     pp_stack_resolve(w);
     if (r->profile) {

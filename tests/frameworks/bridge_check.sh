@@ -21,13 +21,14 @@ cases=(
   "qwen3-8b-cp2|--model qwen3-8b $w --gpus 16 --gbs 64 --mbs 1 --tp 2 --cp 2 --sp --dist-opt --recompute selective --recipe megatron-core-te"
   "8b-local|--model llama3-8b $w --gpus 8 --gbs 32 --mbs 2 --tp 2 --recompute full --recipe megatron-lm-local"
   "70b-lora-qkv|--model llama3-70b $w --gpus 8 --gbs 32 --seq 4096 --mbs 1 --tp 2 --pp 4 --vpp 20 --sp --dist-opt --recompute none --precision fp8 --fp8-param-gather --tp-comm-overlap --grad-reduce-bf16 --finetune lora --lora-targets qkv"
-  "8b-mxfp8|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision mxfp8"
-  "8b-nvfp4|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision nvfp4"
+  "8b-mxfp8|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision mxfp8 --fp8-param-gather"
   "8b-lora-all|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --finetune lora --lora-rank 16"
 )
 refused=(
   "moe|--model qwen3-30b-a3b $w --gpus 8 --gbs 32 --mbs 1 --ep 8 --dist-opt --recompute full"
   "fp8-no-param-gather|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision fp8"
+  "mxfp8-no-param-gather|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision mxfp8"
+  "nvfp4-fp4-params|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision nvfp4"
   "mxfp8-hopper|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision mxfp8"
   "gelu|--model gpt3-13b $w --gpus 8 --gbs 64 --mbs 1 --tp 8 --sp --dist-opt --recompute full"
 )

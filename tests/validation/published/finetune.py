@@ -5,7 +5,7 @@ converted: gbs x seq / (tokens_per_s_per_gpu x gpus)), one TAP line per row.
 
 A priced row fails beyond BOUND_PCT. Rows on GPUs no published run has checked parplan on
 (GB200, GB300) are TAP TODO where they miss: their error is printed, not hidden. Rows marked
-`skip` (MXFP8, not a parplan precision yet) are TAP skips with the reason.
+`skip` (a reason, none at present) are TAP skips with the reason.
 
 With MAPE_BOUND, each split's mean absolute error is one more TAP line that fails above it.
 
