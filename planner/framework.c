@@ -218,14 +218,18 @@ double pp_work_lora_rank(const pp_work *w)
     return (double)(w->stack.lora_rank > 0 ? w->stack.lora_rank : PP_LORA_DEFAULT_RANK);
 }
 
-bool pp_work_fp8_params(const pp_work *w)
+bool pp_precision_fp8_params(pp_precision p)
 {
     /* --fp8-param-gather keeps TE's quantized weights as the parameters: FP8 (Hopper's delayed or
      * tensorwise recipes) and MXFP8, whose Megatron-Bridge preset sets it (training/
      * mixed_precision.py bf16_with_mxfp8_mixed: fp8_param_gather = True). NVFP4's parameters are
      * Megatron's --fp4-param, not modelled. */
-    return w->stack.fp8_param_gather &&
-           (w->stack.precision == PP_PREC_FP8 || w->stack.precision == PP_PREC_MXFP8);
+    return p == PP_PREC_FP8 || p == PP_PREC_MXFP8;
+}
+
+bool pp_work_fp8_params(const pp_work *w)
+{
+    return w->stack.fp8_param_gather && pp_precision_fp8_params(w->stack.precision);
 }
 
 double pp_work_optimizer_bytes(const pp_work *w)

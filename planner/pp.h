@@ -619,8 +619,10 @@ int64_t pp_work_nvlink_gpus(const pp_work *w);
 /* LoRA: --finetune lora; its rank (the default where none was given). */
 bool pp_work_lora(const pp_work *w);
 double pp_work_lora_rank(const pp_work *w);
-/* FP8 parameters: --fp8-param-gather (or a recipe's) under --precision fp8. */
+/* FP8 parameters: --fp8-param-gather (or a recipe's) under --precision fp8 or mxfp8. */
 bool pp_work_fp8_params(const pp_work *w);
+/* Whether --fp8-param-gather applies to precision p (fp8, mxfp8). */
+bool pp_precision_fp8_params(pp_precision p);
 /* Bytes per parameter of the unsharded optimizer state: the precision-aware optimizer's main
  * parameters and moments where the stack sets their dtypes, else the framework's. */
 double pp_work_optimizer_bytes(const pp_work *w);

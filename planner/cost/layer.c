@@ -249,10 +249,10 @@ static void build_lora_gemms(const pp_work *w, pp_layer *ly)
         if (!lora_targets_block(w, g.block)) continue;
         bool column = g.block == PP_LB_ATTN_IN || g.block == PP_LB_MLP_IN;
         double a_n = column ? r / ly->tp : r, b_n = column ? g.n : h_out_rank(ly, g);
-        const char *an = g.block == PP_LB_ATTN_IN ? "qkv.lora_a" : g.block == PP_LB_ATTN_OUT ? "proj.lora_a"
-                       : g.block == PP_LB_MLP_IN  ? "fc1.lora_a" : "fc2.lora_a";
-        const char *bn = g.block == PP_LB_ATTN_IN ? "qkv.lora_b" : g.block == PP_LB_ATTN_OUT ? "proj.lora_b"
-                       : g.block == PP_LB_MLP_IN  ? "fc1.lora_b" : "fc2.lora_b";
+        static const char *const names[PP_LB_COUNT][2] = {
+            [PP_LB_ATTN_IN] = {"qkv.lora_a", "qkv.lora_b"}, [PP_LB_ATTN_OUT] = {"proj.lora_a", "proj.lora_b"},
+            [PP_LB_MLP_IN] = {"fc1.lora_a", "fc1.lora_b"}, [PP_LB_MLP_OUT] = {"fc2.lora_a", "fc2.lora_b"}};
+        const char *an = names[g.block][0], *bn = names[g.block][1];
         gemm_add(ly, an, T, a_n, g.k, 1, g.block, g.mods, false, false);
         if (ly->n_gemm > n_base) ly->gemm[ly->n_gemm - 1].adapter = true;
         gemm_add(ly, bn, T, b_n, r, 1, g.block, g.mods, false, false);

@@ -127,17 +127,6 @@ void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offl
 
 /* ------------------------------------------------------------------ shapes */
 
-/* Dropout as the stack says (pp_work_dropout: the flags, else the model's file, else the rule for
- * files that say nothing). Attention dropout keeps a mask and a copy of the probabilities (unfused
- * attention); hidden dropout keeps a mask after each bias-dropout-add and the embedding. */
-static void mem_dropout_get(const pp_work *w, bool *attn, bool *hidden)
-{
-    double a, h;
-    pp_work_dropout(w, &a, &h);
-    *attn = a > 0;
-    *hidden = h > 0;
-}
-
 /* Eager PyTorch ops (Megatron's local modules, HF models under DeepSpeed/FSDP) against
  * TransformerEngine's fused kernels. */
 static bool mem_eager(const pp_work *w) { return !pp_work_te(w); }
@@ -244,7 +233,7 @@ static bool mem_uniform_kinds(const pp_model *m)
 static double mem_userbuffer_bytes(const pp_work *w, const pp_layout *l, const pp_layer *y)
 {
     if (!w->stack.tp_comm_overlap || l->tp < 2 || !l->sp || !pp_work_te(w)) return 0.0;
-    double per = y->mbs * y->seq / y->cp * y->hidden; /* elements of one buffer */
+    double per = y->tokens * y->hidden; /* elements of one buffer: s b / cp x h */
     return pp_precision_quantized(w->stack.precision)
                ? (8.0 * pp_precision_info[w->stack.precision].elem_bytes + 4.0 * 2.0) * per
                : 12.0 * 2.0 * per;
@@ -308,15 +297,15 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * given (pp_work_optimizer_bytes); --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype:
      * bf16): Apex DistributedFusedAdam keeps m, v and its copy of the parameters in the optimizer
      * dtype (apex/contrib/optimizers/distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2. */
-    const double wb = pp_work_fw(w)->weight_bytes, gb = pp_work_grad_bytes(w);
+    const pp_fw_row *fr = pp_work_fw(w);
+    const double wb = fr->weight_bytes, gb = pp_work_grad_bytes(w);
     const double ob = w->stack.optimizer_bf16 ? 6.0 : pp_work_optimizer_bytes(w);
     int64_t shard = l->dp * l->cp, eshard = pp_layout_edp(l);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, shard, &c->st);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, eshard, &c->st_expert);
     /* 16-bit gradients beside the buffer the optimizer reads, never sharded (pp_fw_row:
      * grad_copy_bytes; DDP's buckets where the framework wraps in DDP, ZeRO 0 and dp > 1) */
-    const pp_fw_row *fr0 = pp_work_fw(w);
-    double copy_b = fr0->grad_copy_bytes + (l->zero == 0 && l->dp * l->cp > 1 ? fr0->ddp_bucket_bytes : 0.0);
+    double copy_b = fr->grad_copy_bytes + (l->zero == 0 && l->dp * l->cp > 1 ? fr->ddp_bucket_bytes : 0.0);
     c->st.grads += copy_b;
     c->st_expert.grads += copy_b;
     /* LoRA (--finetune lora): the frozen base keeps its weights alone (Megatron-Core's DDP makes
@@ -336,9 +325,11 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     double b = y0->mbs, sb = y0->tokens, h = y0->hidden, t = y0->tp, rep = y0->rep;
     double V = pp_layer_vocab(w, l);
     bool eager = mem_eager(w), unfused = !y0->attn.fused;
-    const pp_fw_row *fr = pp_work_fw(w);
-    bool adrop, hdrop;
-    mem_dropout_get(w, &adrop, &hdrop);
+    /* hidden dropout keeps a mask after each bias-dropout-add and the embedding (pp_work_dropout:
+     * the flags, else the model's file, else the rule for files that say nothing) */
+    double adr, hdr;
+    pp_work_dropout(w, &adr, &hdr);
+    const bool hdrop = hdr > 0;
     c->m = pp_layout_microbatches(w, l);
     if (c->m < 1) c->m = 1;
 

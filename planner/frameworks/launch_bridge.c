@@ -48,7 +48,7 @@ static pp_status mb_check(const pp_launch_params *p, pp_error *err)
     if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
         return BAD("Megatron's precision-aware optimizer dtypes are torch dtypes in the recipe, not overrides "
                    "(use --format megatron)");
-    if ((w->stack.precision == PP_PREC_FP8 || w->stack.precision == PP_PREC_MXFP8) && !pp_work_fp8_params(w))
+    if (pp_precision_fp8_params(w->stack.precision) && !pp_work_fp8_params(w))
         return BAD("--precision %s: Megatron-Bridge's preset %s gathers FP8 parameters (training/mixed_precision.py): "
                    "add --fp8-param-gather, or use --format megatron", pp_precision_names[w->stack.precision],
                    w->stack.precision == PP_PREC_FP8 ? "bf16_with_fp8_delayed_scaling_mixed" : "bf16_with_mxfp8_mixed");

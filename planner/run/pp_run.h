@@ -76,7 +76,7 @@ int pp_run_gpu_notes(const pp_gpu *g, char (*notes)[640], int max);
  * "power_w", "power_from" ("entry" | "--gpu-power-w"), "gemm_power_factor" and "gemm_flops" (the
  * large-GEMM bf16 rate the time model scales: pp_gpu_gemm_flops). check, estimate and plan write it. */
 void pp_gpu_json_effective(pp_json *j, const pp_gpu *g);
-/* The step's terms ("compute_s", ..., "optimizer_s") as the object "breakdown". */
+/* The step's terms (pp_step_terms, keys pp_step_term_keys) as the object "breakdown". */
 void pp_run_json_breakdown(pp_json *j, const pp_time_result *t);
 
 /* plan's answer, the one check's remedies, estimate and plan give: the search's best
@@ -154,12 +154,13 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
  * folds VPP variants within it and names the simplest layout within it. */
 #define PP_PLAN_TIE_FRACTION 0.02
 
-/* The step's terms as plan compares two layouts by them. */
+/* The step's terms: what plan compares two layouts by and the JSON "breakdown" reports. */
 typedef enum {
     PP_TERM_COMPUTE = 0, PP_TERM_RECOMPUTE, PP_TERM_TP, PP_TERM_CP, PP_TERM_EP, PP_TERM_PP,
     PP_TERM_BUBBLE, PP_TERM_DP, PP_TERM_ZERO, PP_TERM_OPT, PP_TERM_COUNT
 } pp_step_term;
-extern const char *const pp_step_term_names[PP_TERM_COUNT];
+extern const char *const pp_step_term_names[PP_TERM_COUNT]; /* as plan's verdict says them */
+extern const char *const pp_step_term_keys[PP_TERM_COUNT];  /* the JSON "breakdown" keys */
 void pp_step_terms(const pp_time_result *t, double v[PP_TERM_COUNT]);
 
 /* Rows that differ only in VPP and lie within the band of each other are one choice for the

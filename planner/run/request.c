@@ -794,7 +794,7 @@ static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, boo
                             "--optimizer-impl is torch AdamW's implementation under --framework fsdp, not %s",
                             pp_framework_names[w->framework]);
     /* a recipe's fp8_param_gather applies to its FP8 runs; the flag asks for FP8 parameters */
-    if (g[PP_RQ_FP8_PARAM_GATHER] && w->stack.precision != PP_PREC_FP8 && w->stack.precision != PP_PREC_MXFP8)
+    if (g[PP_RQ_FP8_PARAM_GATHER] && !pp_precision_fp8_params(w->stack.precision))
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
                             "--fp8-param-gather keeps the parameters in FP8: it needs --precision fp8 or mxfp8, not %s",
                             pp_precision_names[w->stack.precision]);

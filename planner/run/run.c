@@ -238,18 +238,11 @@ void pp_gpu_json_effective(pp_json *j, const pp_gpu *g)
 
 void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)
 {
+    double v[PP_TERM_COUNT];
+    pp_step_terms(t, v);
     pp_json_key(j, "breakdown");
     pp_json_obj_begin(j);
-    pp_json_knum(j, "compute_s", t->compute_s);
-    pp_json_knum(j, "recompute_s", t->recompute_s);
-    pp_json_knum(j, "tp_comm_s", t->tp_comm_s);
-    pp_json_knum(j, "cp_comm_s", t->cp_comm_s);
-    pp_json_knum(j, "ep_comm_s", t->ep_comm_s);
-    pp_json_knum(j, "pp_comm_s", t->pp_comm_s);
-    pp_json_knum(j, "bubble_s", t->bubble_s);
-    pp_json_knum(j, "dp_comm_s", t->dp_comm_s);
-    pp_json_knum(j, "zero_gather_s", t->zero_gather_s);
-    pp_json_knum(j, "optimizer_s", t->optimizer_s);
+    for (int i = 0; i < PP_TERM_COUNT; i++) pp_json_knum(j, pp_step_term_keys[i], v[i]);
     pp_json_obj_end(j);
 }
 

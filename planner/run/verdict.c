@@ -13,6 +13,11 @@ const char *const pp_step_term_names[PP_TERM_COUNT] = {
     "pipeline bubble", "DP gradient reduction", "ZeRO-3 gathers", "optimizer step",
 };
 
+const char *const pp_step_term_keys[PP_TERM_COUNT] = {
+    "compute_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
+    "bubble_s", "dp_comm_s", "zero_gather_s", "optimizer_s",
+};
+
 void pp_step_terms(const pp_time_result *t, double v[PP_TERM_COUNT])
 {
     v[PP_TERM_COMPUTE] = t->compute_s;
