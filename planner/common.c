@@ -111,9 +111,15 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))
         k += snprintf(buf + k, n - (size_t)k, ", FP8 parameters");
-    if (k > 0 && (size_t)k < n && pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
+    bool dtypes = s->main_params_dtype != PP_OPT_FP32 || s->exp_avg_dtype != PP_OPT_FP32 ||
+                  s->exp_avg_sq_dtype != PP_OPT_FP32;
+    if (k > 0 && (size_t)k < n && dtypes)
         k += snprintf(buf + k, n - (size_t)k, ", optimizer state %s/%s/%s", pp_opt_dtype_names[s->main_params_dtype],
                       pp_opt_dtype_names[s->exp_avg_dtype], pp_opt_dtype_names[s->exp_avg_sq_dtype]);
+    else if (k > 0 && (size_t)k < n && pp_work_precision_aware(w))
+        k += snprintf(buf + k, n - (size_t)k, ", precision-aware optimizer");
+    if (k > 0 && (size_t)k < n && s->dist_fused_adam)
+        k += snprintf(buf + k, n - (size_t)k, ", distributed_fused_adam");
     if (k > 0 && (size_t)k < n && s->param_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 parameters and AdamW state");
     if (k > 0 && (size_t)k < n && s->loss >= PP_LOSS_TORCH && s->loss < PP_LOSS_COUNT)
@@ -198,14 +204,18 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if ((unsigned)s->main_params_dtype > PP_OPT_FP16 || (unsigned)s->exp_avg_dtype >= PP_OPT_DTYPE_COUNT ||
         (unsigned)s->exp_avg_sq_dtype >= PP_OPT_DTYPE_COUNT)
         return STACK_BAD("the training stack has an unknown optimizer dtype");
-    bool precision_aware = s->main_params_dtype != PP_OPT_FP32 || s->exp_avg_dtype != PP_OPT_FP32 ||
-                           s->exp_avg_sq_dtype != PP_OPT_FP32;
+    bool precision_aware = pp_work_precision_aware(w);
     if (precision_aware && w->framework != PP_FW_MEGATRON)
-        return STACK_BAD("--main-params-dtype / --exp-avg-dtype / --exp-avg-sq-dtype are Megatron's precision-aware "
-                         "optimizer: with --framework megatron, not %s", pp_framework_names[w->framework]);
-    if (precision_aware && s->optimizer_bf16)
-        return STACK_BAD("--optimizer-dtype bf16 (NeMo's distributed_fused_adam) and Megatron's precision-aware optimizer "
-                         "(--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype) are two optimizers: give one");
+        return STACK_BAD("--precision-aware-optimizer / --main-params-dtype / --exp-avg-dtype / --exp-avg-sq-dtype are "
+                         "Megatron's precision-aware optimizer: with --framework megatron, not %s",
+                         pp_framework_names[w->framework]);
+    if (s->dist_fused_adam && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--distributed-fused-adam is NeMo 1.x's optimizer (Megatron models): with --framework "
+                         "megatron, not %s", pp_framework_names[w->framework]);
+    if (precision_aware && pp_work_dist_fused_adam(w))
+        return STACK_BAD("NeMo's distributed_fused_adam (--distributed-fused-adam, --optimizer-dtype bf16) and Megatron's "
+                         "precision-aware optimizer (--precision-aware-optimizer, --main-params-dtype, --exp-avg-dtype, "
+                         "--exp-avg-sq-dtype) are two optimizers: give one");
     if (s->param_bf16 && w->framework != PP_FW_FSDP)
         return STACK_BAD("--param-dtype is the dtype of FSDP2's sharded parameters: with --framework fsdp, not %s "
                          "(Megatron: --optimizer-dtype)", pp_framework_names[w->framework]);

@@ -232,15 +232,49 @@ bool pp_work_fp8_params(const pp_work *w)
     return w->stack.fp8_param_gather && pp_precision_fp8_params(w->stack.precision);
 }
 
+bool pp_work_dist_fused_adam(const pp_work *w)
+{
+    return w->stack.dist_fused_adam || w->stack.optimizer_bf16;
+}
+
+bool pp_work_precision_aware(const pp_work *w)
+{
+    const pp_stack *s = &w->stack;
+    return s->precision_aware_opt || s->main_params_dtype != PP_OPT_FP32 || s->exp_avg_dtype != PP_OPT_FP32 ||
+           s->exp_avg_sq_dtype != PP_OPT_FP32;
+}
+
 double pp_work_optimizer_bytes(const pp_work *w)
 {
     const pp_stack *s = &w->stack;
-    if (s->main_params_dtype == PP_OPT_FP32 && s->exp_avg_dtype == PP_OPT_FP32 && s->exp_avg_sq_dtype == PP_OPT_FP32)
-        return pp_work_fw(w)->optimizer_bytes;
+    /* 16-bit parameters: bf16 under every precision but fp16 (the FP8 and FP4 recipes keep bf16
+     * weights beside their casts) */
+    bool bf16 = s->precision != PP_PREC_FP16;
+    if (pp_work_dist_fused_adam(w)) {
+        /* NeMo 1.x (megatron_base_model.py setup_optimization, r2.0.0 lines 790-812): Adam's
+         * moments in optim.dtype (fp32 unless --optimizer-dtype bf16); the parameter copy
+         * (store_params) only with FP8 parameters or where the optimizer dtype differs from the
+         * model's, and for fp32 state over a bf16 model only the 16 low bits the bf16 parameter
+         * lacks (store_param_remainders; Apex distributed_fused_adam.py) */
+        double d = s->optimizer_bf16 ? 2.0 : 4.0;
+        double copy;
+        if (pp_work_fp8_params(w)) copy = d;
+        else if (s->optimizer_bf16) copy = bf16 ? 0.0 : d;
+        else copy = bf16 ? 2.0 : d;
+        return 2.0 * d + copy;
+    }
+    if (!pp_work_precision_aware(w)) return pp_work_fw(w)->optimizer_bytes;
     /* TE FusedAdam of the precision-aware optimizer (megatron/core/optimizer/__init__.py):
-     * master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype */
-    return pp_opt_dtype_bytes[s->main_params_dtype] + pp_opt_dtype_bytes[s->exp_avg_dtype] +
-           pp_opt_dtype_bytes[s->exp_avg_sq_dtype];
+     * master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype. fp32 main parameters over bf16 ones are
+     * kept as their 16-bit remainders (optimizer_config.py store_param_remainders, default True
+     * from TE 2.1; distrib_optimizer.py: master_param int16 "if store_param_remainders and bf16"),
+     * except with FP8 parameters of a recipe other than delayed scaling, whose fp32 master copy
+     * Megatron keeps itself (optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8;
+     * --precision fp8 is the delayed recipe, Megatron's default) */
+    double main = pp_opt_dtype_bytes[s->main_params_dtype];
+    bool mcore_master = pp_work_fp8_params(w) && s->precision != PP_PREC_FP8;
+    if (s->main_params_dtype == PP_OPT_FP32 && bf16 && !mcore_master) main = 2.0;
+    return main + pp_opt_dtype_bytes[s->exp_avg_dtype] + pp_opt_dtype_bytes[s->exp_avg_sq_dtype];
 }
 
 pp_loss pp_work_loss(const pp_work *w)

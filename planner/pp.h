@@ -477,9 +477,12 @@ typedef struct {
                                   attention mask (--no-create-attention-mask-in-dataloader; NeMo
                                   and Megatron-Bridge never build it) */
     bool optimizer_bf16;       /* --optimizer-dtype bf16: NeMo's distributed_fused_adam with dtype
-                                  bf16 (Apex DistributedFusedAdam keeps Adam's moments and its
-                                  parameter copy in the optimizer dtype: 6 bytes per parameter of
-                                  the shard, not fp32 master + moments, 12) */
+                                  bf16 (Adam's moments in bf16; implies dist_fused_adam) */
+    bool dist_fused_adam;      /* --distributed-fused-adam: NeMo 1.x's optim.name distributed_fused_adam
+                                  (Apex DistributedFusedAdam) as the distributed optimizer; its
+                                  state per parameter: pp_work_optimizer_bytes */
+    bool precision_aware_opt;  /* --precision-aware-optimizer: Megatron's --use-precision-aware-optimizer
+                                  (TE FusedAdam), also implied by a dtype below other than fp32 */
     bool megatron_fsdp;        /* --megatron-fsdp: Megatron-Core's FSDP (--use-megatron-fsdp): with
                                   --framework megatron, --zero 1|2|3 is its data-parallel sharding
                                   strategy optim | optim_grads | optim_grads_params */
@@ -623,8 +626,13 @@ double pp_work_lora_rank(const pp_work *w);
 bool pp_work_fp8_params(const pp_work *w);
 /* Whether --fp8-param-gather applies to precision p (fp8, mxfp8). */
 bool pp_precision_fp8_params(pp_precision p);
-/* Bytes per parameter of the unsharded optimizer state: the precision-aware optimizer's main
- * parameters and moments where the stack sets their dtypes, else the framework's. */
+/* Which Adam keeps the state: NeMo 1.x's Apex DistributedFusedAdam (--distributed-fused-adam or
+ * --optimizer-dtype bf16); Megatron's precision-aware optimizer (--precision-aware-optimizer or a
+ * state dtype other than fp32). */
+bool pp_work_dist_fused_adam(const pp_work *w);
+bool pp_work_precision_aware(const pp_work *w);
+/* Bytes per parameter of the unsharded optimizer state: the one of these two that applies, else
+ * the framework's. */
 double pp_work_optimizer_bytes(const pp_work *w);
 /* Megatron's local implementation given explicitly (--impl local, or a script's
  * --transformer-impl local): its norms are torch modules, which refuse sequence parallelism

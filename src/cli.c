@@ -325,6 +325,10 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kstr(j, "main_params_dtype", pp_opt_dtype_names[s->main_params_dtype]);
     pp_json_kstr(j, "exp_avg_dtype", pp_opt_dtype_names[s->exp_avg_dtype]);
     pp_json_kstr(j, "exp_avg_sq_dtype", pp_opt_dtype_names[s->exp_avg_sq_dtype]);
+    pp_json_kbool(j, "precision_aware_optimizer", pp_work_precision_aware(w));
+    pp_json_kbool(j, "distributed_fused_adam", pp_work_dist_fused_adam(w));
+    /* bytes per parameter of the optimizer state before sharding (pp_work_optimizer_bytes) */
+    pp_json_knum(j, "optimizer_bytes_per_param", pp_work_optimizer_bytes(w));
     pp_json_kbool(j, "megatron_fsdp", s->megatron_fsdp);
     pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);
     if (pp_model_is_moe(&w->model)) {

@@ -293,13 +293,11 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* The stack's bytes per parameter over the framework's: Megatron's gradient buffer has the
      * parameters' dtype with --fp16 and with --grad-reduce-in-bf16 (param_and_grad_buffer.py:
      * grad_dtype = param.dtype unless grad_reduce_in_fp32), 2 bytes, not the fp32 main_grad's 4
-     * (pp_work_grad_bytes); Megatron's precision-aware optimizer keeps its state in the dtypes
-     * given (pp_work_optimizer_bytes); --optimizer-dtype bf16 (NeMo's distributed_fused_adam, dtype:
-     * bf16): Apex DistributedFusedAdam keeps m, v and its copy of the parameters in the optimizer
-     * dtype (apex/contrib/optimizers/distributed_fused_adam.py: dtype, store_params), 2 + 2 + 2. */
+     * (pp_work_grad_bytes); Megatron's precision-aware optimizer and NeMo 1.x's
+     * distributed_fused_adam keep the state pp_work_optimizer_bytes says. */
     const pp_fw_row *fr = pp_work_fw(w);
     const double wb = fr->weight_bytes, gb = pp_work_grad_bytes(w);
-    const double ob = w->stack.optimizer_bf16 ? 6.0 : pp_work_optimizer_bytes(w);
+    const double ob = pp_work_optimizer_bytes(w);
     int64_t shard = l->dp * l->cp, eshard = pp_layout_edp(l);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, shard, &c->st);
     mem_state_shard(wb, gb, ob, l->zero, l->dist_opt, l->offload, eshard, &c->st_expert);

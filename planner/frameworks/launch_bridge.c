@@ -45,9 +45,13 @@ static pp_status mb_check(const pp_launch_params *p, pp_error *err)
                    pp_pos_names[m->pos], m->bias || m->qkv_bias ? ", biased" : "");
     if (l->pp > 1 && (!pp_launch_stages_even(w, l) || pp_layout_vstages_uneven(w, l)))
         return BAD("uneven pipeline stages are not written as overrides (use --format megatron)");
-    if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
+    const pp_stack *st = &w->stack;
+    if (st->main_params_dtype != PP_OPT_FP32 || st->exp_avg_dtype != PP_OPT_FP32 || st->exp_avg_sq_dtype != PP_OPT_FP32)
         return BAD("Megatron's precision-aware optimizer dtypes are torch dtypes in the recipe, not overrides "
                    "(use --format megatron)");
+    if (pp_work_dist_fused_adam(w))
+        return BAD("NeMo 1.x's distributed_fused_adam (--distributed-fused-adam, --optimizer-dtype bf16) is not "
+                   "Megatron-Bridge's optimizer (use --format nemo)");
     if (pp_precision_fp8_params(w->stack.precision) && !pp_work_fp8_params(w))
         return BAD("--precision %s: Megatron-Bridge's preset %s gathers FP8 parameters (training/mixed_precision.py): "
                    "add --fp8-param-gather, or use --format megatron", pp_precision_names[w->stack.precision],
@@ -146,6 +150,7 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "    ddp.overlap_grad_reduce=%s\n    ddp.overlap_param_gather=%s\n", ov ? "true" : "false",
                    ov && l->dist_opt ? "true" : "false");
     pp_sbuf_printf(b, "    ddp.grad_reduce_in_fp32=%s\n", stk->grad_bf16 ? "false" : "true");
+    if (pp_work_precision_aware(w)) pp_sbuf_printf(b, "    optimizer.use_precision_aware_optimizer=true\n");
     if (lora) {
         /* peft/lora.py LoRA: dim (the rank) and target_modules (Megatron-Core's linear names) */
         static const char *const targets[PP_LORA_TARGETS_COUNT] = {

@@ -181,9 +181,10 @@ static pp_status megatron_check(const pp_launch_params *p, pp_error *err)
     /* MoE with TP needs SP: pp_layout_validate says so for every command. */
     if (s->tp_comm_overlap && !l->sp)
         return BAD("--tp-comm-overlap needs --sp (arguments.py validate_args)");
-    if (s->optimizer_bf16)
-        return BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (dtype: bf16); Megatron-LM keeps fp32 main "
-                   "parameters (use --format nemo)");
+    if (pp_work_dist_fused_adam(w))
+        return BAD("NeMo 1.x's distributed_fused_adam (--distributed-fused-adam, --optimizer-dtype bf16) is not "
+                   "Megatron-LM's optimizer (use --format nemo, or --precision-aware-optimizer for Megatron's 16-bit "
+                   "state)");
     if (s->ep_overlap && l->pp > 1 && l->vpp < 2)
         return BAD("--ep-overlap with --pp %lld needs --vpp: Megatron overlaps the all-to-alls of interleaved "
                    "micro-batches (transformer_config.py, overlap_moe_expert_parallel_comm)", (long long)l->pp);
@@ -579,8 +580,8 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
     if (pp_work_fp8_params(w)) ARG(G_PRECISION, "--fp8-param-gather");
-    if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes) {
-        ARG(G_PRECISION, "--use-precision-aware-optimizer");
+    if (pp_work_precision_aware(w)) {
+        if (l->offload != PP_OFF_OPTIMIZER) ARG(G_PRECISION, "--use-precision-aware-optimizer"); /* above otherwise */
         ARGV(G_PRECISION, "--main-params-dtype", "%s", pp_opt_dtype_names[s->main_params_dtype]);
         ARGV(G_PRECISION, "--exp-avg-dtype", "%s", pp_opt_dtype_names[s->exp_avg_dtype]);
         ARGV(G_PRECISION, "--exp-avg-sq-dtype", "%s", pp_opt_dtype_names[s->exp_avg_sq_dtype]);

@@ -29,9 +29,10 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     /* not written: the NeMo 1.x keys for these are not checked against its config here */
     if (pp_work_fp8_params(w))
         return BAD("--fp8-param-gather: this NeMo 1.x config does not write FP8 parameters (use --format megatron)");
-    if (pp_work_optimizer_bytes(w) != pp_work_fw(w)->optimizer_bytes)
-        return BAD("Megatron's precision-aware optimizer (--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype): "
-                   "NeMo 1.x's distributed_fused_adam has one dtype (--optimizer-dtype bf16); use --format megatron");
+    if (pp_work_precision_aware(w))
+        return BAD("Megatron's precision-aware optimizer (--precision-aware-optimizer, --main-params-dtype, "
+                   "--exp-avg-dtype, --exp-avg-sq-dtype): NeMo 1.x's distributed_fused_adam has one dtype "
+                   "(--optimizer-dtype bf16); use --format megatron");
     if (l->pp > 1 && !pp_launch_stages_even(w, l))
         return BAD("NeMo's config splits layers evenly over the %lld pipeline stages: uneven stages "
                    "(%s) cannot be written (use --format megatron)",
@@ -163,6 +164,12 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
         pp_sbuf_printf(b, "    overlap_grad_sync: %s\n", ov ? "true" : "false");
         pp_sbuf_printf(b, "    overlap_param_sync: %s\n", ov ? "true" : "false");
         if (stk->optimizer_bf16) pp_sbuf_printf(b, "    dtype: bf16  # --optimizer-dtype bf16\n");
+        /* NeMo keeps no fp32 parameter copy by default (megatron_base_model.py setup_optimization:
+         * store_param_remainders for fp32 state over bf16 weights); a layout priced with Megatron's
+         * distributed optimizer (fp32 main parameters) asks for the copy, so the run is the plan */
+        if (!pp_work_dist_fused_adam(w))
+            pp_sbuf_printf(b, "    store_params: true  # fp32 parameter copy as priced (--distributed-fused-adam: NeMo's "
+                              "default, 16-bit remainders)\n");
         if (stk->grad_bf16) pp_sbuf_printf(b, "    grad_sync_dtype: bf16  # --grad-reduce-bf16\n");
     }
     return PP_OK;

@@ -225,7 +225,7 @@ static const key_def key_table[] = {
     {"rotary_percent", K_UNMODELLED, "1.0|1"}, {"rotary_interleaved", K_UNMODELLED, "False"},
     {"no_rope_freq", K_UNMODELLED, "None"},
     {"no_persist_layer_norm", K_IGNORE, NULL}, {"persist_layer_norm", K_IGNORE, NULL},
-    {"use_precision_aware_optimizer", K_IGNORE, NULL}, {"params_dtype", K_IGNORE, NULL},
+    {"params_dtype", K_IGNORE, NULL},
     {"mrope_section", K_IGNORE, NULL},
     {"layernorm_zero_centered_gamma", K_IGNORE, NULL}, {"apply_residual_connection_post_layernorm", K_IGNORE, NULL},
     {"attention_softmax_in_fp32", K_IGNORE, NULL}, {"apply_query_key_layer_scaling", K_IGNORE, NULL},

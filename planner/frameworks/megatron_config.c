@@ -928,7 +928,10 @@ static pp_status read_stack(rd *r)
         if (!ok) return rd_bad(r, kv, "unknown value '%s' for %s", v, od_keys[i]);
         od[i] = (pp_opt_dtype)d;
     }
+    bool off = false; /* --optimizer-cpu-offload needs the flag (arguments.py); the state is then the host's */
+    if ((st = rd_bool(r, "optimizer_cpu_offload", false, &off))) return st;
     if (pao) {
+        s->precision_aware_opt = !off;
         s->main_params_dtype = od[1];
         s->exp_avg_dtype = od[2];
         s->exp_avg_sq_dtype = od[3];

@@ -19,6 +19,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "expandable_segments", "compile", "grad_reduce_bf16", "dataloader_attention_mask", "overlap",
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
     "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
+    "precision_aware_optimizer", "distributed_fused_adam",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -32,7 +33,7 @@ typedef struct {
     int framework;
     int impl, attention, precision, ce_fusion, optimizer_dtype, optimizer_impl, dispatcher, param_dtype, loss;
     int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
-    bool fp8_param_gather;
+    bool fp8_param_gather, precision_aware, dist_fused_adam;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
 } recipe_file;
 
@@ -69,6 +70,8 @@ static const pp_key stack_keys[] = {
     PP_KENUM(recipe_file, "main_params_dtype", main_params_dtype, pp_opt_dtype_names, 2, false),
     PP_KENUM(recipe_file, "exp_avg_dtype", exp_avg_dtype, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT, false),
     PP_KENUM(recipe_file, "exp_avg_sq_dtype", exp_avg_sq_dtype, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT, false),
+    PP_KBOOL(recipe_file, "precision_aware_optimizer", precision_aware, false),
+    PP_KBOOL(recipe_file, "distributed_fused_adam", dist_fused_adam, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -79,7 +82,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     switch (f) {
     case PP_RF_IMPL: case PP_RF_BIAS_ACT_FUSION: case PP_RF_CE_FUSION: case PP_RF_GRAD_BF16:
     case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE: case PP_RF_FP8_PARAM_GATHER: case PP_RF_MAIN_PARAMS_DTYPE:
-    case PP_RF_EXP_AVG_DTYPE: case PP_RF_EXP_AVG_SQ_DTYPE:
+    case PP_RF_EXP_AVG_DTYPE: case PP_RF_EXP_AVG_SQ_DTYPE: case PP_RF_PRECISION_AWARE: case PP_RF_DIST_FUSED_ADAM:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
@@ -157,6 +160,8 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->param_bf16 = f.param_dtype == 1;
     s->fp8_param_gather = f.fp8_param_gather;
     s->main_params_dtype = (pp_opt_dtype)f.main_params_dtype;
+    s->precision_aware_opt = f.precision_aware;
+    s->dist_fused_adam = f.dist_fused_adam;
     s->exp_avg_dtype = (pp_opt_dtype)f.exp_avg_dtype;
     s->exp_avg_sq_dtype = (pp_opt_dtype)f.exp_avg_sq_dtype;
     s->loss = (r->set >> PP_RF_LOSS) & 1u ? PP_LOSS_TORCH + f.loss : -1;
@@ -292,6 +297,8 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_MAIN_PARAMS_DTYPE)) s->main_params_dtype = rs->main_params_dtype;
     if (SET(PP_RF_EXP_AVG_DTYPE)) s->exp_avg_dtype = rs->exp_avg_dtype;
     if (SET(PP_RF_EXP_AVG_SQ_DTYPE)) s->exp_avg_sq_dtype = rs->exp_avg_sq_dtype;
+    if (SET(PP_RF_PRECISION_AWARE)) s->precision_aware_opt = rs->precision_aware_opt;
+    if (SET(PP_RF_DIST_FUSED_ADAM)) s->dist_fused_adam = rs->dist_fused_adam;
 #undef SET
 }
 
@@ -324,6 +331,8 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_MAIN_PARAMS_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->main_params_dtype] : "-"; break;
     case PP_RF_EXP_AVG_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->exp_avg_dtype] : "-"; break;
     case PP_RF_EXP_AVG_SQ_DTYPE: v = w->framework == PP_FW_MEGATRON ? pp_opt_dtype_names[s->exp_avg_sq_dtype] : "-"; break;
+    case PP_RF_PRECISION_AWARE: v = w->framework == PP_FW_MEGATRON ? (pp_work_precision_aware(w) ? "true" : "false") : "-"; break;
+    case PP_RF_DIST_FUSED_ADAM: v = w->framework == PP_FW_MEGATRON ? (pp_work_dist_fused_adam(w) ? "true" : "false") : "-"; break;
     default: break;
     }
     snprintf(buf, n, "%s", v);

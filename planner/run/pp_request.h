@@ -31,7 +31,7 @@ typedef enum {
     PP_RQ_COMPILE, PP_RQ_NO_ATTN_MASK, PP_RQ_OPTIMIZER_DTYPE, PP_RQ_MEGATRON_FSDP, PP_RQ_ACT_UNFUSED,
     PP_RQ_CE_FUSION, PP_RQ_RECIPE, PP_RQ_PARAM_DTYPE, PP_RQ_LOSS, PP_RQ_FP8_PARAM_GATHER,
     PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE, PP_RQ_FINETUNE, PP_RQ_LORA_RANK,
-    PP_RQ_LORA_TARGETS,
+    PP_RQ_LORA_TARGETS, PP_RQ_PRECISION_AWARE, PP_RQ_DIST_FUSED_ADAM,
     /* layout */
     PP_RQ_TP, PP_RQ_PP, PP_RQ_DP, PP_RQ_VPP, PP_RQ_CP, PP_RQ_EP, PP_RQ_ETP, PP_RQ_MBS, PP_RQ_ZERO,
     PP_RQ_DIST_OPT, PP_RQ_SP, PP_RQ_RECOMPUTE, PP_RQ_RECOMPUTE_LAYERS, PP_RQ_RECOMPUTE_MODULES,
@@ -54,7 +54,7 @@ typedef struct {
     int precision;            /* pp_precision */
     double dropout, attention_dropout, hidden_dropout;
     bool no_overlap, tp_comm_overlap, grouped_gemm, ep_overlap, grad_bf16, expandable_segments, compile;
-    bool no_attention_mask, megatron_fsdp, act_unfused, fp8_param_gather;
+    bool no_attention_mask, megatron_fsdp, act_unfused, fp8_param_gather, precision_aware_opt, dist_fused_adam;
     int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype; /* pp_opt_dtype_names */
     int impl, dispatcher, optimizer_impl; /* pp_impl, pp_dispatch, pp_adam_impl */
     int ce_fusion;            /* pp_ce_fusion */

@@ -127,6 +127,11 @@ const pp_option pp_request_options[] = {
          "(NeMo AutoModel's MaskedCrossEntropy, fp32_upcast false), or cut cross-entropy (no logits kept)"),
     FLAG("--fp8-param-gather", fp8_param_gather, PP_RQ_FP8_PARAM_GATHER,
          "megatron, --precision fp8|mxfp8: the linear weights kept and all-gathered in FP8 (Megatron --fp8-param-gather)"),
+    FLAG("--precision-aware-optimizer", precision_aware_opt, PP_RQ_PRECISION_AWARE,
+         "megatron: Megatron's --use-precision-aware-optimizer (TE FusedAdam; fp32 main parameters kept as "
+         "16-bit remainders of the bf16 ones)"),
+    FLAG("--distributed-fused-adam", dist_fused_adam, PP_RQ_DIST_FUSED_ADAM,
+         "megatron, --dist-opt: NeMo 1.x's distributed_fused_adam (Apex) as the distributed optimizer"),
     ENUM("--main-params-dtype", main_params_dtype, PP_RQ_MAIN_PARAMS_DTYPE, pp_opt_dtype_names, 2,
          "the optimizer's main parameters (megatron --use-precision-aware-optimizer)"),
     ENUM("--exp-avg-dtype", exp_avg_dtype, PP_RQ_EXP_AVG_DTYPE, pp_opt_dtype_names, PP_OPT_DTYPE_COUNT,
@@ -393,6 +398,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
     if (g[PP_RQ_FP8_PARAM_GATHER]) s->fp8_param_gather = true;
+    if (g[PP_RQ_PRECISION_AWARE]) s->precision_aware_opt = true;
+    if (g[PP_RQ_DIST_FUSED_ADAM]) s->dist_fused_adam = true;
     if (g[PP_RQ_MAIN_PARAMS_DTYPE]) s->main_params_dtype = (pp_opt_dtype)r->main_params_dtype;
     if (g[PP_RQ_EXP_AVG_DTYPE]) s->exp_avg_dtype = (pp_opt_dtype)r->exp_avg_dtype;
     if (g[PP_RQ_EXP_AVG_SQ_DTYPE]) s->exp_avg_sq_dtype = (pp_opt_dtype)r->exp_avg_sq_dtype;
@@ -416,7 +423,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
      (1u << PP_RF_GRAD_BF16) | (1u << PP_RF_ATTN_MASK) | (1u << PP_RF_OVERLAP) |                        \
      (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM) |           \
      (1u << PP_RF_FP8_PARAM_GATHER) | (1u << PP_RF_MAIN_PARAMS_DTYPE) | (1u << PP_RF_EXP_AVG_DTYPE) |  \
-     (1u << PP_RF_EXP_AVG_SQ_DTYPE))
+     (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE))
 static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
     [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
@@ -427,6 +434,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_GROUPED_GEMM] = PP_RQ_GROUPED_GEMM, [PP_RF_PARAM_DTYPE] = PP_RQ_PARAM_DTYPE, [PP_RF_LOSS] = PP_RQ_LOSS,
     [PP_RF_FP8_PARAM_GATHER] = PP_RQ_FP8_PARAM_GATHER, [PP_RF_EXP_AVG_DTYPE] = PP_RQ_EXP_AVG_DTYPE,
     [PP_RF_EXP_AVG_SQ_DTYPE] = PP_RQ_EXP_AVG_SQ_DTYPE, [PP_RF_MAIN_PARAMS_DTYPE] = PP_RQ_MAIN_PARAMS_DTYPE,
+    [PP_RF_PRECISION_AWARE] = PP_RQ_PRECISION_AWARE, [PP_RF_DIST_FUSED_ADAM] = PP_RQ_DIST_FUSED_ADAM,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -3,8 +3,12 @@
  * pp_request_resolve):
  *   --megatron-fsdp --zero 1|2|3   Megatron-FSDP's sharding strategies: bytes per parameter of the
  *                                  weights, fp32 gradients and optimizer state over dp
- *   --optimizer-dtype bf16         Apex DistributedFusedAdam with dtype bf16: 6 optimizer bytes per
- *                                  parameter of the shard instead of 12
+ *   --optimizer-dtype bf16         Apex DistributedFusedAdam with dtype bf16 (NeMo's
+ *                                  distributed_fused_adam): m and v, no parameter copy, 4 optimizer
+ *                                  bytes per parameter of the shard instead of 12
+ *   --distributed-fused-adam       the same with fp32 state: m, v and the 16-bit remainders, 10
+ *   --precision-aware-optimizer    Megatron's: fp32 main parameters as remainders, 10; with FP8
+ *                                  parameters of the delayed recipe the same
  *   --no-attention-mask            Megatron's dataloader mask, b x s x s bytes per micro-batch held
  *   --compile                      SwiGLU and RoPE at the fused kernels' bytes (time.c's EW_* counts
  *                                  at the elementwise rate, 0.9 of the GPU's memory bandwidth), and
@@ -51,12 +55,35 @@ static void megatron_fsdp(void)
 
 static void optimizer_bf16(void)
 {
+    /* NeMo megatron_base_model.py setup_optimization (r2.0.0, lines 790-812): store_params False
+     * where the optimizer dtype is the model's, store_param_remainders for fp32 over bf16 */
+    static const struct {
+        const char *flags;
+        double bytes;
+        const char *why;
+    } c[] = {
+        {" --optimizer-dtype bf16", 4.0, "--optimizer-dtype bf16: m, v in bf16, no parameter copy"},
+        {" --distributed-fused-adam", 10.0, "--distributed-fused-adam: m, v in fp32 and 16-bit remainders"},
+        {" --distributed-fused-adam --optimizer-dtype bf16", 4.0, "--distributed-fused-adam --optimizer-dtype bf16"},
+        {" --distributed-fused-adam --precision fp8 --fp8-param-gather", 12.0,
+         "--distributed-fused-adam with FP8 parameters: a full fp32 parameter copy (store_params)"},
+        {" --precision-aware-optimizer", 10.0, "--precision-aware-optimizer: fp32 main parameters as remainders"},
+        {" --precision-aware-optimizer --precision fp8 --fp8-param-gather", 10.0,
+         "--precision-aware-optimizer, FP8 parameters of the delayed recipe: remainders (TE's FusedAdam)"},
+        {" --precision-aware-optimizer --precision fp16", 12.0,
+         "--precision-aware-optimizer --precision fp16: fp32 main parameters whole (remainders are bf16's)"},
+    };
     static run a, b;
-    if (run_args(&a, L8B " --dist-opt") && run_args(&b, L8B " --dist-opt --optimizer-dtype bf16"))
-        tap_near(b.mem.stages[0].optimizer_bytes / a.mem.stages[0].optimizer_bytes, 6.0 / 12.0, 1e-9,
-                 "--optimizer-dtype bf16: 6 of the 12 optimizer bytes per parameter (m, v, parameter copy in bf16)");
+    if (!run_args(&a, L8B " --dist-opt")) return;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, "%s --dist-opt%s", L8B, c[i].flags);
+        if (run_args(&b, args))
+            tap_near(b.mem.stages[0].optimizer_bytes / a.mem.stages[0].optimizer_bytes, c[i].bytes / 12.0, 1e-9,
+                     "%s: %.0f of the 12 optimizer bytes per parameter", c[i].why, c[i].bytes);
+        run_free(&b);
+    }
     run_free(&a);
-    run_free(&b);
 }
 
 static void fp8_params(void)

@@ -302,6 +302,17 @@ static void test_read(void)
                !strstr(c.unmodelled, "dtype"),
            "FP8 parameters and the precision-aware optimizer's dtypes read (main grads bf16: a bf16 gradient buffer): %s",
            c.unmodelled);
+    /* --use-precision-aware-optimizer alone: the flag with fp32 dtypes (16-bit remainders); under
+     * --optimizer-cpu-offload it is Megatron's requirement (arguments.py), the state the host's */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --use-distributed-optimizer --use-precision-aware-optimizer",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.precision_aware_opt && c.stack.main_params_dtype == PP_OPT_FP32 &&
+               !strstr(c.unmodelled, "precision-aware"),
+           "--use-precision-aware-optimizer read with its default dtypes: %s", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --use-distributed-optimizer --use-precision-aware-optimizer "
+                   "--optimizer-cpu-offload --optimizer-offload-fraction 1.0", &a, &c, &e);
+    tap_ok(st == PP_OK && !c.stack.precision_aware_opt, "--use-precision-aware-optimizer beside --optimizer-cpu-offload: "
+           "the offload's requirement, not a GPU state");
     /* the FP8/FP4 recipes (transformer_config.py fp8_recipe, fp4, fp4_recipe) */
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format e4m3 --fp8-recipe mxfp8", &a, &c, &e);
     tap_ok(st == PP_OK && c.stack.precision == PP_PREC_MXFP8 && !strstr(c.unmodelled, "recipe"),

@@ -12,7 +12,8 @@
           MCORE_TAG, the version NeMo TAG pins (requirements/requirements_nlp.txt): NeMo copies any
           model key of a TransformerConfig field into it (megatron_base_model.py
           build_transformer_config: `elif field.name in cfg`);
-        - model.optim.X for the distributed optimizer's dtypes (nemo/core/optim/distributed_adam.py).
+        - model.optim.X for the distributed optimizer's dtypes (nemo/core/optim/distributed_adam.py) and
+          store_params (megatron_base_model.py setup_optimization).
   nemo1_keys.py check KEYS FILE.yaml...
       every key path of the written YAML overrides (two-space indented `key: value` lines) is in
       the list (TAP). Only the standard library.
@@ -69,7 +70,9 @@ def extract(nemo, tag, mcore, mtag):
                       ("megatron/core/model_parallel_config.py", "ModelParallelConfig")):
         for f in dataclass_fields(show(mcore, mtag, path), cls):
             keys.add("model." + f)
-    for k in ("dtype", "grad_sync_dtype", "param_sync_dtype"):
+    # the Apex optimizer's dtypes, and store_params, which megatron_base_model.py setup_optimization
+    # reads from the optim config before choosing it (`'store_params' not in optim_config`)
+    for k in ("dtype", "grad_sync_dtype", "param_sync_dtype", "store_params"):
         keys.add("model.optim." + k)
     print(f"# NeMo {tag} Megatron GPT config keys (with Megatron-Core {mtag}'s TransformerConfig fields), from")
     print(f"#   tests/frameworks/nemo1_keys.py extract NEMO_GIT {tag} MEGATRON_LM_GIT {mtag}")

@@ -37,6 +37,7 @@ typedef enum { ROW_ACCEPTED, ROW_REFUSED_PPVPP, ROW_REFUSED_OTHER, ROW_FAILED } 
 
 typedef struct {
     const char *id, *split, *source, *framework, *dense_moe, *mem_kind;
+    const char *fit_cause;            /* why a run that ran is predicted not to fit (runs.csv fit_cause) */
     double pub_s, pred_s, err;        /* err = pred / pub - 1 */
     double pub_peak_gib, pred_peak_gib, need_gib, cap_gib;
     bool fits;
@@ -284,9 +285,9 @@ int main(int argc, char **argv)
 
     char *p = text, *hdr[MAX_COLS], *fld[MAX_COLS];
     int nh = csv_record(&p, hdr, MAX_COLS);
-    enum { C_ID, C_SPLIT, C_SOURCE, C_FW, C_DM, C_STEP, C_MEM, C_MEMKIND, C_ARGS, NC };
+    enum { C_ID, C_SPLIT, C_SOURCE, C_FW, C_DM, C_STEP, C_MEM, C_MEMKIND, C_CAUSE, C_ARGS, NC };
     const char *const names[NC] = {"id", "split", "source_key", "framework", "dense_moe", "step_s",
-                                   "peak_mem_gib_published", "peak_mem_kind", "parplan_args"};
+                                   "peak_mem_gib_published", "peak_mem_kind", "fit_cause", "parplan_args"};
     int ci[NC];
     bool cols_ok = true;
     for (int k = 0; k < NC; k++) cols_ok &= (ci[k] = col_index(hdr, nh, names[k])) >= 0;
@@ -306,6 +307,7 @@ int main(int argc, char **argv)
         row *r = &rows[n++];
         r->id = fld[ci[C_ID]], r->split = fld[ci[C_SPLIT]], r->source = fld[ci[C_SOURCE]];
         r->framework = fld[ci[C_FW]], r->dense_moe = fld[ci[C_DM]], r->mem_kind = fld[ci[C_MEMKIND]];
+        r->fit_cause = fld[ci[C_CAUSE]];
         r->pub_s = atof(fld[ci[C_STEP]]);
         r->pub_peak_gib = fld[ci[C_MEM]][0] ? atof(fld[ci[C_MEM]]) : NAN;
         row_run(r, fld[ci[C_ARGS]]);
@@ -376,7 +378,7 @@ int main(int argc, char **argv)
                    splits[s], fams[k], group_mape(&fam[k]), fam_bound[s][k]);
         if (s == 1) {
             /* the team's targets, on the holdout half only */
-            if (group_mape(&all) > 10.0) tap_diag("TARGET NOT MET: holdout step MAPE %.1f%% > 10%%", group_mape(&all));
+            if (group_mape(&all) > 8.0) tap_diag("TARGET NOT MET: holdout step MAPE %.1f%% > 8%%", group_mape(&all));
             if (all.within25 < all.accepted)
                 tap_diag("TARGET NOT MET: %d of %d accepted holdout rows beyond 25%%:", all.accepted - all.within25,
                          all.accepted);
@@ -388,9 +390,24 @@ int main(int argc, char **argv)
         }
     }
     bands_check(rows, n);
-    printf("# runs that ran but are predicted not to fit:");
-    for (int i = 0; i < n; i++)
-        if (rows[i].status == ROW_ACCEPTED && !rows[i].fits) printf(" %s", rows[i].id);
-    printf("\n");
+    /* Every run that ran and is predicted not to fit names its cause (runs.csv fit_cause: what the
+     * source leaves out, or "not explained" with the figure); a cause on a row that now fits is stale. */
+    printf("# runs that ran but are predicted not to fit, with their causes:\n");
+    int uncaused = 0, stale = 0;
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        if (r->status != ROW_ACCEPTED) continue;
+        if (!r->fits) {
+            printf("#   %s (%s, needs %.1f of %.1f GiB): %s\n", r->id, r->split, r->need_gib, r->cap_gib,
+                   r->fit_cause[0] ? r->fit_cause : "NO CAUSE GIVEN");
+            uncaused += !r->fit_cause[0];
+        } else if (r->fit_cause[0]) {
+            printf("#   %s fits (%.1f of %.1f GiB) but runs.csv gives a cause for not fitting\n", r->id, r->need_gib,
+                   r->cap_gib);
+            stale++;
+        }
+    }
+    tap_ok(uncaused == 0, "every run predicted not to fit names its cause in fit_cause (%d do not)", uncaused);
+    tap_ok(stale == 0, "no run that fits carries a not-fit cause (%d do)", stale);
     return tap_done();
 }
