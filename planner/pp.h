@@ -331,6 +331,8 @@ typedef struct {
                                  GEMMs hold against the fp8 ones' share of their peak (fitted on
                                  published runs); 0 = not stated (1) */
     double mxfp8_eff;         /* the same for MXFP8 against the fp8 rate; 0 = not stated (1) */
+    double fp8_eff;           /* the same for per-tensor FP8 (--precision fp8) against the fp8 rate;
+                                 0 = not stated (1) */
     double intra_latency_s;   /* per-collective-step latency inside a node */
     double inter_latency_s;   /* per-step latency across nodes */
     double max_power_w;       /* the board's maximum power limit (datasheet TDP), at which the

@@ -77,6 +77,7 @@ static void models_json(const pp_catalog *cat)
         if (g->gemm_sustained > 0) pp_json_knum(&j, "gemm_sustained", g->gemm_sustained);
         if (g->fp4_eff > 0) pp_json_knum(&j, "fp4_eff", g->fp4_eff);
         if (g->mxfp8_eff > 0) pp_json_knum(&j, "mxfp8_eff", g->mxfp8_eff);
+        if (g->fp8_eff > 0) pp_json_knum(&j, "fp8_eff", g->fp8_eff);
         pp_json_knum(&j, "intra_latency_s", g->intra_latency_s);
         pp_json_knum(&j, "inter_latency_s", g->inter_latency_s);
         pp_json_knum(&j, "max_power_w", g->max_power_w);

@@ -290,6 +290,8 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
         if (qdt == PP_DT_FP4 && g->fp4_eff > 0) c->gemm_rate_fp8 *= g->fp4_eff;
         /* MXFP8: the same, its E8M0 scaling of 32-element blocks (mxfp8_eff) */
         if (w->stack.precision == PP_PREC_MXFP8 && g->mxfp8_eff > 0) c->gemm_rate_fp8 *= g->mxfp8_eff;
+        /* per-tensor FP8 (delayed or current scaling): the entry's fitted share (fp8_eff) */
+        if (w->stack.precision == PP_PREC_FP8 && g->fp8_eff > 0) c->gemm_rate_fp8 *= g->fp8_eff;
         c->gemm_shape_c_fp8 = bw > 0 ? c->gemm_rate_fp8 / bw : 0;
         c->gemm_norm_fp8 = sustained * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
     }

@@ -225,6 +225,7 @@ static const pp_key gpu_keys[] = {
     GNUM("gemm_sustained", g.gemm_sustained, 0.5, 1, 1, false),
     GNUM("fp4_eff", g.fp4_eff, 0.05, 1, 1, false),
     GNUM("mxfp8_eff", g.mxfp8_eff, 0.05, 1, 1, false),
+    GNUM("fp8_eff", g.fp8_eff, 0.05, 1, 1, false),
     GNUM("intra_latency_us", g.intra_latency_s, 0, 1e6, 1e-6, true),
     GNUM("inter_latency_us", g.inter_latency_s, 0, 1e6, 1e-6, true),
     GNUM("max_power_w", g.max_power_w, 1, 1e5, 1, false),

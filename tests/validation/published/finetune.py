@@ -9,6 +9,10 @@ A priced row fails beyond BOUND_PCT. Rows on GPUs no published run has checked p
 
 With MAPE_BOUND, each split's mean absolute error is one more TAP line that fails above it.
 
+Every run that ran is also checked for memory: a row parplan predicts not to fit must name why in
+its `fit_cause` column (the source's gap or contradiction, or "Not explained" with the figure), and a
+row that fits must carry none (two TAP lines).
+
 usage: finetune.py PARPLAN SOURCE_ROOT [CSV [MAPE_BOUND]]   (CSV: tests/data/published/finetune.csv,
 or another table of its columns, e.g. blackwell.csv)"""
 import csv
@@ -29,8 +33,9 @@ def main():
         rows = list(csv.DictReader(f))
     mape_bound = float(sys.argv[4]) if len(sys.argv) > 4 else None
     splits = sorted(set(r["split"] for r in rows if not r["skip"])) if mape_bound is not None else []
-    print("1..%d" % (len(rows) + len(splits)))
+    print("1..%d" % (len(rows) + len(splits) + 2))
     errs = {}
+    uncaused, stale = [], []
     for i, r in enumerate(rows, 1):
         tag = "%s %s %s %s %s" % (r["id"], r["split"], r["task"], r["gpu"], r["precision"])
         if r["skip"]:
@@ -46,6 +51,12 @@ def main():
             continue
         pub = float(r["step_s"])
         err = 100.0 * (pred - pub) / pub
+        if v.get("fits") is False:
+            print("# %s predicted not to fit: %s" % (r["id"], r["fit_cause"] or "NO CAUSE GIVEN"))
+            if not r["fit_cause"]:
+                uncaused.append(r["id"])
+        elif r["fit_cause"]:
+            stale.append(r["id"])
         errs.setdefault((r["split"], r["task"]), []).append((abs(err), r["id"], err))
         ok = abs(err) <= BOUND_PCT
         validated = any(("--gpu " + g) in r["parplan_args"] for g in VALIDATED_GPUS)
@@ -66,6 +77,11 @@ def main():
         mape = sum(e) / len(e) if e else float("inf")
         print("%s %d - %s: MAPE %.1f%% over %d rows (bound %.1f%%)" % (
             "ok" if mape <= mape_bound else "not ok", k, split, mape, len(e), mape_bound))
+    k = len(rows) + len(splits) + 1
+    print("%s %d - every run predicted not to fit names its cause in fit_cause (%s)" % (
+        "not ok" if uncaused else "ok", k, " ".join(uncaused) or "none missing"))
+    print("%s %d - no run that fits carries a not-fit cause (%s)" % (
+        "not ok" if stale else "ok", k + 1, " ".join(stale) or "none"))
 
 
 if __name__ == "__main__":
