@@ -273,7 +273,10 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     if (l->tp > 1) comms++;
     if (l->cp > 1) comms++;
     if (l->pp > 1) comms++;
-    c->reserve_fixed = FSDP_CONTEXT_BYTES + FSDP_DRIVER_BYTES + comms * FSDP_NCCL_COMM_BYTES;
+    /* DeepEP dispatch (--moe-dispatcher flex; NeMo AutoModel's "TE + DeepEP"): its buffers over the
+     * EP group (pp_deepep_buffer_bytes) */
+    double deepep = pp_deepep_layout_bytes(w, l);
+    c->reserve_fixed = FSDP_CONTEXT_BYTES + FSDP_DRIVER_BYTES + comms * FSDP_NCCL_COMM_BYTES + deepep;
 }
 
 /* ------------------------------------------------------------------ one stage */

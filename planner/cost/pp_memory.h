@@ -117,4 +117,11 @@ bool pp_memory_fsdp_tight(const pp_work *w, double peak_bytes, double capacity_b
 /* The memory plan may fill: capacity x (1 - w->mem_margin_frac). */
 double pp_memory_plan_bytes(const pp_work *w);
 
+/* DeepEP's normal-mode NVLink + RDMA buffers per rank for an expert-parallel group of `ranks`
+ * (deepep.c): tokens of hidden_bytes each, num_sms SMs (Megatron's default PP_DEEPEP_SMS). */
+#define PP_DEEPEP_SMS 20
+double pp_deepep_buffer_bytes(int64_t ranks, double hidden_bytes, int num_sms);
+/* The same for a layout: 0 unless MoE with --moe-dispatcher flex. */
+double pp_deepep_layout_bytes(const pp_work *w, const pp_layout *l);
+
 #endif

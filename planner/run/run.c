@@ -103,12 +103,11 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
         note(r, "dropless MoE over %lld EP ranks priced with balanced routing; --moe-imbalance X adds the margin "
                 "for a busiest rank that gets X times its share",
              (long long)rl->ep);
-    /* The flex dispatcher's library buffers (Megatron-LM moe/fused_a2a.py get_buffer: DeepEP's NVLink
-     * and RDMA buffers sized by the library's config hints, HybridEP's likewise, allocated by the
-     * library outside PyTorch's allocator): the dispatch is priced, the buffers are not. */
+    /* The flex dispatcher's library buffers: DeepEP's are priced in the reserve (cost/deepep.c),
+     * HybridEP's, Megatron's other backend, are sized otherwise and are not. */
     if (w->model.experts > 1 && rl->ep > 1 && w->stack.dispatcher == PP_DISPATCH_FLEX)
-        note(r, "the flex dispatcher's DeepEP/HybridEP buffers (allocated by the library outside PyTorch's allocator) "
-                "are not in the memory figures");
+        note(r, "the flex dispatcher's buffers are priced as DeepEP's (%.2f GiB in the reserve); HybridEP, its other "
+                "backend, sizes them otherwise and is left out", pp_deepep_layout_bytes(w, rl) / 1073741824.0);
     /* FSDP2 near the capacity (pp_memory_fsdp_tight): the model has no cost for the retries */
     if (r->fits && pp_memory_fsdp_tight(w, r->mem.peak_bytes, r->capacity_bytes))
         note(r, "allocator peak %.1f GiB is %.0f%% of the %.1f GiB usable: PyTorch's caching allocator may free its "

@@ -20,7 +20,9 @@
  *   nvlink_domain (GPU entry)      GB200 NVL72: trays of 4 in one NVLink network of 72: the
  *                                  communication of 72 GPUs as one node's, not InfiniBand's
  *   --main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype
- *                                  Megatron's precision-aware optimizer: the state in those dtypes */
+ *                                  Megatron's precision-aware optimizer: the state in those dtypes
+ *   --moe-dispatcher flex          DeepEP's NVLink and RDMA buffers in the reserve, as its size hints
+ *                                  give them (hand-computed from DeepEP's config.hpp below) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +196,37 @@ static void compile(void)
     run_free(&at);
 }
 
+static void deepep_buffers(void)
+{
+    /* csrc/legacy/config.hpp by hand, 20 SMs = 10 channels, per received token 8 (SourceMeta) +
+     * 128 x (8 + 4) (top-k indices, weights) + 128 x 4 (scales) = 2056 bytes beside the hidden:
+     * EP 64 (8 NVLink x 8 RDMA ranks, hidden 7168 x 2 bytes, receive 288 NVLink / 128 RDMA tokens):
+     *   NVLink 10 x 8 x 19 x 4 + 10 x 8 x 288 x (14336 + 2056) = 377677760 -> 377677824 (128-aligned)
+     *   RDMA   10 x 8 x 18 x 2 x 4 + 10 x 8 x 128 x 2 x (14336 + 2056 + 16) = 336047360
+     * EP 8 (one node, no RDMA), hidden 2048: 10 x 8 x 5 x 4 + 10 x 8 x 256 x (4096 + 2056)
+     *   = 125994560 -> 125994624 */
+    tap_near(pp_deepep_buffer_bytes(64, 2.0 * 7168, 20), 377677824.0 + 336047360.0, 1e-12,
+             "DeepEP at EP 64, hidden 7168 (DeepSeek-V3): %.0f bytes", pp_deepep_buffer_bytes(64, 2.0 * 7168, 20));
+    tap_near(pp_deepep_buffer_bytes(8, 2.0 * 2048, 20), 125994624.0, 1e-12, "DeepEP at EP 8, hidden 2048: NVLink only");
+    tap_ok(pp_deepep_buffer_bytes(1, 2.0 * 2048, 20) == 0.0, "no buffers without expert parallelism");
+    static run a, f;
+    const char *q = "--model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 "
+                    "--ep 8 --dist-opt --moe-grouped-gemm --moe-dispatcher";
+    char pa[512], pf[512];
+    snprintf(pa, sizeof pa, "%s alltoall", q);
+    snprintf(pf, sizeof pf, "%s flex", q);
+    if (run_args(&a, pa) && run_args(&f, pf)) {
+        double d = f.mem.stages[0].reserved_bytes - a.mem.stages[0].reserved_bytes;
+        /* the reserve's 4% slack moves with the activations the two dispatchers keep */
+        double slack = 0.04 * fabs((f.mem.stages[0].activations_bytes + f.mem.stages[0].transient_bytes) -
+                                   (a.mem.stages[0].activations_bytes + a.mem.stages[0].transient_bytes));
+        tap_ok(fabs(d - 125994624.0) <= slack + 1.0, "--moe-dispatcher flex: the reserve holds DeepEP's 125994624 bytes "
+               "(%.0f more than alltoall's, slack difference %.0f)", d, slack);
+    }
+    run_free(&a);
+    run_free(&f);
+}
+
 int main(void)
 {
     if (!catalog_open()) return tap_done();
@@ -203,6 +236,7 @@ int main(void)
     fp8_params();
     nvlink_domain();
     compile();
+    deepep_buffers();
     pp_catalog_free(&cat);
     return tap_done();
 }
