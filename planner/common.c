@@ -110,7 +110,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))
-        k += snprintf(buf + k, n - (size_t)k, ", FP8 parameters");
+        k += snprintf(buf + k, n - (size_t)k, ", %s parameters",
+                      s->precision == PP_PREC_NVFP4 ? "NVFP4" : s->precision == PP_PREC_MXFP8 ? "MXFP8" : "FP8");
     bool dtypes = s->main_params_dtype != PP_OPT_FP32 || s->exp_avg_dtype != PP_OPT_FP32 ||
                   s->exp_avg_sq_dtype != PP_OPT_FP32;
     if (k > 0 && (size_t)k < n && dtypes)

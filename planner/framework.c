@@ -222,9 +222,10 @@ bool pp_precision_fp8_params(pp_precision p)
 {
     /* --fp8-param-gather keeps TE's quantized weights as the parameters: FP8 (Hopper's delayed or
      * tensorwise recipes) and MXFP8, whose Megatron-Bridge preset sets it (training/
-     * mixed_precision.py bf16_with_mxfp8_mixed: fp8_param_gather = True). NVFP4's parameters are
-     * Megatron's --fp4-param, not modelled. */
-    return p == PP_PREC_FP8 || p == PP_PREC_MXFP8;
+     * mixed_precision.py bf16_with_mxfp8_mixed: fp8_param_gather = True), and NVFP4, where it is
+     * Megatron's --fp4-param-gather (transformer_config.py fp4_param), which Megatron-Bridge's
+     * bf16_with_nvfp4_mixed sets (mixed_precision.py: fp4_param_gather = True). */
+    return p == PP_PREC_FP8 || p == PP_PREC_MXFP8 || p == PP_PREC_NVFP4;
 }
 
 bool pp_work_fp8_params(const pp_work *w)

@@ -348,9 +348,9 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* --fp8-param-gather: the linear weights are FP8 tensors (TE fp8_model_init): their 8-bit data
      * and, on Hopper, the transposed copy for the data-gradient GEMM, 2 bytes where the bf16 weight
      * and its two casts were 4 (the weight's 2 stand in the model state; no casts on top). */
-    /* MXFP8 parameters: both copies at 1 + 1/32 bytes, 0.0625 above the 2 the weight stands for. */
-    if (pp_work_fp8_params(w))
-        c->fp8_weight_per_param = fmax(0.0, c->fp8_weight_per_param - pp_work_fw(w)->weight_bytes);
+    /* MXFP8 parameters: both copies at 1 + 1/32 bytes, 0.0625 above the 2 the weight stands for;
+     * NVFP4 parameters (--fp4-param-gather): both at 0.5 + 1/16, 0.875 below it. */
+    if (pp_work_fp8_params(w)) c->fp8_weight_per_param -= pp_work_fw(w)->weight_bytes;
 
     /* Batch tensors held per micro-batch: tokens, labels, position ids (int64), loss mask (fp32)
      * and Megatron's dataloader attention mask (b x s x s bool, on by default: arguments.py

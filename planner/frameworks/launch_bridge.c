@@ -53,12 +53,12 @@ static pp_status mb_check(const pp_launch_params *p, pp_error *err)
         return BAD("NeMo 1.x's distributed_fused_adam (--distributed-fused-adam, --optimizer-dtype bf16) is not "
                    "Megatron-Bridge's optimizer (use --format nemo)");
     if (pp_precision_fp8_params(w->stack.precision) && !pp_work_fp8_params(w))
-        return BAD("--precision %s: Megatron-Bridge's preset %s gathers FP8 parameters (training/mixed_precision.py): "
-                   "add --fp8-param-gather, or use --format megatron", pp_precision_names[w->stack.precision],
-                   w->stack.precision == PP_PREC_FP8 ? "bf16_with_fp8_delayed_scaling_mixed" : "bf16_with_mxfp8_mixed");
-    if (w->stack.precision == PP_PREC_NVFP4)
-        return BAD("--precision nvfp4: Megatron-Bridge's preset bf16_with_nvfp4_mixed keeps the parameters in NVFP4 "
-                   "(fp4_param_gather, training/mixed_precision.py), which parplan does not model: use --format megatron");
+        return BAD("--precision %s: Megatron-Bridge's preset %s gathers quantized parameters (training/mixed_precision.py "
+                   "fp8_param_gather / fp4_param_gather): add --fp8-param-gather, or use --format megatron",
+                   pp_precision_names[w->stack.precision],
+                   w->stack.precision == PP_PREC_FP8     ? "bf16_with_fp8_delayed_scaling_mixed"
+                   : w->stack.precision == PP_PREC_MXFP8 ? "bf16_with_mxfp8_mixed"
+                                                         : "bf16_with_nvfp4_mixed");
     if (w->stack.tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
     return pp_launch_cluster_check(w, err);
 }

@@ -579,7 +579,10 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     }
     if (s->tp_comm_overlap) ARG(G_PRECISION, "--tp-comm-overlap");
     if (s->grad_bf16) ARG(G_PRECISION, "--grad-reduce-in-bf16");
-    if (pp_work_fp8_params(w)) ARG(G_PRECISION, "--fp8-param-gather");
+    /* quantized parameters: FP8 and MXFP8 --fp8-param-gather, NVFP4 --fp4-param-gather
+     * (transformer_config.py fp4_param) */
+    if (pp_work_fp8_params(w))
+        ARG(G_PRECISION, w->stack.precision == PP_PREC_NVFP4 ? "--fp4-param-gather" : "--fp8-param-gather");
     if (pp_work_precision_aware(w)) {
         if (l->offload != PP_OFF_OPTIMIZER) ARG(G_PRECISION, "--use-precision-aware-optimizer"); /* above otherwise */
         ARGV(G_PRECISION, "--main-params-dtype", "%s", pp_opt_dtype_names[s->main_params_dtype]);

@@ -158,7 +158,7 @@ static const key_def key_table[] = {
     {"bias_dropout_fusion", K_FUSION, NULL},
     {"masked_softmax_fusion", K_FUSION, NULL}, {"apply_rope_fusion", K_FUSION, NULL},
     /* ---- not modelled: they change memory or time */
-    {"fp8_param_gather", K_READ, NULL}, {"use_precision_aware_optimizer", K_READ, NULL},
+    {"fp8_param_gather", K_READ, NULL}, {"fp4_param_gather", K_READ, NULL}, {"use_precision_aware_optimizer", K_READ, NULL},
     {"fp4", K_READ, NULL}, {"fp4_recipe", K_READ, NULL}, {"fp8_recipe", K_READ, NULL},
     {"first_last_layers_bf16", K_UNMODELLED, "False"}, {"fp32_residual_connection", K_UNMODELLED, "False"},
     {"main_grads_dtype", K_READ, NULL}, {"main_params_dtype", K_READ, NULL},

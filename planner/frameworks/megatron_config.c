@@ -911,8 +911,9 @@ static pp_status read_stack(rd *r)
     bool pao = false, fp8pg = false;
     pp_opt_dtype od[4] = {PP_OPT_FP32, PP_OPT_FP32, PP_OPT_FP32, PP_OPT_FP32};
     static const char *const od_keys[4] = {"main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"};
+    bool fp4pg = false; /* --fp4-param-gather (transformer_config.py fp4_param): NVFP4 parameters */
     if ((st = rd_bool(r, "use_precision_aware_optimizer", false, &pao)) ||
-        (st = rd_bool(r, "fp8_param_gather", false, &fp8pg)))
+        (st = rd_bool(r, "fp8_param_gather", false, &fp8pg)) || (st = rd_bool(r, "fp4_param_gather", false, &fp4pg)))
         return st;
     for (int i = 0; i < 4; i++) {
         const char *v = NULL;
@@ -936,8 +937,10 @@ static pp_status read_stack(rd *r)
         s->exp_avg_dtype = od[2];
         s->exp_avg_sq_dtype = od[3];
     }
-    s->fp8_param_gather = fp8pg;
+    /* one stack field for both: FP8 and MXFP8 parameters under --fp8-format, NVFP4 under --fp4-format */
+    s->fp8_param_gather = fp4 ? fp4pg : fp8pg;
     if (fp8pg && !fp8) note(r, "--fp8-param-gather without --fp8-format (no FP8 parameters)");
+    if (fp4pg && !fp4) note(r, "--fp4-param-gather without --fp4-format (no FP4 parameters)");
     /* validate_args: bf16 accumulates and reduces in fp32 unless --grad-reduce-in-bf16, or the
      * precision-aware optimizer's --main-grads-dtype bf16 (arguments.py: accumulate in fp32 only
      * when main_grads_dtype is fp32) */

@@ -804,7 +804,8 @@ static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, boo
     /* a recipe's fp8_param_gather applies to its FP8 runs; the flag asks for FP8 parameters */
     if (g[PP_RQ_FP8_PARAM_GATHER] && !pp_precision_fp8_params(w->stack.precision))
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0,
-                            "--fp8-param-gather keeps the parameters in FP8: it needs --precision fp8 or mxfp8, not %s",
+                            "--fp8-param-gather keeps the parameters quantized: it needs --precision fp8, mxfp8 or nvfp4 "
+                            "(Megatron's --fp4-param-gather), not %s",
                             pp_precision_names[w->stack.precision]);
     pp_stack_resolve(w);
     if (r->profile) {

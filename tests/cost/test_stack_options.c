@@ -112,6 +112,23 @@ static void fp8_params(void)
                  "precision-aware optimizer fp16/bf16/fp8: 5 of the 12 optimizer bytes per parameter");
     run_free(&c);
     run_free(&d);
+    /* NVFP4 parameters (Megatron's --fp4-param-gather): a linear weight is its two NVFP4 copies,
+     * 2 x (0.5 + 1/16) bytes, where the bf16 weight and its two casts were 2 + 2 x (0.5 + 1/16) */
+    static run e, f;
+    const char *b8 = "--model llama3-8b --gpu b200 --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 "
+                     "--framework megatron --dist-opt --precision nvfp4";
+    char pe[512], pf[512];
+    snprintf(pe, sizeof pe, "%s", b8);
+    snprintf(pf, sizeof pf, "%s --fp8-param-gather", b8);
+    if (run_args(&e, pe) && run_args(&f, pf)) {
+        double total = 8.030e9, layers = total - 2.0 * 128256.0 * 4096.0;
+        tap_near((e.mem.stages[0].weights_bytes - f.mem.stages[0].weights_bytes) / (2.0 * layers), 1.0, 2e-3,
+                 "NVFP4 parameters: the bf16 copy's 2 bytes a layer parameter gone");
+        tap_near(f.mem.stages[0].weights_bytes / (2.0 * (total - layers) + 1.125 * layers), 1.0, 2e-3,
+                 "NVFP4 parameters: 1.125 bytes a layer parameter (the bf16 embedding and head at 2)");
+    }
+    run_free(&e);
+    run_free(&f);
 }
 
 static void nvlink_domain(void)

@@ -23,6 +23,8 @@ cases=(
   "70b-lora-qkv|--model llama3-70b $w --gpus 8 --gbs 32 --seq 4096 --mbs 1 --tp 2 --pp 4 --vpp 20 --sp --dist-opt --recompute none --precision fp8 --fp8-param-gather --tp-comm-overlap --grad-reduce-bf16 --finetune lora --lora-targets qkv"
   "8b-mxfp8|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision mxfp8 --fp8-param-gather"
   "8b-lora-all|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --finetune lora --lora-rank 16"
+  "8b-nvfp4-params|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision nvfp4 --fp8-param-gather"
+  "8b-precision-aware|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision-aware-optimizer --cross-entropy-fusion te"
 )
 refused=(
   "moe|--model qwen3-30b-a3b $w --gpus 8 --gbs 32 --mbs 1 --ep 8 --dist-opt --recompute full"

@@ -322,6 +322,10 @@ static void test_read(void)
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4", &a, &c, &e);
     tap_ok(st == PP_OK && c.stack.precision == PP_PREC_NVFP4 && !strstr(c.unmodelled, "fp4"),
            "--fp4-format e2m1 --fp4-recipe nvfp4 read as --precision nvfp4: %s", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4 --fp4-param-gather "
+                   "--use-distributed-optimizer", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.precision == PP_PREC_NVFP4 && c.stack.fp8_param_gather && !strstr(c.unmodelled, "fp4"),
+           "--fp4-param-gather read as NVFP4 parameters: %s", c.unmodelled);
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format e4m3 --fp8-recipe custom", &a, &c, &e);
     tap_ok(st != PP_OK && strstr(e.msg, "custom") && strstr(e.msg, "not modelled"), "--fp8-recipe custom refused: %s",
            e.msg);
