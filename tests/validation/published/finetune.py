@@ -8,6 +8,8 @@ A priced row fails beyond BOUND_PCT. Rows on GPUs no published run has checked p
 `skip` (a reason, none at present) are TAP skips with the reason.
 
 With MAPE_BOUND, each split's mean absolute error is one more TAP line that fails above it.
+Summary lines on stderr (TAP comments on stdout are not shown by meson) give, per GPU (the table's `gpu` column), the rows, mean signed and mean absolute
+error and how many are beyond BOUND_PCT, and list the priced rows beyond it.
 
 Every run that ran is also checked for memory: a row parplan predicts not to fit must name why in
 its `fit_cause` column (the source's gap or contradiction, or "Not explained" with the figure), and a
@@ -26,6 +28,12 @@ BOUND_PCT = 15.0
 VALIDATED_GPUS = ("h100-sxm",)
 
 
+def note(line):
+    """A summary line: a TAP comment on stdout and the same on stderr, which meson test -v shows."""
+    print("# " + line)
+    print(line, file=sys.stderr)
+
+
 def main():
     exe, root = os.path.abspath(sys.argv[1]), sys.argv[2]
     table = sys.argv[3] if len(sys.argv) > 3 else "tests/data/published/finetune.csv"
@@ -36,6 +44,7 @@ def main():
     print("1..%d" % (len(rows) + len(splits) + 2))
     errs = {}
     uncaused, stale = [], []
+    by_gpu = {}
     for i, r in enumerate(rows, 1):
         tag = "%s %s %s %s %s" % (r["id"], r["split"], r["task"], r["gpu"], r["precision"])
         if r["skip"]:
@@ -58,6 +67,7 @@ def main():
         elif r["fit_cause"]:
             stale.append(r["id"])
         errs.setdefault((r["split"], r["task"]), []).append((abs(err), r["id"], err))
+        by_gpu.setdefault(r["gpu"], []).append(err)
         ok = abs(err) <= BOUND_PCT
         validated = any(("--gpu " + g) in r["parplan_args"] for g in VALIDATED_GPUS)
         line = "%s: predicted %.3f s, published %.3f s, error %+.1f%% (bound %.0f%%), fits %s" % (
@@ -70,8 +80,15 @@ def main():
             print("not ok %d - %s # TODO beyond the bound on a GPU no published run has validated" % (i, line))
     for (split, task), e in sorted(errs.items()):
         worst = max(e)
-        print("# %-9s %-4s rows %d, mean abs. error %.1f%%, worst %s %+.1f%%" % (
+        note("%-9s %-4s rows %d, mean abs. error %.1f%%, worst %s %+.1f%%" % (
             split, task, len(e), sum(x[0] for x in e) / len(e), worst[1], worst[2]))
+    for gpu, e in sorted(by_gpu.items()):
+        note("gpu %-10s rows %d, mean signed error %+.1f%%, mean abs. error %.1f%%, beyond %.0f%%: %d" % (
+            gpu, len(e), sum(e) / len(e), sum(abs(x) for x in e) / len(e), BOUND_PCT,
+            sum(abs(x) > BOUND_PCT for x in e)))
+    beyond = sorted((x for v in errs.values() for x in v if x[0] > BOUND_PCT), reverse=True)
+    note("rows beyond %.0f%%: %d%s" % (BOUND_PCT, len(beyond), "".join(
+        " %s %+.1f%%" % (x[1], x[2]) for x in beyond)))
     for k, split in enumerate(splits, len(rows) + 1):
         e = [x[0] for (s, _), v in errs.items() if s == split for x in v]
         mape = sum(e) / len(e) if e else float("inf")
