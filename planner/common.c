@@ -53,6 +53,26 @@ const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather", "flex"};
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
+const char *const pp_cuda_graph_names[PP_CG_COUNT] = {"none", "attn", "mlp", "moe", "moe_router", "moe_preprocess",
+                                                      "full_iteration"};
+
+unsigned pp_stack_cuda_graphs(const pp_stack *s)
+{
+    return s->cuda_graphs & ~(1u << PP_CG_NONE);
+}
+
+void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    bits &= ~(1u << PP_CG_NONE);
+    if (!bits) {
+        snprintf(buf, n, "none");
+        return;
+    }
+    for (int i = 0; i < PP_CG_COUNT && k < n; i++)
+        if (bits & (1u << i)) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", pp_cuda_graph_names[i]);
+}
 
 void pp_stack_init(pp_stack *s)
 {
@@ -109,6 +129,11 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", %s fused cross-entropy", pp_ce_fusion_names[s->ce_fusion]);
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
+    if (k > 0 && (size_t)k < n && pp_stack_cuda_graphs(s)) {
+        char parts[128];
+        pp_cuda_graphs_str(s->cuda_graphs, parts, sizeof parts);
+        k += snprintf(buf + k, n - (size_t)k, ", CUDA graphs %s", parts);
+    }
     if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))
         k += snprintf(buf + k, n - (size_t)k, ", %s parameters",
                       s->precision == PP_PREC_NVFP4 ? "NVFP4" : s->precision == PP_PREC_MXFP8 ? "MXFP8" : "FP8");
@@ -199,6 +224,19 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->ce_fusion != PP_CE_NONE && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
+    const unsigned cg = s->cuda_graphs, cg_none = 1u << PP_CG_NONE, cg_full = 1u << PP_CG_FULL_ITERATION;
+    if (cg >> PP_CG_COUNT) return STACK_BAD("--cuda-graphs: unknown part");
+    if (cg && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--cuda-graphs is Megatron's (--cuda-graph-impl): with --framework megatron, not %s",
+                         pp_framework_names[w->framework]);
+    if (((cg & cg_none) && cg != cg_none) || ((cg & cg_full) && cg != cg_full))
+        return STACK_BAD("--cuda-graphs: none and full_iteration stand alone (Megatron's full_iteration takes no "
+                         "--cuda-graph-modules)");
+    /* arguments.py --cuda-graph-modules: "moe_preprocess ... must be used together with moe_router" */
+    if ((cg & (1u << PP_CG_MOE_PREPROCESS)) && !(cg & (1u << PP_CG_MOE_ROUTER)))
+        return STACK_BAD("--cuda-graphs: moe_preprocess needs moe_router (Megatron's --cuda-graph-modules)");
+    if ((cg & (1u << PP_CG_MOE)) && (cg & (1u << PP_CG_MOE_ROUTER)))
+        return STACK_BAD("--cuda-graphs: moe captures the whole MoE part; moe_router and moe_preprocess are parts of it");
     if (s->fp8_param_gather && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--fp8-param-gather is Megatron's (TransformerEngine FP8 parameters): with --framework megatron, "
                          "not %s", pp_framework_names[w->framework]);

@@ -429,6 +429,17 @@ extern const char *const pp_adam_impl_names[PP_ADAM_COUNT]; /* "fused", "foreach
  * tensor_parallel/cross_entropy.py (eager, in place on the fp32 copy of the logits), native is
  * fusions/fused_cross_entropy.py (jit_fuser functions: under torch.compile each returns a new fp32
  * tensor), te is TransformerEngine's parallel cross-entropy (memory.c). */
+/* --cuda-graphs: what Megatron captures in CUDA graphs (--cuda-graph-impl, --cuda-graph-modules;
+ * megatron/core/transformer/transformer_config.py cuda_graph_impl / cuda_graph_modules): per-layer
+ * graphs of the named parts (local or transformer_engine) or one graph of the whole iteration
+ * (full_iteration). "none" (the default) and full_iteration stand alone. */
+typedef enum { PP_CG_NONE = 0, PP_CG_ATTN, PP_CG_MLP, PP_CG_MOE, PP_CG_MOE_ROUTER, PP_CG_MOE_PREPROCESS,
+               PP_CG_FULL_ITERATION, PP_CG_COUNT } pp_cuda_graph_part;
+extern const char *const pp_cuda_graph_names[PP_CG_COUNT];
+/* the stack's captured parts without the none bit (0: no CUDA graphs), and as "a,b" / "none" */
+struct pp_stack;
+unsigned pp_stack_cuda_graphs(const struct pp_stack *s);
+void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n);
 typedef enum { PP_CE_NONE = 0, PP_CE_NATIVE, PP_CE_TE, PP_CE_COUNT } pp_ce_fusion;
 extern const char *const pp_ce_fusion_names[PP_CE_COUNT]; /* "none", "native", "te" */
 /* The dtypes Megatron's precision-aware optimizer keeps its state in (arguments.py --main-params-dtype,
@@ -448,7 +459,7 @@ typedef enum { PP_LORA_ALL = 0, PP_LORA_ATTN, PP_LORA_MLP, PP_LORA_QKV, PP_LORA_
 extern const char *const pp_lora_target_names[PP_LORA_TARGETS_COUNT];
 /* Megatron-Bridge's LoRA.dim default (peft/lora.py:146 at 067f987d) */
 #define PP_LORA_DEFAULT_RANK 32
-typedef struct {
+typedef struct pp_stack {
     pp_precision precision;
     bool dropout_given;        /* --dropout / --attention-dropout / --hidden-dropout were given */
     double attention_dropout;  /* resolved by pp_stack_resolve: the flags, else the model's */
@@ -494,6 +505,7 @@ typedef struct {
                                   (fusions/fused_bias_swiglu.py), the eager glu() also silu(gate) and
                                   x_linear + offset (transformer/mlp.py); layer.c */
     pp_ce_fusion ce_fusion;    /* --cross-entropy-fusion: Megatron's loss implementation */
+    unsigned cuda_graphs;      /* --cuda-graphs: bit set of pp_cuda_graph_part; 0 = none */
     bool fp8_param_gather;     /* --fp8-param-gather (megatron, --precision fp8): the linear layers'
                                   weights kept and all-gathered in FP8 (arguments.py: "Keep the compute
                                   param in fp8 ... and perform the param all-gather in fp8"), no bf16

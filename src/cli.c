@@ -305,6 +305,11 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kbool(j, "expandable_segments", s->expandable_segments);
     pp_json_kbool(j, "ep_overlap", s->ep_overlap);
     pp_json_kbool(j, "compile", s->compile);
+    if (pp_stack_cuda_graphs(s)) { /* only where graphs are stated: the JSON of a run without is unchanged */
+        char parts[128];
+        pp_cuda_graphs_str(s->cuda_graphs, parts, sizeof parts);
+        pp_json_kstr(j, "cuda_graphs", parts);
+    }
     if (pp_work_lora(w)) { /* only under --finetune lora: full training's JSON is unchanged */
         pp_json_kstr(j, "finetune", pp_finetune_names[s->finetune]);
         pp_json_knum(j, "lora_rank", pp_work_lora_rank(w));

@@ -452,6 +452,19 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         if (s->moe_capacity_factor > 0)
             ARGV(G_MODEL, "--moe-expert-capacity-factor", "%.6g", s->moe_capacity_factor);
     }
+    /* CUDA graphs (arguments.py --cuda-graph-impl, --cuda-graph-modules nargs='+'): one graph of the
+     * iteration, or Transformer Engine's per-layer graphs of the named parts */
+    const unsigned cg = pp_stack_cuda_graphs(&w->stack);
+    if (cg & (1u << PP_CG_FULL_ITERATION)) {
+        ARGV(G_MODEL, "--cuda-graph-impl", "%s", "full_iteration");
+    } else if (cg) {
+        char parts[128], *q;
+        pp_cuda_graphs_str(cg, parts, sizeof parts);
+        for (q = parts; *q; q++)
+            if (*q == ',') *q = ' ';
+        ARGV(G_MODEL, "--cuda-graph-impl", "%s", "transformer_engine");
+        ARGRAW(G_MODEL, "--cuda-graph-modules", "%s", parts);
+    }
 
     /* -- parallel layout */
     ARGV(G_PARALLEL, "--tensor-model-parallel-size", "%lld", (long long)l->tp);

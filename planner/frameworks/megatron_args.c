@@ -178,8 +178,8 @@ static const key_def key_table[] = {
     {"hybrid_context_parallel", K_UNMODELLED, "False"},
     {"account_for_embedding_in_pipeline_split", K_READ, NULL},
     {"account_for_loss_in_pipeline_split", K_READ, NULL},
-    {"enable_cuda_graph", K_UNMODELLED, "False"}, {"cuda_graph_impl", K_UNMODELLED, "none"},
-    {"external_cuda_graph", K_UNMODELLED, "False"},
+    {"enable_cuda_graph", K_READ, NULL}, {"cuda_graph_impl", K_READ, NULL},
+    {"external_cuda_graph", K_READ, NULL},
     /* torch.cuda.empty_cache() after the forward-backward (level 1) and after the optimizer step
      * (level 2), training.py train_step: the allocated peak, which parplan predicts, comes inside
      * the forward-backward and is the same; only the cached memory between steps shrinks (a few
@@ -277,7 +277,7 @@ static const key_def key_table[] = {
     {"distributed_backend", K_IGNORE, NULL}, {"distributed_timeout_minutes", K_IGNORE, NULL},
     {"use_gloo_process_groups", K_IGNORE, NULL}, {"enable_one_logger", K_IGNORE, NULL},
     {"optimizer_cuda_graph", K_IGNORE, NULL}, {"cuda_graph_warmup_steps", K_IGNORE, NULL},
-    {"cuda_graph_scope", K_IGNORE, NULL}, {"cuda_graph_modules", K_IGNORE, NULL},
+    {"cuda_graph_scope", K_READ, NULL}, {"cuda_graph_modules", K_READ, NULL},
     {"check_for_nan_in_loss_and_grad", K_IGNORE, NULL}, {"barrier_with_L1_time", K_IGNORE, NULL},
     {"use_mup", K_IGNORE, NULL}, {"num_layers_at_start_in_bf16", K_IGNORE, NULL},
     {"num_layers_at_end_in_bf16", K_IGNORE, NULL}, {"recompute_modules_deprecated", K_IGNORE, NULL},

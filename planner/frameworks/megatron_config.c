@@ -789,6 +789,48 @@ static pp_status read_layout(rd *r)
     return PP_OK;
 }
 
+/* CUDA graphs (arguments.py --cuda-graph-impl none|local|transformer_engine|full_iteration; the
+ * deprecated --enable-cuda-graph is local and --external-cuda-graph transformer_engine;
+ * --cuda-graph-modules, formerly --cuda-graph-scope: the per-layer parts, none or "full" the whole
+ * layer, and the deprecated "full_iteration" one graph of the iteration) as --cuda-graphs. */
+static pp_status read_cuda_graphs(rd *r)
+{
+    pp_margs_config *c = r->c;
+    const char *impl = NULL, *mods = NULL;
+    pp_margs_kv *ki = NULL, *km = NULL;
+    bool en = false, ext = false;
+    pp_status st;
+    if ((st = rd_str(r, "cuda_graph_impl", &impl, &ki)) || (st = rd_bool(r, "enable_cuda_graph", false, &en)) ||
+        (st = rd_bool(r, "external_cuda_graph", false, &ext)) || (st = rd_str(r, "cuda_graph_modules", &mods, &km)))
+        return st;
+    if (!mods && (st = rd_str(r, "cuda_graph_scope", &mods, &km))) return st;
+    bool full = false, per_layer = en || ext;
+    if (impl && !strcmp(impl, "full_iteration")) full = true;
+    else if (impl && (!strcmp(impl, "local") || !strcmp(impl, "transformer_engine"))) per_layer = true;
+    else if (impl && strcmp(impl, "none"))
+        return rd_bad(r, ki, "unknown value '%s' (none, local, transformer_engine or full_iteration)", impl);
+    unsigned bits = 0;
+    if (per_layer && mods) {
+        /* "attn moe_router" on a command line, "['attn', 'moe_router']" or the enum's repr in a dump */
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", mods);
+        for (char *q = buf; *q; q++)
+            if (strchr("[]',\"<>:()", *q)) *q = ' ';
+        for (char *save = NULL, *tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+            const char *name = strrchr(tok, '.') ? strrchr(tok, '.') + 1 : tok;
+            int i = pp_name_lookup(pp_cuda_graph_names, PP_CG_COUNT, name);
+            if (!strcmp(name, "full_iteration")) full = true;
+            else if (i > PP_CG_NONE) bits |= 1u << i;
+            else if (strcmp(name, "full") && strcmp(name, "CudaGraphModule"))
+                note(r, "%s: part '%s' (not modelled: the other parts are)", kv_name(km), name);
+        }
+    }
+    if (full) c->stack.cuda_graphs = 1u << PP_CG_FULL_ITERATION;
+    else if (per_layer)
+        c->stack.cuda_graphs = bits ? bits : (1u << PP_CG_ATTN) | (1u << (c->model.experts > 1 ? PP_CG_MOE : PP_CG_MLP));
+    return PP_OK;
+}
+
 static pp_status read_stack(rd *r)
 {
     pp_margs_config *c = r->c;
@@ -864,6 +906,7 @@ static pp_status read_stack(rd *r)
         return rd_bad(r, kd, "unknown value '%s' (allgather, alltoall or flex)", disp);
     if ((st = rd_bool(r, "moe_grouped_gemm", false, &s->grouped_gemm))) return st;
     if ((st = rd_bool(r, "overlap_moe_expert_parallel_comm", false, &s->ep_overlap))) return st;
+    if ((st = read_cuda_graphs(r))) return st;
     if (s->grouped_gemm && s->impl == PP_IMPL_LOCAL) {
         /* LocalSpecProvider.grouped_mlp_modules (megatron/core/models/backends.py): SequentialMLP */
         s->grouped_gemm = false;

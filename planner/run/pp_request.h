@@ -27,7 +27,7 @@ typedef enum {
     /* stack */
     PP_RQ_PRECISION, PP_RQ_DROPOUT, PP_RQ_ATTN_DROPOUT, PP_RQ_HIDDEN_DROPOUT, PP_RQ_NO_OVERLAP,
     PP_RQ_TP_COMM_OVERLAP, PP_RQ_IMPL, PP_RQ_DISPATCHER, PP_RQ_GROUPED_GEMM, PP_RQ_CAPACITY,
-    PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
+    PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_CUDA_GRAPHS, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
     PP_RQ_COMPILE, PP_RQ_NO_ATTN_MASK, PP_RQ_OPTIMIZER_DTYPE, PP_RQ_MEGATRON_FSDP, PP_RQ_ACT_UNFUSED,
     PP_RQ_CE_FUSION, PP_RQ_RECIPE, PP_RQ_PARAM_DTYPE, PP_RQ_LOSS, PP_RQ_FP8_PARAM_GATHER,
     PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE, PP_RQ_FINETUNE, PP_RQ_LORA_RANK,
@@ -69,6 +69,7 @@ typedef struct {
     int zero, recompute, offload; /* 0-3, pp_recompute, pp_offload */
     bool dist_opt, sp;
     unsigned recompute_modules;
+    unsigned cuda_graphs;       /* bit set of pp_cuda_graph_part */
     int stages;               /* index into uniform|ilp|auto when given[PP_RQ_STAGES] */
     /* the pipeline split by virtual stage (pp_pipeline.h): Megatron's layout string, or the
      * first / last stage's layers */

@@ -108,6 +108,9 @@ const pp_option pp_request_options[] = {
          "Megatron's gradient buffer and reduction in bf16 (--grad-reduce-in-bf16), not fp32"),
     FLAG("--ep-overlap", ep_overlap, PP_RQ_EP_OVERLAP,
          "EP all-to-alls overlapped with another micro-batch's compute (Megatron --overlap-moe-expert-parallel-comm)"),
+    {"--cuda-graphs", 0, PP_OPT_MODULES, F(cuda_graphs), PP_RQ_CUDA_GRAPHS, 0, 0, pp_cuda_graph_names, PP_CG_COUNT, 0,
+     "LIST: what Megatron captures in CUDA graphs: none (default), full_iteration, or per-layer parts "
+     "attn,mlp,moe,moe_router,moe_preprocess (--cuda-graph-impl, --cuda-graph-modules)"},
     FLAG("--no-attention-mask", no_attention_mask, PP_RQ_NO_ATTN_MASK,
          "Megatron's dataloader builds no b x s x s attention mask (--no-create-attention-mask-in-dataloader; NeMo)"),
     ENUM("--optimizer-dtype", optimizer_dtype, PP_RQ_OPTIMIZER_DTYPE, optimizer_dtype_names, 2,
@@ -387,6 +390,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_CAPACITY]) s->moe_capacity_factor = r->capacity_factor;
     if (g[PP_RQ_IMBALANCE]) s->moe_imbalance = r->moe_imbalance;
     if (g[PP_RQ_EP_OVERLAP]) s->ep_overlap = true;
+    if (g[PP_RQ_CUDA_GRAPHS]) s->cuda_graphs = r->cuda_graphs;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;

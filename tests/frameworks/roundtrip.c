@@ -152,6 +152,14 @@ static const rt_case cases[] = {
      "--model qwen3-30b-a3b --gpu h100-sxm --gpus 16 --ep 16 --etp 1 --mbs 1 --gbs 64 --precision fp8 "
      "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16",
      "h100-sxm", "--vocab 151936"},
+    {"Qwen3-30B-A3B with Transformer Engine's CUDA graphs of the attention, router and preprocess",
+     "--model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --etp 1 --mbs 1 --gbs 64 --precision mxfp8 "
+     "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16 --cuda-graphs attn,moe_router,moe_preprocess",
+     "b200", "--vocab 151936"},
+    {"Qwen3-30B-A3B with one CUDA graph of the whole iteration",
+     "--model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --etp 1 --mbs 4 --gbs 64 --precision mxfp8 "
+     "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16 --cuda-graphs full_iteration",
+     "b200", "--vocab 151936"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
