@@ -248,6 +248,15 @@ bool pp_work_precision_aware(const pp_work *w)
 double pp_work_optimizer_bytes(const pp_work *w)
 {
     const pp_stack *s = &w->stack;
+    double moments = pp_work_dist_fused_adam(w) ? 2.0 * (s->optimizer_bf16 ? 2.0 : 4.0)
+                     : pp_work_precision_aware(w) ? pp_opt_dtype_bytes[s->exp_avg_dtype] + pp_opt_dtype_bytes[s->exp_avg_sq_dtype]
+                                                  : 8.0; /* fp32 m and v */
+    return pp_work_optimizer_master_bytes(w) + moments;
+}
+
+double pp_work_optimizer_master_bytes(const pp_work *w)
+{
+    const pp_stack *s = &w->stack;
     /* 16-bit parameters: bf16 under every precision but fp16 (the FP8 and FP4 recipes keep bf16
      * weights beside their casts) */
     bool bf16 = s->precision != PP_PREC_FP16;
@@ -258,13 +267,11 @@ double pp_work_optimizer_bytes(const pp_work *w)
          * model's, and for fp32 state over a bf16 model only the 16 low bits the bf16 parameter
          * lacks (store_param_remainders; Apex distributed_fused_adam.py) */
         double d = s->optimizer_bf16 ? 2.0 : 4.0;
-        double copy;
-        if (pp_work_fp8_params(w)) copy = d;
-        else if (s->optimizer_bf16) copy = bf16 ? 0.0 : d;
-        else copy = bf16 ? 2.0 : d;
-        return 2.0 * d + copy;
+        if (pp_work_fp8_params(w)) return d;
+        if (s->optimizer_bf16) return bf16 ? 0.0 : d;
+        return bf16 ? 2.0 : d;
     }
-    if (!pp_work_precision_aware(w)) return pp_work_fw(w)->optimizer_bytes;
+    if (!pp_work_precision_aware(w)) return pp_work_fw(w)->optimizer_bytes - 8.0; /* the framework's fp32 master */
     /* TE FusedAdam of the precision-aware optimizer (megatron/core/optimizer/__init__.py):
      * master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype. fp32 main parameters over bf16 ones are
      * kept as their 16-bit remainders (optimizer_config.py store_param_remainders, default True
@@ -275,7 +282,7 @@ double pp_work_optimizer_bytes(const pp_work *w)
     double main = pp_opt_dtype_bytes[s->main_params_dtype];
     bool mcore_master = pp_work_fp8_params(w) && s->precision != PP_PREC_FP8;
     if (s->main_params_dtype == PP_OPT_FP32 && bf16 && !mcore_master) main = 2.0;
-    return main + pp_opt_dtype_bytes[s->exp_avg_dtype] + pp_opt_dtype_bytes[s->exp_avg_sq_dtype];
+    return main;
 }
 
 pp_loss pp_work_loss(const pp_work *w)

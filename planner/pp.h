@@ -648,6 +648,8 @@ bool pp_work_precision_aware(const pp_work *w);
 /* Bytes per parameter of the unsharded optimizer state: the one of these two that applies, else
  * the framework's. */
 double pp_work_optimizer_bytes(const pp_work *w);
+/* its parameter part: the fp32 master (4), its 16-bit remainders (2) or none (0) */
+double pp_work_optimizer_master_bytes(const pp_work *w);
 /* Megatron's local implementation given explicitly (--impl local, or a script's
  * --transformer-impl local): its norms are torch modules, which refuse sequence parallelism
  * (megatron/core/transformer/torch_norm.py). Unfused attention alone does not imply it: the 2021-22

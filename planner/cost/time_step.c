@@ -9,12 +9,21 @@
 
 #include "pp_profile.h"
 
-/* Adam step per parameter on the rank: read master, grad, m, v (16), write master, m, v and the
- * 16-bit copy (14), read the grad once more for the norm/clip (4). Memory-bound. */
-#define OPT_BYTES_PER_PARAM 34.0
-/* The same step with the state in bf16 (--optimizer-dtype bf16): read the parameter copy, grad, m, v
- * (8), write the copy, m, v and the model's bf16 parameter (8), the grad again for the norm (2). */
-#define OPT_BYTES_PER_PARAM_BF16 18.0
+/* Adam's step per parameter on the rank, memory-bound, over the state memory prices
+ * (pp_work_optimizer_bytes: S bytes, its parameter part pp_work_optimizer_master_bytes): read the
+ * state and the gradient, write the state and the 16-bit model parameter, read the gradient once
+ * more for the norm and clip. Where the state keeps no full fp32 master (16-bit remainders, or no
+ * copy) the bf16 parameter is read too, as the master's high half. Megatron's fp32 state (S 12):
+ * 16 + 14 + 4 = 34; remainders (S 10; NeMo's distributed_fused_adam, Megatron's precision-aware
+ * optimizer): 16 + 12 + 4 = 32; NeMo's dtype bf16 (S 4, bf16 gradients): 8 + 6 + 2 = 16. */
+static double opt_step_bytes(const pp_work *w)
+{
+    double S = pp_work_optimizer_bytes(w), g = w->stack.optimizer_bf16 ? 2.0 : 4.0;
+    double master = pp_work_optimizer_master_bytes(w);
+    bool remainders = master == 2.0 && w->stack.main_params_dtype == PP_OPT_FP32;
+    double high_half = master == 0.0 || remainders ? 2.0 : 0.0;
+    return (S + g + high_half) + (S + 2.0) + g;
+}
 
 /* FSDP2's parameter and gradient copies (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
  * and _fsdp_param_group.py), bytes per parameter: an unshard casts the fp32 shard to bf16 (4/S
@@ -574,7 +583,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     if (l->offload == PP_OFF_NONE) {
         double meas = c->measured_optimizer ? pp_profile_optimizer_s(w->profile, opt_params) : -1;
         if (meas > 0) out->optimizer_measured_s = meas;
-        double opt_bytes = w->stack.optimizer_bf16 ? OPT_BYTES_PER_PARAM_BF16 : OPT_BYTES_PER_PARAM;
+        double opt_bytes = opt_step_bytes(w);
         if (pp_work_fw(w)->torch_adam)
             opt_bytes = w->stack.optimizer_impl == PP_ADAM_FOREACH ? OPT_FSDP_FOREACH_BYTES : OPT_FSDP_FUSED_BYTES;
         out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;

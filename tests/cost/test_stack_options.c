@@ -62,20 +62,23 @@ static void optimizer_bf16(void)
 {
     /* NeMo megatron_base_model.py setup_optimization (r2.0.0, lines 790-812): store_params False
      * where the optimizer dtype is the model's, store_param_remainders for fp32 over bf16 */
+    /* step: the optimizer step's HBM bytes a parameter (time_step.c opt_step_bytes), of the 34 of
+     * Megatron's fp32 state: read state + gradient (+ the bf16 high half beside remainders or no
+     * copy), write state + the 16-bit parameter, the gradient again for the norm */
     static const struct {
         const char *flags;
-        double bytes;
+        double bytes, step;
         const char *why;
     } c[] = {
-        {" --optimizer-dtype bf16", 4.0, "--optimizer-dtype bf16: m, v in bf16, no parameter copy"},
-        {" --distributed-fused-adam", 10.0, "--distributed-fused-adam: m, v in fp32 and 16-bit remainders"},
-        {" --distributed-fused-adam --optimizer-dtype bf16", 4.0, "--distributed-fused-adam --optimizer-dtype bf16"},
-        {" --distributed-fused-adam --precision fp8 --fp8-param-gather", 12.0,
+        {" --optimizer-dtype bf16", 4.0, 16.0, "--optimizer-dtype bf16: m, v in bf16, no parameter copy"},
+        {" --distributed-fused-adam", 10.0, 32.0, "--distributed-fused-adam: m, v in fp32 and 16-bit remainders"},
+        {" --distributed-fused-adam --optimizer-dtype bf16", 4.0, 16.0, "--distributed-fused-adam --optimizer-dtype bf16"},
+        {" --distributed-fused-adam --precision fp8 --fp8-param-gather", 12.0, 34.0,
          "--distributed-fused-adam with FP8 parameters: a full fp32 parameter copy (store_params)"},
-        {" --precision-aware-optimizer", 10.0, "--precision-aware-optimizer: fp32 main parameters as remainders"},
-        {" --precision-aware-optimizer --precision fp8 --fp8-param-gather", 10.0,
+        {" --precision-aware-optimizer", 10.0, 32.0, "--precision-aware-optimizer: fp32 main parameters as remainders"},
+        {" --precision-aware-optimizer --precision fp8 --fp8-param-gather", 10.0, 32.0,
          "--precision-aware-optimizer, FP8 parameters of the delayed recipe: remainders (TE's FusedAdam)"},
-        {" --precision-aware-optimizer --precision fp16", 12.0,
+        {" --precision-aware-optimizer --precision fp16", 12.0, 34.0,
          "--precision-aware-optimizer --precision fp16: fp32 main parameters whole (remainders are bf16's)"},
     };
     static run a, b;
@@ -83,9 +86,12 @@ static void optimizer_bf16(void)
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         char args[512];
         snprintf(args, sizeof args, "%s --dist-opt%s", L8B, c[i].flags);
-        if (run_args(&b, args))
+        if (run_args(&b, args)) {
             tap_near(b.mem.stages[0].optimizer_bytes / a.mem.stages[0].optimizer_bytes, c[i].bytes / 12.0, 1e-9,
                      "%s: %.0f of the 12 optimizer bytes per parameter", c[i].why, c[i].bytes);
+            tap_near(b.time.optimizer_s / a.time.optimizer_s, c[i].step / 34.0, 1e-9,
+                     "%s: the step moves %.0f of the 34 bytes per parameter", c[i].why, c[i].step);
+        }
         run_free(&b);
     }
     run_free(&a);
