@@ -3,6 +3,8 @@
 #ifndef PP_CHECK_RUN_H
 #define PP_CHECK_RUN_H
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pp_load.h"
@@ -44,6 +46,22 @@ static inline bool run_args(run *r, const char *args)
               pp_time_estimate(&r->res.work, &r->res.layout, &r->time, &err) == PP_OK;
     if (!ok) tap_ok(0, "parplan check %s: %s", args, err.msg);
     return ok;
+}
+
+/* run_args over a command line built printf-style (a base line and what one run adds to it) */
+static inline bool run_argsf(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline bool run_argsf(run *r, const char *fmt, ...)
+{
+    char args[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof args) {
+        tap_ok(0, "parplan check: command line over %zu characters", sizeof args);
+        return false;
+    }
+    return run_args(r, args);
 }
 
 static inline void run_free(run *r)

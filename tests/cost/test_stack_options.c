@@ -41,9 +41,7 @@ static void megatron_fsdp(void)
     if (!run_args(&d, L8B " --dist-opt")) return;
     const pp_mem_stage *sd = &d.mem.stages[0];
     for (int k = 1; k <= 3; k++) {
-        char args[512];
-        snprintf(args, sizeof args, "%s --megatron-fsdp --zero %d", L8B, k);
-        if (!run_args(&z[k], args)) continue;
+        if (!run_argsf(&z[k], "%s --megatron-fsdp --zero %d", L8B, k)) continue;
         const pp_mem_stage *s = &z[k].mem.stages[0];
         /* dist-opt: 2 + 4 + 12/8 bytes per parameter; optim: the same; optim_grads: 4/8 gradient
          * bytes; optim_grads_params: 2/8 weight bytes too */
@@ -84,9 +82,7 @@ static void optimizer_bf16(void)
     static run a, b;
     if (!run_args(&a, L8B " --dist-opt")) return;
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        char args[512];
-        snprintf(args, sizeof args, "%s --dist-opt%s", L8B, c[i].flags);
-        if (run_args(&b, args)) {
+        if (run_argsf(&b, "%s --dist-opt%s", L8B, c[i].flags)) {
             tap_near(b.mem.stages[0].optimizer_bytes / a.mem.stages[0].optimizer_bytes, c[i].bytes / 12.0, 1e-9,
                      "%s: %.0f of the 12 optimizer bytes per parameter", c[i].why, c[i].bytes);
             tap_near(b.time.optimizer_s / a.time.optimizer_s, c[i].step / 34.0, 1e-9,
@@ -126,10 +122,7 @@ static void fp8_params(void)
     static run e, f;
     const char *b8 = "--model llama3-8b --gpu b200 --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 "
                      "--framework megatron --dist-opt --precision nvfp4";
-    char pe[512], pf[512];
-    snprintf(pe, sizeof pe, "%s", b8);
-    snprintf(pf, sizeof pf, "%s --fp8-param-gather", b8);
-    if (run_args(&e, pe) && run_args(&f, pf)) {
+    if (run_args(&e, b8) && run_argsf(&f, "%s --fp8-param-gather", b8)) {
         double total = 8.030e9, layers = total - 2.0 * 128256.0 * 4096.0;
         tap_near((e.mem.stages[0].weights_bytes - f.mem.stages[0].weights_bytes) / (2.0 * layers), 1.0, 2e-3,
                  "NVFP4 parameters: the bf16 copy's 2 bytes a layer parameter gone");
@@ -144,13 +137,10 @@ static void nvlink_domain(void)
 {
     static run a, b, c;
     const char *work = "--model llama3-70b --gpus 144 --gbs 576 --tp 8 --pp 2 --dist-opt --sp";
-    char pa[512], pb[512], pc[512];
-    snprintf(pa, sizeof pa, "%s --gpu gb200", work);
-    snprintf(pb, sizeof pb, "%s --gpu %s/tests/data/gpus/gb200-no-nvlink-domain.yaml --gpus-per-node 72", work,
-             getenv("PARPLAN_SOURCE_DIR") ? getenv("PARPLAN_SOURCE_DIR") : ".");
-    snprintf(pc, sizeof pc, "%s --gpu %s/tests/data/gpus/gb200-no-nvlink-domain.yaml", work,
-             getenv("PARPLAN_SOURCE_DIR") ? getenv("PARPLAN_SOURCE_DIR") : ".");
-    if (run_args(&a, pa) && run_args(&b, pb) && run_args(&c, pc)) {
+    const char *src = getenv("PARPLAN_SOURCE_DIR") ? getenv("PARPLAN_SOURCE_DIR") : ".";
+    if (run_argsf(&a, "%s --gpu gb200", work) &&
+        run_argsf(&b, "%s --gpu %s/tests/data/gpus/gb200-no-nvlink-domain.yaml --gpus-per-node 72", work, src) &&
+        run_argsf(&c, "%s --gpu %s/tests/data/gpus/gb200-no-nvlink-domain.yaml", work, src)) {
         tap_near(a.time.step_time_s / b.time.step_time_s, 1.0, 1e-12,
                  "gb200 (trays of 4, NVLink across 72): the step of 72-GPU nodes (%.3f s)", a.time.step_time_s);
         tap_ok(c.time.tp_comm_s > 2.0 * a.time.tp_comm_s,
@@ -238,10 +228,7 @@ static void deepep_buffers(void)
     static run a, f;
     const char *q = "--model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 "
                     "--ep 8 --dist-opt --moe-grouped-gemm --moe-dispatcher";
-    char pa[512], pf[512];
-    snprintf(pa, sizeof pa, "%s alltoall", q);
-    snprintf(pf, sizeof pf, "%s flex", q);
-    if (run_args(&a, pa) && run_args(&f, pf)) {
+    if (run_argsf(&a, "%s alltoall", q) && run_argsf(&f, "%s flex", q)) {
         double d = f.mem.stages[0].reserved_bytes - a.mem.stages[0].reserved_bytes;
         /* the reserve's 4% slack moves with the activations the two dispatchers keep */
         double slack = 0.04 * fabs((f.mem.stages[0].activations_bytes + f.mem.stages[0].transient_bytes) -
@@ -260,11 +247,8 @@ static void cuda_graphs(void)
     static run n, a, f;
     const char *q = "--model qwen3-30b-a3b --gpu b200 --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 "
                     "--ep 8 --dist-opt --moe-grouped-gemm --precision mxfp8 --cuda-graphs";
-    char pn[512], pa[512], pf[512];
-    snprintf(pn, sizeof pn, "%s none", q);
-    snprintf(pa, sizeof pa, "%s attn,moe_router,moe_preprocess", q);
-    snprintf(pf, sizeof pf, "%s full_iteration", q);
-    if (run_args(&n, pn) && run_args(&a, pa) && run_args(&f, pf)) {
+    if (run_argsf(&n, "%s none", q) && run_argsf(&a, "%s attn,moe_router,moe_preprocess", q) &&
+        run_argsf(&f, "%s full_iteration", q)) {
         double want = 48.0 * 8.0 * 0.25 * 8.6e-3;
         tap_near(n.time.compute_s - a.time.compute_s, want, 1e-6,
                  "--cuda-graphs attn,moe_router,moe_preprocess: the attention's share of the host time off, %.0f ms",
