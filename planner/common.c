@@ -61,6 +61,27 @@ unsigned pp_stack_cuda_graphs(const pp_stack *s)
     return s->cuda_graphs & ~(1u << PP_CG_NONE);
 }
 
+pp_status pp_cuda_graphs_parse(const char *v, unsigned *bits, char *why, size_t n)
+{
+    char buf[128];
+    unsigned b = 0;
+    if (!v[0] || strlen(v) >= sizeof buf) {
+        snprintf(why, n, "expects none, full_iteration or a comma-separated list of parts");
+        return PP_ERR_INPUT;
+    }
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int i = pp_name_lookup(pp_cuda_graph_names, PP_CG_COUNT, tok);
+        if (i < 0) {
+            snprintf(why, n, "unknown part '%s' (none, attn, mlp, moe, moe_router, moe_preprocess, full_iteration)", tok);
+            return PP_ERR_INPUT;
+        }
+        b |= 1u << i;
+    }
+    *bits = b;
+    return PP_OK;
+}
+
 void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n)
 {
     size_t k = 0;

@@ -440,6 +440,8 @@ extern const char *const pp_cuda_graph_names[PP_CG_COUNT];
 struct pp_stack;
 unsigned pp_stack_cuda_graphs(const struct pp_stack *s);
 void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n);
+/* "attn,moe_router" -> bits (a recipe's cuda_graphs); an unknown part is an error, its text in why */
+pp_status pp_cuda_graphs_parse(const char *v, unsigned *bits, char *why, size_t n);
 typedef enum { PP_CE_NONE = 0, PP_CE_NATIVE, PP_CE_TE, PP_CE_COUNT } pp_ce_fusion;
 extern const char *const pp_ce_fusion_names[PP_CE_COUNT]; /* "none", "native", "te" */
 /* The dtypes Megatron's precision-aware optimizer keeps its state in (arguments.py --main-params-dtype,

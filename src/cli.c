@@ -273,7 +273,7 @@ void pp_cli_stack_line(FILE *f, const pp_cli *c)
         /* the recipe and where each of its fields' values came from (the fields that apply) */
         fprintf(f, "recipe: %s (%s):", c->recipe.name, c->recipe.path);
         for (int i = 0; i < PP_RF_COUNT; i++) {
-            char v[32];
+            char v[64];
             pp_recipe_field_value(&c->work, (pp_recipe_field)i, v, sizeof v);
             if (!strcmp(v, "-")) continue;
             fprintf(f, "%s %s %s (%s)", i ? "," : "", pp_recipe_field_names[i], v,
@@ -357,7 +357,7 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
         pp_json_key(j, "fields");
         pp_json_obj_begin(j);
         for (int i = 0; i < PP_RF_COUNT; i++) {
-            char v[32];
+            char v[64];
             pp_recipe_field_value(w, (pp_recipe_field)i, v, sizeof v);
             if (!strcmp(v, "-")) continue;
             pp_json_key(j, pp_recipe_field_names[i]);

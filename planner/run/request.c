@@ -427,7 +427,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
      (1u << PP_RF_GRAD_BF16) | (1u << PP_RF_ATTN_MASK) | (1u << PP_RF_OVERLAP) |                        \
      (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM) |           \
      (1u << PP_RF_FP8_PARAM_GATHER) | (1u << PP_RF_MAIN_PARAMS_DTYPE) | (1u << PP_RF_EXP_AVG_DTYPE) |  \
-     (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE))
+     (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE) | (1u << PP_RF_CUDA_GRAPHS))
 static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
     [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
@@ -439,6 +439,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FP8_PARAM_GATHER] = PP_RQ_FP8_PARAM_GATHER, [PP_RF_EXP_AVG_DTYPE] = PP_RQ_EXP_AVG_DTYPE,
     [PP_RF_EXP_AVG_SQ_DTYPE] = PP_RQ_EXP_AVG_SQ_DTYPE, [PP_RF_MAIN_PARAMS_DTYPE] = PP_RQ_MAIN_PARAMS_DTYPE,
     [PP_RF_PRECISION_AWARE] = PP_RQ_PRECISION_AWARE, [PP_RF_DIST_FUSED_ADAM] = PP_RQ_DIST_FUSED_ADAM,
+    [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

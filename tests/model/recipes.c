@@ -105,6 +105,18 @@ static void unit(void)
     bad(good_head, "y.yaml", "not the file's", "a name that is not the file's");
     snprintf(t, sizeof t, "%sstack: [1, 2]\n", good_head);
     bad(t, "x.yaml", "expected a mapping", "a stack that is not a mapping");
+    snprintf(t, sizeof t, "%sstack:\n  cuda_graphs: attn,wings\n", good_head);
+    bad(t, "x.yaml", ":5:3: recipe: cuda_graphs: unknown part 'wings'", "an unknown CUDA-graph part");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  cuda_graphs: attn\n", "x.yaml", "a Megatron field",
+        "CUDA graphs in an FSDP2 recipe");
+    {
+        pp_recipe r;
+        snprintf(t, sizeof t, "%sstack:\n  cuda_graphs: attn,moe_router,moe_preprocess\n", good_head);
+        pp_status st = pp_recipe_load_string(&r, t, strlen(t), "x.yaml", &err);
+        tap_ok(st == PP_OK && r.stack.cuda_graphs == ((1u << PP_CG_ATTN) | (1u << PP_CG_MOE_ROUTER) |
+                                                       (1u << PP_CG_MOE_PREPROCESS)),
+               "a recipe's cuda_graphs: the three parts it names");
+    }
 
     /* through the binary */
     int st;
@@ -130,6 +142,13 @@ static void unit(void)
            "--megatron-args over the recipe (impl local from the log)");
     tap_ok(d && !strcmp(field_from(d, "bias_act_fusion", &v), "megatron-args") && !strcmp(v, "false"),
            "the log's bias_swiglu_fusion False over the recipe's fusion");
+    js_free(d);
+    snprintf(line, sizeof line, "--recipe megatron-core-te --megatron-args %s/tests/data/megatron/frontier/llama3_8b_h100_fp8.args "
+             "--gpu h100-sxm --gpus 8 --cuda-graphs attn,mlp", src);
+    d = check(line, &st, et, sizeof et);
+    const char *cg_from = d ? field_from(d, "cuda_graphs", &v) : "";
+    tap_ok(d && !strcmp(cg_from, "flag") && !strcmp(v, "attn,mlp"),
+           "--cuda-graphs over the recipe and the run's arguments (%s, from %s)", d ? v : "refused", cg_from);
     js_free(d);
     d = check("--model llama3-8b --gpu h100-sxm --gpus 8", &st, et, sizeof et);
     const js_val *rc = d ? js_get(d, "recipe") : NULL;
