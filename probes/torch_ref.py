@@ -12,6 +12,8 @@ Measures, with CUDA events, warm-up and the median of repeats (no L2 flush: as t
             flash forced, forward and forward+backward
   layer     a GPT block (LayerNorm, QKV, SDPA causal, projection, GELU MLP 4h, residuals) in bf16,
             forward and forward+backward, TFLOP/s = (24bsh^2 + 4bs^2h) x (1 or 3) / time
+  attention_long  the same at 16k-64k tokens, causal and the non-causal blocks of a context-parallel
+            ring step (not part of the default set)
   gemm_fp8  FP8 against bf16 at the squares 2048/4096/8192 and the transformer shapes of
             `parplan-probe gemm --dtype bf16,fp8 --hidden H --heads H/128 --tp T --seq TOKENS`
             (QKV 3h/tp x h, proj h x h/tp, FC1 4h/tp x h, FC2 h x 4h/tp at TOKENS tokens):
@@ -20,9 +22,9 @@ Measures, with CUDA events, warm-up and the median of repeats (no L2 flush: as t
             bf16 on the same shapes (not part of the default set)
 Prints one JSON object per line (the anchors' format) on stdout.
 
-usage: python3 probes/torch_ref.py [gemm] [gemm_shape] [bandwidth] [attention] [layer] [gemm_fp8]
+usage: python3 probes/torch_ref.py [gemm] [gemm_shape] [bandwidth] [attention] [layer] [gemm_fp8] [attention_long]
                                    [--hidden 4096,8192] [--tp 1,2] [--tokens 4096]
-       (default: all but gemm_fp8; --hidden/--tp/--tokens shape gemm_fp8)
+       (default: all but gemm_fp8 and attention_long; --hidden/--tp/--tokens shape gemm_fp8)
 """
 import argparse
 import json
@@ -122,6 +124,42 @@ def attention():
                  fwd_tflops=flops / t_f / 1e9, fwdbwd_tflops=3 * flops / t_fb / 1e9)
 
 
+# Long sequences (torchtitan's context-parallel rows run 16k-64k-token chunks): causal at s, and
+# the non-causal blocks a ring step of context parallelism computes (q and kv chunks of s tokens)
+ATTN_LONG = [(1, 16384, 32, 128, True), (1, 32768, 32, 128, True), (1, 65536, 32, 128, True),
+             (1, 16384, 32, 128, False), (1, 32768, 32, 128, False)]
+
+
+def attention_long():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backends = [("default", None), ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
+    for b, s, h, d, causal in ATTN_LONG:
+        qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+        flops = 4.0 * b * s * s * h * d  # every score counted, as ATTN_SHAPES' rows
+        for name, be in backends:
+            def fwd():
+                q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            def fwdbwd():
+                o = fwd()
+                o.backward(do)
+            try:
+                if be is None:
+                    t_f, t_fb = bench_ms(fwd, warm=2, reps=5), bench_ms(fwdbwd, warm=2, reps=5)
+                else:
+                    with sdpa_kernel([be]):
+                        t_f, t_fb = bench_ms(fwd, warm=2, reps=5), bench_ms(fwdbwd, warm=2, reps=5)
+            except RuntimeError as e:
+                emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d, causal=causal, error=str(e)[:120])
+                continue
+            emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d, causal=causal, fwd_ms=t_f,
+                 fwdbwd_ms=t_fb, fwd_tflops=flops / t_f / 1e9, fwdbwd_tflops=3 * flops / t_fb / 1e9)
+        del qkv, do
+        torch.cuda.empty_cache()
+
+
 class Block(nn.Module):
     def __init__(self, h, heads):
         super().__init__()
@@ -202,7 +240,7 @@ def int_list(s):
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch's figures on this GPU, one JSON object per line")
-    known = ["gemm", "gemm_shape", "bandwidth", "attention", "layer", "gemm_fp8"]
+    known = ["gemm", "gemm_shape", "bandwidth", "attention", "layer", "gemm_fp8", "attention_long"]
     # (no `choices`: argparse < 3.12 checks an empty nargs="*" default against them and fails)
     ap.add_argument("parts", nargs="*", help=" ".join(known))
     ap.add_argument("--hidden", type=int_list, default=[4096, 8192], help="gemm_fp8: hidden sizes")
@@ -212,7 +250,7 @@ def main():
     for p in a.parts:
         if p not in known:
             ap.error(f"unknown part {p!r} (choose from {', '.join(known)})")
-    parts = a.parts or known[:-1]
+    parts = a.parts or known[:-2]
     emit(kind="env", gpu=torch.cuda.get_device_name(), torch=torch.__version__,
          cudnn=torch.backends.cudnn.version(), cuda=torch.version.cuda)
     for p in parts:
@@ -220,7 +258,7 @@ def main():
             gemm_fp8(a.hidden, a.tp, a.tokens)
             continue
         {"gemm": gemm, "gemm_shape": gemm_shape, "bandwidth": bandwidth, "attention": attention,
-         "layer": layer}[p]()
+         "layer": layer, "attention_long": attention_long}[p]()
 
 
 if __name__ == "__main__":

@@ -165,6 +165,11 @@ double pp_time_collective_s(const pp_time_ctx *c, pp_time_coll op, int64_t n, in
 double pp_time_dispatch_s(const pp_time_ctx *c, int64_t n, int64_t per_node, double nvl_bytes, double net_bytes);
 /* Achieved FLOP/s of an (m x k) x (k x n) bf16 GEMM. */
 double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k);
+/* The fused attention core of one micro-batch (flash kernels: causal queries attend keys_avg keys
+ * each; torchtitan's FlashAttention-2 on Hopper with its per-query-block cost), forward and
+ * backward seconds */
+void pp_time_flash_s(const pp_time_ctx *c, double batch_heads, double queries, double keys_avg, double qk_dim,
+                     double v_dim, double *fwd_s, double *bwd_s);
 /* What a collective of `comm` seconds run beside `window` seconds of compute leaves exposed
  * (what is not hidden, and the hidden part's cost to the compute it runs beside). */
 double pp_time_behind(double comm, double window);

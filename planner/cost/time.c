@@ -507,6 +507,22 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     *f = *b = 0;
 }
 
+void pp_time_flash_s(const pp_time_ctx *c, double batch_heads, double queries, double keys_avg, double qk_dim,
+                     double v_dim, double *fwd_s, double *bwd_s)
+{
+    /* Causal: fused kernels skip the masked scores, a query attends keys_avg keys. */
+    double fl = 2.0 * batch_heads * queries * keys_avg * (qk_dim + v_dim);
+    *fwd_s = fl / c->flash_fwd_rate;
+    *bwd_s = 2.0 * fl / c->flash_bwd_rate;
+    if (pp_work_fw(c->w)->titan_kernels && gpu_peak(&c->w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+        /* FA2's per-query-block cost (FSDP_FA2_S0_*) over the keys a causal kernel walks,
+         * relative to the reference length */
+        double span = 2.0 * keys_avg;
+        *fwd_s *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
+        *bwd_s *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
+    }
+}
+
 /* Whether an MoE layer runs at the host's pace of MOE_TE_HOST_LAYER_S: Megatron's TransformerEngine
  * stack, dropless, without a profile calibration of its own (a calibrated stack's host figures,
  * moe_layer_overhead_s and expert_overhead_s, are fitted to its own logs and replace it). */
@@ -574,17 +590,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         score_ew_b = (EW_SCORE_BWD - nodrop) * a->scores / c->mem_rate;
         attn_b = 2.0 * attn_f;
     } else {
-        /* Causal: fused kernels skip the masked scores, a query attends keys_avg keys. */
-        double fl = 2.0 * a->batch_heads * a->queries * a->keys_avg * (a->qk_dim + a->v_dim);
-        attn_f = fl / c->flash_fwd_rate;
-        attn_b = 2.0 * fl / c->flash_bwd_rate;
-        if (pp_work_fw(w)->titan_kernels && gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
-            /* FA2's per-query-block cost (FSDP_FA2_S0_*) over the keys a causal kernel walks,
-             * relative to the reference length */
-            double span = 2.0 * a->keys_avg;
-            attn_f *= (1.0 + FSDP_FA2_S0_FWD / span) / (1.0 + FSDP_FA2_S0_FWD / FSDP_FA2_S_REF);
-            attn_b *= (1.0 + FSDP_FA2_S0_BWD / span) / (1.0 + FSDP_FA2_S0_BWD / FSDP_FA2_S_REF);
-        }
+        pp_time_flash_s(c, a->batch_heads, a->queries, a->keys_avg, a->qk_dim, a->v_dim, &attn_f, &attn_b);
     }
     if (!titan_sac && (sel & (1u << PP_RCM_CORE_ATTN))) sel_s += attn_f + score_ew_f;
 
