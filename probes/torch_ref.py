@@ -14,6 +14,7 @@ Measures, with CUDA events, warm-up and the median of repeats (no L2 flush: as t
             forward and forward+backward, TFLOP/s = (24bsh^2 + 4bs^2h) x (1 or 3) / time
   attention_long  the same at 16k-64k tokens, causal and the non-causal blocks of a context-parallel
             ring step (not part of the default set)
+  attention_headdim  the same at equal work with heads of 128 and of 64 (not part of the default set)
   gemm_fp8  FP8 against bf16 at the squares 2048/4096/8192 and the transformer shapes of
             `parplan-probe gemm --dtype bf16,fp8 --hidden H --heads H/128 --tp T --seq TOKENS`
             (QKV 3h/tp x h, proj h x h/tp, FC1 4h/tp x h, FC2 h x 4h/tp at TOKENS tokens):
@@ -22,9 +23,9 @@ Measures, with CUDA events, warm-up and the median of repeats (no L2 flush: as t
             bf16 on the same shapes (not part of the default set)
 Prints one JSON object per line (the anchors' format) on stdout.
 
-usage: python3 probes/torch_ref.py [gemm] [gemm_shape] [bandwidth] [attention] [layer] [gemm_fp8] [attention_long]
+usage: python3 probes/torch_ref.py [gemm] [gemm_shape] [bandwidth] [attention] [layer] [gemm_fp8] [attention_long] [attention_headdim]
                                    [--hidden 4096,8192] [--tp 1,2] [--tokens 4096]
-       (default: all but gemm_fp8 and attention_long; --hidden/--tp/--tokens shape gemm_fp8)
+       (default: all but gemm_fp8, attention_long and attention_headdim; --hidden/--tp/--tokens shape gemm_fp8)
 """
 import argparse
 import json
@@ -131,9 +132,13 @@ ATTN_LONG = [(1, 16384, 32, 128, True), (1, 32768, 32, 128, True), (1, 65536, 32
 
 
 def attention_long():
+    attention_rows(ATTN_LONG)
+
+
+def attention_rows(shapes):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     backends = [("default", None), ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
-    for b, s, h, d, causal in ATTN_LONG:
+    for b, s, h, d, causal in shapes:
         qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
         flops = 4.0 * b * s * s * h * d  # every score counted, as ATTN_SHAPES' rows
@@ -158,6 +163,15 @@ def attention_long():
                  fwdbwd_ms=t_fb, fwd_tflops=flops / t_f / 1e9, fwdbwd_tflops=3 * flops / t_fb / 1e9)
         del qkv, do
         torch.cuda.empty_cache()
+
+
+# Head width at equal work: 32 heads of 128 against 64 heads of 64 (gpt-oss's attention shape)
+ATTN_HEADDIM = [(2, 4096, 32, 128, True), (2, 4096, 64, 64, True), (1, 8192, 32, 128, True),
+                (1, 8192, 64, 64, True)]
+
+
+def attention_headdim():
+    attention_rows(ATTN_HEADDIM)
 
 
 class Block(nn.Module):
@@ -240,7 +254,8 @@ def int_list(s):
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch's figures on this GPU, one JSON object per line")
-    known = ["gemm", "gemm_shape", "bandwidth", "attention", "layer", "gemm_fp8", "attention_long"]
+    known = ["gemm", "gemm_shape", "bandwidth", "attention", "layer", "gemm_fp8", "attention_long",
+             "attention_headdim"]
     # (no `choices`: argparse < 3.12 checks an empty nargs="*" default against them and fails)
     ap.add_argument("parts", nargs="*", help=" ".join(known))
     ap.add_argument("--hidden", type=int_list, default=[4096, 8192], help="gemm_fp8: hidden sizes")
@@ -250,7 +265,7 @@ def main():
     for p in a.parts:
         if p not in known:
             ap.error(f"unknown part {p!r} (choose from {', '.join(known)})")
-    parts = a.parts or known[:-2]
+    parts = a.parts or known[:-3]
     emit(kind="env", gpu=torch.cuda.get_device_name(), torch=torch.__version__,
          cudnn=torch.backends.cudnn.version(), cuda=torch.version.cuda)
     for p in parts:
@@ -258,7 +273,7 @@ def main():
             gemm_fp8(a.hidden, a.tp, a.tokens)
             continue
         {"gemm": gemm, "gemm_shape": gemm_shape, "bandwidth": bandwidth, "attention": attention,
-         "layer": layer, "attention_long": attention_long}[p]()
+         "layer": layer, "attention_long": attention_long, "attention_headdim": attention_headdim}[p]()
 
 
 if __name__ == "__main__":
