@@ -7,8 +7,11 @@
  * p / (1 + e_hi) and p / (1 + e_lo). The holdout half was not read to build it: the test
  * `published-runs` recomputes every row from the calibrate half (and fails when the table has
  * drifted from the model) and reports how often the band holds the holdout run (target: 80%).
- * Where the model has seen no published run (DeepSpeed, a GPU with no rows) the band is the
- * widest of the three. */
+ * Megatron on Blackwell has two families of its own, from the calibrate halves of the Megatron-Bridge
+ * tables: dense on GB200/GB300 (tests/data/published/blackwell.csv) and MoE on B200, B300, GB200
+ * and GB300 (blackwell_moe.csv), recomputed by `published-blackwell` and `published-blackwell-moe`.
+ * Where the model has seen no published run (DeepSpeed, a GPU with no rows, dense on B200/B300)
+ * the band is the widest of the families. */
 #include "pp_run.h"
 
 #include <string.h>
@@ -17,14 +20,31 @@ static const pp_band_row bands[PP_BAND_COUNT] = {
     [PP_BAND_MEGATRON_DENSE] = {"megatron-dense", -0.2626, 0.1101, 36},
     [PP_BAND_FSDP_DENSE] = {"fsdp-dense", -0.3388, 0.0445, 34},
     [PP_BAND_MOE] = {"moe", -0.6360, 0.3449, 15},
+    [PP_BAND_BLACKWELL_DENSE] = {"blackwell-dense", -0.0883, 0.0961, 22},
+    [PP_BAND_BLACKWELL_MOE] = {"blackwell-moe", -0.4531, 0.0082, 55},
     [PP_BAND_UNSEEN] = {"unseen", -0.6360, 0.3449, 0},
 };
 
 /* The GPUs the published runs ran on (the --gpu of runs.csv's parplan_args). */
 static const char *const seen_gpus[] = {"h100-sxm", "h100-96gb-gt500w", "h200", "a100-80gb", "h800"};
 
+/* The Blackwell GPUs of the Megatron-Bridge tables, and those of them its dense rows ran on. */
+static const char *const blackwell_gpus[] = {"b200", "b300", "gb200", "gb300"};
+static const char *const blackwell_dense_gpus[] = {"gb200", "gb300"};
+
+static bool name_in(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, list[i])) return true;
+    return false;
+}
+
 pp_band pp_band_family(const pp_work *w)
 {
+    if (w->framework == PP_FW_MEGATRON && name_in(w->gpu.name, blackwell_gpus, 4)) {
+        if (pp_model_is_moe(&w->model)) return PP_BAND_BLACKWELL_MOE;
+        return name_in(w->gpu.name, blackwell_dense_gpus, 2) ? PP_BAND_BLACKWELL_DENSE : PP_BAND_UNSEEN;
+    }
     bool seen = false;
     for (size_t i = 0; i < sizeof seen_gpus / sizeof seen_gpus[0]; i++)
         seen |= !strcmp(w->gpu.name, seen_gpus[i]);

@@ -101,7 +101,10 @@ pp_status pp_run_plan_best(const pp_work *w, pp_run_plan_pick *out, pp_error *er
  * percentile of (predicted / published - 1) over the calibrate half of the published runs of its
  * family. A figure v (a step time, days, cost: all proportional to it) lies in
  * [v / (1 + err_hi), v / (1 + err_lo)] (pp_band_range). */
-typedef enum { PP_BAND_MEGATRON_DENSE = 0, PP_BAND_FSDP_DENSE, PP_BAND_MOE, PP_BAND_UNSEEN, PP_BAND_COUNT } pp_band;
+typedef enum {
+    PP_BAND_MEGATRON_DENSE = 0, PP_BAND_FSDP_DENSE, PP_BAND_MOE, PP_BAND_BLACKWELL_DENSE, PP_BAND_BLACKWELL_MOE,
+    PP_BAND_UNSEEN, PP_BAND_COUNT
+} pp_band;
 typedef struct {
     const char *name;     /* "megatron-dense", "fsdp-dense", "moe", "unseen" */
     double err_lo, err_hi;

@@ -15,7 +15,12 @@ Every run that ran is also checked for memory: a row parplan predicts not to fit
 its `fit_cause` column (the source's gap or contradiction, or "Not explained" with the figure), and a
 row that fits must carry none (two TAP lines).
 
-usage: finetune.py PARPLAN SOURCE_ROOT [CSV [MAPE_BOUND]]   (CSV: tests/data/published/finetune.csv,
+With BAND (a step-time band family of planner/run/band.c that this table's calibrate half defines),
+two more TAP lines: the family's err_lo / err_hi, as check prints them, are the 5th / 95th
+percentile (linear between order statistics) of the calibrate rows' error (predicted / published
+- 1) of that family, and the band holds the published step time on at least 80% of its holdout rows.
+
+usage: finetune.py PARPLAN SOURCE_ROOT [CSV [MAPE_BOUND [BAND]]]   (CSV: tests/data/published/finetune.csv,
 or another table of its columns, e.g. blackwell.csv)"""
 import csv
 import json
@@ -40,8 +45,10 @@ def main():
     with open(os.path.join(root, table), newline="") as f:
         rows = list(csv.DictReader(f))
     mape_bound = float(sys.argv[4]) if len(sys.argv) > 4 else None
+    band = sys.argv[5] if len(sys.argv) > 5 else None
     splits = sorted(set(r["split"] for r in rows if not r["skip"])) if mape_bound is not None else []
-    print("1..%d" % (len(rows) + len(splits) + 2))
+    print("1..%d" % (len(rows) + len(splits) + 2 + (2 if band else 0)))
+    in_band = []  # (split, error as a fraction, err_lo, err_hi) of the rows check puts in BAND
     errs = {}
     uncaused, stale = [], []
     by_gpu = {}
@@ -60,6 +67,9 @@ def main():
             continue
         pub = float(r["step_s"])
         err = 100.0 * (pred - pub) / pub
+        b = v.get("step_time_band") or {}
+        if band and b.get("family") == band:
+            in_band.append((r["split"], pred / pub - 1.0, b.get("err_lo"), b.get("err_hi")))
         if v.get("fits") is False:
             print("# %s predicted not to fit: %s" % (r["id"], r["fit_cause"] or "NO CAUSE GIVEN"))
             if not r["fit_cause"]:
@@ -99,6 +109,26 @@ def main():
         "not ok" if uncaused else "ok", k, " ".join(uncaused) or "none missing"))
     print("%s %d - no run that fits carries a not-fit cause (%s)" % (
         "not ok" if stale else "ok", k + 1, " ".join(stale) or "none"))
+    if band:
+        cal = sorted(e for s, e, _, _ in in_band if s == "calibrate")
+        hol = [(e, lo, hi) for s, e, lo, hi in in_band if s != "calibrate"]
+        lo = in_band[0][2] if in_band else float("nan")
+        hi = in_band[0][3] if in_band else float("nan")
+
+        def quantile(v, q):
+            i = q * (len(v) - 1)
+            a = int(i)
+            b2 = min(a + 1, len(v) - 1)
+            return v[a] + (v[b2] - v[a]) * (i - a)
+        q05 = quantile(cal, 0.05) if cal else float("nan")
+        q95 = quantile(cal, 0.95) if cal else float("nan")
+        ok = len(cal) >= 10 and abs(q05 - lo) < 6e-4 and abs(q95 - hi) < 6e-4
+        print("%s %d - band %s: band.c's %+.4f / %+.4f are the calibrate half's 5th / 95th percentile error "
+              "%+.4f / %+.4f (%d rows)" % ("ok" if ok else "not ok", k + 2, band, lo, hi, q05, q95, len(cal)))
+        held = sum(1 for e, l, h in hol if l <= e <= h)
+        note("band %s holdout: the published step time within the band on %d of %d rows" % (band, held, len(hol)))
+        print("%s %d - band %s holds the published step time on %d of %d holdout rows (target 80%%)" % (
+            "ok" if hol and held >= 0.8 * len(hol) else "not ok", k + 3, band, held, len(hol)))
 
 
 if __name__ == "__main__":
