@@ -52,6 +52,7 @@ unsigned pp_layout_rc_modules(const pp_layout *l)
 const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather", "flex"};
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
+const char *const pp_sdpa_backend_names[PP_SDPA_COUNT] = {"flash", "cudnn"};
 const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
 const char *const pp_cuda_graph_names[PP_CG_COUNT] = {"none", "attn", "mlp", "moe", "moe_router", "moe_preprocess",
                                                       "full_iteration"};
@@ -150,6 +151,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", %s fused cross-entropy", pp_ce_fusion_names[s->ce_fusion]);
     if (k > 0 && (size_t)k < n && s->compile)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
+    if (k > 0 && (size_t)k < n && s->sdpa_backend == PP_SDPA_CUDNN)
+        k += snprintf(buf + k, n - (size_t)k, ", SDPA cuDNN");
     if (k > 0 && (size_t)k < n && pp_stack_cuda_graphs(s)) {
         char parts[128];
         pp_cuda_graphs_str(s->cuda_graphs, parts, sizeof parts);
@@ -245,6 +248,10 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->ce_fusion != PP_CE_NONE && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
+    if ((unsigned)s->sdpa_backend >= PP_SDPA_COUNT) return STACK_BAD("the training stack has an unknown SDPA backend");
+    if (s->sdpa_backend != PP_SDPA_FLASH && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--sdpa-backend is torch's scaled_dot_product_attention kernel under --framework fsdp, not %s "
+                         "(Megatron's attention is --impl and --attention)", pp_framework_names[w->framework]);
     const unsigned cg = s->cuda_graphs, cg_none = 1u << PP_CG_NONE, cg_full = 1u << PP_CG_FULL_ITERATION;
     if (cg >> PP_CG_COUNT) return STACK_BAD("--cuda-graphs: unknown part");
     if (cg && w->framework != PP_FW_MEGATRON)

@@ -425,6 +425,12 @@ extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "a
  * DeepSpeed paths keep their own rules (memory.c). */
 typedef enum { PP_ADAM_FUSED = 0, PP_ADAM_FOREACH, PP_ADAM_COUNT } pp_adam_impl;
 extern const char *const pp_adam_impl_names[PP_ADAM_COUNT]; /* "fused", "foreach" */
+/* --sdpa-backend: the kernel torch's scaled_dot_product_attention runs under --framework fsdp.
+ * FlashAttention-2 is what parplan's FSDP runs and the published torchtitan runs before 2025-10
+ * used; torchtitan since 6a3a9da95 (2025-10-09; torchtitan/models/common/attention.py) puts cuDNN
+ * first with set_priority. */
+typedef enum { PP_SDPA_FLASH = 0, PP_SDPA_CUDNN, PP_SDPA_COUNT } pp_sdpa_backend;
+extern const char *const pp_sdpa_backend_names[PP_SDPA_COUNT]; /* "flash", "cudnn" */
 /* Megatron's cross-entropy (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl): none is
  * tensor_parallel/cross_entropy.py (eager, in place on the fp32 copy of the logits), native is
  * fusions/fused_cross_entropy.py (jit_fuser functions: under torch.compile each returns a new fp32
@@ -508,6 +514,7 @@ typedef struct pp_stack {
                                   x_linear + offset (transformer/mlp.py); layer.c */
     pp_ce_fusion ce_fusion;    /* --cross-entropy-fusion: Megatron's loss implementation */
     unsigned cuda_graphs;      /* --cuda-graphs: bit set of pp_cuda_graph_part; 0 = none */
+    pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
     bool fp8_param_gather;     /* --fp8-param-gather (megatron, --precision fp8): the linear layers'
                                   weights kept and all-gathered in FP8 (arguments.py: "Keep the compute
                                   param in fp8 ... and perform the param all-gather in fp8"), no bf16

@@ -122,6 +122,9 @@ const pp_option pp_request_options[] = {
          "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
     ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
          "Megatron's loss (--cross-entropy-loss-fusion --cross-entropy-fusion-impl; default none)"),
+    ENUM("--sdpa-backend", sdpa_backend, PP_RQ_SDPA_BACKEND, pp_sdpa_backend_names, PP_SDPA_COUNT,
+         "torch SDPA's kernel under --framework fsdp (default flash: FlashAttention-2; cudnn: what torchtitan "
+         "picks first since 2025-10)"),
     ENUM("--param-dtype", param_dtype, PP_RQ_PARAM_DTYPE, optimizer_dtype_names, 2,
          "the sharded parameters' dtype, and so their gradients' and AdamW's state (fsdp; "
          "bf16: NeMo AutoModel's default; fp32: torchtitan's)"),
@@ -391,6 +394,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_IMBALANCE]) s->moe_imbalance = r->moe_imbalance;
     if (g[PP_RQ_EP_OVERLAP]) s->ep_overlap = true;
     if (g[PP_RQ_CUDA_GRAPHS]) s->cuda_graphs = r->cuda_graphs;
+    if (g[PP_RQ_SDPA_BACKEND]) s->sdpa_backend = (pp_sdpa_backend)r->sdpa_backend;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
@@ -439,7 +443,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FP8_PARAM_GATHER] = PP_RQ_FP8_PARAM_GATHER, [PP_RF_EXP_AVG_DTYPE] = PP_RQ_EXP_AVG_DTYPE,
     [PP_RF_EXP_AVG_SQ_DTYPE] = PP_RQ_EXP_AVG_SQ_DTYPE, [PP_RF_MAIN_PARAMS_DTYPE] = PP_RQ_MAIN_PARAMS_DTYPE,
     [PP_RF_PRECISION_AWARE] = PP_RQ_PRECISION_AWARE, [PP_RF_DIST_FUSED_ADAM] = PP_RQ_DIST_FUSED_ADAM,
-    [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS,
+    [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS, [PP_RF_SDPA_BACKEND] = PP_RQ_SDPA_BACKEND,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -558,13 +558,14 @@ static void test_power_limit(const pp_gpu *h100)
              1e-9, "500 W: the FP8 rate takes the factor too");
 }
 
-/* torchtitan's attention (SDPA's FlashAttention-2 under --framework fsdp) on the lent H200 against
- * PyTorch's own timing of it: tests/data/profiles/h200.torch.jsonl (the rows FSDP_FA2_* were fitted
- * on: s 2048-8192) and h200.attention_long.jsonl (PyTorch 2.11, cuDNN 9.19, measured later in one
- * device call with probes/torch_ref.py attention_long attention: the short shapes again, and
- * causal s 16384-65536, beyond the fitted range). Causal rows of 128-dim heads; forward + backward
- * within 10% each, the forward reported. */
-static void test_flash_fsdp_h200(void)
+/* torchtitan's attention (torch SDPA under --framework fsdp: FlashAttention-2, or cuDNN with
+ * --sdpa-backend cudnn) on the lent H200 against PyTorch's own timing of it:
+ * tests/data/profiles/h200.torch.jsonl (the rows FSDP_FA2_* and FSDP_CUDNN_* were fitted on: s
+ * 2048-8192), h200.attention_long.jsonl and h200.attention_headdim.jsonl (PyTorch 2.11, cuDNN 9.19,
+ * measured later with probes/torch_ref.py attention_long attention / attention_headdim: the short
+ * shapes again, and causal s 16384-65536, beyond the fitted range). Causal rows of 128-dim heads;
+ * forward + backward within 10% each, the forward reported. */
+static void test_sdpa_fsdp_h200(pp_sdpa_backend backend)
 {
     pp_work w = {0};
     if (tt_gpu("h200", &w.gpu)) {
@@ -573,28 +574,29 @@ static void test_flash_fsdp_h200(void)
     }
     tt_gpt(&w.model, 1, 4096, 32, 8192, 50257);
     w.framework = PP_FW_FSDP;
+    w.stack.sdpa_backend = backend;
     w.gpus = w.gpus_per_node = w.gbs = 1;
     pp_time_ctx c;
     pp_time_ctx_init(&c, &w, NULL);
-    static const char *const files[] = {"h200.torch.jsonl", "h200.attention_long.jsonl"};
-    const char *dir = getenv("PARPLAN_DATA_DIR");
+    static const char *const files[] = {"h200.torch.jsonl", "h200.attention_long.jsonl", "h200.attention_headdim.jsonl"};
+    const char *dir = getenv("PARPLAN_DATA_DIR"), *name = pp_sdpa_backend_names[backend];
     int n = 0, n_long = 0, bad = 0;
     double worst = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         char path[1024], line[1024];
         snprintf(path, sizeof path, "%s/profiles/%s", dir ? dir : "tests/data", files[i]);
         FILE *f = fopen(path, "r");
         if (!tap_ok(f != NULL, "read %s", path)) continue;
         while (fgets(line, sizeof line, f)) {
-            if (!jl_is(line, "kind", "attention") || !jl_is(line, "backend", "flash") || strstr(line, "\"causal\": false") ||
+            if (!jl_is(line, "kind", "attention") || !jl_is(line, "backend", name) || strstr(line, "\"causal\": false") ||
                 jl_num(line, "head_dim") != 128 || isnan(jl_num(line, "fwdbwd_ms")))
                 continue;
             double b = jl_num(line, "b"), sq = jl_num(line, "s"), h = jl_num(line, "heads"), d = jl_num(line, "head_dim");
             double fwd, bwd;
             pp_time_flash_s(&c, b * h, sq, sq / 2.0, d, d, &fwd, &bwd);
             double ef = 1e3 * fwd / jl_num(line, "fwd_ms") - 1, efb = 1e3 * (fwd + bwd) / jl_num(line, "fwdbwd_ms") - 1;
-            tap_diag("%s b %g s %g heads %g: forward %+.1f%%, forward + backward %+.1f%%", files[i], b, sq, h, 100 * ef,
-                     100 * efb);
+            tap_diag("%s %s b %g s %g heads %g: forward %+.1f%%, forward + backward %+.1f%%", name, files[i], b, sq, h,
+                     100 * ef, 100 * efb);
             if (fabs(efb) > 0.10) bad++;
             if (fabs(efb) > fabs(worst)) worst = efb;
             n++;
@@ -603,8 +605,8 @@ static void test_flash_fsdp_h200(void)
         fclose(f);
     }
     tap_ok(n >= 11 && n_long == 3 && bad == 0,
-           "FlashAttention-2 under fsdp on the H200: forward + backward within 10%% on %d rows (%d at 16k-64k tokens; "
-           "worst %+.1f%%)", n, n_long, 100 * worst);
+           "SDPA %s under fsdp on the H200: forward + backward within 10%% on %d rows (%d at 16k-64k tokens; "
+           "worst %+.1f%%)", name, n, n_long, 100 * worst);
 }
 
 int main(void)
@@ -622,6 +624,7 @@ int main(void)
     test_structure(&a100);
     test_profile(&h100);
     test_power_limit(&h100);
-    test_flash_fsdp_h200();
+    test_sdpa_fsdp_h200(PP_SDPA_FLASH);
+    test_sdpa_fsdp_h200(PP_SDPA_CUDNN);
     return tap_done();
 }
