@@ -341,6 +341,8 @@ def parse_args(argv=None):
     # torchtitan's default optimizer implementation is "fused" (torchtitan/config/job_config.py,
     # Optimizer.implementation).
     p.add_argument("--optimizer-impl", choices=("fused", "foreach"), default="fused")
+    p.add_argument("--sdpa-backend", choices=("flash", "cudnn"), default="flash",
+                   help="the one SDPA kernel allowed (cudnn: what torchtitan 0.2.x puts first)")
     p.add_argument("--clip", type=float, default=None, help="clip the grad norm to this value")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile each block, its AC wrapper included, before FSDP "
@@ -400,7 +402,7 @@ def describe(args, c, world, device):
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
         "master_dtype": "float32", "param_dtype": "bfloat16", "reduce_dtype": "float32",
         "loss_dtype": "float32",
-        "sdpa_backend": "flash" if device.type == "cuda" else "cpu-default",
+        "sdpa_backend": args.sdpa_backend if device.type == "cuda" else "cpu-default",
         "steps": args.steps, "warmup": args.warmup,
         "device": device.type, "torch": torch.__version__,
         "cuda": torch.version.cuda, "gpu_name": None, "gpu_total_bytes": None,
@@ -435,14 +437,14 @@ def main(argv=None):
     if args.device == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
-        # Pin flash attention, so every run uses the same kernel, and so a shape it cannot take
+        # Pin one attention kernel (flash unless --sdpa-backend cudnn), so every run uses the same kernel, and so a shape it cannot take
         # fails loudly instead of falling back to the math kernel, whose S x S scores would
         # change the memory being measured. (torchtitan's SDPA wrapper puts cuDNN attention
         # first when it is available; flash and cuDNN both keep only O(S) per head.)
-        torch.backends.cuda.enable_flash_sdp(True)
+        torch.backends.cuda.enable_flash_sdp(args.sdpa_backend == "flash")
         torch.backends.cuda.enable_mem_efficient_sdp(False)
         torch.backends.cuda.enable_math_sdp(False)
-        torch.backends.cuda.enable_cudnn_sdp(False)
+        torch.backends.cuda.enable_cudnn_sdp(args.sdpa_backend == "cudnn")
     else:
         device = torch.device("cpu")
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=COLLECTIVE_TIMEOUT)
