@@ -249,6 +249,13 @@ static void tt_header(tt_buf *b, const pp_launch_params *p, bool py)
     char line[512];
     pp_launch_prediction(p, line, sizeof line);
     tt_printf(b, "# %s\n", line);
+    /* torchtitan picks SDPA's kernel itself (models/common/attention.py: cuDNN first since 6a3a9da95,
+     * 2025-10-09, in every 0.2.x release); no config key pins it, so say what the time was priced with */
+    if (w->stack.sdpa_backend == PP_SDPA_FLASH)
+        tt_printf(b, "# attention priced as FlashAttention-2 (--sdpa-backend flash); torchtitan 0.2.x runs SDPA's cuDNN\n"
+                     "# kernel first, about 2x faster on Hopper: --sdpa-backend cudnn (or --recipe torchtitan) prices that\n");
+    else
+        tt_printf(b, "# attention priced as SDPA's cuDNN kernel, which torchtitan 0.2.x runs first\n");
 }
 
 /* The module names of each model part (the pipeline split), as torchtitan names its decoders'

@@ -9,6 +9,8 @@
 # cluster: 16 x h100-sxm (2 nodes of 8), global batch 128 sequences
 # layout: tp 2, pp 2, dp 4 (replicate 1), vpp 1, cp 1, ep 1, micro-batch 1, ZeRO-3, recompute selective, offload none, AdamW fused
 # predicted by parplan 0.1.0: peak 30.50 GiB allocated on the largest rank + 3.25 GiB reserved of 80.00 GiB (fits); step 6.125 s, 20.90 samples/s, 85598 tokens/s
+# attention priced as FlashAttention-2 (--sdpa-backend flash); torchtitan 0.2.x runs SDPA's cuDNN
+# kernel first, about 2x faster on Hopper: --sdpa-backend cudnn (or --recipe torchtitan) prices that
 # torchtitan at commit b5bcd76c (git clone https://github.com/pytorch/torchtitan; pip install -e .)
 # with the config function in the module below. Run it from the torchtitan checkout with bash on
 # every node (the c10d rendezvous at MASTER_ADDR:MASTER_PORT gathers the 2 nodes), or submit
@@ -22,6 +24,8 @@ cat > "$CONFIG_FILE" <<'PARPLAN_TORCHTITAN_CONFIG'
 # cluster: 16 x h100-sxm (2 nodes of 8), global batch 128 sequences
 # layout: tp 2, pp 2, dp 4 (replicate 1), vpp 1, cp 1, ep 1, micro-batch 1, ZeRO-3, recompute selective, offload none, AdamW fused
 # predicted by parplan 0.1.0: peak 30.50 GiB allocated on the largest rank + 3.25 GiB reserved of 80.00 GiB (fits); step 6.125 s, 20.90 samples/s, 85598 tokens/s
+# attention priced as FlashAttention-2 (--sdpa-backend flash); torchtitan 0.2.x runs SDPA's cuDNN
+# kernel first, about 2x faster on Hopper: --sdpa-backend cudnn (or --recipe torchtitan) prices that
 """parplan's layout as a torchtitan config function (torchtitan main at b5bcd76c, 2026-08-21).
 
 Run it with launch_torchtitan.sh beside it, or from the torchtitan repository root:
