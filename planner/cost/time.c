@@ -534,9 +534,8 @@ void pp_time_flash_s(const pp_time_ctx *c, double batch_heads, double queries, d
     }
 }
 
-/* Whether an MoE layer runs at the host's pace of MOE_TE_HOST_LAYER_S: Megatron's TransformerEngine
- * stack, dropless, without a profile calibration of its own (a calibrated stack's host figures,
- * moe_layer_overhead_s and expert_overhead_s, are fitted to its own logs and replace it). */
+/* The host's time for one MoE layer and micro-batch under the stack's CUDA graphs
+ * (MOE_TE_HOST_LAYER_S less what the captured parts take off, MOE_HOST_ATTN_SHARE). */
 static double moe_host_layer_s(const pp_work *w)
 {
     const unsigned cg = pp_stack_cuda_graphs(&w->stack);
@@ -548,6 +547,9 @@ static double moe_host_layer_s(const pp_work *w)
     return MOE_TE_HOST_LAYER_S * (left > 0 ? left : 0);
 }
 
+/* Whether an MoE layer runs at the host's pace (moe_host_layer_s): Megatron's TransformerEngine
+ * stack, dropless, without a profile calibration of its own (a calibrated stack's host figures,
+ * moe_layer_overhead_s and expert_overhead_s, are fitted to its own logs and replace it). */
 static bool moe_te_host_paced(const pp_work *w)
 {
     const pp_calibration *cal = w->profile && w->profile->calibration.present ? &w->profile->calibration : NULL;
@@ -719,7 +721,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     if (ly.moe && moe_te_host_paced(w)) {
         /* The host issues the whole layer (attention, router, dispatch, experts, combine) and the
          * GPU runs it as it comes: the layer takes the GPU's time, collectives included, or the
-         * host's (MOE_TE_HOST_LAYER_S), whichever is longer; the difference is the GPU waiting,
+         * host's (moe_host_layer_s), whichever is longer; the difference is the GPU waiting,
          * a third of it in the forward and two thirds in the backward, as the host's work is
          * split. */
         double gpu = o->fwd_compute_s + o->fwd_tp_s + o->fwd_cp_s + o->fwd_ep_s + o->bwd_compute_s + o->bwd_tp_s +

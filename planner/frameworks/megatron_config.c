@@ -821,7 +821,7 @@ static pp_status read_cuda_graphs(rd *r)
             int i = pp_name_lookup(pp_cuda_graph_names, PP_CG_COUNT, name);
             if (!strcmp(name, "full_iteration")) full = true;
             else if (i > PP_CG_NONE) bits |= 1u << i;
-            else if (strcmp(name, "full") && strcmp(name, "CudaGraphModule"))
+            else if (strcmp(name, "full") && strcmp(name, "None") && strcmp(name, "CudaGraphModule"))
                 note(r, "%s: part '%s' (not modelled: the other parts are)", kv_name(km), name);
         }
     }
