@@ -83,7 +83,7 @@ pp_status pp_cuda_graphs_parse(const char *v, unsigned *bits, char *why, size_t 
     return PP_OK;
 }
 
-void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n)
+void pp_cuda_graphs_str(unsigned bits, const char *sep, char *buf, size_t n)
 {
     size_t k = 0;
     buf[0] = 0;
@@ -93,7 +93,7 @@ void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n)
         return;
     }
     for (int i = 0; i < PP_CG_COUNT && k < n; i++)
-        if (bits & (1u << i)) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? "," : "", pp_cuda_graph_names[i]);
+        if (bits & (1u << i)) k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? sep : "", pp_cuda_graph_names[i]);
 }
 
 void pp_stack_init(pp_stack *s)
@@ -155,7 +155,7 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", SDPA cuDNN");
     if (k > 0 && (size_t)k < n && pp_stack_cuda_graphs(s)) {
         char parts[128];
-        pp_cuda_graphs_str(s->cuda_graphs, parts, sizeof parts);
+        pp_cuda_graphs_str(s->cuda_graphs, ",", parts, sizeof parts);
         k += snprintf(buf + k, n - (size_t)k, ", CUDA graphs %s", parts);
     }
     if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))

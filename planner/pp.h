@@ -442,10 +442,10 @@ extern const char *const pp_sdpa_backend_names[PP_SDPA_COUNT]; /* "flash", "cudn
 typedef enum { PP_CG_NONE = 0, PP_CG_ATTN, PP_CG_MLP, PP_CG_MOE, PP_CG_MOE_ROUTER, PP_CG_MOE_PREPROCESS,
                PP_CG_FULL_ITERATION, PP_CG_COUNT } pp_cuda_graph_part;
 extern const char *const pp_cuda_graph_names[PP_CG_COUNT];
-/* the stack's captured parts without the none bit (0: no CUDA graphs), and as "a,b" / "none" */
+/* the stack's captured parts without the none bit (0: no CUDA graphs), and as "a<sep>b" / "none" */
 struct pp_stack;
 unsigned pp_stack_cuda_graphs(const struct pp_stack *s);
-void pp_cuda_graphs_str(unsigned bits, char *buf, size_t n);
+void pp_cuda_graphs_str(unsigned bits, const char *sep, char *buf, size_t n);
 /* "attn,moe_router" -> bits (a recipe's cuda_graphs); an unknown part is an error, its text in why */
 pp_status pp_cuda_graphs_parse(const char *v, unsigned *bits, char *why, size_t n);
 typedef enum { PP_CE_NONE = 0, PP_CE_NATIVE, PP_CE_TE, PP_CE_COUNT } pp_ce_fusion;

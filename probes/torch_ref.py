@@ -98,31 +98,7 @@ ATTN_SHAPES = [(16, 1024, 16, 64), (8, 2048, 16, 128), (4, 2048, 32, 128), (2, 4
 
 
 def attention():
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    backends = [("default", None), ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
-    for b, s, h, d in ATTN_SHAPES:
-        qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-        flops = 4.0 * b * s * s * h * d
-        for name, be in backends:
-            def fwd():
-                q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-            def fwdbwd():
-                o = fwd()
-                o.backward(do)
-            try:
-                if be is None:
-                    t_f, t_fb = bench_ms(fwd), bench_ms(fwdbwd)
-                else:
-                    with sdpa_kernel([be]):
-                        t_f, t_fb = bench_ms(fwd), bench_ms(fwdbwd)
-            except RuntimeError as e:
-                emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d, error=str(e)[:120])
-                continue
-            emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d, fwd_ms=t_f, fwdbwd_ms=t_fb,
-                 fwd_tflops=flops / t_f / 1e9, fwdbwd_tflops=3 * flops / t_fb / 1e9)
+    attention_rows([(b, s, h, d, True) for b, s, h, d in ATTN_SHAPES], warm=3, reps=10, tag_causal=False)
 
 
 # Long sequences (torchtitan's context-parallel rows run 16k-64k-token chunks): causal at s, and
@@ -135,7 +111,9 @@ def attention_long():
     attention_rows(ATTN_LONG)
 
 
-def attention_rows(shapes):
+def attention_rows(shapes, warm=2, reps=5, tag_causal=True):
+    """SDPA at each (b, s, heads, head_dim, causal) with each backend; tag_causal: the rows say
+    "causal" (the default set's rows, all causal, never did)"""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     backends = [("default", None), ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
     for b, s, h, d, causal in shapes:
@@ -152,14 +130,16 @@ def attention_rows(shapes):
                 o.backward(do)
             try:
                 if be is None:
-                    t_f, t_fb = bench_ms(fwd, warm=2, reps=5), bench_ms(fwdbwd, warm=2, reps=5)
+                    t_f, t_fb = bench_ms(fwd, warm=warm, reps=reps), bench_ms(fwdbwd, warm=warm, reps=reps)
                 else:
                     with sdpa_kernel([be]):
-                        t_f, t_fb = bench_ms(fwd, warm=2, reps=5), bench_ms(fwdbwd, warm=2, reps=5)
+                        t_f, t_fb = bench_ms(fwd, warm=warm, reps=reps), bench_ms(fwdbwd, warm=warm, reps=reps)
             except RuntimeError as e:
-                emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d, causal=causal, error=str(e)[:120])
+                emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d,
+                     **({"causal": causal} if tag_causal else {}), error=str(e)[:120])
                 continue
-            emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d, causal=causal, fwd_ms=t_f,
+            emit(kind="attention", backend=name, b=b, s=s, heads=h, head_dim=d,
+                 **({"causal": causal} if tag_causal else {}), fwd_ms=t_f,
                  fwdbwd_ms=t_fb, fwd_tflops=flops / t_f / 1e9, fwdbwd_tflops=3 * flops / t_fb / 1e9)
         del qkv, do
         torch.cuda.empty_cache()

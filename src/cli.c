@@ -308,7 +308,7 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     if (s->sdpa_backend != PP_SDPA_FLASH) pp_json_kstr(j, "sdpa_backend", pp_sdpa_backend_names[s->sdpa_backend]);
     if (pp_stack_cuda_graphs(s)) { /* only where graphs are stated: the JSON of a run without is unchanged */
         char parts[128];
-        pp_cuda_graphs_str(s->cuda_graphs, parts, sizeof parts);
+        pp_cuda_graphs_str(s->cuda_graphs, ",", parts, sizeof parts);
         pp_json_kstr(j, "cuda_graphs", parts);
     }
     if (pp_work_lora(w)) { /* only under --finetune lora: full training's JSON is unchanged */

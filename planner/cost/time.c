@@ -208,10 +208,14 @@
  * s0 grid step 25) on the cuDNN rows of h200.torch.jsonl (s 2048-8192): 0.706 forward, 0.381
  * backward at s 8192, s0 2500 / 3550. Checked beyond them on h200.attention_long.jsonl and
  * h200.attention_headdim.jsonl (time-unit). */
-#define FSDP_CUDNN_FWD_EFF 0.706
-#define FSDP_CUDNN_BWD_EFF 0.381
-#define FSDP_CUDNN_S0_FWD 2500.0
-#define FSDP_CUDNN_S0_BWD 3550.0
+/* Per --sdpa-backend on Hopper-class GPUs: forward / backward share of the GEMM rate at
+ * FSDP_FA2_S_REF tokens, and the per-query-block cost s0 forward / backward. */
+static const struct {
+    double fwd_eff, bwd_eff, s0_fwd, s0_bwd;
+} fsdp_sdpa[PP_SDPA_COUNT] = {
+    [PP_SDPA_FLASH] = {FSDP_FA2_HOPPER_FWD_EFF, FSDP_FA2_HOPPER_BWD_EFF, FSDP_FA2_S0_FWD, FSDP_FA2_S0_BWD},
+    [PP_SDPA_CUDNN] = {0.706, 0.381, 2500.0, 3550.0},
+};
 
 /* ------------------------------------------------------------------ options */
 
@@ -264,10 +268,9 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
     o->grad_accum_bytes = fp16 ? fr->grad_accum_bytes_16 : fr->grad_accum_bytes;
     if (fr->titan_kernels) {
         /* SDPA's FlashAttention-2, or its cuDNN backend */
-        bool cudnn = s->sdpa_backend == PP_SDPA_CUDNN;
         if (gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
-            o->flash_fwd_eff = cudnn ? FSDP_CUDNN_FWD_EFF : FSDP_FA2_HOPPER_FWD_EFF;
-            o->flash_bwd_eff = cudnn ? FSDP_CUDNN_BWD_EFF : FSDP_FA2_HOPPER_BWD_EFF;
+            o->flash_fwd_eff = fsdp_sdpa[s->sdpa_backend].fwd_eff;
+            o->flash_bwd_eff = fsdp_sdpa[s->sdpa_backend].bwd_eff;
         }
     }
 }
@@ -524,10 +527,9 @@ void pp_time_flash_s(const pp_time_ctx *c, double batch_heads, double queries, d
     *fwd_s = fl / c->flash_fwd_rate;
     *bwd_s = 2.0 * fl / c->flash_bwd_rate;
     if (pp_work_fw(c->w)->titan_kernels && gpu_peak(&c->w->gpu) > FSDP_FA2_HOPPER_PEAK) {
-        /* the kernel's per-query-block cost (FSDP_FA2_S0_*, FSDP_CUDNN_S0_*) over the keys a causal
-         * kernel walks, relative to the reference length */
-        bool cudnn = c->w->stack.sdpa_backend == PP_SDPA_CUDNN;
-        double s0f = cudnn ? FSDP_CUDNN_S0_FWD : FSDP_FA2_S0_FWD, s0b = cudnn ? FSDP_CUDNN_S0_BWD : FSDP_FA2_S0_BWD;
+        /* the kernel's per-query-block cost (fsdp_sdpa's s0) over the keys a causal kernel walks,
+         * relative to the reference length */
+        double s0f = fsdp_sdpa[c->w->stack.sdpa_backend].s0_fwd, s0b = fsdp_sdpa[c->w->stack.sdpa_backend].s0_bwd;
         double span = 2.0 * keys_avg;
         *fwd_s *= (1.0 + s0f / span) / (1.0 + s0f / FSDP_FA2_S_REF);
         *bwd_s *= (1.0 + s0b / span) / (1.0 + s0b / FSDP_FA2_S_REF);

@@ -141,9 +141,12 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     const unsigned cg = pp_stack_cuda_graphs(stk);
     if (cg) { /* TransformerConfig cuda_graph_impl / cuda_graph_modules (transformer_config.py) */
         char parts[128];
-        pp_cuda_graphs_str(cg, parts, sizeof parts);
-        if (cg & (1u << PP_CG_FULL_ITERATION)) pp_sbuf_printf(b, "    model.cuda_graph_impl=full_iteration\n");
-        else pp_sbuf_printf(b, "    model.cuda_graph_impl=transformer_engine\n    model.cuda_graph_modules=[%s]\n", parts);
+        if (cg & (1u << PP_CG_FULL_ITERATION)) {
+            pp_sbuf_printf(b, "    model.cuda_graph_impl=full_iteration\n");
+        } else {
+            pp_cuda_graphs_str(cg, ",", parts, sizeof parts);
+            pp_sbuf_printf(b, "    model.cuda_graph_impl=transformer_engine\n    model.cuda_graph_modules=[%s]\n", parts);
+        }
     }
     pp_sbuf_printf(b, "    mixed_precision=%s\n",
                    stk->precision == PP_PREC_FP8     ? "bf16_with_fp8_delayed_scaling_mixed"

@@ -458,10 +458,8 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     if (cg & (1u << PP_CG_FULL_ITERATION)) {
         ARGV(G_MODEL, "--cuda-graph-impl", "%s", "full_iteration");
     } else if (cg) {
-        char parts[128], *q;
-        pp_cuda_graphs_str(cg, parts, sizeof parts);
-        for (q = parts; *q; q++)
-            if (*q == ',') *q = ' ';
+        char parts[128];
+        pp_cuda_graphs_str(cg, " ", parts, sizeof parts); /* nargs='+': the parts as separate words */
         ARGV(G_MODEL, "--cuda-graph-impl", "%s", "transformer_engine");
         ARGRAW(G_MODEL, "--cuda-graph-modules", "%s", parts);
     }

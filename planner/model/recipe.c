@@ -354,7 +354,7 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
             v = "-";
             break;
         }
-        pp_cuda_graphs_str(s->cuda_graphs, buf, n);
+        pp_cuda_graphs_str(s->cuda_graphs, ",", buf, n);
         return buf;
     default: break;
     }
