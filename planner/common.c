@@ -158,6 +158,9 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         pp_cuda_graphs_str(s->cuda_graphs, ",", parts, sizeof parts);
         k += snprintf(buf + k, n - (size_t)k, ", CUDA graphs %s", parts);
     }
+    if (k > 0 && (size_t)k < n && s->cpu_offload_layers > 0)
+        k += snprintf(buf + k, n - (size_t)k, ", activations of %lld layers offloaded to the host",
+                      (long long)s->cpu_offload_layers);
     if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))
         k += snprintf(buf + k, n - (size_t)k, ", %s parameters",
                       s->precision == PP_PREC_NVFP4 ? "NVFP4" : s->precision == PP_PREC_MXFP8 ? "MXFP8" : "FP8");
@@ -265,6 +268,22 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
         return STACK_BAD("--cuda-graphs: moe_preprocess needs moe_router (Megatron's --cuda-graph-modules)");
     if ((cg & (1u << PP_CG_MOE)) && (cg & (1u << PP_CG_MOE_ROUTER)))
         return STACK_BAD("--cuda-graphs: moe captures the whole MoE part; moe_router and moe_preprocess are parts of it");
+    /* Megatron's layer-wise activation offloading (transformer_config.py __post_init__ at d98e8a64:
+     * "CPU offloading can be done only for layers less than num_layers"; "CUDA graphs not supported
+     * with CPU offloading" unless full_iteration); its pipeline and recompute limits are the layout's */
+    if (s->cpu_offload_layers < 0) return STACK_BAD("--cpu-offload-layers must not be negative");
+    if (s->cpu_offload_layers > 0) {
+        if (w->framework != PP_FW_MEGATRON)
+            return STACK_BAD("--cpu-offload-layers is Megatron's (--cpu-offloading-num-layers): with --framework "
+                             "megatron, not %s", pp_framework_names[w->framework]);
+        if (s->cpu_offload_layers >= m->layers)
+            return STACK_BAD("--cpu-offload-layers %lld: Megatron offloads fewer layers than the model's %lld "
+                             "(the last layer stays on the GPU)", (long long)s->cpu_offload_layers,
+                             (long long)m->layers);
+        if (cg && cg != cg_none && cg != cg_full)
+            return STACK_BAD("--cpu-offload-layers does not combine with per-layer --cuda-graphs (Megatron: "
+                             "\"CUDA graphs not supported with CPU offloading\" unless full_iteration)");
+    }
     if (s->fp8_param_gather && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--fp8-param-gather is Megatron's (TransformerEngine FP8 parameters): with --framework megatron, "
                          "not %s", pp_framework_names[w->framework]);
@@ -717,6 +736,14 @@ pp_status pp_layout_validate(const pp_work *w, pp_layout *l, pp_error *err)
         return LAYOUT_BAD("--recompute-modules shared_experts needs a model with shared experts");
     if (l->recompute_layers > 0 && l->recompute != PP_RC_FULL)
         return LAYOUT_BAD("--recompute-layers needs --recompute full");
+    /* transformer_config.py __post_init__ (d98e8a64): "Currently there is no support for Pipeline
+     * parallelism with CPU offloading"; "CPU offloading does not work when activation recomputation
+     * is enabled" */
+    if (w->stack.cpu_offload_layers > 0 && l->pp > 1)
+        return LAYOUT_BAD("--cpu-offload-layers needs --pp 1 (Megatron has no CPU offloading with pipeline parallelism)");
+    if (w->stack.cpu_offload_layers > 0 && l->recompute != PP_RC_NONE)
+        return LAYOUT_BAD("--cpu-offload-layers needs --recompute none (Megatron refuses CPU offloading with "
+                          "activation recomputation)");
     int64_t per_stage_max = (m->layers + l->pp - 1) / l->pp;
     if (l->recompute_layers > per_stage_max)
         return LAYOUT_BAD("--recompute-layers %lld is more than the %lld layers of a stage",

@@ -514,6 +514,11 @@ typedef struct pp_stack {
                                   x_linear + offset (transformer/mlp.py); layer.c */
     pp_ce_fusion ce_fusion;    /* --cross-entropy-fusion: Megatron's loss implementation */
     unsigned cuda_graphs;      /* --cuda-graphs: bit set of pp_cuda_graph_part; 0 = none */
+    int64_t cpu_offload_layers; /* --cpu-offload-layers: Megatron's --cpu-offloading-num-layers, the
+                                  activations of the first N layers copied to host memory in the
+                                  forward and back in the backward (TransformerEngine's
+                                  get_cpu_offload_context, cpu_offload.py); 0 = none. Megatron allows
+                                  it with pp 1 and no recompute only (transformer_config.py) */
     pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
     bool fp8_param_gather;     /* --fp8-param-gather (megatron, --precision fp8): the linear layers'
                                   weights kept and all-gathered in FP8 (arguments.py: "Keep the compute

@@ -163,10 +163,12 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
         const pp_time_result *t = &cand[0].time;
         char ep[48] = "";
         if (pp_model_is_moe(&w->model)) snprintf(ep, sizeof ep, " + EP %.3g", t->ep_comm_s);
+        char off[48] = "";
+        if (t->offload_s > 0) snprintf(off, sizeof off, " + offload %.3g", t->offload_s);
         fprintf(f, "\n#1 step %.4g s = compute %.3g + recompute %.3g + TP %.3g + CP %.3g%s + "
-                   "PP send/recv %.3g + bubble %.3g + DP %.3g + ZeRO %.3g + optimizer %.3g\n",
+                   "PP send/recv %.3g + bubble %.3g + DP %.3g + ZeRO %.3g + optimizer %.3g%s\n",
                 t->step_time_s, t->compute_s, t->recompute_s, t->tp_comm_s, t->cp_comm_s, ep,
-                t->pp_comm_s, t->bubble_s, t->dp_comm_s, t->zero_gather_s, t->optimizer_s);
+                t->pp_comm_s, t->bubble_s, t->dp_comm_s, t->zero_gather_s, t->optimizer_s, off);
     }
 
     fprintf(f, "\npruning funnel (each layout counted under the first rule it breaks):\n");

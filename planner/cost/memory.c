@@ -266,6 +266,8 @@ typedef struct {
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
     double reserve_fixed;
+    double offload_bytes; /* --cpu-offload-layers: the first N layers' stored bytes per micro-batch,
+                             in host memory between their forward and backward */
     int64_t m;          /* micro-batches per step per replica */
     pp_fsdp_ctx fsdp;   /* --framework fsdp: FSDP2's own model (memory_fsdp.c) */
 } mem_ctx;
@@ -318,6 +320,17 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         c->layer_bytes[moe][PP_RC_SELECTIVE] =
             l->recompute == PP_RC_SELECTIVE ? pp_layer_saved_bytes(y, PP_RC_SELECTIVE, y->saved_sel_mods, NULL)
                                             : c->layer_bytes[moe][PP_RC_NONE];
+    }
+    /* Megatron's CPU offloading (TransformerEngine cpu_offload.py DefaultOffloadSynchronizer at
+     * v2.10): layers 0 .. N-1 offload everything they save for the backward but parameters, and
+     * each must be on the host before layer L - N + i runs its forward, "to ensure that activation
+     * memory usage is equal to (num_layers - num_offloaded_layers) * T"; with pp 1 (the layout's
+     * check) the stage is the model and one micro-batch is in flight */
+    c->offload_bytes = 0;
+    if (w->stack.cpu_offload_layers > 0) {
+        int64_t cnt[PP_LAYER_KINDS];
+        pp_model_layer_counts(m, 0, w->stack.cpu_offload_layers, cnt);
+        for (int k = 0; k < PP_LAYER_KINDS; k++) c->offload_bytes += (double)cnt[k] * c->layer_bytes[k & PP_LAYER_MOE ? 1 : 0][PP_RC_NONE];
     }
     const pp_layer *y0 = lk[0]; /* the geometry, the same in every kind */
     double b = y0->mbs, sb = y0->tokens, h = y0->hidden, t = y0->tp, rep = y0->rep;
@@ -667,7 +680,8 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     double stage_mb = (first_stage || last ? c->data : 0.0) + (first_stage ? c->embed_act : 0.0) +
                       (last ? c->mtp_act : 0.0);
     /* The last stage runs forward then backward for one micro-batch at a time. */
-    o->activations_bytes = (vs ? vs->held_bytes : chunks * per_mb) + mbs_held * stage_mb + (last ? c->head_act : 0.0);
+    o->activations_bytes = (vs ? vs->held_bytes : chunks * per_mb) + mbs_held * stage_mb + (last ? c->head_act : 0.0) -
+                           c->offload_bytes;
 
     /* Transient: the largest working set on top of the stored activations. */
     bool has_moe = n_all[PP_LAYER_MOE] + n_all[PP_LAYER_MOE | PP_LAYER_WINDOW] > 0 ||
@@ -798,6 +812,14 @@ static const char *mem_gib(double bytes, char *buf, size_t n)
 {
     snprintf(buf, n, "%.1f GiB", bytes / GIB);
     return buf;
+}
+
+double pp_memory_offload_bytes(const pp_work *w, const pp_layout *l)
+{
+    if (w->stack.cpu_offload_layers <= 0 || pp_work_fw(w)->block_sharding) return 0;
+    mem_ctx c;
+    mem_ctx_init(w, l, &c);
+    return c.offload_bytes;
 }
 
 double pp_memory_plan_bytes(const pp_work *w)

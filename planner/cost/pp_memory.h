@@ -87,6 +87,9 @@ void pp_memory_state_per_param(pp_framework fw, int zero, bool dist_opt, pp_offl
 
 /* Full per-stage breakdown (check, report). */
 pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result *out, pp_error *err);
+/* --cpu-offload-layers: the stored activations of the offloaded layers per micro-batch (what goes
+ * to host memory and comes back each micro-batch; the peak leaves them out); 0 without it. */
+double pp_memory_offload_bytes(const pp_work *w, const pp_layout *l);
 /* Fast path for the search: the largest (peak + reserved) over stages, no breakdown, no error
  * reporting (the layout is already validated). Writes the allocator peak of that stage to
  * *peak_bytes when not NULL. Must agree with pp_memory_estimate. */

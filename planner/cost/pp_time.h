@@ -18,6 +18,7 @@ typedef struct {
     double ep_comm_s;
     double pp_comm_s;
     double bubble_s;
+    double offload_s;        /* compute stalled on activation offloading (--cpu-offload-layers) */
     double dp_comm_s;        /* exposed part of the gradient reduction (+ param gather) */
     double zero_gather_s;    /* exposed ZeRO-3/FSDP per-micro-batch gathers and scatters */
     double optimizer_s;

@@ -138,6 +138,9 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
                        pp_ce_fusion_names[stk->ce_fusion]);
     else pp_sbuf_printf(b, "    model.cross_entropy_loss_fusion=false\n");
     if (stk->tp_comm_overlap) pp_sbuf_printf(b, "    model.tp_comm_overlap=true\n");
+    if (stk->cpu_offload_layers > 0) /* as its performance scripts set it (utils/overrides.py _set_recompute_overrides) */
+        pp_sbuf_printf(b, "    model.cpu_offloading=true\n    model.cpu_offloading_weights=false\n"
+                          "    model.cpu_offloading_num_layers=%lld\n", (long long)stk->cpu_offload_layers);
     const unsigned cg = pp_stack_cuda_graphs(stk);
     if (cg) { /* TransformerConfig cuda_graph_impl / cuda_graph_modules (transformer_config.py) */
         char parts[128];

@@ -26,6 +26,9 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     const pp_stack *stk = &w->stack;
     if (!pp_activations[m->act].nemo) return BAD("NeMo's model config has no %s MLP: model %s", pp_act_names[m->act], m->name);
     if (stk->tp_comm_overlap && !l->sp) return BAD("--tp-comm-overlap needs --sp");
+    if (stk->cpu_offload_layers > 0)
+        return BAD("--cpu-offload-layers: this NeMo 1.x config does not write CPU offloading (use --format megatron "
+                   "or megatron-bridge)");
     if (pp_stack_cuda_graphs(stk))
         return BAD("--cuda-graphs: this NeMo 1.x config does not write CUDA graphs (use --format megatron)");
     /* not written: the NeMo 1.x keys for these are not checked against its config here */

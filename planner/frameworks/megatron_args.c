@@ -168,7 +168,7 @@ static const key_def key_table[] = {
     {"overlap_param_gather_with_optimizer_step", K_UNMODELLED, "False"},
     {"ddp_bucket_size", K_UNMODELLED, "None"}, {"ddp_num_buckets", K_UNMODELLED, "None"},
     {"use_torch_fsdp2", K_UNMODELLED, "False"}, {"use_megatron_fsdp", K_READ, NULL},
-    {"distribute_saved_activations", K_UNMODELLED, "False"}, {"cpu_offloading_num_layers", K_UNMODELLED, "0"},
+    {"distribute_saved_activations", K_UNMODELLED, "False"}, {"cpu_offloading_num_layers", K_READ, NULL},
     {"fine_grained_activation_offloading", K_UNMODELLED, "False"}, {"offload_modules", K_UNMODELLED, "None"},
     {"moe_layer_recompute", K_UNMODELLED, "False"}, {"moe_shared_expert_overlap", K_UNMODELLED, "False"},
     {"overlap_moe_expert_parallel_comm", K_READ, NULL}, {"delay_wgrad_compute", K_UNMODELLED, "False"},

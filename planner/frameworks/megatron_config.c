@@ -907,6 +907,9 @@ static pp_status read_stack(rd *r)
     if ((st = rd_bool(r, "moe_grouped_gemm", false, &s->grouped_gemm))) return st;
     if ((st = rd_bool(r, "overlap_moe_expert_parallel_comm", false, &s->ep_overlap))) return st;
     if ((st = read_cuda_graphs(r))) return st;
+    /* --cpu-offloading-num-layers N > 0 turns Megatron's activation offloading on (arguments.py
+     * validate_args: args.cpu_offloading = True); what it allows is checked with the layout */
+    if ((st = rd_int(r, "cpu_offloading_num_layers", 0, 0, 1000000, &s->cpu_offload_layers))) return st;
     if (s->grouped_gemm && s->impl == PP_IMPL_LOCAL) {
         /* LocalSpecProvider.grouped_mlp_modules (megatron/core/models/backends.py): SequentialMLP */
         s->grouped_gemm = false;

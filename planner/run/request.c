@@ -111,6 +111,9 @@ const pp_option pp_request_options[] = {
     {"--cuda-graphs", 0, PP_OPT_MODULES, F(cuda_graphs), PP_RQ_CUDA_GRAPHS, 0, 0, pp_cuda_graph_names, PP_CG_COUNT, 0,
      "LIST: what Megatron captures in CUDA graphs: none (default), full_iteration, or per-layer parts "
      "attn,mlp,moe,moe_router,moe_preprocess (--cuda-graph-impl, --cuda-graph-modules)"},
+    INT("--cpu-offload-layers", cpu_offload_layers, PP_RQ_CPU_OFFLOAD_LAYERS, 0, 1000000,
+        "N: Megatron's activation CPU offloading (--cpu-offloading-num-layers): the first N layers' activations "
+        "go to host memory in the forward and come back for the backward; needs --pp 1, no recompute"),
     FLAG("--no-attention-mask", no_attention_mask, PP_RQ_NO_ATTN_MASK,
          "Megatron's dataloader builds no b x s x s attention mask (--no-create-attention-mask-in-dataloader; NeMo)"),
     ENUM("--optimizer-dtype", optimizer_dtype, PP_RQ_OPTIMIZER_DTYPE, optimizer_dtype_names, 2,
@@ -394,6 +397,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_IMBALANCE]) s->moe_imbalance = r->moe_imbalance;
     if (g[PP_RQ_EP_OVERLAP]) s->ep_overlap = true;
     if (g[PP_RQ_CUDA_GRAPHS]) s->cuda_graphs = r->cuda_graphs;
+    if (g[PP_RQ_CPU_OFFLOAD_LAYERS]) s->cpu_offload_layers = r->cpu_offload_layers;
     if (g[PP_RQ_SDPA_BACKEND]) s->sdpa_backend = (pp_sdpa_backend)r->sdpa_backend;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;

@@ -110,6 +110,11 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
                 "backend, sizes them otherwise and is left out", pp_deepep_layout_bytes(w, rl) / 1073741824.0);
     /* CUDA graphs: the time model takes the host's launches off (cost/time.c moe_host_layer_s); the
      * graphs' static input and output buffers and their private memory pool are not priced */
+    /* CPU offloading: what the host keeps (pinned) for the micro-batch in flight */
+    if (w->stack.cpu_offload_layers > 0)
+        note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "
+                "not counted in the GPU peak",
+             pp_memory_offload_bytes(w, rl) / 1073741824.0, (long long)w->stack.cpu_offload_layers);
     if (pp_stack_cuda_graphs(&w->stack))
         note(r, "CUDA graphs are priced for time only: their static buffers and memory pool are not in the peak");
     /* FSDP2 near the capacity (pp_memory_fsdp_tight): the model has no cost for the retries */
@@ -245,7 +250,9 @@ void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)
     pp_step_terms(t, v);
     pp_json_key(j, "breakdown");
     pp_json_obj_begin(j);
-    for (int i = 0; i < PP_TERM_COUNT; i++) pp_json_knum(j, pp_step_term_keys[i], v[i]);
+    /* offload_s only where --cpu-offload-layers stalls the compute: the JSON of other runs is unchanged */
+    for (int i = 0; i < PP_TERM_COUNT; i++)
+        if (i != PP_TERM_OFFLOAD || v[i] > 0) pp_json_knum(j, pp_step_term_keys[i], v[i]);
     pp_json_obj_end(j);
 }
 

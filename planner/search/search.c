@@ -560,6 +560,11 @@ pp_status pp_search_run(const pp_work *w, const pp_search_params *params, pp_sea
                                             pruned[PP_PRUNE_FRAMEWORK]++;
                                             continue;
                                         }
+                                        /* Megatron's CPU offloading: pp 1, no recompute (pp_layout_validate) */
+                                        if (w->stack.cpu_offload_layers > 0 && (pp > 1 || l.recompute != PP_RC_NONE)) {
+                                            pruned[PP_PRUNE_FRAMEWORK]++;
+                                            continue;
+                                        }
                                         /* leaf: memory, then time */
                                         res->leaves++;
                                         double peak = 0;

@@ -25,7 +25,11 @@
  *                                  give them (hand-computed from DeepEP's config.hpp below)
  *   --cuda-graphs                  the MoE layer's host time (time.c MOE_TE_HOST_LAYER_S, 8.6 ms a
  *                                  layer and micro-batch): the attention's share (0.25) off where attn
- *                                  is captured, all of it under full_iteration */
+ *                                  is captured, all of it under full_iteration
+ *   --cpu-offload-layers N         Megatron's activation offloading (TransformerEngine cpu_offload.py):
+ *                                  the first N layers' stored bytes (the layer table's) out of the
+ *                                  peak, and the compute's stall where the host link is slower than
+ *                                  the layers it has to hide behind, from the stage's per-layer times */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +266,75 @@ static void cuda_graphs(void)
     run_free(&f);
 }
 
+/* The mean GB/s of the measured copies of 1 GiB and more (tests/data/profiles/h200.hostlink.jsonl) */
+static double hostlink_measured_gbs(void)
+{
+    char path[1024];
+    const char *src = getenv("PARPLAN_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/data/profiles/h200.hostlink.jsonl", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1024];
+    double sum = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *c = strstr(line, "\"case\": \"copy\""), *b = strstr(line, "\"bytes\": "), *g = strstr(line, "\"gbs\": ");
+        if (!c || !b || !g || atof(b + 9) < 1073741824.0) continue;
+        sum += atof(g + 7);
+        n++;
+    }
+    fclose(f);
+    return n ? sum / n : 0;
+}
+
+/* TE's synchronizer (cpu_offload.py DefaultOffloadSynchronizer): copies of x seconds a layer are due
+ * after L - N + i - 1 of `per`-second layers; the largest shortfall, written out by hand */
+static double stall_by_hand(int N, int L, double x, double per)
+{
+    double worst = 0, end = 0;
+    for (int i = 0; i < N; i++) {
+        double start = (double)i * per; /* layer i + 1 starts */
+        end = (end > start ? end : start) + x;
+        double due = (double)(L - N + i - 1) * per;
+        if (end - due > worst) worst = end - due;
+    }
+    return worst;
+}
+
+static void cpu_offload(void)
+{
+    /* Llama 3 8B (32 layers) on 8 H100 at pp 1, 8 micro-batches of 8192 tokens: 16 layers offloaded */
+    static run n, o;
+    const char *q = "--model llama3-8b --gpu h100-sxm --gpus 8 --gpus-per-node 8 --gbs 64 --seq 8192 --mbs 1 "
+                    "--framework megatron --tp 1 --pp 1 --dist-opt --recompute none";
+    if (run_args(&n, q) && run_argsf(&o, "%s --cpu-offload-layers 16", q)) {
+        pp_act_table tb;
+        pp_memory_layer_table(&o.res.work, &o.res.layout, PP_RC_NONE, &tb);
+        tap_near(n.mem.stages[0].activations_bytes - o.mem.stages[0].activations_bytes, 16.0 * tb.bytes,
+                 1e-9, "--cpu-offload-layers 16: 16 layers' stored bytes (%.2f GiB each) out of the peak",
+                 tb.bytes / 1073741824.0);
+        tap_near(pp_memory_offload_bytes(&o.res.work, &o.res.layout), 16.0 * tb.bytes, 1e-9,
+                 "pp_memory_offload_bytes: what goes to the host is what left the peak");
+        pp_time_parts tp;
+        pp_time_parts_get(&o.res.work, &o.res.layout, &tp);
+        /* the copy rate measured on the lent H200 (tools/hostlink/copy_bw.py: 1 and 4 GiB copies, each way) */
+        double rate = hostlink_measured_gbs();
+        tap_ok(rate > 50 && rate < 63, "h200.hostlink.jsonl: pinned copies at %.1f GB/s of PCIe 5.0's 63", rate);
+        double L = 32, x = tb.bytes / (rate / 63.0 * o.res.work.gpu.pcie_gbs * 1e9);
+        double f = (L * tp.layer_fwd_s + tp.embed_fwd_s + tp.output_fwd_s) / L;
+        double b = (L * tp.layer_bwd_s + tp.embed_bwd_s + tp.output_bwd_s) / L;
+        double want = 8.0 * (stall_by_hand(16, 32, x, f) + stall_by_hand(16, 32, x, b));
+        tap_ok(want > 0, "the case stalls: %.1f ms a layer on PCIe against %.1f ms of forward", 1e3 * x, 1e3 * f);
+        tap_near(o.time.offload_s, want, 0.01, "--cpu-offload-layers 16 on PCIe: the stalls, %.0f ms a step",
+                 1e3 * want);
+        tap_near(o.time.step_time_s - n.time.step_time_s, o.time.offload_s, 1e-6,
+                 "the step is longer by the stalls alone");
+        tap_ok(n.time.offload_s == 0, "no offloading, no stall");
+    }
+    run_free(&n);
+    run_free(&o);
+}
+
 int main(void)
 {
     if (!catalog_open()) return tap_done();
@@ -273,6 +346,7 @@ int main(void)
     compile();
     deepep_buffers();
     cuda_graphs();
+    cpu_offload();
     pp_catalog_free(&cat);
     return tap_done();
 }

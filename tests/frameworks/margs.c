@@ -286,12 +286,16 @@ static void test_read(void)
            "an irregular MoE pattern: every layer but 1 and 6 (the model's exception list)");
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --lr 3e-4 --data-path x --save y --log-interval 1 --seed 7 "
                    "--tokenizer-type NullTokenizer --eval-iters 0 --wandb-project p --first-last-layers-bf16 "
-                   "--moe-layer-recompute --cpu-offloading-num-layers 2 --frobnicate 3 --optimizer sgd", &a, &c, &e);
+                   "--moe-layer-recompute --fine-grained-activation-offloading --frobnicate 3 --optimizer sgd", &a, &c, &e);
     tap_ok(st == PP_OK && strstr(c.unmodelled, "--first-last-layers-bf16") && strstr(c.unmodelled, "--moe-layer-recompute") &&
-               strstr(c.unmodelled, "--cpu-offloading-num-layers 2") && strstr(c.unmodelled, "--frobnicate 3") &&
+               strstr(c.unmodelled, "--fine-grained-activation-offloading") && strstr(c.unmodelled, "--frobnicate 3") &&
                strstr(c.unmodelled, "--optimizer sgd") && !strstr(c.unmodelled, "--lr") && !strstr(c.unmodelled, "data") &&
                !strstr(c.unmodelled, "seed") && !strstr(c.unmodelled, "wandb"),
            "unmodelled and unknown flags named, logging/data/schedule skipped: %s", c.unmodelled);
+    /* activation offloading is read (arguments.py validate_args: cpu_offloading for N > 0) */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --cpu-offloading-num-layers 2", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.cpu_offload_layers == 2 && !strstr(c.unmodelled, "offloading"),
+           "--cpu-offloading-num-layers 2: two layers' activations offloaded, read (%s)", c.unmodelled);
     /* FP8 parameters and the precision-aware optimizer are read (arguments.py 2016, 3667-3680) */
     st = read_text("python pretrain_gpt.py " BASE "--bf16 --fp8-format hybrid --fp8-param-gather --use-distributed-optimizer "
                    "--use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 --exp-avg-sq-dtype fp8",

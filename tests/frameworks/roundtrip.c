@@ -160,6 +160,10 @@ static const rt_case cases[] = {
      "--model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --etp 1 --mbs 4 --gbs 64 --precision mxfp8 "
      "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16 --cuda-graphs full_iteration",
      "b200", "--vocab 151936"},
+    {"Llama 3 8B with 16 layers' activations offloaded to the host (the offload stalls on PCIe)",
+     "--model llama3-8b --gpu h100-sxm --gpus 8 --tp 1 --pp 1 --mbs 1 --gbs 64 --seq 4096 --dist-opt "
+     "--recompute none --cpu-offload-layers 16",
+     "h100-sxm", "--vocab 128256"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
