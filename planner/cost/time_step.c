@@ -72,6 +72,9 @@ static double pos(double a) { return a > 0 ? a : 0; }
  * GEMM loop beside them (tools/hostlink/copy_bw.py, tests/data/profiles/h200.hostlink.jsonl);
  * NVLink-C2C (Grace) is assumed to reach the same share of its figure (not measured here). */
 #define HOST_LINK_EFF 0.879
+/* Bytes per second one way between the GPU and host memory: every host copy the model prices
+ * (activation offloading, ZeRO-Infinity's parameters, CPU Adam's gradients and parameters) */
+static double host_link_bps(const pp_work *w) { return HOST_LINK_EFF * w->gpu.pcie_gbs * 1e9; }
 
 static double offload_stall_s(double N, double L, double x, double per)
 {
@@ -495,7 +498,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
      * on Grace) */
     if (w->stack.cpu_offload_layers > 0 && p == 1 && w->gpu.pcie_gbs > 0) {
         const double N = (double)w->stack.cpu_offload_layers, Ls = (double)L;
-        const double x = pp_memory_offload_bytes(w, l) / N / (HOST_LINK_EFF * w->gpu.pcie_gbs * 1e9);
+        const double x = pp_memory_offload_bytes(w, l) / N / host_link_bps(w);
         out->offload_s = m * (offload_stall_s(N, Ls, x, worst.fwd / Ls) + offload_stall_s(N, Ls, x, worst.bwd / Ls));
         pipe += out->offload_s;
     }
@@ -588,10 +591,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         dp_exposed += pp_time_collective_s(c, PP_TC_ALL_REDUCE, 2, w->gpus > gpn ? 1 : 2,
                                            c->embed_params / (double)l->tp * gb);
     /* Offloaded parameters (ZeRO-Infinity): fetched over PCIe for forward and backward. */
-    if (l->offload == PP_OFF_PARAMS) {
-        double pcie = w->gpu.pcie_gbs * 1e9;
-        zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / pcie;
-    }
+    if (l->offload == PP_OFF_PARAMS) zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / host_link_bps(w);
     if (pp_work_fw(w)->block_sharding) {
         /* FSDP2: every gather, reduction and copy happens per micro-batch (fsdp_stage_comm). */
         zero_s = dp_exposed = opt_params = 0;
@@ -620,8 +620,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
             out->optimizer_s *= w->profile->calibration.optimizer_scale;
     } else {
         /* CPU Adam: gradients down, 16-bit parameters up over PCIe, update on the host. */
-        double pcie = w->gpu.pcie_gbs * 1e9;
-        out->optimizer_s = opt_params * (gb + 2.0) / pcie + opt_params / CPU_ADAM_PARAMS_PER_S;
+        out->optimizer_s = opt_params * (gb + 2.0) / host_link_bps(w) + opt_params / CPU_ADAM_PARAMS_PER_S;
     }
 
     out->step_time_s = pipe + out->dp_comm_s + out->zero_gather_s + out->optimizer_s;
