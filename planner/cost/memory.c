@@ -330,7 +330,8 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     if (w->stack.cpu_offload_layers > 0) {
         int64_t cnt[PP_LAYER_KINDS];
         pp_model_layer_counts(m, 0, w->stack.cpu_offload_layers, cnt);
-        for (int k = 0; k < PP_LAYER_KINDS; k++) c->offload_bytes += (double)cnt[k] * c->layer_bytes[k & PP_LAYER_MOE ? 1 : 0][PP_RC_NONE];
+        for (int k = 0; k < PP_LAYER_KINDS; k++)
+            c->offload_bytes += (double)cnt[k] * c->layer_bytes[k & PP_LAYER_MOE ? 1 : 0][PP_RC_NONE];
     }
     const pp_layer *y0 = lk[0]; /* the geometry, the same in every kind */
     double b = y0->mbs, sb = y0->tokens, h = y0->hidden, t = y0->tp, rep = y0->rep;
