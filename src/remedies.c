@@ -43,7 +43,9 @@ static int remedy_tokens(const pp_cli *c, const pp_remedy *r, const pp_work *w, 
         bool req = false;
         const pp_option *o = pp_cli_option(c->cmd, name, &req);
         bool value = o && o->kind != PP_OPT_FLAG && o->kind != PP_OPT_CLEAR && o->kind != PP_OPT_SET && !eq;
-        bool drop = !req || (o && (layout_key(o->key) || (o->key == PP_RQ_SEQ && r->seq != w->model.seq)));
+        bool drop = !req || (o && (layout_key(o->key) || (o->key == PP_RQ_SEQ && r->seq != w->model.seq) ||
+                                   (o->key == PP_RQ_CPU_OFFLOAD_LAYERS &&
+                                    r->cpu_offload_layers != w->stack.cpu_offload_layers)));
         if (!drop) {
             toks[nt++] = c->argv[i];
             if (value && i + 1 < c->argc && nt < cap) toks[nt++] = c->argv[i + 1];
@@ -167,6 +169,7 @@ void pp_cli_remedies_json(pp_json *j, const pp_cli *c, const pp_cli_remedies *rr
                 pp_json_knum(j, "zero", (double)l->zero);
                 break;
             case PP_KNOB_OFFLOAD: pp_json_kstr(j, "offload", pp_offload_names[l->offload]); break;
+            case PP_KNOB_ACT_OFFLOAD: pp_json_knum(j, "cpu_offload_layers", (double)r->cpu_offload_layers); break;
             case PP_KNOB_SEQ: pp_json_knum(j, "seq", (double)r->seq); break;
             default: break;
             }

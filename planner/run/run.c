@@ -418,6 +418,7 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
         memset(r, 0, sizeof *r);
         r->layout = best.layout;
         r->seq = w->model.seq;
+        r->cpu_offload_layers = w->stack.cpu_offload_layers;
         static const struct { pp_knob k; size_t off; } dims[] = {
             {PP_KNOB_TP, offsetof(pp_layout, tp)}, {PP_KNOB_PP, offsetof(pp_layout, pp)},
             {PP_KNOB_VPP, offsetof(pp_layout, vpp)}, {PP_KNOB_CP, offsetof(pp_layout, cp)},

@@ -14,7 +14,7 @@
 #include "pp_time.h"
 
 const char *const pp_knob_names[PP_KNOB_COUNT] = {"tp", "pp", "vpp", "cp", "ep", "mbs", "recompute",
-                                                  "sharding", "offload", "seq"};
+                                                  "sharding", "offload", "act_offload", "seq"};
 
 void pp_remedy_opts_init(pp_remedy_opts *o)
 {
@@ -33,7 +33,7 @@ typedef struct {
     int nv[PP_KNOB_COUNT];
     pp_remedy *out;
     int n;
-    pp_work wseq; /* the work at a shorter sequence (PP_KNOB_SEQ) */
+    pp_work wseq; /* the work at a shorter sequence (PP_KNOB_SEQ) or another --cpu-offload-layers */
 } rm_ctx;
 
 /* Sharding as one value: Megatron's distributed optimizer (0/1) or the ZeRO stage. */
@@ -77,6 +77,13 @@ static void knob_values(rm_ctx *c)
         if (f == PP_OFF_OPTIMIZER && w->framework == PP_FW_FSDP) continue;
         ADD(PP_KNOB_OFFLOAD, f);
     }
+    /* Megatron's activation offloading (--cpu-offload-layers; pp 1 and no recompute, which the
+     * layout's check asks for): a quarter, half or three quarters of the layers, as Megatron-Bridge's
+     * performance configs offload 20-40 of Llama 3 70B's 80 (llama3_workload_base_configs.py) */
+    if (w->framework == PP_FW_MEGATRON && m->layers >= 4 &&
+        !(pp_stack_cuda_graphs(&w->stack) & ~(1u << PP_CG_FULL_ITERATION)))
+        for (int64_t q = 1; q <= 3; q++)
+            if (q * m->layers / 4 != w->stack.cpu_offload_layers) ADD(PP_KNOB_ACT_OFFLOAD, q * m->layers / 4);
     if (c->o->allow_seq)
         for (int64_t s = m->seq / 2; s >= 512 && s >= m->seq / 16; s /= 2) ADD(PP_KNOB_SEQ, s);
 #undef ADD
@@ -128,7 +135,8 @@ static bool better(const pp_remedy *a, const pp_remedy *b)
 static void keep(rm_ctx *c, const pp_remedy *r)
 {
     for (int i = 0; i < c->n; i++)
-        if (c->out[i].seq == r->seq && same_layout(&c->out[i].layout, &r->layout)) {
+        if (c->out[i].seq == r->seq && c->out[i].cpu_offload_layers == r->cpu_offload_layers &&
+            same_layout(&c->out[i].layout, &r->layout)) {
             if (better(r, &c->out[i])) c->out[i] = *r;
             return;
         }
@@ -144,12 +152,13 @@ static void keep(rm_ctx *c, const pp_remedy *r)
 
 /* A candidate: validate (with sequence parallelism where TP > 1 and it validates), price its
  * memory, and keep it when it fits. */
-static void try_layout(rm_ctx *c, pp_layout v, unsigned changed, int n_changed, int64_t seq)
+static void try_layout(rm_ctx *c, pp_layout v, unsigned changed, int n_changed, int64_t seq, int64_t off)
 {
     const pp_work *w = c->w;
-    if (seq != w->model.seq) {
+    if (seq != w->model.seq || off != w->stack.cpu_offload_layers) {
         c->wseq = *w;
         c->wseq.model.seq = seq;
+        c->wseq.stack.cpu_offload_layers = off;
         w = &c->wseq;
     }
     v.dp = 0;
@@ -171,27 +180,28 @@ static void try_layout(rm_ctx *c, pp_layout v, unsigned changed, int n_changed, 
         if (!(need <= w->gpu.memory_bytes)) continue;
         pp_time_result t;
         if (pp_time_estimate(w, &x, &t, &e) != PP_OK || !isfinite(t.step_time_s)) continue;
-        pp_remedy r = {x, seq, changed, n_changed, need, t.step_time_s};
+        pp_remedy r = {x, seq, off, changed, n_changed, need, t.step_time_s};
         keep(c, &r);
         return;
     }
 }
 
 /* Knobs from k on, with `left` changes still allowed. */
-static void walk(rm_ctx *c, pp_layout v, int k, int left, unsigned changed, int n_changed, int64_t seq)
+static void walk(rm_ctx *c, pp_layout v, int k, int left, unsigned changed, int n_changed, int64_t seq, int64_t off)
 {
     if (k == PP_KNOB_COUNT) {
-        if (n_changed > 0) try_layout(c, v, changed, n_changed, seq);
+        if (n_changed > 0) try_layout(c, v, changed, n_changed, seq, off);
         return;
     }
-    walk(c, v, k + 1, left, changed, n_changed, seq); /* this knob as it is */
+    walk(c, v, k + 1, left, changed, n_changed, seq, off); /* this knob as it is */
     if (!left) return;
     for (int i = 0; i < c->nv[k]; i++) {
         pp_layout x = v;
-        int64_t s = seq;
+        int64_t s = seq, o = off;
         if (k == PP_KNOB_SEQ) s = c->vals[k][i];
+        else if (k == PP_KNOB_ACT_OFFLOAD) o = c->vals[k][i];
         else knob_set(c, &x, k, c->vals[k][i]);
-        walk(c, x, k + 1, left - 1, changed | (1u << k), n_changed + 1, s);
+        walk(c, x, k + 1, left - 1, changed | (1u << k), n_changed + 1, s, o);
     }
 }
 
@@ -212,10 +222,11 @@ int pp_remedies_find(const pp_work *w, const pp_layout *l, const pp_remedy_opts 
     c.w = w, c.l = l, c.o = &oo, c.out = out;
     knob_values(&c);
     /* fewest changes first: a remedy of one change is never crowded out by two-change ones */
-    for (int k = 1; k <= oo.max_changes && c.n == 0; k++) walk(&c, *l, 0, k, 0, 0, w->model.seq);
+    const int64_t off = w->stack.cpu_offload_layers;
+    for (int k = 1; k <= oo.max_changes && c.n == 0; k++) walk(&c, *l, 0, k, 0, 0, w->model.seq, off);
     /* then the next size too, for choice, while room is left */
     if (c.n > 0 && c.n < oo.max_out && c.out[0].n_changed < oo.max_changes)
-        walk(&c, *l, 0, c.out[0].n_changed + 1, 0, 0, w->model.seq);
+        walk(&c, *l, 0, c.out[0].n_changed + 1, 0, 0, w->model.seq, off);
     return c.n;
 }
 
@@ -223,7 +234,9 @@ void pp_remedy_layout_args(const pp_work *w, const pp_remedy *r, char *buf, size
 {
     pp_layout_args(w, &r->layout, buf, n);
     size_t k = strlen(buf);
-    if (r->seq != w->model.seq && k < n) snprintf(buf + k, n - k, " --seq %lld", (long long)r->seq);
+    if (r->seq != w->model.seq && k < n) k += (size_t)snprintf(buf + k, n - k, " --seq %lld", (long long)r->seq);
+    if (r->cpu_offload_layers != w->stack.cpu_offload_layers && k < n)
+        snprintf(buf + k, n - k, " --cpu-offload-layers %lld", (long long)r->cpu_offload_layers);
 }
 
 void pp_layout_args(const pp_work *w, const pp_layout *l, char *buf, size_t n)
@@ -290,6 +303,7 @@ void pp_remedy_changes(const pp_work *w, const pp_remedy *r, char *buf, size_t n
             else PUT("--zero %d", l->zero);
             break;
         case PP_KNOB_OFFLOAD: PUT("--offload %s", pp_offload_names[l->offload]); break;
+        case PP_KNOB_ACT_OFFLOAD: PUT("--cpu-offload-layers %lld", (long long)r->cpu_offload_layers); break;
         case PP_KNOB_SEQ: PUT("--seq %lld", (long long)r->seq); break;
         default: break;
         }

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "check_run.h"
+#include "pp_remedy.h"
 
 #define L8B "--model llama3-8b --gpu h100-sxm --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 --framework megatron"
 
@@ -333,6 +334,21 @@ static void cpu_offload(void)
     }
     run_free(&n);
     run_free(&o);
+    /* The remedy for Megatron-Bridge's Llama 3 70B FP8 Megatron-FSDP run on 64 GB200 at micro-batch
+     * 2 (blackwell.csv mbbw-47), stated without its offloading: the offloading its config runs,
+     * 40 of 80 layers (llama3_workload_base_configs.py:241), first, fitting */
+    static run g;
+    if (run_args(&g, "--model llama3-70b --gpu gb200 --gpus 64 --gbs 256 --seq 8192 --tp 1 --pp 1 --mbs 2 "
+                     "--framework megatron --megatron-fsdp --zero 3 --grad-reduce-bf16 --no-attention-mask "
+                     "--precision fp8 --fp8-param-gather --cross-entropy-fusion te")) {
+        pp_remedy rem[PP_REMEDY_MAX];
+        int nr = pp_remedies_find(&g.res.work, &g.res.layout, NULL, rem);
+        tap_ok(!g.mem.fits && nr > 0 && rem[0].changed == (1u << PP_KNOB_ACT_OFFLOAD) &&
+                   rem[0].cpu_offload_layers == 40 && rem[0].need_bytes <= g.res.work.gpu.memory_bytes,
+               "remedy for the GB200 Megatron-FSDP run at micro-batch 2: --cpu-offload-layers %lld first (%d remedies), "
+               "as its config runs it", nr > 0 ? (long long)rem[0].cpu_offload_layers : -1LL, nr);
+    }
+    run_free(&g);
 }
 
 int main(void)
