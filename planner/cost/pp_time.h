@@ -137,6 +137,8 @@ typedef struct {
     double embed_tp_s, output_tp_s; /* their TP collectives (included in the fields above) */
     double p2p_bytes;         /* activations sent per stage boundary per micro-batch, per rank */
     double p2p_gather_s;      /* intra-node all-gather after a scatter-gather send (no SP) */
+    double offload_bytes;     /* --cpu-offload-layers: the offloaded layers' stored bytes per
+                                 micro-batch (pp_memory_offload_bytes); 0 without it */
     int kind_main;
     unsigned kinds_present;   /* bit k set: the model has layers (or MTP layers) of kind k */
     pp_time_terms kind[PP_LAYER_KINDS];

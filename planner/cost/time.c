@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "pp_layer.h"
+#include "pp_memory.h"
 #include "pp_profile.h"
 
 /* ------------------------------------------------------------------ model-form constants */
@@ -838,6 +839,9 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     o->p2p_bytes = split ? M / t : M;
     if (split && !l->sp)
         o->p2p_gather_s = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, pp_layout_group_per_node(l->tp, 1, gpn), M);
+    /* activation offloading: what crosses the host link per micro-batch, once per layer shape (the
+     * search reuses it over pp, recompute and sharding) rather than in every pp_time_step */
+    if (w->stack.cpu_offload_layers > 0) o->offload_bytes = pp_memory_offload_bytes(w, l);
     /* a calibrated profile: the fitted factors of its software stack */
     if (w->profile) pp_calibration_apply_layer(&w->profile->calibration, c, l, o);
 }

@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "pp_memory.h"
 #include "pp_profile.h"
 
 /* Adam's step per parameter on the rank, memory-bound, over the state memory prices
@@ -60,13 +59,6 @@ static double pos(double a) { return a > 0 ? a : 0; }
 
 /* ------------------------------------------------------------------ the step */
 
-/* Megatron's CPU offloading (--cpu-offload-layers N of L layers, pp 1), on one side of the
- * micro-batch: TransformerEngine (cpu_offload.py DefaultOffloadSynchronizer, v2.10) copies layer i
- * out on one stream once layer i + 1 starts its forward and waits for it before layer L - N + i
- * runs; in the backward it starts bringing layer i back at layer L - 1 - N + i and waits for it at
- * layer i. With x seconds per layer on the host link and `per` seconds of compute per layer, the
- * copies end (i + 1) x in when x >= per (i per + x otherwise) and are due after L - N + i - 1
- * layers: the compute stalls by the largest shortfall, N x - (L - 2) per or x - (L - N - 1) per. */
 /* The share of the catalog's host-link rate (pcie_gbs) pinned copies reach: 55.3-55.5 GB/s each
  * way of PCIe 5.0 x16's 63 on the lent H200, 1-4 GiB copies, either direction, with or without a
  * GEMM loop beside them (tools/hostlink/copy_bw.py, tests/data/profiles/h200.hostlink.jsonl);
@@ -76,6 +68,13 @@ static double pos(double a) { return a > 0 ? a : 0; }
  * (activation offloading, ZeRO-Infinity's parameters, CPU Adam's gradients and parameters) */
 static double host_link_bps(const pp_work *w) { return HOST_LINK_EFF * w->gpu.pcie_gbs * 1e9; }
 
+/* Megatron's CPU offloading (--cpu-offload-layers N of L layers, pp 1), on one side of the
+ * micro-batch: TransformerEngine (cpu_offload.py DefaultOffloadSynchronizer, v2.10) copies layer i
+ * out on one stream once layer i + 1 starts its forward and waits for it before layer L - N + i
+ * runs; in the backward it starts bringing layer i back at layer L - 1 - N + i and waits for it at
+ * layer i. With x seconds per layer on the host link and `per` seconds of compute per layer, the
+ * copies end (i + 1) x in when x >= per (i per + x otherwise) and are due after L - N + i - 1
+ * layers: the compute stalls by the largest shortfall, N x - (L - 2) per or x - (L - N - 1) per. */
 static double offload_stall_s(double N, double L, double x, double per)
 {
     double a = N * x - (L - 2.0) * per, b = x - (L - N - 1.0) * per;
@@ -498,7 +497,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
      * on Grace) */
     if (w->stack.cpu_offload_layers > 0 && p == 1 && w->gpu.pcie_gbs > 0) {
         const double N = (double)w->stack.cpu_offload_layers, Ls = (double)L;
-        const double x = pp_memory_offload_bytes(w, l) / N / host_link_bps(w);
+        const double x = ly->offload_bytes / N / host_link_bps(w);
         out->offload_s = m * (offload_stall_s(N, Ls, x, worst.fwd / Ls) + offload_stall_s(N, Ls, x, worst.bwd / Ls));
         pipe += out->offload_s;
     }

@@ -452,12 +452,12 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         if (s->moe_capacity_factor > 0)
             ARGV(G_MODEL, "--moe-expert-capacity-factor", "%.6g", s->moe_capacity_factor);
     }
-    /* CUDA graphs (arguments.py --cuda-graph-impl, --cuda-graph-modules nargs='+'): one graph of the
-     * iteration, or Transformer Engine's per-layer graphs of the named parts */
     /* activation offloading (arguments.py --cpu-offloading-num-layers; validate_args turns
      * cpu_offloading on for N > 0) */
     if (w->stack.cpu_offload_layers > 0)
         ARGV(G_MODEL, "--cpu-offloading-num-layers", "%lld", (long long)w->stack.cpu_offload_layers);
+    /* CUDA graphs (arguments.py --cuda-graph-impl, --cuda-graph-modules nargs='+'): one graph of the
+     * iteration, or Transformer Engine's per-layer graphs of the named parts */
     const unsigned cg = pp_stack_cuda_graphs(&w->stack);
     if (cg & (1u << PP_CG_FULL_ITERATION)) {
         ARGV(G_MODEL, "--cuda-graph-impl", "%s", "full_iteration");

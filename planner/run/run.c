@@ -108,13 +108,13 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
     if (w->model.experts > 1 && rl->ep > 1 && w->stack.dispatcher == PP_DISPATCH_FLEX)
         note(r, "the flex dispatcher's buffers are priced as DeepEP's (%.2f GiB in the reserve); HybridEP, its other "
                 "backend, sizes them otherwise and is left out", pp_deepep_layout_bytes(w, rl) / 1073741824.0);
-    /* CUDA graphs: the time model takes the host's launches off (cost/time.c moe_host_layer_s); the
-     * graphs' static input and output buffers and their private memory pool are not priced */
     /* CPU offloading: what the host keeps (pinned) for the micro-batch in flight */
     if (w->stack.cpu_offload_layers > 0)
         note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "
                 "not counted in the GPU peak",
              pp_memory_offload_bytes(w, rl) / 1073741824.0, (long long)w->stack.cpu_offload_layers);
+    /* CUDA graphs: the time model takes the host's launches off (cost/time.c moe_host_layer_s); the
+     * graphs' static input and output buffers and their private memory pool are not priced */
     if (pp_stack_cuda_graphs(&w->stack))
         note(r, "CUDA graphs are priced for time only: their static buffers and memory pool are not in the peak");
     /* FSDP2 near the capacity (pp_memory_fsdp_tight): the model has no cost for the retries */
