@@ -145,7 +145,10 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     if (cg) { /* TransformerConfig cuda_graph_impl / cuda_graph_modules (transformer_config.py) */
         char parts[128];
         if (cg & (1u << PP_CG_FULL_ITERATION)) {
-            pp_sbuf_printf(b, "    model.cuda_graph_impl=full_iteration\n");
+            /* ConfigContainer.validate refuses the NaN check under a full-iteration graph
+             * (Megatron-Bridge 067f987d training/config.py:1508-1513) */
+            pp_sbuf_printf(b, "    model.cuda_graph_impl=full_iteration\n"
+                              "    rerun_state_machine.check_for_nan_in_loss=false\n");
         } else {
             pp_cuda_graphs_str(cg, ",", parts, sizeof parts);
             pp_sbuf_printf(b, "    model.cuda_graph_impl=transformer_engine\n    model.cuda_graph_modules=[%s]\n", parts);

@@ -460,7 +460,11 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
      * iteration, or Transformer Engine's per-layer graphs of the named parts */
     const unsigned cg = pp_stack_cuda_graphs(&w->stack);
     if (cg & (1u << PP_CG_FULL_ITERATION)) {
+        /* validate_args refuses the NaN check inside the captured iteration (Megatron-LM d98e8a64
+         * arguments.py:1235-1237: "--no-check-for-nan-in-loss-and-grad should be set with
+         * --cuda-graph-impl=full_iteration") */
         ARGV(G_MODEL, "--cuda-graph-impl", "%s", "full_iteration");
+        ARG(G_MODEL, "--no-check-for-nan-in-loss-and-grad");
     } else if (cg) {
         char parts[128];
         pp_cuda_graphs_str(cg, " ", parts, sizeof parts); /* nargs='+': the parts as separate words */

@@ -113,10 +113,16 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
         note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "
                 "not counted in the GPU peak",
              pp_memory_offload_bytes(w, rl) / 1073741824.0, (long long)w->stack.cpu_offload_layers);
-    /* CUDA graphs: the time model takes the host's launches off (cost/time.c moe_host_layer_s); the
-     * graphs' static input and output buffers and their private memory pool are not priced */
-    if (pp_stack_cuda_graphs(&w->stack))
-        note(r, "CUDA graphs are priced for time only: their static buffers and memory pool are not in the peak");
+    /* CUDA graphs: the time model takes the host's launches off (cost/time.c moe_host_layer_s); one
+     * graph of the iteration has its private pool in the reserve (cost/memory.c MEM_GRAPH_POOL_FACTOR),
+     * Transformer Engine's per-layer graphs' static buffers and pool are not priced */
+    const unsigned cg = pp_stack_cuda_graphs(&w->stack);
+    if (cg & (1u << PP_CG_FULL_ITERATION))
+        note(r, "the full-iteration CUDA graph's private pool (1.107 x the iteration's short-lived peak) and the model "
+                "state's held segments (0.234 of it) are in the reserve, as measured on one H200 with Megatron-LM's "
+                "local implementation; the graph's own effect on step time is not priced");
+    else if (cg)
+        note(r, "per-layer CUDA graphs are priced for time only: their static buffers and memory pool are not in the peak");
     /* FSDP2 near the capacity (pp_memory_fsdp_tight): the model has no cost for the retries */
     if (r->fits && pp_memory_fsdp_tight(w, r->mem.peak_bytes, r->capacity_bytes))
         note(r, "allocator peak %.1f GiB is %.0f%% of the %.1f GiB usable: PyTorch's caching allocator may free its "

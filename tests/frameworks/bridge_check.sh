@@ -24,6 +24,7 @@ cases=(
   "8b-mxfp8|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision mxfp8 --fp8-param-gather"
   "8b-lora-all|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --finetune lora --lora-rank 16"
   "8b-nvfp4-params|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision nvfp4 --fp8-param-gather"
+  "8b-full-iteration-graph|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --cuda-graphs full_iteration"
   "8b-precision-aware|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision-aware-optimizer --cross-entropy-fusion te"
 )
 refused=(
