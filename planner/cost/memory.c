@@ -277,6 +277,7 @@ typedef struct {
     double head_act;    /* last stage, per micro-batch: final norm and output layer inputs */
     double loss_work;   /* last stage: logits and loss working set */
     double frag_block;  /* last stage: room kept for the fp32 logits block (dropless MoE) */
+    double frag_attn;   /* every stage: room kept for one unfused attention-probability block */
     double mtp_act;     /* last stage, per micro-batch: the MTP layers' extra saved tensors */
     double opt_work_per_param; /* optimizer-step temporaries per parameter on the rank */
     double lora_layer;  /* LoRA: one layer's adapter parameters on this rank (0: full training) */
@@ -370,6 +371,16 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     /* Megatron's unfused attention takes its baddbmm input from a global buffer that stays
      * allocated (parallel_state.get_global_memory_buffer, "mpu"): b (a/t) s^2 16-bit. */
     c->workspace = MEM_WORKSPACE_BYTES + (unfused && fr->global_attn_buffer ? 2.0 * y0->attn.scores : 0.0);
+    /* The unfused attention's probabilities are the step's largest short-lived blocks (b a/t s^2,
+     * 16-bit), allocated and freed per layer while the stored activations of the layers before
+     * fill the segments around them. Near the capacity one such block may find no free run of its
+     * size among partly used segments: on one H200 (tests/data/cudagraph g6_eager_b5, Llama 3 8B
+     * shape, 8 layers, micro-batch 5) the second step failed asking for 5.00 GiB, one such block,
+     * with 9.26 GiB reserved but unallocated, where the 4% slack had left it 4.1 GiB to spare. So
+     * every stage keeps room for one block, as the dropless MoE logits' rule above (the larger of
+     * the two where both apply: q_b2, the MoE run nearest its capacity that ran, fits with one
+     * and not with both). Expandable segments grow a segment instead. */
+    c->frag_attn = unfused && !w->stack.expandable_segments ? 2.0 * y0->attn.scores : 0.0;
     /* FP8 (TransformerEngine): every FP8 linear layer caches its weight cast to 8 bits, row-wise
      * for the forward and column-wise (transposed) for the data-gradient GEMM on Hopper, across
      * the micro-batches of a step (te/pytorch/module/base.py, the FP8 weight workspace). */
@@ -730,7 +741,7 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
                             MEM_GRAPH_STATE_HELD * (o->weights_bytes + o->grads_bytes + o->optimizer_bytes);
     else
         o->reserved_bytes = c->reserve_fixed + MEM_SLACK_FRACTION * shortlived +
-                            MEM_SLACK_RECOMPUTE_SETS * recompute_set + (last ? c->frag_block : 0.0);
+                            MEM_SLACK_RECOMPUTE_SETS * recompute_set + mem_max(last ? c->frag_block : 0.0, c->frag_attn);
     double cap = w->gpu.memory_bytes;
     o->fits = o->peak_bytes + o->reserved_bytes <= cap;
 }
