@@ -53,6 +53,7 @@ const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather", "flex"};
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 const char *const pp_sdpa_backend_names[PP_SDPA_COUNT] = {"flash", "cudnn"};
+const char *const pp_flex_backend_names[PP_FLEX_COUNT] = {"deepep", "hybridep"};
 const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
 const char *const pp_cuda_graph_names[PP_CG_COUNT] = {"none", "attn", "mlp", "moe", "moe_router", "moe_preprocess",
                                                       "full_iteration"};
@@ -183,7 +184,9 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", LoRA rank %.0f on %s (base frozen)", pp_work_lora_rank(w),
                       pp_lora_target_names[s->lora_targets]);
     if (k > 0 && (size_t)k < n && w->model.experts > 1)
-        snprintf(buf + k, n - (size_t)k, ", MoE %s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
+        snprintf(buf + k, n - (size_t)k, ", MoE %s%s%s dispatch, %s experts%s", pp_dispatch_names[s->dispatcher],
+                 s->dispatcher == PP_DISPATCH_FLEX ? " " : "",
+                 s->dispatcher == PP_DISPATCH_FLEX ? pp_flex_backend_names[s->flex_backend] : "",
                  s->grouped_gemm ? "grouped" : "looped",
                  s->moe_capacity_factor > 0 ? ", capacity factor" : ", dropless");
 }
@@ -252,6 +255,10 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
         return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
     if ((unsigned)s->sdpa_backend >= PP_SDPA_COUNT) return STACK_BAD("the training stack has an unknown SDPA backend");
+    if ((unsigned)s->flex_backend >= PP_FLEX_COUNT) return STACK_BAD("the training stack has an unknown flex backend");
+    if (s->flex_backend != PP_FLEX_DEEPEP && s->dispatcher != PP_DISPATCH_FLEX)
+        return STACK_BAD("--moe-flex-backend %s is the flex dispatcher's library: with --moe-dispatcher flex, not %s",
+                         pp_flex_backend_names[s->flex_backend], pp_dispatch_names[s->dispatcher]);
     if (s->sdpa_backend != PP_SDPA_FLASH && w->framework != PP_FW_FSDP)
         return STACK_BAD("--sdpa-backend is torch's scaled_dot_product_attention kernel under --framework fsdp, not %s "
                          "(Megatron's attention is --impl and --attention)", pp_framework_names[w->framework]);

@@ -420,6 +420,10 @@ typedef enum { PP_DISPATCH_ALLTOALL = 0, PP_DISPATCH_ALLGATHER, PP_DISPATCH_FLEX
 extern const char *const pp_precision_names[PP_PREC_COUNT]; /* "bf16", "fp16", "fp8", "mxfp8", "nvfp4" */
 extern const char *const pp_impl_names[PP_IMPL_COUNT];      /* "te", "local" */
 extern const char *const pp_dispatch_names[PP_DISPATCH_COUNT]; /* "alltoall", "allgather", "flex" */
+/* The flex dispatcher's library (Megatron --moe-flex-dispatcher-backend, default deepep): what its
+ * communication buffers cost (cost/deepep.c); the time model prices both alike. */
+typedef enum { PP_FLEX_DEEPEP = 0, PP_FLEX_HYBRIDEP, PP_FLEX_COUNT } pp_flex_backend;
+extern const char *const pp_flex_backend_names[PP_FLEX_COUNT]; /* "deepep", "hybridep" */
 /* torch.optim.AdamW under --framework fsdp: fused (one kernel per step, torchtitan's default) or
  * foreach (horizontally fused ops; sqrt(v) for the whole group at once). The Megatron and
  * DeepSpeed paths keep their own rules (memory.c). */
@@ -478,6 +482,7 @@ typedef struct pp_stack {
     pp_impl impl;              /* Megatron transformer implementation (--impl) */
     bool impl_given;
     pp_dispatch dispatcher;    /* --moe-dispatcher */
+    pp_flex_backend flex_backend; /* --moe-flex-backend (with --moe-dispatcher flex) */
     bool grouped_gemm;         /* --moe-grouped-gemm (TE grouped GEMM; local runs SequentialMLP) */
     bool expandable_segments;  /* --expandable-segments: PyTorch's caching allocator with
                                   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which grows

@@ -340,6 +340,7 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);
     if (pp_model_is_moe(&w->model)) {
         pp_json_kstr(j, "moe_dispatcher", pp_dispatch_names[s->dispatcher]);
+        if (s->dispatcher == PP_DISPATCH_FLEX) pp_json_kstr(j, "moe_flex_backend", pp_flex_backend_names[s->flex_backend]);
         pp_json_kbool(j, "moe_grouped_gemm", s->grouped_gemm);
         pp_json_knum(j, "capacity_factor", s->moe_capacity_factor);
         pp_json_knum(j, "moe_imbalance", s->moe_imbalance);

@@ -7,8 +7,9 @@
  * moe_flex_dispatcher_num_sms, token_dispatcher.py:1287). Formulas: deepseek-ai/DeepEP dd758caf
  * csrc/legacy/config.hpp get_nvl_buffer_size_hint / get_rdma_buffer_size_hint; configs:
  * deep_ep/buffers/legacy.py get_dispatch_config / get_combine_config (one row per EP size here);
- * a SourceMeta of 8 bytes (internode.cu), top-k indices int64 (EP_NUM_TOPK_IDX_BITS 64). HybridEP,
- * the flex dispatcher's other backend, sizes its buffers otherwise: not priced. */
+ * a SourceMeta of 8 bytes (internode.cu), top-k indices int64 (EP_NUM_TOPK_IDX_BITS 64).
+ * HybridEP (--moe-flex-backend hybridep), the backend Megatron-Bridge's Blackwell MoE recipes run,
+ * sizes its buffers by the tokens instead: pp_hybridep_buffer_bytes below. */
 #include <math.h>
 
 #include "pp_memory.h"
@@ -49,12 +50,42 @@ static const deepep_config *deepep_config_for(int64_t ranks)
     return &deepep_configs[N_DEEPEP_CONFIGS - 1];
 }
 
-double pp_deepep_layout_bytes(const pp_work *w, const pp_layout *l)
+double pp_flex_layout_bytes(const pp_work *w, const pp_layout *l)
 {
     /* the flex dispatcher's group is expert TP x EP (token_dispatcher.py MoEFlexTokenDispatcher:
      * tp_ep_group); its tokens bf16 */
     if (w->model.experts <= 1 || w->stack.dispatcher != PP_DISPATCH_FLEX) return 0.0;
-    return pp_deepep_buffer_bytes(l->ep * pp_layout_etp(l), 2.0 * (double)w->model.hidden, PP_DEEPEP_SMS);
+    const int64_t ranks = l->ep * pp_layout_etp(l);
+    if (w->stack.flex_backend == PP_FLEX_HYBRIDEP) {
+        /* the dispatcher's input: one micro-batch's tokens on the rank (sequence-parallel over TP,
+         * split over CP), x.shape[-2] at the first dispatch (fused_a2a.py HybridEPDispatch.forward) */
+        double tokens = (double)l->mbs * (double)w->model.seq / (double)(l->tp * l->cp);
+        int64_t domain = pp_work_nvlink_gpus(w);
+        return pp_hybridep_buffer_bytes(tokens, ranks, domain < ranks ? domain : ranks,
+                                        (double)w->model.experts / (double)l->ep, (double)w->model.hidden);
+    }
+    return pp_deepep_buffer_bytes(ranks, 2.0 * (double)w->model.hidden, PP_DEEPEP_SMS);
+}
+
+/* HybridEP's NVLink-domain buffers (deepseek-ai/DeepEP hybrid-ep 94a9f8f5, csrc/hybrid_ep/buffer/
+ * intranode.cu NVLCoordinator::init and allocate_combine_buffers / allocate_dispatch_buffers), made
+ * once at the first dispatch for the largest case, every token of the group routed to this rank:
+ * max_num_of_tokens = tokens per rank x ranks per NVLink domain x domains. With the shared buffer
+ * (hybrid_ep_buffer.py use_shared_buffer=True, Megatron-LM d98e8a64 fused_a2a.py
+ * init_hybrid_ep_buffer keeps it) dispatch and combine share the token (16-bit) and probability
+ * (fp32, local experts x ranks per domain) buffers; dispatch adds its fp32 scaling factors (one per
+ * 128 of hidden), allocated with or without FP8. The flags and preprocessing scratch are bytes.
+ * A group that spans NVLink domains adds RDMA staging buffers (internode_doca.cu): not priced. */
+double pp_hybridep_buffer_bytes(double tokens, int64_t ranks, int64_t domain_ranks, double local_experts,
+                                double hidden)
+{
+    if (ranks < 2 || tokens <= 0) return 0.0;
+    if (domain_ranks < 1) domain_ranks = 1;
+    double max_tokens = tokens * (double)ranks;
+    double token = max_tokens * hidden * 2.0;
+    double prob = max_tokens * local_experts * (double)domain_ranks * 4.0;
+    double scale = max_tokens * floor(hidden / 128.0) * 4.0;
+    return token + prob + scale;
 }
 
 double pp_deepep_buffer_bytes(int64_t ranks, double hidden_bytes, int num_sms)

@@ -476,7 +476,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     }
     double peers = m->experts > 1 && l->ep > 1 ? (double)(l->ep - 1 < 3 ? l->ep - 1 : 3) : 0.0;
     /* the flex dispatcher's DeepEP buffers (deepep.c) */
-    double deepep = pp_deepep_layout_bytes(w, l);
+    double deepep = pp_flex_layout_bytes(w, l);
     c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES +
                        (m->experts > 1 ? MEM_MOE_KERNELS_BYTES : 0.0) + peers * MEM_NCCL_A2A_PEER_BYTES +
                        mem_userbuffer_bytes(w, l, y0) + deepep;

@@ -275,7 +275,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     if (l->pp > 1) comms++;
     /* DeepEP dispatch (--moe-dispatcher flex; NeMo AutoModel's "TE + DeepEP"): its buffers over the
      * EP group (pp_deepep_buffer_bytes) */
-    double deepep = pp_deepep_layout_bytes(w, l);
+    double deepep = pp_flex_layout_bytes(w, l);
     c->reserve_fixed = FSDP_CONTEXT_BYTES + FSDP_DRIVER_BYTES + comms * FSDP_NCCL_COMM_BYTES + deepep;
 }
 

@@ -125,6 +125,9 @@ double pp_memory_plan_bytes(const pp_work *w);
 #define PP_DEEPEP_SMS 20
 double pp_deepep_buffer_bytes(int64_t ranks, double hidden_bytes, int num_sms);
 /* The same for a layout: 0 unless MoE with --moe-dispatcher flex. */
-double pp_deepep_layout_bytes(const pp_work *w, const pp_layout *l);
+double pp_flex_layout_bytes(const pp_work *w, const pp_layout *l);
+/* HybridEP's buffers for `tokens` per rank and micro-batch over `ranks` (deepep.c) */
+double pp_hybridep_buffer_bytes(double tokens, int64_t ranks, int64_t domain_ranks, double local_experts,
+                                double hidden);
 
 #endif

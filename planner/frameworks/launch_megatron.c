@@ -447,6 +447,8 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         }
         free(pt);
         ARGV(G_MODEL, "--moe-token-dispatcher-type", "%s", pp_dispatch_names[s->dispatcher]);
+        if (s->dispatcher == PP_DISPATCH_FLEX) /* arguments.py --moe-flex-dispatcher-backend */
+            ARGV(G_MODEL, "--moe-flex-dispatcher-backend", "%s", pp_flex_backend_names[s->flex_backend]);
         if (s->grouped_gemm) ARG(G_MODEL, "--moe-grouped-gemm");
         if (s->ep_overlap) ARG(G_MODEL, "--overlap-moe-expert-parallel-comm");
         if (s->moe_capacity_factor > 0)

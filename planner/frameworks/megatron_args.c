@@ -172,7 +172,7 @@ static const key_def key_table[] = {
     {"fine_grained_activation_offloading", K_UNMODELLED, "False"}, {"offload_modules", K_UNMODELLED, "None"},
     {"moe_layer_recompute", K_UNMODELLED, "False"}, {"moe_shared_expert_overlap", K_UNMODELLED, "False"},
     {"overlap_moe_expert_parallel_comm", K_READ, NULL}, {"delay_wgrad_compute", K_UNMODELLED, "False"},
-    {"moe_enable_deepep", K_UNMODELLED, "False"}, {"moe_pad_expert_input_to_capacity", K_UNMODELLED, "False"},
+    {"moe_enable_deepep", K_READ, NULL}, {"moe_pad_expert_input_to_capacity", K_UNMODELLED, "False"},
     {"moe_latent_size", K_UNMODELLED, "None"}, {"moe_expert_rank_capacity_factor", K_UNMODELLED, "None"},
     {"cp_comm_type", K_UNMODELLED, "p2p|['p2p']"}, {"hierarchical_context_parallel_sizes", K_UNMODELLED, "None"},
     {"hybrid_context_parallel", K_UNMODELLED, "False"},
@@ -306,7 +306,7 @@ static const key_def key_table[] = {
     {"fp8_interval", K_IGNORE, NULL}, {"fp8_amax_history_len", K_IGNORE, NULL},
     {"fp8_amax_compute_algo", K_IGNORE, NULL}, {"fp8_wgrad", K_IGNORE, NULL},
     {"fp16_lm_cross_entropy", K_IGNORE, NULL}, {"logit_dtype", K_IGNORE, NULL},
-    {"moe_flex_dispatcher_backend", K_IGNORE, NULL}, {"moe_hybridep_num_sms_preprocessing", K_IGNORE, NULL},
+    {"moe_flex_dispatcher_backend", K_READ, NULL}, {"moe_hybridep_num_sms_preprocessing", K_IGNORE, NULL},
     {"mtp_detach_heads", K_IGNORE, NULL}, {"mtp_standalone", K_IGNORE, NULL},
     /* prefixes: families of arguments about logging, checkpoints, data, tokenizers, inference,
      * other models' options, fault tolerance and profiling */

@@ -904,6 +904,24 @@ static pp_status read_stack(rd *r)
     else if (!strcmp(disp, "flex")) s->dispatcher = PP_DISPATCH_FLEX; /* DeepEP / HybridEP backends */
     else
         return rd_bad(r, kd, "unknown value '%s' (allgather, alltoall or flex)", disp);
+    /* the flex dispatcher's library (transformer_config.py moe_flex_dispatcher_backend, default
+     * deepep; --moe-enable-deepep, deprecated, sets deepep and refuses hybridep beside it) */
+    const char *fb = NULL;
+    pp_margs_kv *kb;
+    bool enable_deepep = false;
+    if ((st = rd_str(r, "moe_flex_dispatcher_backend", &fb, &kb)) ||
+        (st = rd_bool(r, "moe_enable_deepep", false, &enable_deepep)))
+        return st;
+    s->flex_backend = PP_FLEX_DEEPEP;
+    if (fb && !strcmp(fb, "hybridep")) {
+        if (enable_deepep) return rd_bad(r, kb, "hybridep beside --moe-enable-deepep (Megatron refuses the two together)");
+        s->flex_backend = PP_FLEX_HYBRIDEP;
+    } else if (fb && !strcmp(fb, "ncclep")) {
+        note(r, "--moe-flex-dispatcher-backend ncclep (NCCL EP through TransformerEngine: its buffers are not priced)");
+    } else if (fb && strcmp(fb, "deepep")) {
+        return rd_bad(r, kb, "unknown value '%s' (deepep, hybridep or ncclep)", fb);
+    }
+    if (s->dispatcher != PP_DISPATCH_FLEX) s->flex_backend = PP_FLEX_DEEPEP; /* the backend of no flex dispatcher */
     if ((st = rd_bool(r, "moe_grouped_gemm", false, &s->grouped_gemm))) return st;
     if ((st = rd_bool(r, "overlap_moe_expert_parallel_comm", false, &s->ep_overlap))) return st;
     if ((st = read_cuda_graphs(r))) return st;

@@ -28,6 +28,7 @@ typedef struct {
     sh_var *vars;
     int nv, capv;
     pp_sh_command best; /* the best Megatron command so far */
+    int depth;          /* command text read from a variable's value or a bash -c word (sh_command_text) */
 } sh_ctx;
 
 #define SH_BAD(line, col, ...) pp_error_set(c->lex.err, PP_ERR_INPUT, c->lex.path, line, col, __VA_ARGS__)
@@ -570,6 +571,54 @@ static pp_status env_set(sh_ctx *c, const char *name, const pp_sh_word *v, int l
     return words_push(e, buf, (size_t)n, v && v->unresolved, line, col) ? PP_OK : SH_NOMEM();
 }
 
+static pp_status sh_read(sh_ctx *c);
+static void sh_ctx_free(sh_ctx *c);
+
+/* Text that holds a command, already expanded: a variable's value (Megatron-LM's sbatch examples,
+ * examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh: TRAINING_CMD="...; python
+ * ${MEGATRON_PATH}/pretrain_gpt.py ${PRETRAIN_ARGS[@]}", run by bash -c inside a here-document) or
+ * the word after bash -c / sh -c (runs). Read as a script of its own, with no variables of its own:
+ * a command in it that runs a *.py script competes with the script's commands as they do. Its words
+ * keep the position of the text (the assignment or the word) for errors. Text that does not read as
+ * shell (an unterminated quote) is not a command: nothing is taken from it. */
+static pp_status sh_command_text(sh_ctx *c, const pp_sh_word *v, bool runs)
+{
+    if (c->depth >= 2 || !strstr(v->s, ".py") || !strstr(v->s, "--")) return PP_OK;
+    sh_ctx n;
+    memset(&n, 0, sizeof n);
+    pp_error scratch = {0};
+    n.lex.t = v->s;
+    n.lex.len = strlen(v->s);
+    n.lex.line = v->line;
+    n.lex.col = v->col;
+    n.lex.path = c->lex.path;
+    n.lex.err = &scratch;
+    n.depth = c->depth + 1;
+    pp_status st = sh_read(&n);
+    if (st == PP_ERR_NOMEM) {
+        sh_ctx_free(&n);
+        return SH_NOMEM();
+    }
+    /* the text bash -c runs wins over the same command read from the variable that holds it */
+    if (st == PP_OK && n.best.score >= 2 && (n.best.score > c->best.score || (runs && n.best.score == c->best.score))) {
+        for (int i = 0; i < n.best.args.n; i++) {
+            n.best.args.w[i].line = v->line;
+            n.best.args.w[i].col = v->col;
+            n.best.args.w[i].unresolved |= v->unresolved && strchr(n.best.args.w[i].s, '$') != NULL;
+        }
+        words_free(&c->best.args);
+        c->best.args = n.best.args;
+        memset(&n.best.args, 0, sizeof n.best.args);
+        c->best.score = n.best.score;
+        c->best.line = v->line;
+        snprintf(c->best.program, sizeof c->best.program, "%s", n.best.program);
+        c->best.nproc = n.best.nproc;
+        c->best.nnodes = n.best.nnodes;
+    }
+    sh_ctx_free(&n);
+    return PP_OK;
+}
+
 static pp_status sh_assign_word(sh_ctx *c, const pp_sh_tok *t)
 {
     bool app = false;
@@ -601,7 +650,33 @@ static pp_status sh_assign_word(sh_ctx *c, const pp_sh_tok *t)
             return st;
         }
     }
+    if (st == PP_OK && w.n > 1) {
+        /* a scalar assignment does not split: "${ARR[@]}" in X="..." joins the elements with
+         * blanks into one value (bash: expansion in an assignment is not word-split) */
+        size_t len = 0;
+        for (int i = 0; i < w.n; i++) len += strlen(w.w[i].s) + 1;
+        char *j = malloc(len);
+        if (!j) st = SH_NOMEM();
+        else {
+            size_t k = 0;
+            bool unres = false;
+            for (int i = 0; i < w.n; i++) {
+                size_t l = strlen(w.w[i].s);
+                if (i) j[k++] = ' ';
+                memcpy(j + k, w.w[i].s, l);
+                k += l;
+                unres |= w.w[i].unresolved;
+            }
+            j[k] = 0;
+            pp_sh_word first = w.w[0];
+            for (int i = 1; i < w.n; i++) free(w.w[i].s);
+            free(first.s);
+            w.w[0] = (pp_sh_word){j, unres, first.line, first.col};
+            w.n = 1;
+        }
+    }
     if (st == PP_OK && w.n <= 1 && env_name(name)) st = env_set(c, name, w.n ? &w.w[0] : NULL, t->line, t->col);
+    if (st == PP_OK && w.n == 1) st = sh_command_text(c, &w.w[0], false);
     if (st == PP_OK) st = var_set(c, name, &w, false);
     words_free(&w);
     return st;
@@ -737,6 +812,18 @@ static pp_status sh_process(sh_ctx *c, pp_sh_tok *toks, int n)
     for (int j = i; j < n && st == PP_OK; j++)
         if (toks[j].type == PP_SH_WORD) st = sh_expand(c, &toks[j], true, &w);
     if (st == PP_OK) st = sh_command(c, &w, toks[i].line);
+    /* bash -c TEXT / sh -c TEXT (after the shell's own options, as srun ... bash -x -c "$CMD") */
+    for (int j = 0; st == PP_OK && j + 1 < w.n; j++)
+        if (!strcmp(w.w[j].s, "-c") && j > 0) {
+            const char *sh = base_name(w.w[0].s);
+            bool shell = false;
+            for (int k = 0; k < j && !shell; k++) {
+                sh = base_name(w.w[k].s);
+                shell = !strcmp(sh, "bash") || !strcmp(sh, "sh");
+            }
+            if (shell) st = sh_command_text(c, &w.w[j + 1], true);
+            break;
+        }
     words_free(&w);
     return st;
 }

@@ -19,7 +19,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "expandable_segments", "compile", "grad_reduce_bf16", "dataloader_attention_mask", "overlap",
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
     "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
-    "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend",
+    "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend", "moe_flex_backend",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -35,7 +35,7 @@ typedef struct {
     int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
     bool fp8_param_gather, precision_aware, dist_fused_adam;
     char cuda_graphs[128];
-    int sdpa_backend;
+    int sdpa_backend, flex_backend;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
 } recipe_file;
 
@@ -76,6 +76,7 @@ static const pp_key stack_keys[] = {
     PP_KBOOL(recipe_file, "distributed_fused_adam", dist_fused_adam, false),
     PP_KSTR(recipe_file, "cuda_graphs", cuda_graphs, false),
     PP_KENUM(recipe_file, "sdpa_backend", sdpa_backend, pp_sdpa_backend_names, PP_SDPA_COUNT, false),
+    PP_KENUM(recipe_file, "moe_flex_backend", flex_backend, pp_flex_backend_names, PP_FLEX_COUNT, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -171,6 +172,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->exp_avg_sq_dtype = (pp_opt_dtype)f.exp_avg_sq_dtype;
     s->loss = (r->set >> PP_RF_LOSS) & 1u ? PP_LOSS_TORCH + f.loss : -1;
     s->sdpa_backend = (pp_sdpa_backend)f.sdpa_backend;
+    s->flex_backend = (pp_flex_backend)f.flex_backend;
     if ((r->set >> PP_RF_CUDA_GRAPHS) & 1u) {
         char why[160];
         if (pp_cuda_graphs_parse(f.cuda_graphs, &s->cuda_graphs, why, sizeof why) != PP_OK) {
@@ -314,6 +316,7 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_DIST_FUSED_ADAM)) s->dist_fused_adam = rs->dist_fused_adam;
     if (SET(PP_RF_CUDA_GRAPHS)) s->cuda_graphs = rs->cuda_graphs;
     if (SET(PP_RF_SDPA_BACKEND)) s->sdpa_backend = rs->sdpa_backend;
+    if (SET(PP_RF_FLEX_BACKEND)) s->flex_backend = rs->flex_backend;
 #undef SET
 }
 
@@ -349,6 +352,9 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_PRECISION_AWARE: v = w->framework == PP_FW_MEGATRON ? (pp_work_precision_aware(w) ? "true" : "false") : "-"; break;
     case PP_RF_DIST_FUSED_ADAM: v = w->framework == PP_FW_MEGATRON ? (pp_work_dist_fused_adam(w) ? "true" : "false") : "-"; break;
     case PP_RF_SDPA_BACKEND: v = w->framework == PP_FW_FSDP ? pp_sdpa_backend_names[s->sdpa_backend] : "-"; break;
+    case PP_RF_FLEX_BACKEND:
+        v = pp_model_is_moe(&w->model) && s->dispatcher == PP_DISPATCH_FLEX ? pp_flex_backend_names[s->flex_backend] : "-";
+        break;
     case PP_RF_CUDA_GRAPHS:
         if (w->framework != PP_FW_MEGATRON) {
             v = "-";

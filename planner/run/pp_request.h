@@ -26,7 +26,7 @@ typedef enum {
     PP_RQ_EXPERTS, PP_RQ_TOPK, PP_RQ_ACT, PP_RQ_NORM, PP_RQ_TIED, PP_RQ_BIAS,
     /* stack */
     PP_RQ_PRECISION, PP_RQ_DROPOUT, PP_RQ_ATTN_DROPOUT, PP_RQ_HIDDEN_DROPOUT, PP_RQ_NO_OVERLAP,
-    PP_RQ_TP_COMM_OVERLAP, PP_RQ_IMPL, PP_RQ_DISPATCHER, PP_RQ_GROUPED_GEMM, PP_RQ_CAPACITY,
+    PP_RQ_TP_COMM_OVERLAP, PP_RQ_IMPL, PP_RQ_DISPATCHER, PP_RQ_FLEX_BACKEND, PP_RQ_GROUPED_GEMM, PP_RQ_CAPACITY,
     PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_CUDA_GRAPHS, PP_RQ_CPU_OFFLOAD_LAYERS, PP_RQ_SDPA_BACKEND, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
     PP_RQ_COMPILE, PP_RQ_NO_ATTN_MASK, PP_RQ_OPTIMIZER_DTYPE, PP_RQ_MEGATRON_FSDP, PP_RQ_ACT_UNFUSED,
     PP_RQ_CE_FUSION, PP_RQ_RECIPE, PP_RQ_PARAM_DTYPE, PP_RQ_LOSS, PP_RQ_FP8_PARAM_GATHER,
@@ -57,6 +57,7 @@ typedef struct {
     bool no_attention_mask, megatron_fsdp, act_unfused, fp8_param_gather, precision_aware_opt, dist_fused_adam;
     int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype; /* pp_opt_dtype_names */
     int impl, dispatcher, optimizer_impl; /* pp_impl, pp_dispatch, pp_adam_impl */
+    int flex_backend;                     /* pp_flex_backend */
     int ce_fusion;            /* pp_ce_fusion */
     int sdpa_backend;         /* pp_sdpa_backend */
     int optimizer_dtype;      /* 0 fp32, 1 bf16 */

@@ -94,6 +94,9 @@ const pp_option pp_request_options[] = {
     ENUM("--moe-dispatcher", dispatcher, PP_RQ_DISPATCHER, pp_dispatch_names, PP_DISPATCH_COUNT,
          "MoE token dispatch (default alltoall; flex: Megatron's DeepEP/HybridEP "
          "dispatcher, a token once per rank and node)"),
+    ENUM("--moe-flex-backend", flex_backend, PP_RQ_FLEX_BACKEND, pp_flex_backend_names, PP_FLEX_COUNT,
+         "the flex dispatcher's library (Megatron --moe-flex-dispatcher-backend; default deepep): its buffers in "
+         "the reserve"),
     FLAG("--moe-grouped-gemm", grouped_gemm, PP_RQ_GROUPED_GEMM, "MoE experts as one grouped GEMM (TransformerEngine)"),
     NUM("--max-mem-frac", max_mem_frac, PP_RQ_MAX_MEM_FRAC, 0.05, 1,
         "X: a layout fits when peak + reserved <= X of the GPU's memory (default: fits in all of it, and plan "
@@ -392,6 +395,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_TP_COMM_OVERLAP]) s->tp_comm_overlap = true;
     if (g[PP_RQ_IMPL]) s->impl = (pp_impl)r->impl, s->impl_given = true;
     if (g[PP_RQ_DISPATCHER]) s->dispatcher = (pp_dispatch)r->dispatcher;
+    if (g[PP_RQ_FLEX_BACKEND]) s->flex_backend = (pp_flex_backend)r->flex_backend;
     if (g[PP_RQ_GROUPED_GEMM]) s->grouped_gemm = true;
     if (g[PP_RQ_CAPACITY]) s->moe_capacity_factor = r->capacity_factor;
     if (g[PP_RQ_IMBALANCE]) s->moe_imbalance = r->moe_imbalance;
@@ -435,7 +439,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
      (1u << PP_RF_GRAD_BF16) | (1u << PP_RF_ATTN_MASK) | (1u << PP_RF_OVERLAP) |                        \
      (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM) |           \
      (1u << PP_RF_FP8_PARAM_GATHER) | (1u << PP_RF_MAIN_PARAMS_DTYPE) | (1u << PP_RF_EXP_AVG_DTYPE) |  \
-     (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE) | (1u << PP_RF_CUDA_GRAPHS))
+     (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE) | (1u << PP_RF_CUDA_GRAPHS) |     \
+     (1u << PP_RF_FLEX_BACKEND))
 static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
     [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
@@ -448,6 +453,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_EXP_AVG_SQ_DTYPE] = PP_RQ_EXP_AVG_SQ_DTYPE, [PP_RF_MAIN_PARAMS_DTYPE] = PP_RQ_MAIN_PARAMS_DTYPE,
     [PP_RF_PRECISION_AWARE] = PP_RQ_PRECISION_AWARE, [PP_RF_DIST_FUSED_ADAM] = PP_RQ_DIST_FUSED_ADAM,
     [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS, [PP_RF_SDPA_BACKEND] = PP_RQ_SDPA_BACKEND,
+    [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe
@@ -728,9 +734,11 @@ static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, boo
         }
     }
     if (!pp_model_is_moe(&w->model) &&
-        (g[PP_RQ_DISPATCHER] || g[PP_RQ_GROUPED_GEMM] || g[PP_RQ_CAPACITY] || g[PP_RQ_IMBALANCE] || g[PP_RQ_EP_OVERLAP]))
+        (g[PP_RQ_DISPATCHER] || g[PP_RQ_FLEX_BACKEND] || g[PP_RQ_GROUPED_GEMM] || g[PP_RQ_CAPACITY] ||
+         g[PP_RQ_IMBALANCE] || g[PP_RQ_EP_OVERLAP]))
         return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s needs a model with experts (model %s has none)",
-                            g[PP_RQ_DISPATCHER] ? "--moe-dispatcher" : g[PP_RQ_GROUPED_GEMM] ? "--moe-grouped-gemm"
+                            g[PP_RQ_DISPATCHER] ? "--moe-dispatcher" : g[PP_RQ_FLEX_BACKEND] ? "--moe-flex-backend"
+                            : g[PP_RQ_GROUPED_GEMM] ? "--moe-grouped-gemm"
                             : g[PP_RQ_CAPACITY] ? "--capacity-factor" : g[PP_RQ_EP_OVERLAP] ? "--ep-overlap"
                             : "--moe-imbalance", w->model.name);
     if (!r->gpu) return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--gpu is required (see parplan models)");

@@ -103,11 +103,16 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
         note(r, "dropless MoE over %lld EP ranks priced with balanced routing; --moe-imbalance X adds the margin "
                 "for a busiest rank that gets X times its share",
              (long long)rl->ep);
-    /* The flex dispatcher's library buffers: DeepEP's are priced in the reserve (cost/deepep.c),
-     * HybridEP's, Megatron's other backend, are sized otherwise and are not. */
-    if (w->model.experts > 1 && rl->ep > 1 && w->stack.dispatcher == PP_DISPATCH_FLEX)
-        note(r, "the flex dispatcher's buffers are priced as DeepEP's (%.2f GiB in the reserve); HybridEP, its other "
-                "backend, sizes them otherwise and is left out", pp_deepep_layout_bytes(w, rl) / 1073741824.0);
+    /* The flex dispatcher's library buffers, in the reserve (cost/deepep.c): which library, how much;
+     * HybridEP's RDMA staging across NVLink domains is not priced. */
+    if (w->model.experts > 1 && rl->ep > 1 && w->stack.dispatcher == PP_DISPATCH_FLEX) {
+        const bool hyb = w->stack.flex_backend == PP_FLEX_HYBRIDEP;
+        const bool across = hyb && rl->ep * pp_layout_etp(rl) > pp_work_nvlink_gpus(w);
+        note(r, "the flex dispatcher's %s buffers: %.2f GiB in the reserve%s%s", hyb ? "HybridEP" : "DeepEP",
+             pp_flex_layout_bytes(w, rl) / 1073741824.0,
+             hyb ? "" : " (--moe-flex-backend hybridep for HybridEP's, which Megatron-Bridge's Blackwell recipes run)",
+             across ? "; its RDMA staging buffers across NVLink domains are not priced" : "");
+    }
     /* CPU offloading: what the host keeps (pinned) for the micro-batch in flight */
     if (w->stack.cpu_offload_layers > 0)
         note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "

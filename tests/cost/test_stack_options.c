@@ -245,6 +245,36 @@ static void deepep_buffers(void)
     run_free(&f);
 }
 
+static void hybridep_buffers(void)
+{
+    /* deepseek-ai/DeepEP hybrid-ep csrc/hybrid_ep/buffer/intranode.cu by hand: max tokens = tokens per
+     * rank x ranks; 16-bit tokens, fp32 probabilities of local experts x domain ranks, fp32 scales per
+     * 128 of hidden (dispatch and combine share the first two).
+     * Qwen3-30B-A3B, EP 8, micro-batch 4 of 4096 (16384 tokens), hidden 2048, 16 local experts:
+     *   131072 x 2048 x 2 + 131072 x 16 x 8 x 4 + 131072 x 16 x 4 = 536870912 + 67108864 + 8388608
+     * DeepSeek-V3, EP 64 in one NVL72 domain, micro-batch 1 (4096 tokens), hidden 7168, 4 local:
+     *   262144 x 7168 x 2 + 262144 x 4 x 64 x 4 + 262144 x 56 x 4 = 3758096384 + 268435456 + 58720256 */
+    tap_near(pp_hybridep_buffer_bytes(16384, 8, 8, 16, 2048), 612368384.0, 1e-12, "HybridEP at EP 8, Qwen3-30B-A3B "
+             "micro-batch 4: %.0f bytes", pp_hybridep_buffer_bytes(16384, 8, 8, 16, 2048));
+    tap_near(pp_hybridep_buffer_bytes(4096, 64, 64, 4, 7168), 4085252096.0, 1e-12,
+             "HybridEP at EP 64, DeepSeek-V3 micro-batch 1: %.0f bytes", pp_hybridep_buffer_bytes(4096, 64, 64, 4, 7168));
+    tap_ok(pp_hybridep_buffer_bytes(16384, 1, 1, 128, 2048) == 0.0, "no buffers without expert parallelism");
+    /* through the work: the same Qwen3-30B-A3B on 8 GB200; the two backends differ in the reserve only */
+    static run d, h;
+    const char *q = "--model qwen3-30b-a3b --gpu gb200 --gpus 8 --gbs 512 --seq 4096 --mbs 4 --ep 8 --dist-opt "
+                    "--moe-grouped-gemm --moe-dispatcher flex --moe-flex-backend";
+    if (run_argsf(&d, "%s deepep", q) && run_argsf(&h, "%s hybridep", q)) {
+        double dd = h.mem.stages[0].reserved_bytes - d.mem.stages[0].reserved_bytes;
+        double want = 612368384.0 - pp_deepep_buffer_bytes(8, 2.0 * 2048, 20);
+        tap_near(dd, want, 1e-9, "--moe-flex-backend hybridep: the reserve holds HybridEP's bytes in place of DeepEP's "
+                 "(%.0f more)", dd);
+        tap_ok(h.mem.stages[0].peak_bytes == d.mem.stages[0].peak_bytes && h.time.step_time_s == d.time.step_time_s,
+               "the peak and the step are the backend's alike");
+    }
+    run_free(&d);
+    run_free(&h);
+}
+
 static void cuda_graphs(void)
 {
     /* Qwen3-30B-A3B on 8 B200 at micro-batch 1 (Megatron-Bridge's 26.02 row): each of the 48 MoE
@@ -361,6 +391,7 @@ int main(void)
     nvlink_domain();
     compile();
     deepep_buffers();
+    hybridep_buffers();
     cuda_graphs();
     cpu_offload();
     pp_catalog_free(&cat);

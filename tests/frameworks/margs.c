@@ -137,6 +137,28 @@ static void test_script(void)
     st = script(&a, "--num-layers 2\n--hidden-size 64 --num-attention-heads 4\n# x\n--seq-length 16 --micro-batch-size 1\n", &e);
     tap_ok(st == PP_OK && val_is(&a, "num_layers", "2") && val_is(&a, "micro_batch_size", "1"), "a bare flag list");
     pp_margs_free(&a);
+    /* the command as text in a variable, run by bash -c inside an sbatch here-document (Megatron-LM's
+     * examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh), and the same text after srun bash -c */
+    static const char *const as_text =
+        "ARGS=(\n  --num-layers 4\n  --hidden-size 256 --num-attention-heads 8\n)\n"
+        "ARGS=(\"${ARGS[@]}\" --micro-batch-size 2)\n"
+        "TRAINING_CMD=\"\ncd ${MEGATRON_PATH};\nexport PYTHONPATH=${MEGATRON_PATH};\n"
+        "python ${MEGATRON_PATH}/pretrain_gpt.py ${ARGS[@]}\"\n"
+        "sbatch <<EOF\n#!/bin/bash\nsrun bash -x -c \"${TRAINING_CMD}\"\nEOF\n";
+    st = script(&a, as_text, &e);
+    k = kv(&a, "micro_batch_size");
+    tap_ok(st == PP_OK && a.source == PP_MARGS_SCRIPT && val_is(&a, "num_layers", "4") && val_is(&a, "hidden_size", "256") &&
+               val_is(&a, "micro_batch_size", "2") && !strcmp(a.program, "pretrain_gpt.py") && k && k->line == 6,
+           "a command held as text in a variable (X=\"... pretrain_gpt.py ${ARGS[@]}\"): read, at the assignment's line (%s)",
+           e.msg);
+    pp_margs_free(&a);
+    st = script(&a, "CMD='python pretrain_gpt.py --num-layers 6 --hidden-size 64'\nsrun bash -c \"$CMD --seq-length 32\"\n", &e);
+    tap_ok(st == PP_OK && val_is(&a, "num_layers", "6") && val_is(&a, "seq_length", "32"),
+           "srun bash -c \"$CMD --seq-length 32\": the -c word read as a command (%s)", e.msg);
+    pp_margs_free(&a);
+    st = script(&a, "MSG=\"run x.py --help 'oops\"\necho \"$MSG\"\n", &e);
+    tap_ok(st == PP_OK && a.source == PP_MARGS_NONE, "text in a variable that does not read as shell is no command (%s)", e.msg);
+    pp_margs_free(&a);
     st = script(&a, "echo hello\nls -la\n", &e);
     tap_ok(st == PP_OK && a.source == PP_MARGS_NONE && a.n == 0, "a script without Megatron flags reads nothing");
     pp_margs_free(&a);
@@ -430,6 +452,21 @@ static void test_definition(void)
                !c.unmodelled[0],
            "DeepSeek-V3's router: sigmoid x2.5, 2 of 4 groups, the expert bias (counted as the router's), seq_aux_loss, "
            "z-loss (%s %s)", e.msg, c.unmodelled);
+    /* the flex dispatcher's library */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-token-dispatcher-type flex "
+                   "--moe-flex-dispatcher-backend hybridep", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.dispatcher == PP_DISPATCH_FLEX && c.stack.flex_backend == PP_FLEX_HYBRIDEP &&
+               !c.unmodelled[0], "--moe-flex-dispatcher-backend hybridep: read (%s %s)", e.msg, c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-token-dispatcher-type flex --moe-enable-deepep",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.flex_backend == PP_FLEX_DEEPEP && !c.unmodelled[0],
+           "--moe-enable-deepep (deprecated): the deepep backend, nothing unmodelled (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-token-dispatcher-type flex "
+                   "--moe-flex-dispatcher-backend ncclep", &a, &c, &e);
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "ncclep"), "ncclep: named as not modelled (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-flex-dispatcher-backend hybridep", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.dispatcher != PP_DISPATCH_FLEX && c.stack.flex_backend == PP_FLEX_DEEPEP,
+           "a backend beside another dispatcher: no flex, no backend (%s)", e.msg);
     st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-router-pre-softmax", &a, &c, &e);
     tap_ok(st == PP_OK && m->router_raw_topk && m->router_bias, "--moe-router-pre-softmax: the weights as scored; "
            "Megatron's linear biases give the router one");

@@ -156,9 +156,10 @@ static const rt_case cases[] = {
      "--model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --etp 1 --mbs 1 --gbs 64 --precision mxfp8 "
      "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16 --cuda-graphs attn,moe_router,moe_preprocess",
      "b200", "--vocab 151936"},
-    {"Qwen3-30B-A3B with one CUDA graph of the whole iteration",
+    {"Qwen3-30B-A3B with one CUDA graph of the whole iteration and HybridEP",
      "--model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --etp 1 --mbs 4 --gbs 64 --precision mxfp8 "
-     "--moe-grouped-gemm --moe-dispatcher flex --dist-opt --grad-reduce-bf16 --cuda-graphs full_iteration",
+     "--moe-grouped-gemm --moe-dispatcher flex --moe-flex-backend hybridep --dist-opt --grad-reduce-bf16 "
+     "--cuda-graphs full_iteration",
      "b200", "--vocab 151936"},
     {"Llama 3 8B with 16 layers' activations offloaded to the host (the offload stalls on PCIe)",
      "--model llama3-8b --gpu h100-sxm --gpus 8 --tp 1 --pp 1 --mbs 1 --gbs 64 --seq 4096 --dist-opt "
@@ -245,7 +246,7 @@ static void test_case(const rt_case *c, int idx)
         ss = js_num(sa->items[k], "layers") == js_num(sb->items[k], "layers") &&
              js_num(sa->items[k], "recompute_layers") == js_num(sb->items[k], "recompute_layers");
     tap_ok(ss, "%s: the same layers (and fully recomputed layers) per stage read back", c->name);
-    static const char *const stk[] = {"precision", "attention", "moe_dispatcher"};
+    static const char *const stk[] = {"precision", "attention", "moe_dispatcher", "moe_flex_backend"};
     bool sstack = true;
     for (size_t k = 0; k < sizeof stk / sizeof stk[0]; k++) sstack &= !strcmp(jstr(a, "stack", stk[k]), jstr(b, "stack", stk[k]));
     static const char *const nums[] = {"attention_dropout", "hidden_dropout", "capacity_factor"};
