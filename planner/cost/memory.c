@@ -298,6 +298,8 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         /* FSDP2 holds different things at different moments of the step: memory_fsdp.c. */
         c->m = pp_layout_microbatches(w, l);
         if (c->m < 1) c->m = 1;
+        c->offload_bytes = 0; /* Megatron's options: none under FSDP2 (common.c refuses them) */
+        c->graph_pool = false;
         pp_fsdp_ctx_init(w, l, &c->fsdp);
         return;
     }

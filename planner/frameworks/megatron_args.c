@@ -247,6 +247,9 @@ static const key_def key_table[] = {
     {"moe_router_dtype", K_IGNORE, NULL}, {"moe_router_bias_update_rate", K_IGNORE, NULL},
     {"moe_router_force_load_balancing", K_IGNORE, NULL}, {"moe_router_fusion", K_IGNORE, NULL},
     {"moe_permute_fusion", K_IGNORE, NULL}, {"moe_token_drop_policy", K_IGNORE, NULL},
+    /* --enable-experimental gates the fused MoE permutation beside --moe-permute-fusion
+     * (token_dispatcher.py:651, 1415 is_experimental_enabled), a fused kernel priced as the other */
+    {"enable_experimental", K_IGNORE, NULL},
     {"moe_input_jitter_eps", K_IGNORE, NULL}, {"moe_per_layer_logging", K_IGNORE, NULL},
     {"moe_router_padding_for_fp8", K_IGNORE, NULL}, {"moe_router_padding_for_quantization", K_IGNORE, NULL},
     {"moe_use_upcycling", K_IGNORE, NULL}, {"moe_upcycling_granularity", K_IGNORE, NULL},
@@ -310,7 +313,8 @@ static const key_def key_table[] = {
     {"mtp_detach_heads", K_IGNORE, NULL}, {"mtp_standalone", K_IGNORE, NULL},
     /* prefixes: families of arguments about logging, checkpoints, data, tokenizers, inference,
      * other models' options, fault tolerance and profiling */
-    {"log_*", K_IGNORE, NULL}, {"tensorboard*", K_IGNORE, NULL}, {"wandb_*", K_IGNORE, NULL},
+    {"log_*", K_IGNORE, NULL}, {"logging_level", K_IGNORE, NULL}, {"tensorboard*", K_IGNORE, NULL},
+    {"wandb_*", K_IGNORE, NULL},
     {"save*", K_IGNORE, NULL}, {"ckpt_*", K_IGNORE, NULL}, {"dist_ckpt*", K_IGNORE, NULL},
     {"non_persistent_*", K_IGNORE, NULL}, {"async_*", K_IGNORE, NULL}, {"data_*", K_IGNORE, NULL},
     {"train_data_path", K_IGNORE, NULL}, {"valid_data_path", K_IGNORE, NULL}, {"test_data_path", K_IGNORE, NULL},
