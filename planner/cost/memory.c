@@ -477,11 +477,11 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         if (pp_layout_edp(l) > 1 && pp_layout_edp(l) != l->dp * l->cp) comms += 1;
     }
     double peers = m->experts > 1 && l->ep > 1 ? (double)(l->ep - 1 < 3 ? l->ep - 1 : 3) : 0.0;
-    /* the flex dispatcher's DeepEP buffers (deepep.c) */
-    double deepep = pp_flex_layout_bytes(w, l);
+    /* the flex dispatcher's DeepEP or HybridEP buffers (deepep.c) */
+    double flex = pp_flex_layout_bytes(w, l);
     c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES +
                        (m->experts > 1 ? MEM_MOE_KERNELS_BYTES : 0.0) + peers * MEM_NCCL_A2A_PEER_BYTES +
-                       mem_userbuffer_bytes(w, l, y0) + deepep;
+                       mem_userbuffer_bytes(w, l, y0) + flex;
     c->graph_pool = (pp_stack_cuda_graphs(&w->stack) & (1u << PP_CG_FULL_ITERATION)) != 0;
 }
 
