@@ -213,7 +213,11 @@ void pp_launch_header_write(pp_sbuf *b, const char *cc, pp_launch_format fmt, co
     pp_sbuf_printf(b, "recompute %s", pp_recompute_names[l->recompute]);
     if (l->recompute == PP_RC_FULL && !l->stage_recompute && l->recompute_layers > 0)
         pp_sbuf_printf(b, " (%lld layers per stage)", (long long)l->recompute_layers);
-    pp_sbuf_printf(b, ", offload %s\n", pp_offload_names[l->offload]);
+    /* the optimizer's host offload, said only where there is one (activation offloading, a stack
+     * field, is on the stack line: "offload none" beside it read as if it were off) */
+    if (l->offload == PP_OFF_OPTIMIZER) pp_sbuf_printf(b, ", optimizer state on the host");
+    else if (l->offload == PP_OFF_PARAMS) pp_sbuf_printf(b, ", parameters and optimizer state on the host");
+    pp_sbuf_printf(b, "\n");
     if (l->pp > 1 && pp_layout_vstages_uneven(w, l)) {
         /* by virtual stage, in model order (pp_layout_vstage_layers) */
         pp_sbuf_printf(b, "%s virtual stages (%s): layers", cc, l->vstage_layers ? "as given" : "balanced");

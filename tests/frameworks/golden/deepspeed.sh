@@ -3,7 +3,7 @@
 # model llama2-7b: 32 layers, hidden 4096, 32 heads (32 KV), FFN 11008, vocab 32000, sequence 4096 (context 4096), swiglu, rmsnorm, rope, untied embeddings, no bias
 # cluster: 16 x h100-sxm (2 nodes of 8), global batch 128 sequences, framework deepspeed, attention flash
 # stack: bf16, deepspeed, flash attention, dropout 0/0 (assumed), overlap on, tp-comm-overlap off
-# layout: tp 2, pp 1, dp 8, vpp 1, cp 1, ep 1, micro-batch 1, 16 micro-batches per step, ZeRO-1, sequence parallel, recompute selective, offload none
+# layout: tp 2, pp 1, dp 8, vpp 1, cp 1, ep 1, micro-batch 1, 16 micro-batches per step, ZeRO-1, sequence parallel, recompute selective
 # predicted by parplan 0.1.0: peak 30.50 GiB allocated on the largest rank + 3.25 GiB reserved of 80.00 GiB (fits); step 6.125 s, 20.90 samples/s, 85598 tokens/s
 # DeepSpeed ZeRO-1, 1 micro-batch x 16 accumulation steps x 8 data-parallel = 128 sequences per step.
 # The training script builds the model-parallel groups itself: pass it tensor parallel 2, pipeline parallel 1

@@ -3,7 +3,7 @@
 # model tinyllama-1.1b: 22 layers, hidden 2048, 32 heads (4 KV), FFN 5632, vocab 32000, sequence 2048 (context 2048), swiglu, rmsnorm, rope, untied embeddings, no bias
 # cluster: 2 x h100-sxm (1 node of 2), global batch 16 sequences, framework megatron, attention unfused
 # stack: bf16, megatron, local unfused attention, dropout 0/0 (assumed), overlap on, tp-comm-overlap off
-# layout: tp 1, pp 2, dp 1, vpp 1, cp 1, ep 1, micro-batch 2, 8 micro-batches per step, distributed optimizer, recompute full, offload none
+# layout: tp 1, pp 2, dp 1, vpp 1, cp 1, ep 1, micro-batch 2, 8 micro-batches per step, distributed optimizer, recompute full
 # stages (ILP): layers 12,10; fully recomputed 2,0
 # predicted by parplan 0.1.0: peak 20.00 GiB allocated on the largest rank + 2.00 GiB reserved of 80.00 GiB (fits); step 0.75 s, 21.33 samples/s, 43691 tokens/s
 # note: Megatron recomputes the same number of layers on every stage: the plan's per-stage counts differ, so every stage recomputes 2 (the largest); stages planned with fewer use less memory and more time than predicted

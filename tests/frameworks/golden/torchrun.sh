@@ -3,7 +3,7 @@
 # model llama2-7b: 32 layers, hidden 4096, 32 heads (32 KV), FFN 11008, vocab 32000, sequence 4096 (context 4096), swiglu, rmsnorm, rope, untied embeddings, no bias
 # cluster: 16 x h100-sxm (2 nodes of 8), global batch 128 sequences, framework megatron, attention flash
 # stack: bf16, megatron, te flash attention, dropout 0/0 (assumed), overlap on, tp-comm-overlap off
-# layout: tp 2, pp 2, dp 4, vpp 1, cp 1, ep 1, micro-batch 1, 32 micro-batches per step, distributed optimizer, sequence parallel, recompute selective, offload none
+# layout: tp 2, pp 2, dp 4, vpp 1, cp 1, ep 1, micro-batch 1, 32 micro-batches per step, distributed optimizer, sequence parallel, recompute selective
 # predicted by parplan 0.1.0: peak 30.50 GiB allocated on the largest rank + 3.25 GiB reserved of 80.00 GiB (fits); step 6.125 s, 20.90 samples/s, 85598 tokens/s
 # note: vocabulary 32000 comes from the tokenizer; Megatron pads it to a multiple of 128 x tp = 256 (32000)
 # Run once on every node; the c10d rendezvous at MASTER_ADDR:MASTER_PORT gathers the 2 nodes.
