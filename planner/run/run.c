@@ -113,6 +113,12 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
              hyb ? "" : " (--moe-flex-backend hybridep for HybridEP's, which Megatron-Bridge's Blackwell recipes run)",
              across ? "; its RDMA staging buffers across NVLink domains are not priced" : "");
     }
+    /* NVFP4 with TP's userbuffers overlap: Megatron-Bridge's own performance configs turn it off
+     * (v0.5.0 scripts/performance/configs/llama/llama3_llm_pretrain.py:80 and every Llama 3 config
+     * after it: "tp_comm_overlap = False if precision == 'nvfp4'") */
+    if (w->stack.precision == PP_PREC_NVFP4 && w->stack.tp_comm_overlap && rl->tp > 1)
+        note(r, "--tp-comm-overlap with --precision nvfp4: Megatron-Bridge's performance configs run NVFP4 without "
+                "TP's userbuffers overlap (its published NVFP4 runs are stated without it)");
     /* CPU offloading: what the host keeps (pinned) for the micro-batch in flight */
     if (w->stack.cpu_offload_layers > 0)
         note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "
