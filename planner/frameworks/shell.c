@@ -29,6 +29,7 @@ typedef struct {
     int nv, capv;
     pp_sh_command best; /* the best Megatron command so far */
     int depth;          /* command text read from a variable's value or a bash -c word (sh_command_text) */
+    bool best_from_var; /* best was read from a variable's value: a command that runs it wins at its score */
 } sh_ctx;
 
 #define SH_BAD(line, col, ...) pp_error_set(c->lex.err, PP_ERR_INPUT, c->lex.path, line, col, __VA_ARGS__)
@@ -614,6 +615,7 @@ static pp_status sh_command_text(sh_ctx *c, const pp_sh_word *v, bool runs)
         snprintf(c->best.program, sizeof c->best.program, "%s", n.best.program);
         c->best.nproc = n.best.nproc;
         c->best.nnodes = n.best.nnodes;
+        c->best_from_var = !runs;
     }
     sh_ctx_free(&n);
     return PP_OK;
@@ -755,7 +757,8 @@ static pp_status sh_command(sh_ctx *c, pp_sh_words *w, int line)
     int score = py < 0 ? 1 : 2;
     if (py >= 0 && (!strncmp(base_name(w->w[py].s), "pretrain", 8) || shape)) score = 3;
     if (py < 0 && c->best.score == 1) score = 1; /* bare flag lines add up */
-    else if (score <= c->best.score) return PP_OK;
+    else if (score < c->best.score || (score == c->best.score && !c->best_from_var)) return PP_OK;
+    c->best_from_var = false; /* a command that runs (CMD="python x.py ..." then $CMD --more) */
     if (score != 1 || c->best.score != 1) {
         words_free(&c->best.args);
         c->best.line = line;

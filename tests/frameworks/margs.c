@@ -156,6 +156,10 @@ static void test_script(void)
     tap_ok(st == PP_OK && val_is(&a, "num_layers", "6") && val_is(&a, "seq_length", "32"),
            "srun bash -c \"$CMD --seq-length 32\": the -c word read as a command (%s)", e.msg);
     pp_margs_free(&a);
+    st = script(&a, "CMD=\"python pretrain_gpt.py --num-layers 6 --hidden-size 64\"\n$CMD --seq-length 48\n", &e);
+    tap_ok(st == PP_OK && val_is(&a, "num_layers", "6") && val_is(&a, "seq_length", "48"),
+           "CMD=\"python pretrain_gpt.py ...\" then $CMD --seq-length 48: the command that runs wins (%s)", e.msg);
+    pp_margs_free(&a);
     st = script(&a, "MSG=\"run x.py --help 'oops\"\necho \"$MSG\"\n", &e);
     tap_ok(st == PP_OK && a.source == PP_MARGS_NONE, "text in a variable that does not read as shell is no command (%s)", e.msg);
     pp_margs_free(&a);
