@@ -12,6 +12,7 @@
  * sizes its buffers by the tokens instead: pp_hybridep_buffer_bytes below. */
 #include <math.h>
 
+#include "pp_layer.h"
 #include "pp_memory.h"
 
 #define DEEPEP_NVL_PEERS 8       /* LEGACY_NUM_MAX_NVL_PEERS */
@@ -57,9 +58,9 @@ double pp_flex_layout_bytes(const pp_work *w, const pp_layout *l)
     if (w->model.experts <= 1 || w->stack.dispatcher != PP_DISPATCH_FLEX) return 0.0;
     const int64_t ranks = l->ep * pp_layout_etp(l);
     if (w->stack.flex_backend == PP_FLEX_HYBRIDEP) {
-        /* the dispatcher's input: one micro-batch's tokens on the rank (sequence-parallel over TP,
-         * split over CP), x.shape[-2] at the first dispatch (fused_a2a.py HybridEPDispatch.forward) */
-        double tokens = (double)l->mbs * (double)w->model.seq / (double)(l->tp * l->cp);
+        /* the dispatcher's input: one micro-batch's routed tokens on the rank, x.shape[-2] at the
+         * first dispatch (fused_a2a.py HybridEPDispatch.forward) */
+        double tokens = pp_layer_tokens_routed(w, l);
         int64_t domain = pp_work_nvlink_gpus(w);
         return pp_hybridep_buffer_bytes(tokens, ranks, domain < ranks ? domain : ranks,
                                         (double)w->model.experts / (double)l->ep, (double)w->model.hidden);

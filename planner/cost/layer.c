@@ -858,6 +858,11 @@ double pp_layer_saved_bytes(const pp_layer *ly, pp_recompute rc, unsigned mods, 
 
 /* ------------------------------------------------------------------ the layer */
 
+double pp_layer_tokens_routed(const pp_work *w, const pp_layout *l)
+{
+    return (double)l->mbs * (double)w->model.seq / (double)l->cp * (l->sp ? 1.0 / (double)l->tp : 1.0);
+}
+
 void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsigned parts, pp_layer *ly)
 {
     const pp_model *m = &w->model;
@@ -880,7 +885,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
     ly->tokens = ly->mbs * s / ly->cp;
     ly->rep = l->sp ? 1.0 / t : 1.0;
     ly->rep_titan = l->tp > 1 ? 1.0 / t : 1.0;
-    ly->tokens_routed = ly->tokens * ly->rep;
+    ly->tokens_routed = pp_layer_tokens_routed(w, l);
     ly->heads = (double)m->heads / t;
     ly->kv_heads = kv_heads_rank(m, l->tp);
     ly->head_dim = (double)m->head_dim;

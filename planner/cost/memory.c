@@ -105,9 +105,10 @@ static const double MEM_MOE_LOGITS_BLOCKS = 1.0;
  *     made), which empty_cache cannot return: 0.268 / 0.208 / 0.227 of the model state (calibrate),
  *     0.218 / 0.231 (distributed optimizer) / 0.274 (held out).
  * Both are charged as reserve in place of the eager slack: nothing of the pool can be released,
- * so a step that would fit eager with its cached blocks released may not capture. */
-static const double MEM_GRAPH_POOL_FACTOR = 1.107;
-static const double MEM_GRAPH_STATE_HELD = 0.234;
+ * so a step that would fit eager with its cached blocks released may not capture. (check's note
+ * prints these two; pp_memory.h) */
+const double pp_mem_graph_pool_factor = 1.107;
+const double pp_mem_graph_state_held = 0.234;
 /* cuBLAS / cuBLASLt workspaces (PyTorch allocates them through its caching allocator) and the
  * small persistent tensors of a training step (loss scalars, RNG states, rotary tables).
  * Measured: the static allocation after an iteration minus the model state and the attention
@@ -284,7 +285,6 @@ typedef struct {
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
     double reserve_fixed;
-    bool graph_pool;    /* one CUDA graph of the iteration: its private pool (MEM_GRAPH_POOL_FACTOR) */
     double offload_bytes; /* --cpu-offload-layers: the first N layers' stored bytes per micro-batch,
                              in host memory between their forward and backward */
     int64_t m;          /* micro-batches per step per replica */
@@ -298,8 +298,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
         /* FSDP2 holds different things at different moments of the step: memory_fsdp.c. */
         c->m = pp_layout_microbatches(w, l);
         if (c->m < 1) c->m = 1;
-        c->offload_bytes = 0; /* Megatron's options: none under FSDP2 (common.c refuses them) */
-        c->graph_pool = false;
+        c->offload_bytes = 0; /* Megatron's option: none under FSDP2 (common.c refuses it) */
         pp_fsdp_ctx_init(w, l, &c->fsdp);
         return;
     }
@@ -482,7 +481,6 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     c->reserve_fixed = MEM_CONTEXT_BYTES + MEM_DRIVER_BYTES + comms * MEM_NCCL_COMM_BYTES +
                        (m->experts > 1 ? MEM_MOE_KERNELS_BYTES : 0.0) + peers * MEM_NCCL_A2A_PEER_BYTES +
                        mem_userbuffer_bytes(w, l, y0) + flex;
-    c->graph_pool = (pp_stack_cuda_graphs(&w->stack) & (1u << PP_CG_FULL_ITERATION)) != 0;
 }
 
 /* Micro-batch-layers of activations held by stage i (in units of "one layer of one
@@ -738,9 +736,9 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     o->peak_bytes = o->weights_bytes + o->grads_bytes + o->optimizer_bytes + o->activations_bytes +
                     o->transient_bytes;
     double shortlived = o->activations_bytes + o->transient_bytes - c->workspace;
-    if (c->graph_pool)
-        o->reserved_bytes = c->reserve_fixed + (MEM_GRAPH_POOL_FACTOR - 1.0) * shortlived +
-                            MEM_GRAPH_STATE_HELD * (o->weights_bytes + o->grads_bytes + o->optimizer_bytes);
+    if (pp_stack_cuda_graphs(&w->stack) & (1u << PP_CG_FULL_ITERATION)) /* the graph's pool */
+        o->reserved_bytes = c->reserve_fixed + (pp_mem_graph_pool_factor - 1.0) * shortlived +
+                            pp_mem_graph_state_held * (o->weights_bytes + o->grads_bytes + o->optimizer_bytes);
     else
         o->reserved_bytes = c->reserve_fixed + MEM_SLACK_FRACTION * shortlived +
                             MEM_SLACK_RECOMPUTE_SETS * recompute_set + mem_max(last ? c->frag_block : 0.0, c->frag_attn);

@@ -225,6 +225,10 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
 void pp_layer_dispatch_fanout(const pp_work *w, const pp_layout *l, int64_t per_node, double *ranks,
                               double *other_nodes);
 
+/* The tokens a rank's router (and the dispatcher after it) sees per micro-batch: the rank's
+ * sequence shard mbs x seq / cp, split over TP under sequence parallelism (pp_layer.tokens_routed). */
+double pp_layer_tokens_routed(const pp_work *w, const pp_layout *l);
+
 /* The token copies the rank's experts receive per micro-batch for T tokens of its sequence
  * shard on the busiest rank (the one rule the memory and time models share), and the mean in
  * *mean when not NULL. */

@@ -120,6 +120,11 @@ bool pp_memory_fsdp_tight(const pp_work *w, double peak_bytes, double capacity_b
 /* The memory plan may fill: capacity x (1 - w->mem_margin_frac). */
 double pp_memory_plan_bytes(const pp_work *w);
 
+/* One CUDA graph of the whole iteration (--cuda-graphs full_iteration): its private pool over the
+ * iteration's short-lived peak, and the share of the model state the general pool keeps in partly
+ * used segments; both in the reserve (memory.c, measured: tests/data/cudagraph). */
+extern const double pp_mem_graph_pool_factor, pp_mem_graph_state_held;
+
 /* DeepEP's normal-mode NVLink + RDMA buffers per rank for an expert-parallel group of `ranks`
  * (deepep.c): tokens of hidden_bytes each, num_sms SMs (Megatron's default PP_DEEPEP_SMS). */
 #define PP_DEEPEP_SMS 20

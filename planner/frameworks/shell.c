@@ -818,10 +818,9 @@ static pp_status sh_process(sh_ctx *c, pp_sh_tok *toks, int n)
     /* bash -c TEXT / sh -c TEXT (after the shell's own options, as srun ... bash -x -c "$CMD") */
     for (int j = 0; st == PP_OK && j + 1 < w.n; j++)
         if (!strcmp(w.w[j].s, "-c") && j > 0) {
-            const char *sh = base_name(w.w[0].s);
             bool shell = false;
             for (int k = 0; k < j && !shell; k++) {
-                sh = base_name(w.w[k].s);
+                const char *sh = base_name(w.w[k].s);
                 shell = !strcmp(sh, "bash") || !strcmp(sh, "sh");
             }
             if (shell) st = sh_command_text(c, &w.w[j + 1], true);

@@ -129,9 +129,10 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
      * Transformer Engine's per-layer graphs' static buffers and pool are not priced */
     const unsigned cg = pp_stack_cuda_graphs(&w->stack);
     if (cg & (1u << PP_CG_FULL_ITERATION))
-        note(r, "the full-iteration CUDA graph's private pool (1.107 x the iteration's short-lived peak) and the model "
-                "state's held segments (0.234 of it) are in the reserve, as measured on one H200 with Megatron-LM's "
-                "local implementation; the graph's own effect on step time is not priced");
+        note(r, "the full-iteration CUDA graph's private pool (%.3f x the iteration's short-lived peak) and the model "
+                "state's held segments (%.3f of it) are in the reserve, as measured on one H200 with Megatron-LM's "
+                "local implementation; the graph's own effect on step time is not priced",
+             pp_mem_graph_pool_factor, pp_mem_graph_state_held);
     else if (cg)
         note(r, "per-layer CUDA graphs are priced for time only: their static buffers and memory pool are not in the peak");
     /* FSDP2 near the capacity (pp_memory_fsdp_tight): the model has no cost for the retries */

@@ -79,11 +79,16 @@ static void knob_values(rm_ctx *c)
     }
     /* Megatron's activation offloading (--cpu-offload-layers; pp 1 and no recompute, which the
      * layout's check asks for): a quarter, half or three quarters of the layers, as Megatron-Bridge's
-     * performance configs offload 20-40 of Llama 3 70B's 80 (llama3_workload_base_configs.py) */
-    if (w->framework == PP_FW_MEGATRON && m->layers >= 4 &&
-        !(pp_stack_cuda_graphs(&w->stack) & ~(1u << PP_CG_FULL_ITERATION)))
-        for (int64_t q = 1; q <= 3; q++)
-            if (q * m->layers / 4 != w->stack.cpu_offload_layers) ADD(PP_KNOB_ACT_OFFLOAD, q * m->layers / 4);
+     * performance configs offload 20-40 of Llama 3 70B's 80 (llama3_workload_base_configs.py), where
+     * the stack takes it (pp_stack_check: Megatron, no per-layer CUDA graphs) */
+    pp_work wo = *w;
+    for (int64_t q = 1; q <= 3; q++) {
+        wo.stack.cpu_offload_layers = q * m->layers / 4;
+        pp_error e;
+        if (wo.stack.cpu_offload_layers > 0 && wo.stack.cpu_offload_layers != w->stack.cpu_offload_layers &&
+            pp_stack_check(&wo, &e) == PP_OK)
+            ADD(PP_KNOB_ACT_OFFLOAD, wo.stack.cpu_offload_layers);
+    }
     if (c->o->allow_seq)
         for (int64_t s = m->seq / 2; s >= 512 && s >= m->seq / 16; s /= 2) ADD(PP_KNOB_SEQ, s);
 #undef ADD
