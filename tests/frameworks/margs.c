@@ -468,6 +468,14 @@ static void test_definition(void)
     st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-token-dispatcher-type flex "
                    "--moe-flex-dispatcher-backend ncclep", &a, &c, &e);
     tap_ok(st == PP_OK && strstr(c.unmodelled, "ncclep"), "ncclep: named as not modelled (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-token-dispatcher-type flex "
+                   "--moe-flex-dispatcher-backend uccl", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "uccl") && strstr(e.msg, "deepep, hybridep or ncclep"),
+           "an unknown flex backend is an error naming the value and the choices: %s", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-token-dispatcher-type flex --moe-enable-deepep "
+                   "--moe-flex-dispatcher-backend hybridep", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--moe-enable-deepep"),
+           "hybridep beside --moe-enable-deepep is an error, as Megatron's: %s", e.msg);
     st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-flex-dispatcher-backend hybridep", &a, &c, &e);
     tap_ok(st == PP_OK && c.stack.dispatcher != PP_DISPATCH_FLEX && c.stack.flex_backend == PP_FLEX_DEEPEP,
            "a backend beside another dispatcher: no flex, no backend (%s)", e.msg);
