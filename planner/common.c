@@ -141,7 +141,10 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
     if (k > 0 && (size_t)k < n && s->grad_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 gradients");
     if (k > 0 && (size_t)k < n && s->megatron_fsdp)
-        k += snprintf(buf + k, n - (size_t)k, ", Megatron-FSDP");
+        k += snprintf(buf + k, n - (size_t)k, ", Megatron-FSDP%s%s", s->fsdp_double_buffer ? " double-buffered" : "",
+                      s->fsdp_grads_fp32 ? " with fp32 gradients" : "");
+    if (k > 0 && (size_t)k < n && s->megatron_fsdp && s->fsdp_unit_size > 0)
+        k += snprintf(buf + k, n - (size_t)k, " (unit %lld)", (long long)s->fsdp_unit_size);
     if (k > 0 && (size_t)k < n && s->optimizer_bf16)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 optimizer state");
     if (k > 0 && (size_t)k < n && s->no_attention_mask)
@@ -162,6 +165,9 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
     if (k > 0 && (size_t)k < n && s->cpu_offload_layers > 0)
         k += snprintf(buf + k, n - (size_t)k, ", activations of %lld layers offloaded to the host",
                       (long long)s->cpu_offload_layers);
+    if (k > 0 && (size_t)k < n && s->vocab_divisible_by > 0 && s->vocab_divisible_by != pp_work_fw(w)->vocab_multiple)
+        k += snprintf(buf + k, n - (size_t)k, ", vocabulary padded to a multiple of %lld x tp",
+                      (long long)s->vocab_divisible_by);
     if (k > 0 && (size_t)k < n && pp_work_fp8_params(w))
         k += snprintf(buf + k, n - (size_t)k, ", %s parameters",
                       s->precision == PP_PREC_NVFP4 ? "NVFP4" : s->precision == PP_PREC_MXFP8 ? "MXFP8" : "FP8");
@@ -243,6 +249,10 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->megatron_fsdp && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--megatron-fsdp is Megatron-Core's FSDP: with --framework megatron, not %s "
                          "(--framework fsdp is PyTorch's FSDP2)", pp_framework_names[w->framework]);
+    if ((s->fsdp_double_buffer || s->fsdp_unit_size || s->fsdp_grads_fp32) && !s->megatron_fsdp)
+        return STACK_BAD("--%s is Megatron-FSDP's: with --megatron-fsdp",
+                         s->fsdp_double_buffer ? "fsdp-double-buffer" : s->fsdp_unit_size ? "fsdp-unit-size" : "fsdp-grads-fp32");
+    if (s->fsdp_unit_size < 0) return STACK_BAD("--fsdp-unit-size must be positive");
     if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
                          "megatron, not %s", pp_framework_names[w->framework]);
@@ -291,6 +301,10 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
             return STACK_BAD("--cpu-offload-layers does not combine with per-layer --cuda-graphs (Megatron: "
                              "\"CUDA graphs not supported with CPU offloading\" unless full_iteration)");
     }
+    if (s->vocab_divisible_by < 0) return STACK_BAD("--vocab-divisible-by must be positive");
+    if (s->vocab_divisible_by > 0 && w->framework != PP_FW_MEGATRON)
+        return STACK_BAD("--vocab-divisible-by is Megatron's vocabulary padding (--make-vocab-size-divisible-by): with "
+                         "--framework megatron, not %s", pp_framework_names[w->framework]);
     if (s->fp8_param_gather && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--fp8-param-gather is Megatron's (TransformerEngine FP8 parameters): with --framework megatron, "
                          "not %s", pp_framework_names[w->framework]);

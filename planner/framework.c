@@ -191,12 +191,22 @@ const pp_fw_row *pp_fw_get(pp_framework f)
 
 const pp_fw_row *pp_work_fw(const pp_work *w) { return pp_fw_get(w->framework); }
 
+int64_t pp_work_vocab_divisible_by(const pp_work *w)
+{
+    return w->stack.vocab_divisible_by > 0 ? w->stack.vocab_divisible_by : pp_work_fw(w)->vocab_multiple;
+}
+
 bool pp_work_te(const pp_work *w) { return pp_work_fw(w)->te_modules && pp_work_impl(w) != PP_IMPL_LOCAL; }
 
 bool pp_work_act_eager(const pp_work *w) { return !pp_work_fw(w)->act_fusion || w->stack.act_unfused; }
 
 bool pp_work_grads_16bit(const pp_work *w)
 {
+    /* Megatron-FSDP keeps its main gradients in the compute weights' dtype unless told otherwise
+     * (megatron_fsdp/param_and_grad_buffer.py _resolve_group_grad_dtype: "grad.dtype == param.dtype";
+     * --megatron-fsdp-main-grads-dtype auto; Megatron-LM b969f764, 2026-03-02, before which
+     * grad_reduce_in_fp32 made them fp32) */
+    if (w->stack.megatron_fsdp) return !w->stack.fsdp_grads_fp32;
     return w->stack.precision == PP_PREC_FP16 || (pp_work_fw(w)->grad_dtype_option && w->stack.grad_bf16);
 }
 

@@ -509,6 +509,16 @@ typedef struct pp_stack {
                                   state per parameter: pp_work_optimizer_bytes */
     bool precision_aware_opt;  /* --precision-aware-optimizer: Megatron's --use-precision-aware-optimizer
                                   (TE FusedAdam), also implied by a dtype below other than fp32 */
+    bool fsdp_double_buffer;   /* --fsdp-double-buffer (with --megatron-fsdp): Megatron-FSDP's fixed pool
+                                  of two FSDP units' gathered weights and gradients, held for the
+                                  run (param_and_grad_buffer.py FixedPoolAllocator); Megatron's
+                                  --use-nccl-ub turns it on */
+    int64_t fsdp_unit_size;    /* --fsdp-unit-size N (with --megatron-fsdp): Megatron's
+                                  --suggested-communication-unit-size, elements: the reduce-scatter
+                                  queue's capacity and twice the all-gather prefetch; 0: its default */
+    bool fsdp_grads_fp32;      /* --fsdp-grads-fp32 (with --megatron-fsdp): the main gradients in fp32
+                                  (--megatron-fsdp-main-grads-dtype fp32); Megatron-FSDP's default is
+                                  the compute weights' dtype since Megatron-LM b969f764 (2026-03) */
     bool megatron_fsdp;        /* --megatron-fsdp: Megatron-Core's FSDP (--use-megatron-fsdp): with
                                   --framework megatron, --zero 1|2|3 is its data-parallel sharding
                                   strategy optim | optim_grads | optim_grads_params */
@@ -525,6 +535,9 @@ typedef struct pp_stack {
                                   get_cpu_offload_context, cpu_offload.py); 0 = none. Megatron allows
                                   it with pp 1 and no recompute only (transformer_config.py) */
     pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
+    int64_t vocab_divisible_by; /* --vocab-divisible-by: Megatron's --make-vocab-size-divisible-by, the
+                                  vocabulary padded to a multiple of N x tp (training/vocab_utils.py
+                                  calculate_padded_vocab_size); 0 = the framework's (pp_fw_row) */
     bool fp8_param_gather;     /* --fp8-param-gather (megatron, --precision fp8): the linear layers'
                                   weights kept and all-gathered in FP8 (arguments.py: "Keep the compute
                                   param in fp8 ... and perform the param all-gather in fp8"), no bf16
@@ -639,6 +652,9 @@ void pp_work_dropout(const pp_work *w, double *attention, double *hidden);
 pp_impl pp_work_impl(const pp_work *w);
 /* The framework's row (pp_frameworks). */
 const pp_fw_row *pp_work_fw(const pp_work *w);
+/* The vocabulary's padding base: --vocab-divisible-by where given, else the framework's
+ * (vocab_multiple; 1: none); the padded size is pp_layer_vocab's. */
+int64_t pp_work_vocab_divisible_by(const pp_work *w);
 /* TransformerEngine's modules run: the framework's (te_modules) unless --impl local. */
 bool pp_work_te(const pp_work *w);
 /* The MLP activation runs as eager torch ops: the framework fuses none, or --no-bias-act-fusion. */

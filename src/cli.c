@@ -312,6 +312,7 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
         pp_json_kstr(j, "cuda_graphs", parts);
     }
     if (s->cpu_offload_layers > 0) pp_json_kint(j, "cpu_offload_layers", s->cpu_offload_layers); /* only where stated */
+    if (s->vocab_divisible_by > 0) pp_json_kint(j, "vocab_divisible_by", s->vocab_divisible_by); /* only where stated */
     if (pp_work_lora(w)) { /* only under --finetune lora: full training's JSON is unchanged */
         pp_json_kstr(j, "finetune", pp_finetune_names[s->finetune]);
         pp_json_knum(j, "lora_rank", pp_work_lora_rank(w));
@@ -337,6 +338,11 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     /* bytes per parameter of the optimizer state before sharding (pp_work_optimizer_bytes) */
     pp_json_knum(j, "optimizer_bytes_per_param", pp_work_optimizer_bytes(w));
     pp_json_kbool(j, "megatron_fsdp", s->megatron_fsdp);
+    if (s->megatron_fsdp) {
+        pp_json_kbool(j, "fsdp_double_buffer", s->fsdp_double_buffer);
+        if (s->fsdp_unit_size > 0) pp_json_kint(j, "fsdp_unit_size", s->fsdp_unit_size);
+        pp_json_kbool(j, "fsdp_grads_fp32", s->fsdp_grads_fp32);
+    }
     pp_json_kbool(j, "dataloader_attention_mask", w->framework == PP_FW_MEGATRON && !s->no_attention_mask);
     if (pp_model_is_moe(&w->model)) {
         pp_json_kstr(j, "moe_dispatcher", pp_dispatch_names[s->dispatcher]);

@@ -96,8 +96,10 @@ void pp_layer_dispatch_fanout(const pp_work *w, const pp_layout *l, int64_t per_
 double pp_layer_vocab(const pp_work *w, const pp_layout *l)
 {
     int64_t v = w->model.vocab;
-    if (pp_work_fw(w)->vocab_multiple > 1) {
-        int64_t mul = pp_work_fw(w)->vocab_multiple * l->tp;
+    /* Megatron pads to div x tp even at div 1 (--vocab-divisible-by 1 at tp 2: a multiple of 2) */
+    const int64_t div = pp_work_vocab_divisible_by(w);
+    if (div > 1 || w->stack.vocab_divisible_by > 0) {
+        int64_t mul = div * l->tp;
         v = (v + mul - 1) / mul * mul;
     }
     return (double)v;

@@ -34,6 +34,7 @@
 
 /* max of two finite figures, inlined (libm's fmax is a call; the search prices every candidate) */
 static inline double mem_max(double a, double b) { return a > b ? a : b; }
+static inline double mem_min(double a, double b) { return a < b ? a : b; }
 
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
@@ -283,6 +284,7 @@ typedef struct {
     double opt_work_per_param; /* optimizer-step temporaries per parameter on the rank */
     double lora_layer;  /* LoRA: one layer's adapter parameters on this rank (0: full training) */
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
+    double mfsdp_fixed; /* Megatron-FSDP's double buffer, held for the run */
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
     double reserve_fixed;
     double offload_bytes; /* --cpu-offload-layers: the first N layers' stored bytes per micro-batch,
@@ -290,6 +292,53 @@ typedef struct {
     int64_t m;          /* micro-batches per step per replica */
     pp_fsdp_ctx fsdp;   /* --framework fsdp: FSDP2's own model (memory_fsdp.c) */
 } mem_ctx;
+
+/* Megatron-FSDP's communication buffers (megatron/core/distributed/fsdp/src/megatron_fsdp at
+ * Megatron-LM d98e8a64). Its unit is one transformer layer on the rank (mcore_fsdp_adapter.py
+ * fsdp_unit_modules: TransformerLayer, MoETransformerLayer; TP- and EP-local), U parameters.
+ *   - optim_grads_params (--zero 3) gathers a unit's weights before its forward and backward into
+ *     a buffer of its own over dp > 1 (at dp 1 none: measured, below), and prefetches the units after
+ *     it until the prefetched count reaches half the communication unit S (all-gather
+ *     suggested_AG_prefetch_size = S // 2): 1 + ceil(S / 2 / U) units held, freed after use;
+ *   - optim_grads and optim_grads_params reduce-scatter each unit's gradients out of an unsharded
+ *     bucket over dp > 1 (grad buffer distributed only where the group has more than one rank);
+ *     the queue keeps up to S elements (wait_for_previous_grad_reduce). At the stage's peak, the
+ *     start of the backward, one unit's bucket is filling; under full recompute the layers'
+ *     stored bytes are too small to make room for the queue, which then holds min(S / U, layers - 1)
+ *     more;
+ *   - S is --suggested-communication-unit-size, else max(1e9, 2 U) (megatron_fsdp.py:420-441,
+ *     the "cap" is a floor) under optim_grads_params and 1e9 otherwise;
+ *   - --fsdp-double-buffer (FixedPoolAllocator): two units' weights and two units' gradients in
+ *     buffers made once and held for the run (utils.py GlobalMemoryBuffer), prefetch and queue
+ *     capped at two units.
+ * Weights at the compute dtype (FP8 parameters: the precision's copies, pp_precision_info);
+ * gradients at pp_work_grad_bytes (the weights' dtype by default). */
+static void mem_mfsdp_buffers(const pp_work *w, const pp_layout *l, mem_ctx *c, int64_t shard)
+{
+    const pp_stack *s = &w->stack;
+    const mem_params *p = &c->par;
+    const double U = p->attn + mem_max(p->dense_mlp, p->moe_dense + p->moe_expert);
+    c->zero_gather = 0.0;
+    if (!(U > 0) || l->zero < 2) return;
+    const double S = s->fsdp_unit_size > 0 ? (double)s->fsdp_unit_size : l->zero >= 3 ? mem_max(1e9, 2.0 * U) : 1e9;
+    const int64_t stage_layers = (w->model.layers + l->pp - 1) / l->pp;
+    const double more = stage_layers > 1 ? (double)(stage_layers - 1) : 0.0;
+    const double wbytes = pp_work_fp8_params(w) ? pp_precision_info[s->precision].weight_copies *
+                                                      pp_precision_info[s->precision].elem_bytes
+                                                : pp_work_fw(w)->weight_bytes;
+    const double gbytes = pp_work_grad_bytes(w);
+    /* at dp 1 nothing is gathered or reduce-scattered: tests/data/memopts f0-f3 (optim,
+     * optim_grads_params, double-buffered, S = 2e9) allocate the same to 0.01 MiB */
+    if (shard <= 1) return;
+    const bool weights = l->zero >= 3, grads = true;
+    if (s->fsdp_double_buffer) {
+        c->mfsdp_fixed = 2.0 * U * ((weights ? wbytes : 0.0) + (grads ? gbytes : 0.0));
+        return;
+    }
+    double units_w = 1.0 + mem_min(ceil(S / 2.0 / U), more);
+    double units_g = 1.0 + (l->recompute == PP_RC_FULL ? mem_min(floor(S / U), more) : 0.0);
+    c->zero_gather = (weights ? units_w * U * wbytes : 0.0) + (grads ? units_g * U * gbytes : 0.0);
+}
 
 static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
 {
@@ -448,10 +497,20 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
     double opt_shard = 1.0;
     if (l->dist_opt || l->zero >= 1) opt_shard = (double)shard;
     c->opt_work_per_param = (foreach_adam && l->offload == PP_OFF_NONE) ? 4.0 / opt_shard : 0.0;
+    /* Megatron-FSDP with 16-bit main gradients hands the optimizer an fp32 copy of its gradient
+     * shard (param_and_grad_buffer.py update_main_grads: optimizer_grad.to(param.dtype), the main
+     * weights' fp32), made at the step and dropped with the next zero_grad; not with the
+     * precision-aware optimizer's decoupled gradients (training.py megatron_fsdp_use_decoupled_grad).
+     * Measured on one H200 (tests/data/memopts f0 against f4): the step's peak is the state, this
+     * copy and foreach Adam's sqrt(v), 4 + 4 bytes a parameter, to 0.01 MiB. */
+    if (w->stack.megatron_fsdp && pp_work_grads_16bit(w) && !pp_work_precision_aware(w))
+        c->opt_work_per_param += 4.0 / opt_shard;
     /* ZeRO-3 / FSDP FULL_SHARD: the layer being computed and the prefetched next one are
      * gathered in 16-bit, parameters and gradients: DeepSpeed's estimate uses
-     * 4 x largest layer (formulas.md). */
-    c->zero_gather = l->zero >= 3 ? 4.0 * c->par.layer_total : 0.0; /* Megatron-FSDP's too */
+     * 4 x largest layer (formulas.md). Megatron-FSDP: its own units (mem_mfsdp_buffers). */
+    c->zero_gather = l->zero >= 3 ? 4.0 * c->par.layer_total : 0.0;
+    c->mfsdp_fixed = 0.0;
+    if (w->stack.megatron_fsdp) mem_mfsdp_buffers(w, l, c, shard);
     /* Gradient reduction buffers. Megatron's DDP reduces in place in its contiguous fp32 grad
      * buffer (all-reduce; with the distributed optimizer a reduce-scatter into that buffer and an
      * all-gather into the bf16 parameter buffer, megatron/core/distributed/
@@ -731,7 +790,7 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     work += c->zero_gather;
     /* The optimizer step runs with no activations held. */
     double opt = (dense + expert) * c->opt_work_per_param;
-    double fixed = c->workspace + c->ds_buckets;
+    double fixed = c->workspace + c->ds_buckets + c->mfsdp_fixed;
     o->transient_bytes = fixed + mem_max(work, opt - o->activations_bytes);
     o->peak_bytes = o->weights_bytes + o->grads_bytes + o->optimizer_bytes + o->activations_bytes +
                     o->transient_bytes;

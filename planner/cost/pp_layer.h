@@ -267,8 +267,9 @@ void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, p
  * B: n x r per targeted linear; Megatron-Bridge splits both over TP, so a rank holds 1/tp). */
 double pp_layer_lora_params(const pp_work *w);
 
-/* Vocabulary as the framework stores it: Megatron pads to a multiple of 128 x TP
- * (--make-vocab-size-divisible-by 128, megatron/training/vocab_utils.py). */
+/* Vocabulary as the framework stores it: Megatron pads to a multiple of N x TP
+ * (--make-vocab-size-divisible-by N, default 128, megatron/training/vocab_utils.py); N is the
+ * stack's --vocab-divisible-by where given. */
 double pp_layer_vocab(const pp_work *w, const pp_layout *l);
 
 /* Forward FLOPs per token of the whole model (GEMMs at one rank's full width, the published

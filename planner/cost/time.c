@@ -360,6 +360,14 @@ double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k)
 }
 
 /* Time of `count` GEMMs of one shape. */
+/* The logits GEMMs' time over an aligned shard's, forward and backward (data and weight gradients),
+ * by the 16-bit vocabulary shard's alignment: a multiple of 8 (16 bytes), even, odd. Measured on one
+ * H200 with torch 2.11's matmul (cuBLAS), 4096 tokens x 4096 hidden (tests/data/memopts/gemm_align.csv):
+ * 50258 and 128260 run 2.3-2.8x the time per FLOP of 50304 and 128256, 50257, 128257 and 151937
+ * 6.7-7.8x forward and 4.6-5.1x backward; a Megatron run at 50257 (tests/data/memopts v1_pad1) is
+ * 17% slower a step than at 50304. */
+static const double LOGITS_MISALIGNED[3][2] = {{1.0, 1.0}, {2.5, 2.65}, {7.0, 4.8}};
+
 static double gemm_s(const pp_time_ctx *c, double m, double n, double k, double count)
 {
     if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0;
@@ -765,7 +773,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     memset(o, 0, sizeof *o);
     const double t = (double)l->tp, cp = (double)l->cp, b = (double)l->mbs;
     const double s = (double)m->seq, h = (double)m->hidden;
-    const double V = (double)m->vocab;
+    const double V = pp_layer_vocab(w, l); /* the output layer's padded rows compute too */
     const double T = b * s / cp;
     const double h_ew = l->sp ? h / t : h;
     const int64_t gpn = pp_work_nvlink_gpus(w);
@@ -803,15 +811,19 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     o->embed_bwd_s = emb_ew_b / c->mem_rate;
     /* --- output layer (last stage): final norm, logits GEMM (vocab-parallel), cross-entropy */
     double g_logits = gemm_s(c, T, V / t, h, 1);
+    /* a vocabulary shard whose 16-bit rows are not 16-byte aligned leaves cuBLAS's fast kernels */
+    const int64_t vshard = (int64_t)(V / t + 0.5);
+    const int va = vshard % 8 == 0 ? 0 : vshard % 2 == 0 ? 1 : 2;
+    const double g_logits_f = g_logits * LOGITS_MISALIGNED[va][0], g_logits_b = g_logits * LOGITS_MISALIGNED[va][1];
     const double logits_b = lora ? 1.0 : 2.0;
-    o->output_fwd_s = g_logits + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
-    o->output_bwd_s = logits_b * g_logits / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
+    o->output_fwd_s = g_logits_f + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
+    o->output_bwd_s = logits_b * g_logits_b / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
     if (pp_work_fw(w)->titan_kernels) {
         /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
         double h_sp = l->tp > 1 ? h / t : h;
-        o->output_fwd_s = g_logits + (EW_FSDP_NORM_FWD * T * h_sp + EW_FSDP_CE_FWD * T * V / t) / c->mem_rate;
-        o->output_bwd_s = 2 * g_logits / BWD_GEMM_EFF +
+        o->output_fwd_s = g_logits_f + (EW_FSDP_NORM_FWD * T * h_sp + EW_FSDP_CE_FWD * T * V / t) / c->mem_rate;
+        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF +
                           (EW_FSDP_NORM_BWD * T * h_sp + EW_FSDP_CE_BWD * T * V / t) / c->mem_rate;
         o->embed_fwd_s = EW_EMBED * T * h / c->mem_rate;
         o->embed_bwd_s = (2.0 * V / t * h + 10.0 * T * h) / c->mem_rate;

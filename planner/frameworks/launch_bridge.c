@@ -104,6 +104,8 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "    model.share_embeddings_and_output_weights=%s\n", m->tied ? "true" : "false");
     /* the recipes' NullTokenizer: its vocabulary is the model's (padded by Megatron as it pads) */
     pp_sbuf_printf(b, "    tokenizer.vocab_size=%lld\n", (long long)m->vocab);
+    if (stk->vocab_divisible_by > 0 && stk->vocab_divisible_by != 128) /* gpt_provider.py make_vocab_size_divisible_by */
+        pp_sbuf_printf(b, "    model.make_vocab_size_divisible_by=%lld\n", (long long)stk->vocab_divisible_by);
     pp_sbuf_printf(b, "    model.seq_length=%lld\n    dataset.seq_length=%lld\n", (long long)m->seq, (long long)m->seq);
     double attn_drop = 0, hidden_drop = 0;
     pp_work_dropout(w, &attn_drop, &hidden_drop);

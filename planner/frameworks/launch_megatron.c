@@ -20,6 +20,7 @@
  *  - megatron/core/transformer/torch_norm.py: the torch LayerNorm/RMSNorm used without TE/apex
  *    asserts not sequence_parallel; dot_product_attention.py (local) asserts cp == 1. */
 #include "launch_common.h"
+#include "pp_layer.h"
 #include "pp_pipeline.h"
 
 #include <math.h>
@@ -519,6 +520,13 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         ARGV(G_MEMORY, "--data-parallel-sharding-strategy", "%s", strategies[l->zero]);
         ARG(G_MEMORY, "--use-distributed-optimizer");
         ARG(G_MEMORY, "--no-gradient-accumulation-fusion");
+        /* validate_args: "Megatron-FSDP requires the `fsdp_dtensor` checkpointing format" (even
+         * with no checkpoint saved) */
+        ARGV(G_MEMORY, "--ckpt-format", "%s", "fsdp_dtensor");
+        if (w->stack.fsdp_double_buffer) ARG(G_MEMORY, "--fsdp-double-buffer");
+        if (w->stack.fsdp_unit_size > 0)
+            ARGV(G_MEMORY, "--suggested-communication-unit-size", "%lld", (long long)w->stack.fsdp_unit_size);
+        if (w->stack.fsdp_grads_fp32) ARGV(G_MEMORY, "--megatron-fsdp-main-grads-dtype", "%s", "fp32");
     }
     if (l->recompute == PP_RC_SELECTIVE) {
         ARGV(G_MEMORY, "--recompute-granularity", "%s", "selective");
@@ -637,11 +645,16 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         ARGV(G_DATA, "--split", "%s", "99,1,0");
         ARGRAW(G_DATA, "--tokenizer-type", "%s", "\"${TOKENIZER_TYPE:-HuggingFaceTokenizer}\"");
         ARGRAW(G_DATA, "--tokenizer-model", "%s", "\"${TOKENIZER_MODEL:?set TOKENIZER_MODEL (a tokenizer with the model vocabulary)}\"");
-        int64_t mult = 128 * l->tp;
+        const int64_t div = pp_work_vocab_divisible_by(w);
         mg_note(g, "vocabulary %lld comes from the tokenizer; Megatron pads it to a multiple of "
-                   "128 x tp = %lld (%lld)",
-                (long long)m->vocab, (long long)mult, (long long)((m->vocab + mult - 1) / mult * mult));
+                   "%lld x tp = %lld (%.0f)",
+                (long long)m->vocab, (long long)div, (long long)(div * l->tp), pp_layer_vocab(w, l));
     }
+
+    /* the vocabulary's padding base where it is not Megatron's default 128 (arguments.py
+     * --make-vocab-size-divisible-by; vocab_utils.py calculate_padded_vocab_size) */
+    if (w->stack.vocab_divisible_by > 0 && w->stack.vocab_divisible_by != 128)
+        ARGV(G_DATA, "--make-vocab-size-divisible-by", "%lld", (long long)w->stack.vocab_divisible_by);
 
     /* -- optimizer schedule */
     if (p->train_iters > 0) ARGV(G_TRAINING, "--train-iters", "%lld", (long long)p->train_iters);
@@ -662,7 +675,7 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
         ARGRAW(G_CHECKPOINT, "--save", "%s", "\"${CHECKPOINT_DIR:-checkpoints}\"");
         ARGRAW(G_CHECKPOINT, "--load", "%s", "\"${CHECKPOINT_DIR:-checkpoints}\"");
         ARGRAW(G_CHECKPOINT, "--save-interval", "%s", "\"${SAVE_INTERVAL:-1000}\"");
-        ARGV(G_CHECKPOINT, "--ckpt-format", "%s", "torch_dist");
+        if (!(w->stack.megatron_fsdp && l->zero > 0)) ARGV(G_CHECKPOINT, "--ckpt-format", "%s", "torch_dist");
     }
 
     /* -- logging */
@@ -773,9 +786,15 @@ static void write_array_refs(pp_sbuf *b, const mg_list *g)
 
 static void write_env(pp_sbuf *b, const pp_launch_params *p)
 {
-    pp_sbuf_printf(b, "# Megatron-LM needs one CUDA connection per device so that TP/CP communication and\n"
-                 "# compute kernels are issued in order (validate_args asserts it for TP or CP > 1).\n");
-    pp_sbuf_printf(b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    if (p->work->stack.megatron_fsdp && p->layout->zero > 0) {
+        /* validate_args: "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset" */
+        pp_sbuf_printf(b, "# Megatron-FSDP requires CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (validate_args).\n"
+                          "unset CUDA_DEVICE_MAX_CONNECTIONS\n");
+    } else {
+        pp_sbuf_printf(b, "# Megatron-LM needs one CUDA connection per device so that TP/CP communication and\n"
+                          "# compute kernels are issued in order (validate_args asserts it for TP or CP > 1).\n");
+        pp_sbuf_printf(b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    }
     if (p->work->stack.expandable_segments)
         pp_sbuf_printf(b, "# PyTorch's allocator grows segments instead of splitting cached blocks (--expandable-segments)\n"
                           "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n");

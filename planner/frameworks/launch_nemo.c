@@ -100,6 +100,9 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "  sequence_parallel: %s\n", l->sp ? "true" : "false");
     pp_sbuf_printf(b, "  encoder_seq_length: %lld\n", (long long)m->seq);
     pp_sbuf_printf(b, "  max_position_embeddings: %lld\n", (long long)m->seq);
+    /* megatron_gpt_config.yaml make_vocab_size_divisible_by (128 there) */
+    if (stk->vocab_divisible_by > 0 && stk->vocab_divisible_by != 128)
+        pp_sbuf_printf(b, "  make_vocab_size_divisible_by: %lld\n", (long long)stk->vocab_divisible_by);
     pp_sbuf_printf(b, "  num_layers: %lld\n", (long long)m->layers);
     pp_sbuf_printf(b, "  hidden_size: %lld\n", (long long)m->hidden);
     pp_sbuf_printf(b, "  ffn_hidden_size: %lld\n", (long long)m->ffn);

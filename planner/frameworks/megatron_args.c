@@ -186,7 +186,7 @@ static const key_def key_table[] = {
      * cudaMallocs a step to grow it back). Megatron-LM's FP8 Llama 3 example sets level 1. */
     {"empty_unused_memory_level", K_IGNORE, NULL},
     {"deterministic_mode", K_UNMODELLED, "False"}, {"variable_seq_lengths", K_UNMODELLED, "False"},
-    {"mlp_chunks_for_training", K_UNMODELLED, "1"}, {"make_vocab_size_divisible_by", K_UNMODELLED, "128"},
+    {"mlp_chunks_for_training", K_UNMODELLED, "1"}, {"make_vocab_size_divisible_by", K_READ, NULL},
     {"hybrid_override_pattern", K_UNMODELLED, "None"}, {"hybrid_layer_pattern", K_UNMODELLED, "None"},
     {"is_hybrid_model", K_UNMODELLED, "False"}, {"heterogeneous_layers_config_path", K_UNMODELLED, "None"},
     {"heterogeneous_layers_config_encoded_json", K_UNMODELLED, "None"},
@@ -256,10 +256,22 @@ static const key_def key_table[] = {
     {"moe_apply_probs_on_input", K_IGNORE, NULL}, {"moe_use_legacy_grouped_gemm", K_IGNORE, NULL},
     {"moe_dispatch_fwd_dtype", K_IGNORE, NULL}, {"moe_combine_bwd_dtype", K_IGNORE, NULL},
     {"mtp_loss_scaling_factor", K_IGNORE, NULL}, {"use_tp_pp_dp_mapping", K_IGNORE, NULL},
-    {"nccl_ub", K_IGNORE, NULL}, {"use_sharp", K_IGNORE, NULL}, {"sharp_enabled_group", K_IGNORE, NULL},
+    {"nccl_ub", K_READ, NULL}, {"use_sharp", K_IGNORE, NULL}, {"sharp_enabled_group", K_IGNORE, NULL},
     {"nccl_communicator_config_path", K_IGNORE, NULL}, {"high_priority_stream_groups", K_IGNORE, NULL},
     {"manual_gc", K_IGNORE, NULL}, {"manual_gc_interval", K_IGNORE, NULL}, {"manual_gc_eval", K_IGNORE, NULL},
     {"activation_offload_fraction", K_IGNORE, NULL}, {"data_parallel_sharding_strategy", K_READ, NULL},
+    /* Megatron-FSDP: its double buffer (nccl_ub and the max pool turn it on), communication unit and
+     * main gradients' dtype are read (memory.c), its gradient communication dtype where it is the
+     * main gradients' (no buffer of its own); the rest of its memory options are named */
+    {"fsdp_double_buffer", K_READ, NULL}, {"megatron_fsdp_max_pool_double_buffer", K_READ, NULL},
+    {"suggested_communication_unit_size", K_READ, NULL}, {"megatron_fsdp_main_grads_dtype", K_READ, NULL},
+    {"megatron_fsdp_main_params_dtype", K_UNMODELLED, "fp32|torch.float32"},
+    {"megatron_fsdp_grad_comm_dtype", K_READ, NULL},
+    {"fsdp_db_use_persist_buf_on_alloc_fail", K_UNMODELLED, "False"},
+    {"keep_fp8_transpose_cache", K_UNMODELLED, "False"},
+    {"megatron_fsdp_enable_fine_grained_param_gather", K_UNMODELLED, "False"},
+    /* the NCCL registration of the buffers the double buffer holds: no bytes of its own */
+    {"fsdp_manual_registration", K_IGNORE, NULL},
     {"outer_dp_sharding_strategy", K_IGNORE, NULL}, {"torch_fsdp2_reshard_after_forward", K_IGNORE, NULL},
     {"_is_global_batch_size_explicitly_specified", K_IGNORE, NULL}, {"rank", K_IGNORE, NULL},
     {"local_rank", K_IGNORE, NULL}, {"consumed_train_samples", K_IGNORE, NULL},
@@ -441,6 +453,11 @@ bool pp_margs_kv_unmodelled(const pp_margs *a, const pp_margs_kv *k, bool te, bo
     if (!d) show = a->source == PP_MARGS_DUMP ? !value_off(k->value) : true;
     else if (d->cls == K_UNMODELLED) show = !value_neutral(k->value, d->neutral);
     else if (d->cls == K_FUSION) show = te && !strcmp(k->value ? k->value : "", "False");
+    /* Megatron-FSDP runs without the fused weight-gradient accumulation (arguments.py warns it is
+     * unverified there; Megatron-Bridge's configs turn it off "to avoid functional errors",
+     * llama3_llm_pretrain.py), as parplan models and writes it */
+    const char *mf = pp_margs_get(a, "use_megatron_fsdp");
+    if (show && !strcmp(k->key, "gradient_accumulation_fusion") && mf && strcmp(mf, "False")) show = false;
     return show;
 }
 
@@ -454,6 +471,7 @@ static const struct { const char *flag, *key, *value; } flag_alias[] = {
     {"--no-rope-fusion", "apply_rope_fusion", "False"},
     {"--no-position-embedding", "add_position_embedding", "False"},
     {"--no-async-tensor-model-parallel-allreduce", "async_tensor_model_parallel_allreduce", "False"},
+    {"--use-nccl-ub", "nccl_ub", NULL},
     {"--fp8-format", "fp8", NULL},
     {"--fp4-format", "fp4", NULL},
     {"--norm-epsilon", "layernorm_epsilon", NULL},

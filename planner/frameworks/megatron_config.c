@@ -709,7 +709,8 @@ static pp_status read_layout(rd *r)
         pp_margs_kv *kst;
         if ((st = rd_str(r, "data_parallel_sharding_strategy", &strat, &kst))) return st;
         static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
-        int z = strat ? pp_name_lookup(strategies, 4, strat) : 0;
+        /* absent: Megatron's default optim_grads_params (arguments.py --data-parallel-sharding-strategy) */
+        int z = strat ? pp_name_lookup(strategies, 4, strat) : 3;
         if (z < 0) return rd_bad(r, kst, "unknown value '%s' (no_shard, optim, optim_grads or optim_grads_params)", strat);
         if (z == 0) {
             note(r, "--use-megatron-fsdp with --data-parallel-sharding-strategy no_shard (modelled as Megatron's DDP)");
@@ -838,6 +839,45 @@ static pp_status read_stack(rd *r)
     pp_status st;
     pp_stack_init(s);
     s->megatron_fsdp = c->layout.zero > 0; /* read_layout: --use-megatron-fsdp with a sharding strategy */
+    {
+        /* Megatron-FSDP's buffers (arguments.py validate_args: --use-nccl-ub and
+         * --megatron-fsdp-max-pool-double-buffer turn on fsdp_double_buffer), its communication unit
+         * and its main gradients' dtype (--megatron-fsdp-main-grads-dtype, auto: the weights') */
+        bool db, ub, maxpool;
+        int64_t unit = 0;
+        const char *mg = NULL, *gc = NULL;
+        pp_margs_kv *kmg, *kgc;
+        if ((st = rd_bool(r, "fsdp_double_buffer", false, &db)) || (st = rd_bool(r, "nccl_ub", false, &ub)) ||
+            (st = rd_bool(r, "megatron_fsdp_max_pool_double_buffer", false, &maxpool)) ||
+            (st = rd_str(r, "megatron_fsdp_main_grads_dtype", &mg, &kmg)) ||
+            (st = rd_str(r, "megatron_fsdp_grad_comm_dtype", &gc, &kgc)))
+            return st;
+        if (rd_kv(r, "suggested_communication_unit_size") &&
+            (st = rd_int(r, "suggested_communication_unit_size", 0, 1, 1000000000000LL, &unit)))
+            return st;
+        /* a dump prints the mapped dtype (torch.float32) or None */
+        bool fp32 = mg && (!strcmp(mg, "fp32") || !strcmp(mg, "torch.float32"));
+        if (mg && !fp32 && strcmp(mg, "auto") && strcmp(mg, "None") && strcmp(mg, "bf16") &&
+            strcmp(mg, "torch.bfloat16") && strcmp(mg, "fp16") && strcmp(mg, "torch.float16"))
+            return rd_bad(r, kmg, "unknown value '%s' (fp32, bf16, fp16 or auto)", mg);
+        /* the gradient communication dtype allocates buffers of its own only where it is not the main
+         * gradients' (distributed_data_parallel_config.py megatron_fsdp_grad_comm_dtype: "No additional
+         * memory is allocated when grad_comm_dtype == main_grads_dtype") */
+        if (gc && strcmp(gc, "auto") && strcmp(gc, "None")) {
+            bool gc32 = !strcmp(gc, "fp32") || !strcmp(gc, "torch.float32");
+            bool gc16 = !strcmp(gc, "bf16") || !strcmp(gc, "torch.bfloat16");
+            if (!gc32 && !gc16 && strcmp(gc, "fp16") && strcmp(gc, "torch.float16"))
+                return rd_bad(r, kgc, "unknown value '%s' (fp32, bf16, fp16 or auto)", gc);
+            if (s->megatron_fsdp && (fp32 ? !gc32 : !gc16))
+                note(r, "--megatron-fsdp-grad-comm-dtype %s (communication buffers beside %s main gradients)", gc,
+                     fp32 ? "fp32" : "16-bit");
+        }
+        if (s->megatron_fsdp) {
+            s->fsdp_double_buffer = db || ub || maxpool;
+            s->fsdp_unit_size = unit;
+            s->fsdp_grads_fp32 = fp32;
+        }
+    }
     bool fp16, bf16;
     const char *fp8 = NULL, *fp8_recipe = NULL, *fp4 = NULL, *fp4_recipe = NULL;
     pp_margs_kv *k8, *k8r, *k4, *k4r;
@@ -928,6 +968,11 @@ static pp_status read_stack(rd *r)
     /* --cpu-offloading-num-layers N > 0 turns Megatron's activation offloading on (arguments.py
      * validate_args: args.cpu_offloading = True); what it allows is checked with the layout */
     if ((st = rd_int(r, "cpu_offloading_num_layers", 0, 0, 1000000, &s->cpu_offload_layers))) return st;
+    /* the vocabulary's padding base (arguments.py --make-vocab-size-divisible-by, default 128;
+     * vocab_utils.py): kept only where the run states it, so 0 stays "the framework's" */
+    if (rd_kv(r, "make_vocab_size_divisible_by") &&
+        (st = rd_int(r, "make_vocab_size_divisible_by", 128, 1, 1000000, &s->vocab_divisible_by)))
+        return st;
     if (s->grouped_gemm && s->impl == PP_IMPL_LOCAL) {
         /* LocalSpecProvider.grouped_mlp_modules (megatron/core/models/backends.py): SequentialMLP */
         s->grouped_gemm = false;

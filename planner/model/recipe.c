@@ -20,6 +20,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
     "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
     "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend", "moe_flex_backend",
+    "vocab_divisible_by",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -36,6 +37,7 @@ typedef struct {
     bool fp8_param_gather, precision_aware, dist_fused_adam;
     char cuda_graphs[128];
     int sdpa_backend, flex_backend;
+    int64_t vocab_divisible_by;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
 } recipe_file;
 
@@ -77,6 +79,8 @@ static const pp_key stack_keys[] = {
     PP_KSTR(recipe_file, "cuda_graphs", cuda_graphs, false),
     PP_KENUM(recipe_file, "sdpa_backend", sdpa_backend, pp_sdpa_backend_names, PP_SDPA_COUNT, false),
     PP_KENUM(recipe_file, "moe_flex_backend", flex_backend, pp_flex_backend_names, PP_FLEX_COUNT, false),
+    {"vocab_divisible_by", PP_KEY_INT, offsetof(recipe_file, vocab_divisible_by), 1, 1000000, 0, 0, NULL, 0, false,
+     NULL, 0, 0},
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -88,7 +92,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     case PP_RF_IMPL: case PP_RF_BIAS_ACT_FUSION: case PP_RF_CE_FUSION: case PP_RF_GRAD_BF16:
     case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE: case PP_RF_FP8_PARAM_GATHER: case PP_RF_MAIN_PARAMS_DTYPE:
     case PP_RF_EXP_AVG_DTYPE: case PP_RF_EXP_AVG_SQ_DTYPE: case PP_RF_PRECISION_AWARE: case PP_RF_DIST_FUSED_ADAM:
-    case PP_RF_CUDA_GRAPHS:
+    case PP_RF_CUDA_GRAPHS: case PP_RF_VOCAB_DIVISIBLE_BY:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS: case PP_RF_SDPA_BACKEND:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
@@ -173,6 +177,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->loss = (r->set >> PP_RF_LOSS) & 1u ? PP_LOSS_TORCH + f.loss : -1;
     s->sdpa_backend = (pp_sdpa_backend)f.sdpa_backend;
     s->flex_backend = (pp_flex_backend)f.flex_backend;
+    s->vocab_divisible_by = f.vocab_divisible_by;
     if ((r->set >> PP_RF_CUDA_GRAPHS) & 1u) {
         char why[160];
         if (pp_cuda_graphs_parse(f.cuda_graphs, &s->cuda_graphs, why, sizeof why) != PP_OK) {
@@ -317,6 +322,7 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_CUDA_GRAPHS)) s->cuda_graphs = rs->cuda_graphs;
     if (SET(PP_RF_SDPA_BACKEND)) s->sdpa_backend = rs->sdpa_backend;
     if (SET(PP_RF_FLEX_BACKEND)) s->flex_backend = rs->flex_backend;
+    if (SET(PP_RF_VOCAB_DIVISIBLE_BY)) s->vocab_divisible_by = rs->vocab_divisible_by;
 #undef SET
 }
 
@@ -355,6 +361,10 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_FLEX_BACKEND:
         v = pp_model_is_moe(&w->model) && s->dispatcher == PP_DISPATCH_FLEX ? pp_flex_backend_names[s->flex_backend] : "-";
         break;
+    case PP_RF_VOCAB_DIVISIBLE_BY:
+        if (w->framework != PP_FW_MEGATRON) break;
+        snprintf(buf, n, "%lld", (long long)pp_work_vocab_divisible_by(w));
+        return buf;
     case PP_RF_CUDA_GRAPHS:
         if (w->framework != PP_FW_MEGATRON) {
             v = "-";

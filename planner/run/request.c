@@ -117,6 +117,8 @@ const pp_option pp_request_options[] = {
     INT("--cpu-offload-layers", cpu_offload_layers, PP_RQ_CPU_OFFLOAD_LAYERS, 0, 1000000,
         "N: Megatron's activation CPU offloading (--cpu-offloading-num-layers): the first N layers' activations "
         "go to host memory in the forward and come back for the backward; needs --pp 1, no recompute"),
+    INT("--vocab-divisible-by", vocab_divisible_by, PP_RQ_VOCAB_DIVISIBLE_BY, 1, 1000000,
+        "N: Megatron pads the vocabulary to a multiple of N x tp (--make-vocab-size-divisible-by; default 128)"),
     FLAG("--no-attention-mask", no_attention_mask, PP_RQ_NO_ATTN_MASK,
          "Megatron's dataloader builds no b x s x s attention mask (--no-create-attention-mask-in-dataloader; NeMo)"),
     ENUM("--optimizer-dtype", optimizer_dtype, PP_RQ_OPTIMIZER_DTYPE, optimizer_dtype_names, 2,
@@ -124,6 +126,14 @@ const pp_option pp_request_options[] = {
     FLAG("--megatron-fsdp", megatron_fsdp, PP_RQ_MEGATRON_FSDP,
          "Megatron-Core's FSDP (--use-megatron-fsdp): with --framework megatron, --zero 1|2|3 shards "
          "optimizer | + gradients | + parameters"),
+    FLAG("--fsdp-double-buffer", fsdp_double_buffer, PP_RQ_FSDP_DOUBLE_BUFFER,
+         "Megatron-FSDP's fixed buffers of two units' gathered weights and gradients (--fsdp-double-buffer; "
+         "--use-nccl-ub turns it on)"),
+    INT("--fsdp-unit-size", fsdp_unit_size, PP_RQ_FSDP_UNIT_SIZE, 1, 1000000000000LL,
+        "N: Megatron-FSDP's --suggested-communication-unit-size (elements): all-gather prefetch N / 2, "
+        "reduce-scatter queue N (default: max(1e9, 2 x a layer's parameters))"),
+    FLAG("--fsdp-grads-fp32", fsdp_grads_fp32, PP_RQ_FSDP_GRADS_FP32,
+         "Megatron-FSDP's main gradients in fp32 (--megatron-fsdp-main-grads-dtype fp32; default: the weights' bf16)"),
     FLAG("--no-bias-act-fusion", act_unfused, PP_RQ_ACT_UNFUSED,
          "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
     ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
@@ -402,6 +412,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_EP_OVERLAP]) s->ep_overlap = true;
     if (g[PP_RQ_CUDA_GRAPHS]) s->cuda_graphs = r->cuda_graphs;
     if (g[PP_RQ_CPU_OFFLOAD_LAYERS]) s->cpu_offload_layers = r->cpu_offload_layers;
+    if (g[PP_RQ_VOCAB_DIVISIBLE_BY]) s->vocab_divisible_by = r->vocab_divisible_by;
     if (g[PP_RQ_SDPA_BACKEND]) s->sdpa_backend = (pp_sdpa_backend)r->sdpa_backend;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
@@ -411,6 +422,9 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_CE_FUSION]) s->ce_fusion = (pp_ce_fusion)r->ce_fusion;
     if (g[PP_RQ_NO_ATTN_MASK]) s->no_attention_mask = true;
     if (g[PP_RQ_MEGATRON_FSDP]) s->megatron_fsdp = true;
+    if (g[PP_RQ_FSDP_DOUBLE_BUFFER]) s->fsdp_double_buffer = true;
+    if (g[PP_RQ_FSDP_UNIT_SIZE]) s->fsdp_unit_size = r->fsdp_unit_size;
+    if (g[PP_RQ_FSDP_GRADS_FP32]) s->fsdp_grads_fp32 = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
     if (g[PP_RQ_FP8_PARAM_GATHER]) s->fp8_param_gather = true;
@@ -440,7 +454,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
      (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM) |           \
      (1u << PP_RF_FP8_PARAM_GATHER) | (1u << PP_RF_MAIN_PARAMS_DTYPE) | (1u << PP_RF_EXP_AVG_DTYPE) |  \
      (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE) | (1u << PP_RF_CUDA_GRAPHS) |     \
-     (1u << PP_RF_FLEX_BACKEND))
+     (1u << PP_RF_FLEX_BACKEND) | (1u << PP_RF_VOCAB_DIVISIBLE_BY))
 static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
     [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
@@ -453,7 +467,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_EXP_AVG_SQ_DTYPE] = PP_RQ_EXP_AVG_SQ_DTYPE, [PP_RF_MAIN_PARAMS_DTYPE] = PP_RQ_MAIN_PARAMS_DTYPE,
     [PP_RF_PRECISION_AWARE] = PP_RQ_PRECISION_AWARE, [PP_RF_DIST_FUSED_ADAM] = PP_RQ_DIST_FUSED_ADAM,
     [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS, [PP_RF_SDPA_BACKEND] = PP_RQ_SDPA_BACKEND,
-    [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND,
+    [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND, [PP_RF_VOCAB_DIVISIBLE_BY] = PP_RQ_VOCAB_DIVISIBLE_BY,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -29,7 +29,10 @@
  *   --cpu-offload-layers N         Megatron's activation offloading (TransformerEngine cpu_offload.py):
  *                                  the first N layers' stored bytes (the layer table's) out of the
  *                                  peak, and the compute's stall where the host link is slower than
- *                                  the layers it has to hide behind, from the stage's per-layer times */
+ *                                  the layers it has to hide behind, from the stage's per-layer times
+ *   --vocab-divisible-by N         Megatron's --make-vocab-size-divisible-by: the vocabulary padded to a
+ *                                  multiple of N x tp (vocab_utils.py calculate_padded_vocab_size), the
+ *                                  padded rows of the embedding and the output layer held */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +45,17 @@
 
 static void megatron_fsdp(void)
 {
-    static run d, z[4];
+    static run d, z[4], b[4];
     if (!run_args(&d, L8B " --dist-opt")) return;
     const pp_mem_stage *sd = &d.mem.stages[0];
     for (int k = 1; k <= 3; k++) {
-        if (!run_argsf(&z[k], "%s --megatron-fsdp --zero %d", L8B, k)) continue;
+        /* its bf16 main gradients by default (the weights' dtype since Megatron-LM b969f764): half
+         * the distributed optimizer's fp32 ones */
+        if (run_argsf(&b[k], "%s --megatron-fsdp --zero %d", L8B, k))
+            tap_near(b[k].mem.stages[0].grads_bytes / sd->grads_bytes, (k >= 2 ? 1.0 / 8 : 1.0) / 2, 1e-9,
+                     "--megatron-fsdp --zero %d: bf16 main gradients, %s dp 8", k, k >= 2 ? "sharded over" : "not sharded by");
+        run_free(&b[k]);
+        if (!run_argsf(&z[k], "%s --megatron-fsdp --fsdp-grads-fp32 --zero %d", L8B, k)) continue;
         const pp_mem_stage *s = &z[k].mem.stages[0];
         /* dist-opt: 2 + 4 + 12/8 bytes per parameter; optim: the same; optim_grads: 4/8 gradient
          * bytes; optim_grads_params: 2/8 weight bytes too */
@@ -59,6 +68,26 @@ static void megatron_fsdp(void)
         run_free(&z[k]);
     }
     run_free(&d);
+    /* Its buffers at dp 8, one unit a layer of U = 218112000 parameters (Llama 3 8B at tp 1), bf16
+     * weights and gradients (mem_mfsdp_buffers): the default unit S = max(1e9, 2 U) prefetches
+     * ceil(S / 2 / U) = 3 units (4 gathered) and one unit's gradient bucket fills at the backward's
+     * start; S = 2e8 prefetches 1 (2 gathered); the double buffer holds 2 + 2. */
+    static run s0, s1, db, z2;
+    const double U2 = 218112000.0 * 2;
+    if (run_args(&s0, L8B " --megatron-fsdp --zero 3") && run_args(&s1, L8B " --megatron-fsdp --zero 3 --fsdp-unit-size 200000000") &&
+        run_args(&db, L8B " --megatron-fsdp --zero 3 --fsdp-double-buffer") && run_args(&z2, L8B " --megatron-fsdp --zero 2")) {
+        tap_near(s0.mem.stages[0].transient_bytes - s1.mem.stages[0].transient_bytes, 2 * U2, 1e-9,
+                 "Megatron-FSDP: the default unit gathers 2 layers more than a unit of 2e8 (%.0f bytes)", 2 * U2);
+        tap_near(db.mem.stages[0].transient_bytes - s1.mem.stages[0].transient_bytes, U2, 1e-9,
+                 "--fsdp-double-buffer: 2 layers' weights and 2 layers' gradients, one gradient bucket more than "
+                 "the unit of 2e8's");
+        tap_near(s0.mem.stages[0].transient_bytes - z2.mem.stages[0].transient_bytes, 4 * U2, 1e-9,
+                 "--zero 2 gathers no weights: 4 layers' fewer than --zero 3 (its gradient bucket alike)");
+    }
+    run_free(&s0);
+    run_free(&s1);
+    run_free(&db);
+    run_free(&z2);
 }
 
 static void optimizer_bf16(void)
@@ -275,6 +304,34 @@ static void hybridep_buffers(void)
     run_free(&h);
 }
 
+static void vocab_padding(void)
+{
+    /* GPT-2's 50257 tokens at TP 2: Megatron's 128 x 2 pads to 197 x 256 = 50432; a divisor of 1 pads to
+     * 50258 (a multiple of tp). The untied embedding and output layer each hold the 174 padded rows'
+     * 4096 / 2 bf16 weights a rank. */
+    static run d, one, big;
+    const char *q = L8B " --tp 2 --vocab 50257 --dist-opt";
+    if (run_args(&d, q) && run_argsf(&one, "%s --vocab-divisible-by 1", q) &&
+        run_argsf(&big, "%s --vocab-divisible-by 1000", q)) {
+        double want = 174.0 * 4096 / 2 * 2 * 2;
+        tap_near(d.mem.stages[0].weights_bytes - one.mem.stages[0].weights_bytes, want, 1e-9,
+                 "--vocab-divisible-by 1: 174 fewer rows than Megatron's default 128 x tp (%.0f bytes)", want);
+        /* 1000 x 2 = 2000: 26 x 2000 = 52000 rows, 1742 over 50258 */
+        want = 1742.0 * 4096 / 2 * 2 * 2;
+        tap_near(big.mem.stages[0].weights_bytes - one.mem.stages[0].weights_bytes, want, 1e-9,
+                 "--vocab-divisible-by 1000 at tp 2: 52000 rows (%.0f bytes over 50258)", want);
+        tap_ok(big.time.step_time_s > d.time.step_time_s, "the padded rows' logits are computed too (%.4f > %.4f s)",
+               big.time.step_time_s, d.time.step_time_s);
+        /* 50257 at tp 2 pads to 50258: 25129 rows a rank, odd, where cuBLAS runs its slow kernels */
+        tap_ok(one.time.step_time_s > big.time.step_time_s,
+               "--vocab-divisible-by 1: an odd vocabulary shard is slower than 1743 rows more (%.4f > %.4f s)",
+               one.time.step_time_s, big.time.step_time_s);
+    }
+    run_free(&d);
+    run_free(&one);
+    run_free(&big);
+}
+
 static void cuda_graphs(void)
 {
     /* Qwen3-30B-A3B on 8 B200 at micro-batch 1 (Megatron-Bridge's 26.02 row): each of the 48 MoE
@@ -392,6 +449,7 @@ int main(void)
     compile();
     deepep_buffers();
     hybridep_buffers();
+    vocab_padding();
     cuda_graphs();
     cpu_offload();
     pp_catalog_free(&cat);

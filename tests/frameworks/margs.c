@@ -479,6 +479,54 @@ static void test_definition(void)
     st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-flex-dispatcher-backend hybridep", &a, &c, &e);
     tap_ok(st == PP_OK && c.stack.dispatcher != PP_DISPATCH_FLEX && c.stack.flex_backend == PP_FLEX_DEEPEP,
            "a backend beside another dispatcher: no flex, no backend (%s)", e.msg);
+    /* the vocabulary's padding base: read (DeepSeek-V3's example sets 3232), absent is the framework's */
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --make-vocab-size-divisible-by 3232", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.vocab_divisible_by == 3232 && !c.unmodelled[0],
+           "--make-vocab-size-divisible-by 3232: read into the stack, nothing unmodelled (%s %s)", e.msg, c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.vocab_divisible_by == 0, "no --make-vocab-size-divisible-by: the framework's 128");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --make-vocab-size-divisible-by 0", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--make-vocab-size-divisible-by"),
+           "--make-vocab-size-divisible-by 0 is an error naming the flag: %s", e.msg);
+    /* Megatron-FSDP: the default strategy, its double buffer (and what turns it on), the unit, the
+     * main gradients' dtype; the rest of its memory options named */
+#define MFSDP "--use-megatron-fsdp --use-distributed-optimizer --ckpt-format fsdp_dtensor "
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP, &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.megatron_fsdp && c.layout.zero == 3 && !c.stack.fsdp_double_buffer &&
+               c.stack.fsdp_unit_size == 0 && !c.stack.fsdp_grads_fp32 && !c.unmodelled[0],
+           "--use-megatron-fsdp alone: Megatron's default optim_grads_params (--zero 3), bf16 main gradients (%s %s)",
+           e.msg, c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--fsdp-double-buffer "
+                   "--suggested-communication-unit-size 800000000 --megatron-fsdp-main-grads-dtype fp32", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.fsdp_double_buffer && c.stack.fsdp_unit_size == 800000000 && c.stack.fsdp_grads_fp32 &&
+               !c.unmodelled[0], "--fsdp-double-buffer, --suggested-communication-unit-size, --megatron-fsdp-main-grads-dtype "
+           "fp32: read (%s %s)", e.msg, c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--use-nccl-ub", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.fsdp_double_buffer && !c.unmodelled[0],
+           "--use-nccl-ub under Megatron-FSDP: its double buffer, as validate_args sets it (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--megatron-fsdp-max-pool-double-buffer", &a, &c, &e);
+    tap_ok(st == PP_OK && c.stack.fsdp_double_buffer, "--megatron-fsdp-max-pool-double-buffer: a double buffer");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --use-distributed-optimizer --use-nccl-ub --fsdp-double-buffer",
+                   &a, &c, &e);
+    tap_ok(st == PP_OK && !c.stack.megatron_fsdp && !c.stack.fsdp_double_buffer,
+           "--use-nccl-ub and --fsdp-double-buffer without Megatron-FSDP: nothing (%s)", e.msg);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--megatron-fsdp-main-params-dtype bf16 "
+                   "--keep-fp8-transpose-cache", &a, &c, &e);
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "--megatron-fsdp-main-params-dtype bf16") &&
+               strstr(c.unmodelled, "--keep-fp8-transpose-cache"),
+           "Megatron-FSDP's main-weight dtype and fp8 transpose cache: named as not modelled (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--megatron-fsdp-grad-comm-dtype bf16 "
+                   "--megatron-fsdp-main-grads-dtype bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && !c.unmodelled[0], "the gradient communication dtype of the main gradients' (Megatron's "
+           "DeepSeek-V3 FSDP example): no buffer of its own, nothing unmodelled (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--megatron-fsdp-grad-comm-dtype bf16 "
+                   "--megatron-fsdp-main-grads-dtype fp32", &a, &c, &e);
+    tap_ok(st == PP_OK && strstr(c.unmodelled, "--megatron-fsdp-grad-comm-dtype bf16"),
+           "a gradient communication dtype other than the main gradients': named (%s)", c.unmodelled);
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 " MFSDP "--megatron-fsdp-main-grads-dtype fp64", &a, &c, &e);
+    tap_ok(st == PP_ERR_INPUT && strstr(e.msg, "--megatron-fsdp-main-grads-dtype") && strstr(e.msg, "fp64"),
+           "an unknown main-gradient dtype is an error naming the flag and the value: %s", e.msg);
+#undef MFSDP
     st = read_text("python pretrain_gpt.py " BASE "--bf16 " MOE "--moe-router-pre-softmax", &a, &c, &e);
     tap_ok(st == PP_OK && m->router_raw_topk && m->router_bias, "--moe-router-pre-softmax: the weights as scored; "
            "Megatron's linear biases give the router one");

@@ -165,6 +165,20 @@ static const rt_case cases[] = {
      "--model llama3-8b --gpu h100-sxm --gpus 8 --tp 1 --pp 1 --mbs 1 --gbs 64 --seq 4096 --dist-opt "
      "--recompute none --cpu-offload-layers 16",
      "h100-sxm", "--vocab 128256"},
+    {"Llama 3 8B's shape with GPT-2's 50257 tokens padded to a multiple of 64 x tp (50304 at TP 2, not 50432)",
+     "--model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --sp --pp 1 --mbs 1 --gbs 64 --seq 4096 --dist-opt "
+     "--vocab 50257 --vocab-divisible-by 64",
+     "h100-sxm", "--vocab 50257"},
+    {"Llama 3 70B under Megatron-FSDP with its double buffer and an 800M communication unit (Megatron-Bridge's GB200 "
+     "configs' buffers)",
+     "--model llama3-70b --gpu gb200 --gpus 64 --tp 1 --pp 1 --mbs 2 --gbs 256 --seq 8192 --megatron-fsdp --zero 3 "
+     "--fsdp-double-buffer --fsdp-unit-size 800000000 --precision fp8 --fp8-param-gather --no-attention-mask "
+     "--cpu-offload-layers 60 --grad-reduce-bf16 --recompute none",
+     "gb200", "--vocab 128256"},
+    {"Llama 3 8B under Megatron-FSDP optim_grads with fp32 main gradients",
+     "--model llama3-8b --gpu h100-sxm --gpus 8 --tp 1 --pp 1 --mbs 1 --gbs 64 --seq 4096 --megatron-fsdp --zero 2 "
+     "--fsdp-grads-fp32",
+     "h100-sxm", "--vocab 128256"},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -249,7 +263,7 @@ static void test_case(const rt_case *c, int idx)
     static const char *const stk[] = {"precision", "attention", "moe_dispatcher", "moe_flex_backend"};
     bool sstack = true;
     for (size_t k = 0; k < sizeof stk / sizeof stk[0]; k++) sstack &= !strcmp(jstr(a, "stack", stk[k]), jstr(b, "stack", stk[k]));
-    static const char *const nums[] = {"attention_dropout", "hidden_dropout", "capacity_factor"};
+    static const char *const nums[] = {"attention_dropout", "hidden_dropout", "capacity_factor", "vocab_divisible_by"};
     for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
         double x = jnum(a, "stack", nums[k]), y = jnum(b, "stack", nums[k]);
         sstack &= (isnan(x) && isnan(y)) || x == y;

@@ -6,13 +6,16 @@
 # process holds outside PyTorch's allocator too). A run is skipped when less than 100 s are left.
 #   bash tools/cudagraph/run.sh DEADLINE_S [NAME...]   (from the repository root, .megatron/ carried)
 # POOLS=1 runs pretrain_gpt.py under pools_shim.py (the allocator's segments by pool after each step).
-# Writes $OUT/cudagraph.tgz (logs, smi samples, GPU inventory).
+# SET=memopts runs tests/data/memopts/scripts instead (tools/memopts: Megatron-FSDP's buffers and the
+# vocabulary's padding).
+# Writes $OUT/$SET.tgz (logs, smi samples, GPU inventory).
 set -u
 deadline=${1:-560}
 shift
 names=${*:-}
+set_=${SET:-cudagraph}
 out=${OUT:-/tmp/cudagraph_out}
-logs=$out/cudagraph
+logs=$out/$set_
 mkdir -p "$logs"
 t0=$SECONDS
 export CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -29,7 +32,7 @@ if [ "${POOLS:-0}" = 1 ]; then
     cp tools/cudagraph/pools_shim.py "$mlm/pretrain_gpt.py"
     export MEGATRON_REAL=$PWD/.megatron
 fi
-for script in tests/data/cudagraph/scripts/*.sh; do
+for script in tests/data/$set_/scripts/*.sh; do
     name=$(basename "$script" .sh)
     if [ -n "$names" ] && ! echo " $names " | grep -q " $name "; then continue; fi
     left=$((deadline - (SECONDS - t0)))
@@ -49,5 +52,5 @@ for script in tests/data/cudagraph/scripts/*.sh; do
     smimax=$(cut -d, -f2 "$logs/$name.smi.csv" | sort -n | tail -1)
     echo "$name: exit $rc after $((SECONDS - s0)) s, $it iterations, last $mem, smi max $smimax MiB"
 done
-tar czf "$out/cudagraph${POOLS:+_pools}.tgz" -C "$out" cudagraph && rm -rf "$logs" "$out/shim"
+tar czf "$out/$set_${POOLS:+_pools}.tgz" -C "$out" "$set_" && rm -rf "$logs" "$out/shim"
 echo "done after $((SECONDS - t0)) s"
