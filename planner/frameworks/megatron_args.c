@@ -202,9 +202,11 @@ static const key_def key_table[] = {
      * scores). Not modelled: deterministic fused attention (dot_product_attention.py: its own
      * backward kernels); FP8 attention's backward in FP8 (backends.py); NCCL's NVLink SHARP
      * buffers (the reserve parplan measured has none: its device scripts set NCCL_NVLS_ENABLE=0)
-     * and the size of its staging buffers (4 MiB by default); the allocator's bookkeeping of
-     * tensors used by asynchronous collectives (TORCH_NCCL_AVOID_RECORD_STREAMS, and its older
-     * name). Ignored: SM margins, QK layer scaling, the unfused backend's own switch, TE's v1 CPU
+     * and the size of its staging buffers (4 MiB by default). Ignored: the allocator's bookkeeping
+     * of tensors used by asynchronous collectives (TORCH_NCCL_AVOID_RECORD_STREAMS and its older
+     * name: PyTorch stashes them whatever the value since 2.7, "TORCH_NCCL_AVOID_RECORD_STREAMS is
+     * the default now, this environment variable is thus deprecated", ProcessGroupNCCL.cpp; the
+     * variable is gone from PyTorch's code since pytorch/pytorch#194701, 2026-08), SM margins, QK layer scaling, the unfused backend's own switch, TE's v1 CPU
      * offload (offloading is named itself when on), debug and compile switches, userbuffers'
      * timeouts and multicast switch, NCCL's and NVSHMEM's transport, topology and logging
      * settings, CUDA's connection count. */
@@ -212,7 +214,7 @@ static const key_def key_table[] = {
     {"env:NVTE_FLASH_ATTN", K_READ, NULL}, {"env:NVTE_FUSED_ATTN", K_READ, NULL},
     {"env:NVTE_ALLOW_NONDETERMINISTIC_ALGO", K_UNMODELLED, "1"}, {"env:NVTE_FP8_DPA_BWD", K_UNMODELLED, "1"},
     {"env:NCCL_NVLS_ENABLE", K_UNMODELLED, "0"}, {"env:NCCL_BUFFSIZE", K_UNMODELLED, "4194304"},
-    {"env:TORCH_NCCL_AVOID_RECORD_STREAMS", K_UNMODELLED, "0"}, {"env:NCCL_AVOID_RECORD_STREAMS", K_UNMODELLED, "0"},
+    {"env:TORCH_NCCL_AVOID_RECORD_STREAMS", K_IGNORE, NULL}, {"env:NCCL_AVOID_RECORD_STREAMS", K_IGNORE, NULL},
     {"env:NVTE_FWD_LAYERNORM_SM_MARGIN", K_IGNORE, NULL}, {"env:NVTE_BWD_LAYERNORM_SM_MARGIN", K_IGNORE, NULL},
     {"env:NVTE_INF_LAYERNORM_SM_MARGIN", K_IGNORE, NULL}, {"env:NVTE_APPLY_QK_LAYER_SCALING", K_IGNORE, NULL},
     {"env:NVTE_UNFUSED_ATTN", K_IGNORE, NULL}, {"env:NVTE_CPU_OFFLOAD_V1", K_IGNORE, NULL},
