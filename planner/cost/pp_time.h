@@ -171,6 +171,10 @@ double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k);
 /* The fused attention core of one micro-batch (flash kernels: causal queries attend keys_avg keys
  * each; torchtitan's FlashAttention-2 on Hopper with its per-query-block cost), forward and
  * backward seconds */
+/* The output layer's GEMMs over an aligned vocabulary shard's time, forward and backward, for the
+ * layout's 16-bit shard of pp_layer_vocab / tp rows (1 where it is a multiple of 8; time.c
+ * LOGITS_MISALIGNED, measured); returns the shard's rows. */
+int64_t pp_time_logits_misaligned(const pp_work *w, const pp_layout *l, double *fwd_x, double *bwd_x);
 void pp_time_flash_s(const pp_time_ctx *c, double batch_heads, double queries, double keys_avg, double qk_dim,
                      double v_dim, double *fwd_s, double *bwd_s);
 /* What a collective of `comm` seconds run beside `window` seconds of compute leaves exposed

@@ -368,6 +368,15 @@ double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k)
  * 17% slower a step than at 50304. */
 static const double LOGITS_MISALIGNED[3][2] = {{1.0, 1.0}, {2.5, 2.65}, {7.0, 4.8}};
 
+int64_t pp_time_logits_misaligned(const pp_work *w, const pp_layout *l, double *fwd_x, double *bwd_x)
+{
+    const int64_t vshard = (int64_t)(pp_layer_vocab(w, l) / (double)l->tp + 0.5);
+    const int va = vshard % 8 == 0 ? 0 : vshard % 2 == 0 ? 1 : 2;
+    *fwd_x = LOGITS_MISALIGNED[va][0];
+    *bwd_x = LOGITS_MISALIGNED[va][1];
+    return vshard;
+}
+
 static double gemm_s(const pp_time_ctx *c, double m, double n, double k, double count)
 {
     if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0;
@@ -812,9 +821,9 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     /* --- output layer (last stage): final norm, logits GEMM (vocab-parallel), cross-entropy */
     double g_logits = gemm_s(c, T, V / t, h, 1);
     /* a vocabulary shard whose 16-bit rows are not 16-byte aligned leaves cuBLAS's fast kernels */
-    const int64_t vshard = (int64_t)(V / t + 0.5);
-    const int va = vshard % 8 == 0 ? 0 : vshard % 2 == 0 ? 1 : 2;
-    const double g_logits_f = g_logits * LOGITS_MISALIGNED[va][0], g_logits_b = g_logits * LOGITS_MISALIGNED[va][1];
+    double xf = 1, xb = 1;
+    pp_time_logits_misaligned(w, l, &xf, &xb);
+    const double g_logits_f = g_logits * xf, g_logits_b = g_logits * xb;
     const double logits_b = lora ? 1.0 : 2.0;
     o->output_fwd_s = g_logits_f + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
     o->output_bwd_s = logits_b * g_logits_b / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;

@@ -119,6 +119,15 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
     if (w->stack.precision == PP_PREC_NVFP4 && w->stack.tp_comm_overlap && rl->tp > 1)
         note(r, "--tp-comm-overlap with --precision nvfp4: Megatron-Bridge's performance configs run NVFP4 without "
                 "TP's userbuffers overlap (its published NVFP4 runs are stated without it)");
+    /* a vocabulary shard that is not a multiple of 8 rows: cuBLAS's slow kernels for the output layer */
+    double vxf = 1, vxb = 1;
+    const int64_t vshard = pp_time_logits_misaligned(w, rl, &vxf, &vxb);
+    if (vxf > 1)
+        note(r, "the vocabulary shard (%lld rows a rank) is not a multiple of 8: the output layer's GEMMs run %.1fx "
+                "(forward) and %.1fx (backward) the time of an aligned one, as measured on one H200; %s",
+             (long long)vshard, vxf, vxb,
+             w->framework == PP_FW_MEGATRON ? "Megatron's default padding (--vocab-divisible-by 128) avoids it"
+                                            : "a vocabulary padded to a multiple of 8 x tp avoids it");
     /* CPU offloading: what the host keeps (pinned) for the micro-batch in flight */
     if (w->stack.cpu_offload_layers > 0)
         note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "

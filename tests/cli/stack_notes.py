@@ -36,4 +36,10 @@ ok(sum('--tp-comm-overlap with --precision nvfp4' in l for l in w) == 1,
    'nvfp4 with TP overlap: Megatron-Bridge runs it without, said once')
 rc, w = notes(LLAMA)
 ok(not any('nvfp4' in l for l in w), 'nvfp4 without TP overlap: no note')
+L8 = ['check', '--model', 'llama3-8b', '--gpu', 'h100-sxm', '--gpus', '8', '--tp', '2', '--vocab', '50257']
+rc, w = notes(L8 + ['--vocab-divisible-by', '1'])
+ok(sum('vocabulary shard (25129 rows a rank) is not a multiple of 8' in l and '7.0x' in l for l in w) == 1,
+   '50257 tokens padded to 50258 at tp 2: the odd shard and its slow GEMMs said once (%s)' % w)
+rc, w = notes(L8)
+ok(not any('vocabulary shard' in l for l in w), "Megatron's default padding (50432): no note")
 sys.exit(done())
