@@ -239,7 +239,10 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
     o->tp_comm_overlap = s->tp_comm_overlap; /* needs Transformer Engine userbuffers: opt-in */
     /* Fused attention of current stacks: FlashAttention-2 on A100 (Dao 2023: 50-73% of peak
      * forward, i.e. ~0.7 of cuBLAS) and cuDNN / FlashAttention-3 on H100 (Shah et al. 2024:
-     * ~600 TFLOP/s forward, ~0.75 of cuBLAS); the backward at about 0.5. */
+     * ~600 TFLOP/s forward, ~0.75 of cuBLAS); the backward at about 0.5. Checked against cuDNN
+     * 9.19's fused attention (what TE runs) on one H200, causal, head dim 128, sequence 4096-65536
+     * (tests/data/memopts/attn_rate.csv): 0.68-0.84 of a 8192^3 bf16 GEMM forward, 0.40-0.53
+     * backward. */
     o->flash_fwd_eff = 0.72;
     o->flash_bwd_eff = 0.50;
     /* Megatron splits the PP send/recv across the TP ranks (scatter-gather); DeepSpeed's
