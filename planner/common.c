@@ -184,6 +184,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", bf16 parameters and AdamW state");
     if (k > 0 && (size_t)k < n && s->loss >= PP_LOSS_TORCH && s->loss < PP_LOSS_COUNT)
         k += snprintf(buf + k, n - (size_t)k, ", loss %s", pp_loss_names[s->loss]);
+    if (k > 0 && (size_t)k < n && s->no_sync_accum)
+        k += snprintf(buf + k, n - (size_t)k, ", gradient sync on the last micro-batch only");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && pp_work_lora(w))
@@ -253,6 +255,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
         return STACK_BAD("--%s is Megatron-FSDP's: with --megatron-fsdp",
                          s->fsdp_double_buffer ? "fsdp-double-buffer" : s->fsdp_unit_size ? "fsdp-unit-size" : "fsdp-grads-fp32");
     if (s->fsdp_unit_size < 0) return STACK_BAD("--fsdp-unit-size must be positive");
+    if (s->no_sync_accum && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--no-sync-accumulation is PyTorch FSDP2's gradient sync (set_requires_gradient_sync): with "
+                         "--framework fsdp, not %s", pp_framework_names[w->framework]);
     if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
                          "megatron, not %s", pp_framework_names[w->framework]);

@@ -535,6 +535,11 @@ typedef struct pp_stack {
                                   get_cpu_offload_context, cpu_offload.py); 0 = none. Megatron allows
                                   it with pp 1 and no recompute only (transformer_config.py) */
     pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
+    bool no_sync_accum;        /* --no-sync-accumulation (fsdp): FSDP2's gradient sync off for all but the
+                                  last micro-batch of a step (set_requires_gradient_sync(False):
+                                  KempnerForge's maybe_no_sync); fp32 unsharded gradient
+                                  accumulators held until the last backward, one reduce-scatter a
+                                  step. torchtitan reduces every micro-batch */
     int64_t vocab_divisible_by; /* --vocab-divisible-by: Megatron's --make-vocab-size-divisible-by, the
                                   vocabulary padded to a multiple of N x tp (training/vocab_utils.py
                                   calculate_padded_vocab_size); 0 = the framework's (pp_fw_row) */

@@ -161,9 +161,12 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * sync and reshard-after-backward off for all but the last micro-batch: the stage keeps its
      * unsharded bf16 parameters and fp32 unsharded gradient accumulators (FSDPParam
      * to_accumulated_grad_if_needed: reduce dtype) until the last backward. torchtitan's gradient
-     * accumulation without PP reduce-scatters every micro-batch into the sharded gradients. */
+     * accumulation without PP reduce-scatters every micro-batch into the sharded gradients;
+     * --no-sync-accumulation turns the gradient sync alone off (set_requires_gradient_sync(False):
+     * the accumulators, not the parameters, stay unsharded). */
     c->nosync = l->pp > 1 && mb > 1;
-    c->accumulate = l->pp == 1 && mb > 1;
+    c->nosync_grads = mb > 1 && (l->pp > 1 || w->stack.no_sync_accum);
+    c->accumulate = l->pp == 1 && mb > 1 && !c->nosync_grads;
     c->offload = l->offload != PP_OFF_NONE;
     /* float8 (torchao through torchtitan's quantize.linear.float8 converter, tensorwise scaling
      * with enable_fsdp_float8_all_gather when the parameters are sharded): a block's linear
@@ -336,7 +339,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     /* PP without gradient sync: every group unsharded and its fp32 accumulator, after the
      * first micro-batch's backward, for the rest of the step's forwards and backwards. */
     const double ns_w = c->nosync ? Ublocks + Ue + Uh : 0.0;
-    const double ns_g = c->nosync ? 4.0 * (P + PE) : 0.0;
+    const double ns_g = c->nosync_grads ? 4.0 * (P + PE) : 0.0;
     /* Unsharded copies held at the end of the forward: every block and the embedding without
      * reshard_after_forward, [norm, output] always. */
     const double held_fwd = (c->reshard ? 0.0 : Ublocks + Ue) + Uh;
@@ -384,7 +387,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
      * gradient, the fp32 partial sums, block 0's reduce-scatter input still held). */
     p = &t->at[PP_FSDP_AT_REDUCE_LAST];
     double Pg = first_stage ? c->embed_params : blk;
-    double gin = c->nosync ? 4.0 : 2.0;
+    double gin = c->nosync_grads ? 4.0 : 2.0;
     double red = fmax(4.0 * Pg, gin * Pg + 4.0 * Pg - 4.0 * Pg / S);
     if (first_stage)
         red = fmax(red, 2.0 * Pg + c->embed_bwd_work + 4.0 * blk - 4.0 * Pg / S);
@@ -437,7 +440,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
         if (groups[i] > rs_a) rs_b = rs_a, rs_a = groups[i];
         else if (groups[i] > rs_b) rs_b = groups[i];
     }
-    o->cached_bytes = (c->accumulate || c->nosync || c->offload ? 0.0 : G) + 4.0 * (rs_a + rs_b);
+    o->cached_bytes = (c->accumulate || c->nosync_grads || c->offload ? 0.0 : G) + 4.0 * (rs_a + rs_b);
     o->fits = o->peak_bytes + o->reserved_bytes <= w->gpu.memory_bytes;
 }
 

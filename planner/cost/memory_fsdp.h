@@ -44,7 +44,8 @@ typedef struct {
     double shard;            /* ranks a dense parameter is sharded over (dp x cp / replicate) */
     double expert_shard;     /* the same for routed experts (expert data-parallel / replicate) */
     bool reshard;            /* reshard_after_forward of the blocks (--zero 3) */
-    bool nosync;             /* PP with several micro-batches: unsharded accumulation */
+    bool nosync;             /* PP with several micro-batches: unsharded parameters and accumulation */
+    bool nosync_grads;       /* unsharded fp32 accumulation: PP's, or --no-sync-accumulation */
     bool accumulate;         /* several micro-batches without PP: sharded grads live across them */
     bool offload;            /* CPUOffloadPolicy: sharded state on the host */
     double copy_bytes;       /* bytes per element of an unsharded block weight (2 bf16, 1 fp8) */

@@ -292,7 +292,8 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
     const double SE = l->zero >= 2 ? max2(1.0, edp / R) : 1.0;
     const bool reshard = l->zero >= 3;
-    const bool nosync = l->pp > 1 && m > 1;
+    const bool nosync = l->pp > 1 && m > 1; /* parameters kept unsharded too */
+    const bool nosync_g = m > 1 && (l->pp > 1 || w->stack.no_sync_accum);
     const double E = first ? c->embed_params / t : 0.0;
     const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
     const double P = st->params, PE = st->expert_params, Pall = P + PE;
@@ -309,10 +310,10 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     double unshard_b = S > 1 ? FSDP_CAST_BYTES / S + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
     double unshard_e = SE > 1 ? FSDP_CAST_BYTES / SE + FSDP_COPY_OUT_BYTES : FSDP_CAST_BYTES;
     double serial = unshard_b * ((D + E) * g_blocks + H * g_head) + unshard_e * PEs * g_blocks;
-    double reductions = nosync ? 1.0 : m;
-    /* copy-in every micro-batch; under PP's no-sync the bf16 gradient is added into the fp32
+    double reductions = nosync_g ? 1.0 : m;
+    /* copy-in every micro-batch; without the sync the bf16 gradient is added into the fp32
      * accumulator instead (read 2 + 4, write 4) */
-    serial += Pall * (nosync ? (m - 1.0) * 10.0 + FSDP_CAST_BYTES : m * FSDP_CAST_BYTES);
+    serial += Pall * (nosync_g ? (m - 1.0) * 10.0 + FSDP_CAST_BYTES : m * FSDP_CAST_BYTES);
     double side = (S > 1 ? P * (reductions - 1.0) * FSDP_ACCUM_BYTES / S : P * reductions * FSDP_RS_COPY_BYTES) +
                   (SE > 1 ? PE * (reductions - 1.0) * FSDP_ACCUM_BYTES / SE : PE * reductions * FSDP_RS_COPY_BYTES);
     double compute = m * (st->fwd + st->bwd);

@@ -176,6 +176,11 @@ static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
                    "the config are that framework's)");
     if (w->stack.precision == PP_PREC_FP16)
         return BAD("torchtitan trains in bf16 (training.mixed_precision_param bfloat16|float32), not fp16");
+    /* torchtitan's train step reduce-scatters every micro-batch (train.py forward_backward_step):
+     * it has no setting that turns the gradient sync off */
+    if (w->stack.no_sync_accum)
+        return BAD("--no-sync-accumulation: torchtitan reduces the gradients every micro-batch and has no setting for "
+                   "it; its config cannot say this stack");
     /* torchtitan builds its model in fp32 and keeps fp32 sharded parameters (MixedPrecisionPolicy
      * casts the gathered copies); its loss is cross_entropy on pred.float() */
     if (w->stack.param_bf16)

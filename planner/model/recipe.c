@@ -20,7 +20,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
     "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
     "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend", "moe_flex_backend",
-    "vocab_divisible_by",
+    "vocab_divisible_by", "no_sync_accumulation",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -38,6 +38,7 @@ typedef struct {
     char cuda_graphs[128];
     int sdpa_backend, flex_backend;
     int64_t vocab_divisible_by;
+    bool no_sync_accum;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
 } recipe_file;
 
@@ -81,6 +82,7 @@ static const pp_key stack_keys[] = {
     PP_KENUM(recipe_file, "moe_flex_backend", flex_backend, pp_flex_backend_names, PP_FLEX_COUNT, false),
     {"vocab_divisible_by", PP_KEY_INT, offsetof(recipe_file, vocab_divisible_by), 1, 1000000, 0, 0, NULL, 0, false,
      NULL, 0, 0},
+    PP_KBOOL(recipe_file, "no_sync_accumulation", no_sync_accum, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -95,6 +97,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     case PP_RF_CUDA_GRAPHS: case PP_RF_VOCAB_DIVISIBLE_BY:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS: case PP_RF_SDPA_BACKEND:
+    case PP_RF_NO_SYNC_ACCUM:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
     default:
         return NULL;
@@ -178,6 +181,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->sdpa_backend = (pp_sdpa_backend)f.sdpa_backend;
     s->flex_backend = (pp_flex_backend)f.flex_backend;
     s->vocab_divisible_by = f.vocab_divisible_by;
+    s->no_sync_accum = f.no_sync_accum;
     if ((r->set >> PP_RF_CUDA_GRAPHS) & 1u) {
         char why[160];
         if (pp_cuda_graphs_parse(f.cuda_graphs, &s->cuda_graphs, why, sizeof why) != PP_OK) {
@@ -323,6 +327,7 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_SDPA_BACKEND)) s->sdpa_backend = rs->sdpa_backend;
     if (SET(PP_RF_FLEX_BACKEND)) s->flex_backend = rs->flex_backend;
     if (SET(PP_RF_VOCAB_DIVISIBLE_BY)) s->vocab_divisible_by = rs->vocab_divisible_by;
+    if (SET(PP_RF_NO_SYNC_ACCUM)) s->no_sync_accum = rs->no_sync_accum;
 #undef SET
 }
 
@@ -358,11 +363,15 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_PRECISION_AWARE: v = w->framework == PP_FW_MEGATRON ? (pp_work_precision_aware(w) ? "true" : "false") : "-"; break;
     case PP_RF_DIST_FUSED_ADAM: v = w->framework == PP_FW_MEGATRON ? (pp_work_dist_fused_adam(w) ? "true" : "false") : "-"; break;
     case PP_RF_SDPA_BACKEND: v = w->framework == PP_FW_FSDP ? pp_sdpa_backend_names[s->sdpa_backend] : "-"; break;
+    case PP_RF_NO_SYNC_ACCUM: v = w->framework == PP_FW_FSDP ? (s->no_sync_accum ? "true" : "false") : "-"; break;
     case PP_RF_FLEX_BACKEND:
         v = pp_model_is_moe(&w->model) && s->dispatcher == PP_DISPATCH_FLEX ? pp_flex_backend_names[s->flex_backend] : "-";
         break;
     case PP_RF_VOCAB_DIVISIBLE_BY:
-        if (w->framework != PP_FW_MEGATRON) break;
+        if (w->framework != PP_FW_MEGATRON) {
+            v = "-";
+            break;
+        }
         snprintf(buf, n, "%lld", (long long)pp_work_vocab_divisible_by(w));
         return buf;
     case PP_RF_CUDA_GRAPHS:

@@ -161,6 +161,25 @@ int main(void)
     timeline(&wa, &la, &c, &t, &o);
     tap_ok(t.at[PP_FSDP_AT_LOSS_BACKWARD].grads == 4 * P3, "accumulation: 4 B/param of gradients at the loss");
 
+    /* --no-sync-accumulation over dp 4 (4 micro-batches): FSDP2's gradient sync off until the last
+     * micro-batch keeps every parameter's fp32 unsharded accumulator (4 B/param) through the later
+     * forwards where the synced accumulation keeps the sharded gradients (4 B/param over 4); the
+     * parameters reshard as before. */
+    pp_work wn = work_of(false, 8192, 4, 16);
+    pp_layout ln = layout_of(&wn, 1, PP_RC_NONE, 3);
+    pp_fsdp_timeline tn;
+    pp_mem_stage on;
+    timeline(&wn, &ln, &c, &t, &o);
+    wn.stack.no_sync_accum = true;
+    timeline(&wn, &ln, &c, &tn, &on);
+    tap_ok(c.nosync_grads && !c.nosync && !c.accumulate, "--no-sync-accumulation: unsharded gradients, sharded parameters");
+    tap_near(tn.at[PP_FSDP_AT_LOSS_BACKWARD].grads, 4 * P3, 1e-12, "--no-sync-accumulation: 4 B/param of fp32 accumulators "
+             "at the loss (%.2f GiB; synced: %.2f)", tn.at[PP_FSDP_AT_LOSS_BACKWARD].grads / 1073741824.0,
+             t.at[PP_FSDP_AT_LOSS_BACKWARD].grads / 1073741824.0);
+    tap_near(t.at[PP_FSDP_AT_LOSS_BACKWARD].grads, 4 * P3 / 4, 1e-12, "synced accumulation: the sharded gradients");
+    tap_ok(tn.at[PP_FSDP_AT_LOSS_BACKWARD].weights == t.at[PP_FSDP_AT_LOSS_BACKWARD].weights,
+           "--no-sync-accumulation: the parameters held alike");
+
     /* PP 2 with 8 micro-batches: the stage's unsharded fp32 accumulators and bf16 copies. */
     pp_work wp = work_of(false, 8192, 2, 8);
     pp_layout lp;

@@ -333,6 +333,7 @@ int main(int argc, char **argv)
     const int within25_bound[] = {CAL_WITHIN25_BOUND, HOLD_WITHIN25_BOUND};
     const int refused_bound[] = {CAL_REFUSED_BOUND, HOLD_REFUSED_BOUND};
     const int nofit_bound[] = {CAL_NOFIT_BOUND, HOLD_NOFIT_BOUND};
+    const double peak_bound[] = {CAL_PEAK_MAPE_BOUND, HOLD_PEAK_MAPE_BOUND};
     static const char *const fams[] = {"Megatron/NeMo dense", "FSDP-family dense", "MoE"};
     const double fam_bound[2][3] = {{CAL_MEGATRON_MAPE_BOUND, CAL_FSDP_MAPE_BOUND, CAL_MOE_MAPE_BOUND},
                                     {HOLD_MEGATRON_MAPE_BOUND, HOLD_FSDP_MAPE_BOUND, HOLD_MOE_MAPE_BOUND}};
@@ -373,6 +374,10 @@ int main(int argc, char **argv)
                all.refused, refused_bound[s]);
         tap_ok(all.nofit <= nofit_bound[s], "%s: %d runs that ran predicted not to fit (this tree's bound: <= %d)",
                splits[s], all.nofit, nofit_bound[s]);
+        /* the rows that publish a peak memory figure: predicted peak (allocated) against it */
+        double pm = all.mem_n ? 100 * all.mem_sum_abs / all.mem_n : 0;
+        tap_ok(all.mem_n > 0 && pm <= peak_bound[s], "%s: peak memory MAPE %.1f%% over %d rows <= %.1f%% (this tree's bound)",
+               splits[s], pm, all.mem_n, peak_bound[s]);
         for (int k = 0; k < 3; k++)
             tap_ok(!fam[k].accepted || group_mape(&fam[k]) <= fam_bound[s][k], "%s, %s: step MAPE %.1f%% <= %.1f%% (this tree's bound)",
                    splits[s], fams[k], group_mape(&fam[k]), fam_bound[s][k]);
