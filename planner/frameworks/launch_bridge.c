@@ -32,9 +32,12 @@ static pp_status mb_check(const pp_launch_params *p, pp_error *err)
         return BAD("--launch-target %s applies to the megatron, torchrun and slurm formats",
                    pp_launch_target_names[p->target]);
     if (w->framework != PP_FW_MEGATRON) return BAD("--format megatron-bridge trains with Megatron-Core: --framework megatron");
-    if (l->zero > 0 || l->offload != PP_OFF_NONE)
-        return BAD("Megatron-Bridge shards the optimizer with --dist-opt: ZeRO-%d / --offload %s are not written", l->zero,
-                   pp_offload_names[l->offload]);
+    if ((l->zero > 0 && !w->stack.megatron_fsdp) || l->offload != PP_OFF_NONE)
+        return BAD("Megatron-Bridge shards the optimizer with --dist-opt or Megatron-FSDP (--megatron-fsdp): ZeRO-%d / "
+                   "--offload %s are not written", l->zero, pp_offload_names[l->offload]);
+    if (w->stack.fsdp_grads_fp32)
+        return BAD("--fsdp-grads-fp32: Megatron-FSDP's main-gradient dtype is a torch dtype in the recipe "
+                   "(ddp.megatron_fsdp_main_grads_dtype), not an override (use --format megatron)");
     if (m->experts > 1 || pp_model_is_mla(m) || m->window > 0 || m->mtp_layers > 0)
         return BAD("model %s: MoE, multi-latent attention, windowed attention and MTP are not written as overrides of a "
                    "dense recipe (use --format megatron)", m->name);
@@ -90,6 +93,10 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
                       "# with sbatch (srun starts one torchrun per node).\n",
                    recipe, qwen ? "recipes/qwen/qwen3.py" : "recipes/llama/llama3.py");
     pp_sbuf_printf(b, "set -euo pipefail\n\nBRIDGE_DIR=${BRIDGE_DIR:-.}\n");
+    const bool mfsdp = stk->megatron_fsdp && l->zero > 0;
+    if (mfsdp) /* ConfigContainer._validate_and_apply_megatron_fsdp_v1_configs asserts it (training/config.py) */
+        pp_sbuf_printf(b, "# Megatron-FSDP requires CUDA_DEVICE_MAX_CONNECTIONS unset or above 1.\n"
+                          "unset CUDA_DEVICE_MAX_CONNECTIONS\n");
     int64_t steps = p->train_iters > 0 ? p->train_iters : 1000;
 
     pp_sbuf_printf(b, "OVERRIDES=(\n");
@@ -162,11 +169,24 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
                    : stk->precision == PP_PREC_NVFP4 ? "bf16_with_nvfp4_mixed"
                    : stk->precision == PP_PREC_FP16 ? "fp16_mixed"
                                                     : "bf16_mixed");
+    const bool dopt = l->dist_opt || mfsdp; /* Megatron-FSDP runs on the distributed optimizer */
     pp_sbuf_printf(b, "    ddp.use_distributed_optimizer=%s\n    optimizer.use_distributed_optimizer=%s\n",
-                   l->dist_opt ? "true" : "false", l->dist_opt ? "true" : "false");
+                   dopt ? "true" : "false", dopt ? "true" : "false");
+    if (mfsdp) {
+        /* as Megatron-Bridge's performance scripts turn it on (scripts/performance/utils/overrides.py
+         * _set_megatron_fsdp_overrides: the strategy, no average_in_collective), without the fused
+         * wgrad accumulation as its Llama 3 70B configs and parplan's model run it */
+        static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+        pp_sbuf_printf(b, "    ddp.use_megatron_fsdp=true\n    ddp.data_parallel_sharding_strategy=%s\n"
+                          "    ddp.average_in_collective=false\n    model.gradient_accumulation_fusion=false\n",
+                       strategies[l->zero]);
+        if (stk->fsdp_double_buffer) pp_sbuf_printf(b, "    ddp.fsdp_double_buffer=true\n");
+        if (stk->fsdp_unit_size > 0)
+            pp_sbuf_printf(b, "    ddp.suggested_communication_unit_size=%lld\n", (long long)stk->fsdp_unit_size);
+    }
     bool ov = l->dp > 1 && !stk->no_overlap;
     pp_sbuf_printf(b, "    ddp.overlap_grad_reduce=%s\n    ddp.overlap_param_gather=%s\n", ov ? "true" : "false",
-                   ov && l->dist_opt ? "true" : "false");
+                   ov && dopt ? "true" : "false");
     pp_sbuf_printf(b, "    ddp.grad_reduce_in_fp32=%s\n", stk->grad_bf16 ? "false" : "true");
     if (pp_work_precision_aware(w)) pp_sbuf_printf(b, "    optimizer.use_precision_aware_optimizer=true\n");
     if (lora) {

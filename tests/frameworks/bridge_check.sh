@@ -26,6 +26,8 @@ cases=(
   "8b-nvfp4-params|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision nvfp4 --fp8-param-gather"
   "8b-full-iteration-graph|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --cuda-graphs full_iteration"
   "8b-precision-aware|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --dist-opt --recompute none --precision-aware-optimizer --cross-entropy-fusion te"
+  "70b-megatron-fsdp|--model llama3-70b --gpu gb200 --gpus 64 --gbs 256 --seq 8192 --mbs 2 --tp 1 --megatron-fsdp --zero 3 --fsdp-double-buffer --fsdp-unit-size 800000000 --cpu-offload-layers 40 --precision fp8 --fp8-param-gather --grad-reduce-bf16 --no-attention-mask --cross-entropy-fusion te --recompute none"
+  "8b-megatron-fsdp-optim-grads|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --tp 1 --megatron-fsdp --zero 2 --recompute none"
 )
 refused=(
   "moe|--model qwen3-30b-a3b $w --gpus 8 --gbs 32 --mbs 1 --ep 8 --dist-opt --recompute full"
@@ -34,6 +36,8 @@ refused=(
   "nvfp4-fp4-params|--model llama3-8b --gpu b200 --gpus-per-node 8 --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision nvfp4"
   "mxfp8-hopper|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --dist-opt --recompute none --precision mxfp8"
   "gelu|--model gpt3-13b $w --gpus 8 --gbs 64 --mbs 1 --tp 8 --sp --dist-opt --recompute full"
+  "zero-without-megatron-fsdp|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --zero 1 --recompute none"
+  "megatron-fsdp-fp32-grads|--model llama3-8b $w --gpus 8 --gbs 64 --mbs 1 --megatron-fsdp --zero 3 --fsdp-grads-fp32 --recompute none"
 )
 . "$src/tests/frameworks/launch_cases.sh"
 lc_write megatron-bridge launch_megatron_bridge.sh "${cases[@]}"
