@@ -335,13 +335,14 @@ static void vocab_padding(void)
 static void cuda_graphs(void)
 {
     /* Qwen3-30B-A3B on 8 B200 at micro-batch 1 (Megatron-Bridge's 26.02 row): each of the 48 MoE
-     * layers runs at the host's pace (its GPU work is under 6.45 ms), 8 micro-batches per rank */
+     * layers runs at the host's pace (time.c: 8.6 ms less the dispatcher's 3.5 ms sync stall, which
+     * stays; its GPU work is under the pace), 8 micro-batches per rank */
     static run n, a, f;
     const char *q = "--model qwen3-30b-a3b --gpu b200 --gpus 8 --gpus-per-node 8 --gbs 64 --seq 4096 --mbs 1 "
                     "--ep 8 --dist-opt --moe-grouped-gemm --precision mxfp8 --cuda-graphs";
     if (run_argsf(&n, "%s none", q) && run_argsf(&a, "%s attn,moe_router,moe_preprocess", q) &&
         run_argsf(&f, "%s full_iteration", q)) {
-        double want = 48.0 * 8.0 * 0.25 * 8.6e-3;
+        double want = 48.0 * 8.0 * 0.25 * (8.6e-3 - 3.5e-3);
         tap_near(n.time.compute_s - a.time.compute_s, want, 1e-6,
                  "--cuda-graphs attn,moe_router,moe_preprocess: the attention's share of the host time off, %.0f ms",
                  1e3 * want);
