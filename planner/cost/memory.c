@@ -328,16 +328,17 @@ static void mem_mfsdp_buffers(const pp_work *w, const pp_layout *l, mem_ctx *c, 
                                                 : pp_work_fw(w)->weight_bytes;
     const double gbytes = pp_work_grad_bytes(w);
     /* at dp 1 nothing is gathered or reduce-scattered: tests/data/memopts f0-f3 (optim,
-     * optim_grads_params, double-buffered, S = 2e9) allocate the same to 0.01 MiB */
+     * optim_grads_params, double-buffered, S = 2e9) allocate the same to 0.01 MiB. A layer's
+     * routed experts go over the expert data-parallel group, priced here as the dense group's. */
     if (shard <= 1) return;
-    const bool weights = l->zero >= 3, grads = true;
+    const double wb = l->zero >= 3 ? wbytes : 0.0; /* optim_grads keeps its weights unsharded */
     if (s->fsdp_double_buffer) {
-        c->mfsdp_fixed = 2.0 * U * ((weights ? wbytes : 0.0) + (grads ? gbytes : 0.0));
+        c->mfsdp_fixed = 2.0 * U * (wb + gbytes);
         return;
     }
     double units_w = 1.0 + mem_min(ceil(S / 2.0 / U), more);
     double units_g = 1.0 + (l->recompute == PP_RC_FULL ? mem_min(floor(S / U), more) : 0.0);
-    c->zero_gather = (weights ? units_w * U * wbytes : 0.0) + (grads ? units_g * U * gbytes : 0.0);
+    c->zero_gather = units_w * U * wb + units_g * U * gbytes;
 }
 
 static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)

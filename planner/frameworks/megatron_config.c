@@ -832,6 +832,52 @@ static pp_status read_cuda_graphs(rd *r)
     return PP_OK;
 }
 
+/* A Megatron-FSDP dtype argument as written or as a dump prints it: 32, 16, 0 for auto / None,
+ * -1 unknown. */
+static int mfsdp_dtype_bits(const char *v)
+{
+    if (!strcmp(v, "fp32") || !strcmp(v, "torch.float32")) return 32;
+    if (!strcmp(v, "bf16") || !strcmp(v, "torch.bfloat16") || !strcmp(v, "fp16") || !strcmp(v, "torch.float16"))
+        return 16;
+    if (!strcmp(v, "auto") || !strcmp(v, "None")) return 0;
+    return -1;
+}
+
+/* Megatron-FSDP's buffers (arguments.py validate_args: --use-nccl-ub and
+ * --megatron-fsdp-max-pool-double-buffer turn on fsdp_double_buffer), its communication unit and its
+ * main gradients' dtype (--megatron-fsdp-main-grads-dtype, auto: the weights'); the gradient
+ * communication dtype allocates buffers of its own only where it is not the main gradients'
+ * (distributed_data_parallel_config.py megatron_fsdp_grad_comm_dtype: "No additional memory is
+ * allocated when grad_comm_dtype == main_grads_dtype"), named then. */
+static pp_status read_mfsdp(rd *r, pp_stack *s)
+{
+    pp_status st;
+    bool db, ub, maxpool;
+    int64_t unit = 0;
+    const char *mg = NULL, *gc = NULL;
+    pp_margs_kv *kmg, *kgc;
+    if ((st = rd_bool(r, "fsdp_double_buffer", false, &db)) || (st = rd_bool(r, "nccl_ub", false, &ub)) ||
+        (st = rd_bool(r, "megatron_fsdp_max_pool_double_buffer", false, &maxpool)) ||
+        (st = rd_str(r, "megatron_fsdp_main_grads_dtype", &mg, &kmg)) ||
+        (st = rd_str(r, "megatron_fsdp_grad_comm_dtype", &gc, &kgc)))
+        return st;
+    if (rd_kv(r, "suggested_communication_unit_size") &&
+        (st = rd_int(r, "suggested_communication_unit_size", 0, 1, 1000000000000LL, &unit)))
+        return st;
+    const int mbits = mg ? mfsdp_dtype_bits(mg) : 0, cbits = gc ? mfsdp_dtype_bits(gc) : 0;
+    if (mbits < 0) return rd_bad(r, kmg, "unknown value '%s' (fp32, bf16, fp16 or auto)", mg);
+    if (cbits < 0) return rd_bad(r, kgc, "unknown value '%s' (fp32, bf16, fp16 or auto)", gc);
+    const bool fp32 = mbits == 32;
+    if (!s->megatron_fsdp) return PP_OK;
+    if (cbits && cbits != (fp32 ? 32 : 16))
+        note(r, "--megatron-fsdp-grad-comm-dtype %s (communication buffers beside %s main gradients)", gc,
+             fp32 ? "fp32" : "16-bit");
+    s->fsdp_double_buffer = db || ub || maxpool;
+    s->fsdp_unit_size = unit;
+    s->fsdp_grads_fp32 = fp32;
+    return PP_OK;
+}
+
 static pp_status read_stack(rd *r)
 {
     pp_margs_config *c = r->c;
@@ -839,45 +885,7 @@ static pp_status read_stack(rd *r)
     pp_status st;
     pp_stack_init(s);
     s->megatron_fsdp = c->layout.zero > 0; /* read_layout: --use-megatron-fsdp with a sharding strategy */
-    {
-        /* Megatron-FSDP's buffers (arguments.py validate_args: --use-nccl-ub and
-         * --megatron-fsdp-max-pool-double-buffer turn on fsdp_double_buffer), its communication unit
-         * and its main gradients' dtype (--megatron-fsdp-main-grads-dtype, auto: the weights') */
-        bool db, ub, maxpool;
-        int64_t unit = 0;
-        const char *mg = NULL, *gc = NULL;
-        pp_margs_kv *kmg, *kgc;
-        if ((st = rd_bool(r, "fsdp_double_buffer", false, &db)) || (st = rd_bool(r, "nccl_ub", false, &ub)) ||
-            (st = rd_bool(r, "megatron_fsdp_max_pool_double_buffer", false, &maxpool)) ||
-            (st = rd_str(r, "megatron_fsdp_main_grads_dtype", &mg, &kmg)) ||
-            (st = rd_str(r, "megatron_fsdp_grad_comm_dtype", &gc, &kgc)))
-            return st;
-        if (rd_kv(r, "suggested_communication_unit_size") &&
-            (st = rd_int(r, "suggested_communication_unit_size", 0, 1, 1000000000000LL, &unit)))
-            return st;
-        /* a dump prints the mapped dtype (torch.float32) or None */
-        bool fp32 = mg && (!strcmp(mg, "fp32") || !strcmp(mg, "torch.float32"));
-        if (mg && !fp32 && strcmp(mg, "auto") && strcmp(mg, "None") && strcmp(mg, "bf16") &&
-            strcmp(mg, "torch.bfloat16") && strcmp(mg, "fp16") && strcmp(mg, "torch.float16"))
-            return rd_bad(r, kmg, "unknown value '%s' (fp32, bf16, fp16 or auto)", mg);
-        /* the gradient communication dtype allocates buffers of its own only where it is not the main
-         * gradients' (distributed_data_parallel_config.py megatron_fsdp_grad_comm_dtype: "No additional
-         * memory is allocated when grad_comm_dtype == main_grads_dtype") */
-        if (gc && strcmp(gc, "auto") && strcmp(gc, "None")) {
-            bool gc32 = !strcmp(gc, "fp32") || !strcmp(gc, "torch.float32");
-            bool gc16 = !strcmp(gc, "bf16") || !strcmp(gc, "torch.bfloat16");
-            if (!gc32 && !gc16 && strcmp(gc, "fp16") && strcmp(gc, "torch.float16"))
-                return rd_bad(r, kgc, "unknown value '%s' (fp32, bf16, fp16 or auto)", gc);
-            if (s->megatron_fsdp && (fp32 ? !gc32 : !gc16))
-                note(r, "--megatron-fsdp-grad-comm-dtype %s (communication buffers beside %s main gradients)", gc,
-                     fp32 ? "fp32" : "16-bit");
-        }
-        if (s->megatron_fsdp) {
-            s->fsdp_double_buffer = db || ub || maxpool;
-            s->fsdp_unit_size = unit;
-            s->fsdp_grads_fp32 = fp32;
-        }
-    }
+    if ((st = read_mfsdp(r, s))) return st;
     bool fp16, bf16;
     const char *fp8 = NULL, *fp8_recipe = NULL, *fp4 = NULL, *fp4_recipe = NULL;
     pp_margs_kv *k8, *k8r, *k4, *k4r;
