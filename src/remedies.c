@@ -3,8 +3,10 @@
  * pricing before it is printed. */
 #include "cli.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A token as the shell reads it back. */
 static void put_word(char *buf, size_t n, size_t *k, const char *s)
@@ -89,6 +91,9 @@ done:
 pp_status pp_cli_remedies_find(pp_cli *c, const pp_layout *l, pp_cli_remedies *out, pp_error *err)
 {
     memset(out, 0, sizeof *out);
+    /* the search prices hundreds of layouts and runs each command it keeps: seconds on a large MoE */
+    if (!c->quiet && isatty(STDERR_FILENO))
+        fprintf(stderr, "parplan: the layout does not fit; looking for the nearest ones that do ...\n");
     pp_status st = pp_run_remedies_find(&c->work, l, c->allow_seq_change, &out->rm, err);
     if (st != PP_OK) return st;
     int kept = 0;
