@@ -285,6 +285,7 @@ typedef struct {
     double lora_layer;  /* LoRA: one layer's adapter parameters on this rank (0: full training) */
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
     double mfsdp_fixed; /* Megatron-FSDP's double buffer, held for the run */
+    pp_mem_mfsdp mfsdp; /* what Megatron-FSDP's buffers hold (pp_memory_mfsdp) */
     double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
     double reserve_fixed;
     double offload_bytes; /* --cpu-offload-layers: the first N layers' stored bytes per micro-batch,
@@ -319,6 +320,7 @@ static void mem_mfsdp_buffers(const pp_work *w, const pp_layout *l, mem_ctx *c, 
     const mem_params *p = &c->par;
     const double U = p->attn + mem_max(p->dense_mlp, p->moe_dense + p->moe_expert);
     c->zero_gather = 0.0;
+    memset(&c->mfsdp, 0, sizeof c->mfsdp);
     if (!(U > 0) || l->zero < 2) return;
     const double S = s->fsdp_unit_size > 0 ? (double)s->fsdp_unit_size : l->zero >= 3 ? mem_max(1e9, 2.0 * U) : 1e9;
     const int64_t stage_layers = (w->model.layers + l->pp - 1) / l->pp;
@@ -332,13 +334,16 @@ static void mem_mfsdp_buffers(const pp_work *w, const pp_layout *l, mem_ctx *c, 
      * routed experts go over the expert data-parallel group, priced here as the dense group's. */
     if (shard <= 1) return;
     const double wb = l->zero >= 3 ? wbytes : 0.0; /* optim_grads keeps its weights unsharded */
-    if (s->fsdp_double_buffer) {
-        c->mfsdp_fixed = 2.0 * U * (wb + gbytes);
-        return;
-    }
-    double units_w = 1.0 + mem_min(ceil(S / 2.0 / U), more);
-    double units_g = 1.0 + (l->recompute == PP_RC_FULL ? mem_min(floor(S / U), more) : 0.0);
-    c->zero_gather = units_w * U * wb + units_g * U * gbytes;
+    pp_mem_mfsdp *o = &c->mfsdp;
+    o->unit_params = U;
+    o->comm_unit = S;
+    o->held = s->fsdp_double_buffer;
+    o->units_weights = wb > 0 ? (o->held ? 2.0 : 1.0 + mem_min(ceil(S / 2.0 / U), more)) : 0.0;
+    o->units_grads = o->held ? 2.0 : 1.0 + (l->recompute == PP_RC_FULL ? mem_min(floor(S / U), more) : 0.0);
+    o->weights_bytes = o->units_weights * U * wb;
+    o->grads_bytes = o->units_grads * U * gbytes;
+    if (o->held) c->mfsdp_fixed = o->weights_bytes + o->grads_bytes;
+    else c->zero_gather = o->weights_bytes + o->grads_bytes;
 }
 
 static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
@@ -915,6 +920,15 @@ double pp_memory_offload_bytes(const pp_work *w, const pp_layout *l)
     mem_ctx c;
     mem_ctx_init(w, l, &c);
     return c.offload_bytes;
+}
+
+void pp_memory_mfsdp(const pp_work *w, const pp_layout *l, pp_mem_mfsdp *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!w->stack.megatron_fsdp || pp_work_fw(w)->block_sharding) return;
+    mem_ctx c;
+    mem_ctx_init(w, l, &c);
+    *out = c.mfsdp;
 }
 
 double pp_memory_plan_bytes(const pp_work *w)

@@ -90,6 +90,14 @@ pp_status pp_memory_estimate(const pp_work *w, const pp_layout *l, pp_mem_result
 /* --cpu-offload-layers: the stored activations of the offloaded layers per micro-batch (what goes
  * to host memory and comes back each micro-batch; the peak leaves them out); 0 without it. */
 double pp_memory_offload_bytes(const pp_work *w, const pp_layout *l);
+/* Megatron-FSDP's communication buffers on a rank (memory.c mem_mfsdp_buffers): layers of
+ * unit_params parameters each, weights gathered and gradient buckets at the stage's peak; held:
+ * the double buffer's, made once for the run. All zero without --megatron-fsdp or at dp 1. */
+typedef struct {
+    double unit_params, units_weights, units_grads, weights_bytes, grads_bytes, comm_unit;
+    bool held;
+} pp_mem_mfsdp;
+void pp_memory_mfsdp(const pp_work *w, const pp_layout *l, pp_mem_mfsdp *out);
 /* Fast path for the search: the largest (peak + reserved) over stages, no breakdown, no error
  * reporting (the layout is already validated). Writes the allocator peak of that stage to
  * *peak_bytes when not NULL. Must agree with pp_memory_estimate. */

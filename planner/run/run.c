@@ -119,6 +119,25 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
     if (w->stack.precision == PP_PREC_NVFP4 && w->stack.tp_comm_overlap && rl->tp > 1)
         note(r, "--tp-comm-overlap with --precision nvfp4: Megatron-Bridge's performance configs run NVFP4 without "
                 "TP's userbuffers overlap (its published NVFP4 runs are stated without it)");
+    /* Megatron-FSDP's communication buffers: what they hold and what sets it (memory.c) */
+    if (w->stack.megatron_fsdp && rl->zero >= 2) {
+        pp_mem_mfsdp mf;
+        pp_memory_mfsdp(w, rl, &mf);
+        if (mf.unit_params <= 0)
+            note(r, "Megatron-FSDP over one data-parallel rank gathers and reduce-scatters nothing (as measured on one "
+                    "H200)");
+        else if (mf.held)
+            note(r, "Megatron-FSDP's double buffer holds %.0f layers' weights and %.0f layers' gradients, %.2f GiB, for "
+                    "the run", mf.units_weights, mf.units_grads, (mf.weights_bytes + mf.grads_bytes) / 1073741824.0);
+        else if (mf.units_weights <= 0)
+            note(r, "Megatron-FSDP (optim_grads: the weights stay whole) holds %.0f gradient bucket%s (%.2f GiB) at the "
+                    "peak", mf.units_grads, mf.units_grads == 1 ? "" : "s", mf.grads_bytes / 1073741824.0);
+        else
+            note(r, "Megatron-FSDP holds %.0f layers' gathered weights (%.2f GiB) and %.0f gradient bucket%s (%.2f GiB) at "
+                    "the peak: its communication unit of %.3g elements (--fsdp-unit-size) prefetches up to half of it",
+                 mf.units_weights, mf.weights_bytes / 1073741824.0, mf.units_grads, mf.units_grads == 1 ? "" : "s",
+                 mf.grads_bytes / 1073741824.0, mf.comm_unit);
+    }
     /* a vocabulary shard that is not a multiple of 8 rows: cuBLAS's slow kernels for the output layer */
     double vxf = 1, vxb = 1;
     const int64_t vshard = pp_time_logits_misaligned(w, rl, &vxf, &vxb);

@@ -42,4 +42,16 @@ ok(sum('vocabulary shard (25129 rows a rank) is not a multiple of 8' in l and '7
    '50257 tokens padded to 50258 at tp 2: the odd shard and its slow GEMMs said once (%s)' % w)
 rc, w = notes(L8)
 ok(not any('vocabulary shard' in l for l in w), "Megatron's default padding (50432): no note")
+MF = ['check', '--model', 'llama3-8b', '--gpu', 'h100-sxm', '--gpus', '8', '--megatron-fsdp']
+rc, w = notes(MF + ['--zero', '3'])
+ok(sum("holds 4 layers' gathered weights (1.63 GiB) and 1 gradient bucket (0.41 GiB)" in l for l in w) == 1,
+   'Megatron-FSDP over dp 8: 1 + ceil(5e8 / 218M) = 4 layers gathered and one bucket, said once (%s)' % w)
+rc, w = notes(MF + ['--zero', '3', '--fsdp-double-buffer'])
+ok(any("double buffer holds 2 layers' weights and 2 layers' gradients, 1.63 GiB" in l for l in w),
+   'the double buffer: 2 + 2 layers held for the run (%s)' % w)
+rc, w = notes(['check', '--model', 'llama3-8b', '--gpu', 'h200', '--gpus', '1', '--gbs', '4', '--seq', '4096',
+               '--megatron-fsdp', '--zero', '3'])
+ok(any('one data-parallel rank gathers and reduce-scatters nothing' in l for l in w), 'Megatron-FSDP at dp 1: nothing')
+rc, w = notes(MF[:-1] + ['--dist-opt'])
+ok(not any('Megatron-FSDP' in l for l in w), 'the distributed optimizer: no Megatron-FSDP note')
 sys.exit(done())
