@@ -144,6 +144,12 @@ static void fsdp_saved(const pp_layer *ly, double act[PP_RC_COUNT])
         act[rc] = pp_layer_saved_bytes(ly, (pp_recompute)rc, ly->saved_sel_mods, NULL);
 }
 
+void pp_fsdp_sync(const pp_work *w, const pp_layout *l, int64_t mb, bool *params_kept, bool *grads_unsynced)
+{
+    *params_kept = l->pp > 1 && mb > 1;
+    *grads_unsynced = mb > 1 && (l->pp > 1 || w->stack.no_sync_accum);
+}
+
 void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
 {
     memset(c, 0, sizeof *c);
@@ -164,8 +170,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * accumulation without PP reduce-scatters every micro-batch into the sharded gradients;
      * --no-sync-accumulation turns the gradient sync alone off (set_requires_gradient_sync(False):
      * the accumulators, not the parameters, stay unsharded). */
-    c->nosync = l->pp > 1 && mb > 1;
-    c->nosync_grads = mb > 1 && (l->pp > 1 || w->stack.no_sync_accum);
+    pp_fsdp_sync(w, l, mb, &c->nosync, &c->nosync_grads);
     c->accumulate = l->pp == 1 && mb > 1 && !c->nosync_grads;
     c->offload = l->offload != PP_OFF_NONE;
     /* float8 (torchao through torchtitan's quantize.linear.float8 converter, tensorwise scaling

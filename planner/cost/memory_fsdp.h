@@ -66,6 +66,12 @@ typedef struct {
 
 void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c);
 
+/* FSDP2's gradient sync over a step of mb micro-batches (memory_fsdp.c says why): under PP
+ * (torch.distributed.pipelining) the parameters stay unsharded and the gradients unsynced until
+ * the last micro-batch; --no-sync-accumulation leaves the gradients unsynced alone. What both the
+ * memory and the time model read. */
+void pp_fsdp_sync(const pp_work *w, const pp_layout *l, int64_t mb, bool *params_kept, bool *grads_unsynced);
+
 /* One stage: n_all[k] decoder layers of kind k, n_rc[k] of them fully recomputed, the first
  * and/or last stage, `chunks` stage-micro-batches of activations in flight (1F1B). Fills o
  * (breakdown at the peak moment, reserved, fits) and, when tl is not NULL, every moment. */

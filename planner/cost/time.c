@@ -376,7 +376,6 @@ double pp_time_gemm_rate(const pp_time_ctx *c, double m, double n, double k)
     return c->gemm_rate * c->gemm_norm / (1.0 + c->gemm_shape_c * (1.0 / m + 1.0 / n + 1.0 / k));
 }
 
-/* Time of `count` GEMMs of one shape. */
 /* The logits GEMMs' time over an aligned shard's, forward and backward (data and weight gradients),
  * by the 16-bit vocabulary shard's alignment: a multiple of 8 (16 bytes), even, odd. Measured on one
  * H200 with torch 2.11's matmul (cuBLAS), 4096 tokens x 4096 hidden (tests/data/memopts/gemm_align.csv):
@@ -394,6 +393,7 @@ int64_t pp_time_logits_misaligned(const pp_work *w, const pp_layout *l, double *
     return vshard;
 }
 
+/* Time of `count` GEMMs of one shape. */
 static double gemm_s(const pp_time_ctx *c, double m, double n, double k, double count)
 {
     if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "memory_fsdp.h"
 #include "pp_profile.h"
 
 /* Adam's step per parameter on the rank, memory-bound, over the state memory prices
@@ -292,8 +293,8 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
     const double SE = l->zero >= 2 ? max2(1.0, edp / R) : 1.0;
     const bool reshard = l->zero >= 3;
-    const bool nosync = l->pp > 1 && m > 1; /* parameters kept unsharded too */
-    const bool nosync_g = m > 1 && (l->pp > 1 || w->stack.no_sync_accum);
+    bool nosync, nosync_g; /* parameters kept unsharded, gradients unsynced (memory_fsdp.c) */
+    pp_fsdp_sync(w, l, (int64_t)m, &nosync, &nosync_g);
     const double E = first ? c->embed_params / t : 0.0;
     const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
     const double P = st->params, PE = st->expert_params, Pall = P + PE;
