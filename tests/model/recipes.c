@@ -109,6 +109,14 @@ static void unit(void)
     bad(t, "x.yaml", ":5:3: recipe: cuda_graphs: unknown part 'wings'", "an unknown CUDA-graph part");
     bad("name: x\nframework: fsdp\nsource: s\nstack:\n  cuda_graphs: attn\n", "x.yaml", "a Megatron field",
         "CUDA graphs in an FSDP2 recipe");
+    snprintf(t, sizeof t, "%sstack:\n  vocab_divisible_by: 0\n", good_head);
+    bad(t, "x.yaml", ":5:23: key 'vocab_divisible_by': 0 is out of range", "a vocabulary padding base of 0");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  vocab_divisible_by: 64\n", "x.yaml", "a Megatron field",
+        "Megatron's vocabulary padding in an FSDP2 recipe");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  no_sync_accumulation: maybe\n", "x.yaml",
+        ":5:25: key 'no_sync_accumulation': expected true or false", "an unsynced accumulation that is not true or false");
+    snprintf(t, sizeof t, "%sstack:\n  no_sync_accumulation: true\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2's unsynced accumulation in a Megatron recipe");
     {
         pp_recipe r;
         snprintf(t, sizeof t, "%sstack:\n  cuda_graphs: attn,moe_router,moe_preprocess\n", good_head);
