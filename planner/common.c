@@ -53,6 +53,8 @@ const char *const pp_impl_names[PP_IMPL_COUNT] = {"te", "local"};
 const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather", "flex"};
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 const char *const pp_sdpa_backend_names[PP_SDPA_COUNT] = {"flash", "cudnn"};
+const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT] = {"tensorwise", "rowwise"};
+const char *const pp_eager_norm_names[PP_ENORM_COUNT] = {"fused", "composite"};
 const char *const pp_flex_backend_names[PP_FLEX_COUNT] = {"deepep", "hybridep"};
 const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
 const char *const pp_cuda_graph_names[PP_CG_COUNT] = {"none", "attn", "mlp", "moe", "moe_router", "moe_preprocess",
@@ -157,6 +159,10 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", torch.compile");
     if (k > 0 && (size_t)k < n && s->sdpa_backend == PP_SDPA_CUDNN)
         k += snprintf(buf + k, n - (size_t)k, ", SDPA cuDNN");
+    if (k > 0 && (size_t)k < n && s->fp8_scaling == PP_FP8_ROWWISE)
+        k += snprintf(buf + k, n - (size_t)k, ", rowwise float8");
+    if (k > 0 && (size_t)k < n && s->eager_norm == PP_ENORM_COMPOSITE)
+        k += snprintf(buf + k, n - (size_t)k, ", composite RMSNorm");
     if (k > 0 && (size_t)k < n && pp_stack_cuda_graphs(s)) {
         char parts[128];
         pp_cuda_graphs_str(s->cuda_graphs, ",", parts, sizeof parts);
@@ -270,6 +276,24 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
         return STACK_BAD("--cross-entropy-fusion is Megatron's fused cross-entropy: with --framework megatron, not %s",
                          pp_framework_names[w->framework]);
     if ((unsigned)s->sdpa_backend >= PP_SDPA_COUNT) return STACK_BAD("the training stack has an unknown SDPA backend");
+    if ((unsigned)s->fp8_scaling >= PP_FP8_SCALING_COUNT) return STACK_BAD("the training stack has an unknown FP8 scaling");
+    if ((unsigned)s->eager_norm >= PP_ENORM_COUNT) return STACK_BAD("the training stack has an unknown eager norm");
+    if (s->eager_norm != PP_ENORM_FUSED) {
+        if (w->framework != PP_FW_FSDP)
+            return STACK_BAD("--eager-norm composite is eager PyTorch's RMSNorm: with --framework fsdp, not %s",
+                             pp_framework_names[w->framework]);
+        if (s->compile)
+            return STACK_BAD("--eager-norm composite with --compile: Inductor fuses the block's RMSNorm ops into "
+                             "one kernel each way, as the fused norm runs (leave --eager-norm out)");
+        if (w->model.norm != PP_NORM_RMSNORM)
+            return STACK_BAD("--eager-norm composite is RMSNorm's; model %s uses %s, which torch runs fused",
+                             w->model.name, pp_norm_names[w->model.norm]);
+    }
+    if (s->fp8_scaling != PP_FP8_TENSORWISE && (w->framework != PP_FW_FSDP || s->precision != PP_PREC_FP8))
+        return STACK_BAD("--fp8-scaling %s is torchao's float8 recipe: with --framework fsdp --precision fp8, not %s %s "
+                         "(Megatron's FP8 is per-tensor: --precision fp8; its blocks of 32: mxfp8)",
+                         pp_fp8_scaling_names[s->fp8_scaling], pp_framework_names[w->framework],
+                         pp_precision_names[s->precision]);
     if ((unsigned)s->flex_backend >= PP_FLEX_COUNT) return STACK_BAD("the training stack has an unknown flex backend");
     if (s->flex_backend != PP_FLEX_DEEPEP && s->dispatcher != PP_DISPATCH_FLEX)
         return STACK_BAD("--moe-flex-backend %s is the flex dispatcher's library: with --moe-dispatcher flex, not %s",

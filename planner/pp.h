@@ -435,6 +435,21 @@ extern const char *const pp_adam_impl_names[PP_ADAM_COUNT]; /* "fused", "foreach
  * first with set_priority. */
 typedef enum { PP_SDPA_FLASH = 0, PP_SDPA_CUDNN, PP_SDPA_COUNT } pp_sdpa_backend;
 extern const char *const pp_sdpa_backend_names[PP_SDPA_COUNT]; /* "flash", "cudnn" */
+/* --fp8-scaling: how torchao's float8 training scales the linear layers' operands under
+ * --framework fsdp --precision fp8 (torchao/float8/config.py Float8LinearRecipeName): tensorwise
+ * (one scale per tensor, cuBLAS's kernel, FSDP2's float8 all-gather) or rowwise (a scale per row
+ * of each operand along each GEMM's contraction: every operand cast twice, once per axis; CUTLASS
+ * or cuBLAS row-scaled kernels; bf16 all-gathers, enable_fsdp_float8_all_gather being tensorwise
+ * only). torchtitan's Float8LinearConverter defaults to rowwise since 2026 (b5bcd76c). */
+typedef enum { PP_FP8_TENSORWISE = 0, PP_FP8_ROWWISE, PP_FP8_SCALING_COUNT } pp_fp8_scaling;
+extern const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT]; /* "tensorwise", "rowwise" */
+/* --eager-norm: how eager PyTorch runs RMSNorm under --framework fsdp without --compile: fused
+ * (F.rms_norm's CUDA kernel each way, PyTorch 2.8 on: pytorch/pytorch#153666) or composite (the ops
+ * PyTorch 2.4-2.7's F.rms_norm decomposed into, which torchtitan's 2024 RMSNorm and ibm-fms's
+ * LayerNormParameterized also ran: an fp32 upcast, pow, mean, rsqrt, two products; the upcast and
+ * the normalized output saved for the backward). */
+typedef enum { PP_ENORM_FUSED = 0, PP_ENORM_COMPOSITE, PP_ENORM_COUNT } pp_eager_norm;
+extern const char *const pp_eager_norm_names[PP_ENORM_COUNT]; /* "fused", "composite" */
 /* Megatron's cross-entropy (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl): none is
  * tensor_parallel/cross_entropy.py (eager, in place on the fp32 copy of the logits), native is
  * fusions/fused_cross_entropy.py (jit_fuser functions: under torch.compile each returns a new fp32
@@ -535,6 +550,8 @@ typedef struct pp_stack {
                                   get_cpu_offload_context, cpu_offload.py); 0 = none. Megatron allows
                                   it with pp 1 and no recompute only (transformer_config.py) */
     pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
+    pp_fp8_scaling fp8_scaling;   /* --fp8-scaling (fsdp, fp8): torchao's float8 recipe */
+    pp_eager_norm eager_norm;     /* --eager-norm (fsdp, eager): RMSNorm's kernels */
     bool no_sync_accum;        /* --no-sync-accumulation (fsdp): FSDP2's gradient sync off for all but the
                                   last micro-batch of a step (set_requires_gradient_sync(False):
                                   KempnerForge's maybe_no_sync); fp32 unsharded gradient

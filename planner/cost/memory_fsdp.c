@@ -125,6 +125,10 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx 
         sel_extra += 2 * 2 * hr;
     }
     c->act[0][PP_RC_NONE] = ly->saved_bytes; /* the description's saved tensors (titan variant) */
+    /* --eager-norm composite: each of the block's two RMSNorms saves its fp32 upcast and its bf16
+     * normalized output, 6 bytes an element, where the fused kernel saves the rstd alone (measured
+     * on one H200: 6.00 and 0.00 bytes; tests/data/fsdp/rmsnorm.jsonl); recomputed under AC */
+    if (w->stack.eager_norm == PP_ENORM_COMPOSITE && !w->stack.compile) c->act[0][PP_RC_NONE] += 2 * 6.0 * T * hr;
     c->act[0][PP_RC_SELECTIVE] = T * sel;
     c->act[0][PP_RC_FULL] = pp_layer_saved_bytes(ly, PP_RC_FULL, 0, NULL); /* the checkpointed input */
     /* During a block's backward its forward tensors are there again (recomputed under AC; the
@@ -148,6 +152,13 @@ void pp_fsdp_sync(const pp_work *w, const pp_layout *l, int64_t mb, bool *params
 {
     *params_kept = l->pp > 1 && mb > 1;
     *grads_unsynced = mb > 1 && (l->pp > 1 || w->stack.no_sync_accum);
+}
+
+bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l)
+{
+    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
+    const double shard = l->zero >= 2 ? fmax(1.0, (double)(l->dp * l->cp) / R) : 1.0;
+    return w->stack.precision == PP_PREC_FP8 && w->stack.fp8_scaling == PP_FP8_TENSORWISE && shard > 1;
 }
 
 void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
@@ -175,9 +186,10 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     c->offload = l->offload != PP_OFF_NONE;
     /* float8 (torchao through torchtitan's quantize.linear.float8 converter, tensorwise scaling
      * with enable_fsdp_float8_all_gather when the parameters are sharded): a block's linear
-     * weights are all-gathered and held unsharded in fp8, 1 byte. Not measured. */
+     * weights are all-gathered and held unsharded in fp8, 1 byte. Not measured. Rowwise scaling
+     * gathers bf16 (pp_fsdp_fp8_gather). */
     bool fp8 = w->stack.precision == PP_PREC_FP8;
-    bool fp8_gather = fp8 && c->shard > 1;
+    bool fp8_gather = pp_fsdp_fp8_gather(w, l);
     c->copy_bytes = fp8_gather ? 1.0 : 2.0;
 
     /* Parameters per rank: model.c's table split as the layout splits it (layer.c). */
@@ -229,6 +241,11 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
         double f = ly.ffn, widest = fmax(h, f);
         double big = h * f; /* w1, w3 or w2 */
         c->fp8_work[0] = c->fp8_work[1] = (fp8_gather ? 1.0 : 2.0) * big + 2.0 * T * widest;
+        /* rowwise scaling holds the operand cast along its other axis too, one byte more per
+         * element of the widest: on one H200 (tests/data/fp8/fp8_linear.jsonl) a compiled Llama
+         * block's peak rose 0.44 GiB over tensorwise at 8B TP 8 (this term: 0.38), 1.14 GiB at
+         * 70B TP 8 (1.00) and 0.71 GiB at 8B without TP (0.22: short there) */
+        if (w->stack.fp8_scaling == PP_FP8_ROWWISE) c->fp8_work[0] = c->fp8_work[1] += T * widest;
     }
 
     /* Last stage: the final norm's input (the last block's output) and rstd, the output layer's

@@ -103,6 +103,19 @@
 #define EW_FP8_CAST_FWD 4.0 /* FP8: a linear input cast to 8 bits, row-wise and transposed (read 2,
                                write 1 + 1; TE's cast-transpose kernel) */
 #define EW_FP8_CAST_BWD 3.0 /* FP8: the output gradient cast to 8 bits (read 2, write 1) */
+/* torchao's rowwise float8 (--fp8-scaling rowwise) against its tensorwise recipe, measured on one
+ * H200 with torch 2.11 and torchao 0.18 (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py):
+ * a Llama block's seven linear layers converted with convert_to_float8_training and compiled, at
+ * the per-rank shapes of Llama 3.1 8B and 70B under TP 8 (98304 and 131072 tokens) and 8B without
+ * TP (16384). Their casts (the compiled block's time less its GEMMs', less bf16's remainder) took
+ * 3.53x, 4.47x and 3.72x the tensorwise recipe's: each operand is scaled along both axes (an amax
+ * and a cast per axis, the weight-gradient GEMM's operands reduced over the tokens), where
+ * tensorwise casts once and transposes. Their GEMMs (torch._scaled_mm with per-row x per-column
+ * fp32 scales, fast accumulation in the forward as torchao sets it) took 1.115x, 1.009x and 1.040x
+ * the per-tensor-scaled ones. The cast work is priced as the tensorwise casts' bytes times the
+ * mean ratio, so it follows the GPU's memory bandwidth as they do. */
+#define FP8_ROWWISE_CAST_X 3.91
+#define FP8_ROWWISE_GEMM_X 1.054
 #define EW_EMBED 4.0        /* embedding lookup: read row, write */
 #define EW_EMBED_GRAD 8.0   /* per embedding element: fp32 main-grad read + write per micro-batch */
 /* Weight gradients are accumulated over the micro-batches into the gradient buffer: every
@@ -175,6 +188,15 @@
  *   element the product's two gradients 6 + 6 and SiLU's 6, RoPE's backward 20, repeat_kv's sum. */
 #define EW_FSDP_NORM_FWD 4.0
 #define EW_FSDP_NORM_BWD 8.0
+/* --eager-norm composite: RMSNorm as the ops PyTorch 2.4-2.7's F.rms_norm decomposed into (and
+ * torchtitan's 2024 RMSNorm, ibm-fms's LayerNormParameterized): x.float(), pow, mean, + eps, rsqrt,
+ * the product, type_as, the product by the weight, and autograd's backward of each. Measured on one
+ * H200 with PyTorch 2.11 (tests/data/fsdp/rmsnorm.jsonl, tools/fsdp/rmsnorm.py: 8192-16384 tokens
+ * of 4096-8192): forward 46-52 and backward 100-112 bytes an element at the GPU's copy rate, the
+ * means below; F.rms_norm's fused kernels took 4.7-6.3 and 11.9-15.6 there (the 4 and 8 above
+ * count its reads and writes). */
+#define EW_FSDP_NORM_COMPOSITE_FWD 49.5
+#define EW_FSDP_NORM_COMPOSITE_BWD 106.9
 #define EW_FSDP_ADD 6.0
 #define EW_FSDP_SWIGLU_FWD 10.0
 #define EW_FSDP_SWIGLU_BWD 18.0
@@ -333,6 +355,9 @@ void pp_time_ctx_init(pp_time_ctx *c, const pp_work *w, const pp_time_opts *o)
         if (w->stack.precision == PP_PREC_MXFP8 && g->mxfp8_eff > 0) c->gemm_rate_fp8 *= g->mxfp8_eff;
         /* per-tensor FP8 (delayed or current scaling): the entry's fitted share (fp8_eff) */
         if (w->stack.precision == PP_PREC_FP8 && g->fp8_eff > 0) c->gemm_rate_fp8 *= g->fp8_eff;
+        /* torchao's rowwise scaling: its row-scaled kernels (FP8_ROWWISE_GEMM_X) */
+        if (w->stack.precision == PP_PREC_FP8 && w->stack.fp8_scaling == PP_FP8_ROWWISE)
+            c->gemm_rate_fp8 /= FP8_ROWWISE_GEMM_X;
         c->gemm_shape_c_fp8 = bw > 0 ? c->gemm_rate_fp8 / bw : 0;
         c->gemm_norm_fp8 = sustained * (1.0 + 3.0 * c->gemm_shape_c_fp8 / GEMM_REF_DIM);
     }
@@ -524,6 +549,14 @@ double pp_time_behind(double comm, double window)
 
 /* Bytes per element of an elementwise class of the layer description, forward and backward
  * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
+/* Bytes an element of an eager FSDP stack's RMSNorm, forward and backward (--eager-norm). */
+static void fsdp_norm_bytes(const pp_work *w, double *f, double *b)
+{
+    const bool composite = w->stack.eager_norm == PP_ENORM_COMPOSITE && !w->stack.compile;
+    *f = composite ? EW_FSDP_NORM_COMPOSITE_FWD : EW_FSDP_NORM_FWD;
+    *b = composite ? EW_FSDP_NORM_COMPOSITE_BWD : EW_FSDP_NORM_BWD;
+}
+
 static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
 {
     double mask = c->opts.dropout ? 0 : EW_MASK;
@@ -539,10 +572,15 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     case PP_EW_ROUTER: *f = EW_ROUTER_FWD, *b = EW_ROUTER_BWD; return;
     case PP_EW_PERMUTE: *f = *b = EW_MOE_PERMUTE; return;
     case PP_EW_PROB_SCALE: *f = EW_PROB_SCALE, *b = 2.0 * EW_PROB_SCALE; return;
-    case PP_EW_FP8_CAST_IN: *f = EW_FP8_CAST_FWD, *b = 0; return;
-    case PP_EW_FP8_CAST_GRAD: *f = 0, *b = EW_FP8_CAST_BWD; return;
+    case PP_EW_FP8_CAST_IN:
+    case PP_EW_FP8_CAST_GRAD: {
+        double x = c->w->stack.fp8_scaling == PP_FP8_ROWWISE ? FP8_ROWWISE_CAST_X : 1.0;
+        *f = cls == PP_EW_FP8_CAST_IN ? x * EW_FP8_CAST_FWD : 0;
+        *b = cls == PP_EW_FP8_CAST_GRAD ? x * EW_FP8_CAST_BWD : 0;
+        return;
+    }
     case PP_EW_T_NORM:
-    case PP_EW_T_QK_NORM: *f = EW_FSDP_NORM_FWD, *b = EW_FSDP_NORM_BWD; return;
+    case PP_EW_T_QK_NORM: fsdp_norm_bytes(c->w, f, b); return;
     case PP_EW_T_ADD: *f = *b = EW_FSDP_ADD; return;
     case PP_EW_T_GRAD_SUM: *f = 0, *b = EW_FSDP_ADD; return;
     case PP_EW_T_GELU: *f = EW_FSDP_GELU_FWD, *b = EW_FSDP_GELU_BWD; return;
@@ -855,10 +893,10 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     if (pp_work_fw(w)->titan_kernels) {
         /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
-        double h_sp = l->tp > 1 ? h / t : h;
-        o->output_fwd_s = g_logits_f + (EW_FSDP_NORM_FWD * T * h_sp + EW_FSDP_CE_FWD * T * V / t) / c->mem_rate;
-        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF +
-                          (EW_FSDP_NORM_BWD * T * h_sp + EW_FSDP_CE_BWD * T * V / t) / c->mem_rate;
+        double h_sp = l->tp > 1 ? h / t : h, nf, nb;
+        fsdp_norm_bytes(w, &nf, &nb);
+        o->output_fwd_s = g_logits_f + (nf * T * h_sp + EW_FSDP_CE_FWD * T * V / t) / c->mem_rate;
+        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF + (nb * T * h_sp + EW_FSDP_CE_BWD * T * V / t) / c->mem_rate;
         o->embed_fwd_s = EW_EMBED * T * h / c->mem_rate;
         o->embed_bwd_s = (2.0 * V / t * h + 10.0 * T * h) / c->mem_rate;
     }

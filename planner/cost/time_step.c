@@ -330,7 +330,7 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
                          pp_layout_group_per_node((int64_t)SE, ee, gpn),
                          pp_layout_group_per_node((int64_t)R, l->tp * (int64_t)S, gpn),
                          pp_layout_group_per_node((int64_t)R, ee * (int64_t)SE, gpn)};
-        double ab = (w->stack.precision == PP_PREC_FP8 && S > 1) ? 1.0 : 2.0; /* fp8 all-gather */
+        double ab = pp_fsdp_fp8_gather(w, l) ? 1.0 : 2.0; /* torchao's float8 all-gather */
         double ag_b = fsdp_gather_s(c, &g, blk, blk_e, ab), rs_b = fsdp_reduce_s(c, &g, blk, blk_e);
         /* first gathered, last reduced: the embedding on the first stage, else a block */
         double ag_first = first ? fsdp_gather_s(c, &g, E, 0, 2.0) : fsdp_gather_s(c, &g, blk, blk_e, 2.0);

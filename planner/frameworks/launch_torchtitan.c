@@ -25,8 +25,10 @@
  *   --offload              TrainingConfig.enable_cpu_offload
  *   --optimizer-impl       OptimizersContainer.Config.implementation
  *   --compile, --tp-comm-overlap  CompileConfig enable, enable_async_tensor_parallel
- * Not written (refused with the reason): --precision fp8 (this commit's Float8LinearConverter is
- * rowwise with bf16 all-gathers, not the tensorwise float8 all-gather the FSDP2 model prices),
+ *   --precision fp8 --fp8-scaling rowwise  model_registry(..., converters=[Float8LinearConverter.Config(
+ *                          recipe_name="rowwise")]) (its default recipe, bf16 all-gathers)
+ * Not written (refused with the reason): --precision fp8 with tensorwise scaling (this commit's
+ * Float8LinearConverter has no float8 all-gather, which the FSDP2 model prices for tensorwise),
  * --recompute-layers below the stage's layers (FullAC wraps every block), expert TP.
  *
  * torchtitan-toml: the keys are those of torchtitan 0.2.x's JobConfig (torchtitan/config/job_config.py, the last
@@ -402,7 +404,13 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
         tt_printf(b, "mode = \"none\"\n");
     }
 
-    if (fp8) {
+    if (fp8 && w->stack.fp8_scaling == PP_FP8_ROWWISE) {
+        /* torchao rowwise float8 (--fp8-scaling rowwise): bf16 all-gathers, torchtitan refuses the
+         * float8 all-gather with a recipe_name (components/quantization/float8.py) */
+        tt_printf(b, "\n[quantize.linear.float8]\n");
+        tt_printf(b, "recipe_name = \"rowwise\"\n");
+        tt_printf(b, "filter_fqns = [\"output\"]\n");
+    } else if (fp8) {
         /* torchao tensorwise float8 with the fp8 all-gather (the memory model prices the fp8
          * unsharded copies); the output layer stays bf16. */
         tt_printf(b, "\n[quantize.linear.float8]\n");
@@ -424,10 +432,10 @@ static pp_status tt_py_check(const pp_launch_params *p, pp_error *err)
     const pp_work *w = p->work;
     const pp_layout *l = p->layout;
     const pp_model *m = &w->model;
-    if (w->stack.precision == PP_PREC_FP8)
+    if (w->stack.precision == PP_PREC_FP8 && w->stack.fp8_scaling != PP_FP8_ROWWISE)
         return BAD("--precision fp8: torchtitan's Float8LinearConverter (b5bcd76c, components/quantization/float8.py) "
-                   "is rowwise with bf16 all-gathers, not the tensorwise float8 all-gather parplan prices; "
-                   "use --format torchtitan-toml (torchtitan 0.2.x)");
+                   "has no float8 all-gather, which parplan's tensorwise float8 prices; state --fp8-scaling rowwise "
+                   "(its default recipe), or use --format torchtitan-toml (torchtitan 0.2.x) for tensorwise");
     if (w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH && w->stack.loss != PP_LOSS_CUT)
         return BAD("--loss %s is not a torchtitan loss (upcast: CrossEntropyLoss; cut: ChunkedLossWrapper)",
                    pp_loss_names[w->stack.loss]);
@@ -533,6 +541,8 @@ static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
     tt_printf(b, "from torchtitan.components.loss import %sCrossEntropyLoss\n", cut ? "ChunkedLossWrapper, " : "");
     tt_printf(b, "from torchtitan.components.metrics import MetricsProcessor\n");
     tt_printf(b, "from torchtitan.components.optimizer import default_adamw, LRSchedulersContainer, OptimizersContainer\n");
+    if (w->stack.precision == PP_PREC_FP8)
+        tt_printf(b, "from torchtitan.components.quantization import Float8LinearConverter\n");
     tt_printf(b, "from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig\n");
     if (l->recompute != PP_RC_NONE)
         tt_printf(b, "from torchtitan.distributed.activation_checkpoint import %s\n",
@@ -552,7 +562,15 @@ static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
     }
 
     tt_printf(b, "\n\ndef parplan_config() -> Trainer.Config:\n");
-    tt_printf(b, "    model_spec = %s(\"%s\")\n", f ? "model_registry" : "_llama3.model_registry", flavor);
+    if (w->stack.precision == PP_PREC_FP8)
+        /* torchao rowwise float8 on every linear layer but the output (tt_py_check refuses the rest) */
+        tt_printf(b, "    model_spec = %s(\n        \"%s\",\n        converters=[\n"
+                     "            Float8LinearConverter.Config(\n                recipe_name=\"rowwise\",\n"
+                     "                filter_fqns=[\"lm_head\"],\n                model_compile_enabled=%s,\n"
+                     "            ),\n        ],\n    )\n",
+                  f ? "model_registry" : "_llama3.model_registry", flavor, w->stack.compile ? "True" : "False");
+    else
+        tt_printf(b, "    model_spec = %s(\"%s\")\n", f ? "model_registry" : "_llama3.model_registry", flavor);
     if (cut)
         tt_printf(b, "    # --loss cut: the lm_head and the loss per chunk of tokens, never the whole logits\n"
                      "    loss = ChunkedLossWrapper.Config(\n"

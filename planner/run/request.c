@@ -144,6 +144,12 @@ const pp_option pp_request_options[] = {
     ENUM("--sdpa-backend", sdpa_backend, PP_RQ_SDPA_BACKEND, pp_sdpa_backend_names, PP_SDPA_COUNT,
          "torch SDPA's kernel under --framework fsdp (default flash: FlashAttention-2; cudnn: what torchtitan "
          "picks first since 2025-10)"),
+    ENUM("--fp8-scaling", fp8_scaling, PP_RQ_FP8_SCALING, pp_fp8_scaling_names, PP_FP8_SCALING_COUNT,
+         "torchao's float8 recipe under --framework fsdp --precision fp8 (default tensorwise, with the float8 "
+         "all-gather; rowwise: every operand cast along both axes, bf16 all-gathers, torchtitan's current default)"),
+    ENUM("--eager-norm", eager_norm, PP_RQ_EAGER_NORM, pp_eager_norm_names, PP_ENORM_COUNT,
+         "eager PyTorch's RMSNorm under --framework fsdp without --compile (default fused: F.rms_norm's kernel, "
+         "PyTorch 2.8 on; composite: PyTorch 2.4-2.7's ops, torchtitan's 2024 RMSNorm, ibm-fms's)"),
     ENUM("--param-dtype", param_dtype, PP_RQ_PARAM_DTYPE, optimizer_dtype_names, 2,
          "the sharded parameters' dtype, and so their gradients' and AdamW's state (fsdp; "
          "bf16: NeMo AutoModel's default; fp32: torchtitan's)"),
@@ -417,6 +423,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_CPU_OFFLOAD_LAYERS]) s->cpu_offload_layers = r->cpu_offload_layers;
     if (g[PP_RQ_VOCAB_DIVISIBLE_BY]) s->vocab_divisible_by = r->vocab_divisible_by;
     if (g[PP_RQ_SDPA_BACKEND]) s->sdpa_backend = (pp_sdpa_backend)r->sdpa_backend;
+    if (g[PP_RQ_FP8_SCALING]) s->fp8_scaling = (pp_fp8_scaling)r->fp8_scaling;
+    if (g[PP_RQ_EAGER_NORM]) s->eager_norm = (pp_eager_norm)r->eager_norm;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
@@ -472,7 +480,8 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_PRECISION_AWARE] = PP_RQ_PRECISION_AWARE, [PP_RF_DIST_FUSED_ADAM] = PP_RQ_DIST_FUSED_ADAM,
     [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS, [PP_RF_SDPA_BACKEND] = PP_RQ_SDPA_BACKEND,
     [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND, [PP_RF_VOCAB_DIVISIBLE_BY] = PP_RQ_VOCAB_DIVISIBLE_BY,
-    [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM,
+    [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
+    [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -147,6 +147,11 @@ pp_status pp_run_build(const pp_work *w, const pp_layout *l, const pp_run_opts *
              (long long)vshard, vxf, vxb,
              w->framework == PP_FW_MEGATRON ? "Megatron's default padding (--vocab-divisible-by 128) avoids it"
                                             : "a vocabulary padded to a multiple of 8 x tp avoids it");
+    /* torchao's rowwise float8 is priced from compiled blocks (cost/time.c FP8_ROWWISE_CAST_X); eager,
+     * the same block took 1.9x its compiled time (tests/data/fp8/README.md: 65.5 against 34.1 ms) */
+    if (w->stack.fp8_scaling == PP_FP8_ROWWISE && !w->stack.compile)
+        note(r, "rowwise float8 is priced as torch.compile runs it (its casts fused); eager, a Llama block's linear "
+                "layers took 1.9x their compiled time on one H200: give --compile, as torchtitan's float8 docs ask");
     /* CPU offloading: what the host keeps (pinned) for the micro-batch in flight */
     if (w->stack.cpu_offload_layers > 0)
         note(r, "CPU offloading keeps %.1f GiB of activations per GPU in host memory (%lld layers of a micro-batch); "

@@ -28,6 +28,7 @@ cases=(
   "toml-only:8b-every2nd|--model llama3-8b $w --gpus 8 --gbs 8 --mbs 1 --zero 3 --recompute full --recompute-layers 16"
   "8b-ddp|--model llama3-8b --framework fsdp --gpu h200 --gpus 8 --gbs 8 --mbs 1 --zero 0 --recompute full"
   "hf-3b|--model $out/hf-llama-3b/config.json $w --gpus 8 --gbs 16 --mbs 2 --zero 2 --recompute selective"
+  "8b-fp8-rowwise|--model llama3-8b $w --gpus 8 --gbs 8 --mbs 1 --zero 3 --recompute selective --precision fp8 --fp8-scaling rowwise --compile"
   "toml-only:8b-fp8|--model llama3-8b $w --gpus 8 --gbs 8 --mbs 1 --zero 3 --recompute selective --precision fp8"
   "py-only:8b-chunked-loss|--model llama3-8b $w --gpus 8 --gbs 16 --mbs 2 --zero 3 --recompute none --loss cut"
   "py-only:qwen3-8b-pp2|--model qwen3-8b $w --gpus 16 --gpus-per-node 8 --gbs 64 --mbs 1 --pp 2 --zero 3 --recompute full"

@@ -1,0 +1,17 @@
+"""What the Python validation scripts that read device measurements share: a C #define's value
+from a source file, and the TAP report of (ok, message) checks."""
+import re
+
+
+def constant(src, name):
+    """The number a `#define NAME value` gives in src, or None."""
+    m = re.search(r"#define\s+%s\s+([0-9.]+)" % name, src)
+    return float(m.group(1)) if m else None
+
+
+def report(checks):
+    """Print the checks as TAP; the exit status (0 when every check holds)."""
+    for i, (ok, msg) in enumerate(checks, 1):
+        print(f"{'ok' if ok else 'not ok'} {i} - {msg}")
+    print(f"1..{len(checks)}")
+    return 0 if all(ok for ok, _ in checks) else 1
