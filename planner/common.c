@@ -55,6 +55,7 @@ const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 const char *const pp_sdpa_backend_names[PP_SDPA_COUNT] = {"flash", "cudnn"};
 const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT] = {"tensorwise", "rowwise"};
 const char *const pp_eager_norm_names[PP_ENORM_COUNT] = {"fused", "composite"};
+const char *const pp_te_attention_names[PP_TEATTN_COUNT] = {"cudnn", "flash2"};
 const char *const pp_flex_backend_names[PP_FLEX_COUNT] = {"deepep", "hybridep"};
 const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
 const char *const pp_cuda_graph_names[PP_CG_COUNT] = {"none", "attn", "mlp", "moe", "moe_router", "moe_preprocess",
@@ -163,6 +164,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", rowwise float8");
     if (k > 0 && (size_t)k < n && s->eager_norm == PP_ENORM_COMPOSITE)
         k += snprintf(buf + k, n - (size_t)k, ", composite RMSNorm");
+    if (k > 0 && (size_t)k < n && s->te_attention == PP_TEATTN_FLASH2)
+        k += snprintf(buf + k, n - (size_t)k, ", TE's FlashAttention-2");
     if (k > 0 && (size_t)k < n && pp_stack_cuda_graphs(s)) {
         char parts[128];
         pp_cuda_graphs_str(s->cuda_graphs, ",", parts, sizeof parts);
@@ -278,6 +281,17 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if ((unsigned)s->sdpa_backend >= PP_SDPA_COUNT) return STACK_BAD("the training stack has an unknown SDPA backend");
     if ((unsigned)s->fp8_scaling >= PP_FP8_SCALING_COUNT) return STACK_BAD("the training stack has an unknown FP8 scaling");
     if ((unsigned)s->eager_norm >= PP_ENORM_COUNT) return STACK_BAD("the training stack has an unknown eager norm");
+    if ((unsigned)s->te_attention >= PP_TEATTN_COUNT) return STACK_BAD("the training stack has an unknown TE attention");
+    if (s->te_attention != PP_TEATTN_CUDNN) {
+        if (w->framework != PP_FW_MEGATRON)
+            return STACK_BAD("--te-attention %s is TransformerEngine's attention under Megatron: with --framework megatron, "
+                             "not %s (FSDP2's is --sdpa-backend)", pp_te_attention_names[s->te_attention],
+                             pp_framework_names[w->framework]);
+        if (s->impl == PP_IMPL_LOCAL || w->attention == PP_ATTN_UNFUSED)
+            return STACK_BAD("--te-attention %s is a fused kernel of TransformerEngine: not with %s",
+                             pp_te_attention_names[s->te_attention],
+                             s->impl == PP_IMPL_LOCAL ? "--impl local" : "--attention unfused");
+    }
     if (s->eager_norm != PP_ENORM_FUSED) {
         if (w->framework != PP_FW_FSDP)
             return STACK_BAD("--eager-norm composite is eager PyTorch's RMSNorm: with --framework fsdp, not %s",

@@ -450,6 +450,14 @@ extern const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT]; /* "tensorw
  * the normalized output saved for the backward). */
 typedef enum { PP_ENORM_FUSED = 0, PP_ENORM_COMPOSITE, PP_ENORM_COUNT } pp_eager_norm;
 extern const char *const pp_eager_norm_names[PP_ENORM_COUNT]; /* "fused", "composite" */
+/* --te-attention: the kernel TransformerEngine's DotProductAttention runs under Megatron: cudnn
+ * (its fused attention, which TE picks first on Hopper since v1.8: "Disabling FlashAttention to
+ * give FusedAttention preference on Hopper+ for performance reasons") or flash2 (the flash-attn 2
+ * package: TE's first choice up to v1.7, "FlashAttention > FusedAttention (cuDNN)", or wherever
+ * NVTE_FUSED_ATTN=0, as NeMo-Framework-Launcher 24.01-24.07 set it). On Hopper FA2 runs at about
+ * half cuDNN's rate (cost/time.c fsdp_sdpa). */
+typedef enum { PP_TEATTN_CUDNN = 0, PP_TEATTN_FLASH2, PP_TEATTN_COUNT } pp_te_attention;
+extern const char *const pp_te_attention_names[PP_TEATTN_COUNT]; /* "cudnn", "flash2" */
 /* Megatron's cross-entropy (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl): none is
  * tensor_parallel/cross_entropy.py (eager, in place on the fp32 copy of the logits), native is
  * fusions/fused_cross_entropy.py (jit_fuser functions: under torch.compile each returns a new fp32
@@ -552,6 +560,7 @@ typedef struct pp_stack {
     pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
     pp_fp8_scaling fp8_scaling;   /* --fp8-scaling (fsdp, fp8): torchao's float8 recipe */
     pp_eager_norm eager_norm;     /* --eager-norm (fsdp, eager): RMSNorm's kernels */
+    pp_te_attention te_attention; /* --te-attention (megatron, TE): the attention kernel */
     bool no_sync_accum;        /* --no-sync-accumulation (fsdp): FSDP2's gradient sync off for all but the
                                   last micro-batch of a step (set_requires_gradient_sync(False):
                                   KempnerForge's maybe_no_sync); fp32 unsharded gradient

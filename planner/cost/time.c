@@ -258,6 +258,18 @@ static const struct {
 
 static double gpu_peak(const pp_gpu *g);
 
+/* The row of fsdp_sdpa a work's attention runs at on a Hopper-class GPU, or -1 for the fused
+ * attention's defaults (pp_time_opts_default): torch SDPA's kernel under FSDP2 (--sdpa-backend), and
+ * FlashAttention-2 under Megatron where TransformerEngine runs the flash-attn 2 package
+ * (--te-attention flash2: the same FA2 kernels PyTorch vendors, measured through SDPA). */
+static int hopper_attn_row(const pp_work *w)
+{
+    if (gpu_peak(&w->gpu) <= FSDP_FA2_HOPPER_PEAK) return -1;
+    if (pp_work_fw(w)->titan_kernels) return (int)w->stack.sdpa_backend;
+    if (pp_work_te(w) && w->stack.te_attention == PP_TEATTN_FLASH2) return PP_SDPA_FLASH;
+    return -1;
+}
+
 void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -306,12 +318,11 @@ void pp_time_opts_default(const pp_work *w, pp_time_opts *o)
      * wgrad GEMM on the main_grad, DeepSpeed's BF16 optimizer's copies; FSDP2's per-micro-batch
      * copies are priced per parameter in the step, fsdp_step_terms). */
     o->grad_accum_bytes = fp16 ? fr->grad_accum_bytes_16 : fr->grad_accum_bytes;
-    if (fr->titan_kernels) {
-        /* SDPA's FlashAttention-2, or its cuDNN backend */
-        if (gpu_peak(&w->gpu) > FSDP_FA2_HOPPER_PEAK) {
-            o->flash_fwd_eff = fsdp_sdpa[s->sdpa_backend].fwd_eff;
-            o->flash_bwd_eff = fsdp_sdpa[s->sdpa_backend].bwd_eff;
-        }
+    /* SDPA's FlashAttention-2 or its cuDNN backend under FSDP2; TE's FlashAttention-2 under Megatron */
+    const int arow = hopper_attn_row(w);
+    if (arow >= 0) {
+        o->flash_fwd_eff = fsdp_sdpa[arow].fwd_eff;
+        o->flash_bwd_eff = fsdp_sdpa[arow].bwd_eff;
     }
 }
 
@@ -599,10 +610,11 @@ void pp_time_flash_s(const pp_time_ctx *c, double batch_heads, double queries, d
     double fl = 2.0 * batch_heads * queries * keys_avg * (qk_dim + v_dim);
     *fwd_s = fl / c->flash_fwd_rate;
     *bwd_s = 2.0 * fl / c->flash_bwd_rate;
-    if (pp_work_fw(c->w)->titan_kernels && gpu_peak(&c->w->gpu) > FSDP_FA2_HOPPER_PEAK) {
+    const int arow = hopper_attn_row(c->w);
+    if (arow >= 0) {
         /* the kernel's per-query-block cost (fsdp_sdpa's s0) over the keys a causal kernel walks,
          * relative to the reference length */
-        double s0f = fsdp_sdpa[c->w->stack.sdpa_backend].s0_fwd, s0b = fsdp_sdpa[c->w->stack.sdpa_backend].s0_bwd;
+        double s0f = fsdp_sdpa[arow].s0_fwd, s0b = fsdp_sdpa[arow].s0_bwd;
         double span = 2.0 * keys_avg;
         *fwd_s *= (1.0 + s0f / span) / (1.0 + s0f / FSDP_FA2_S_REF);
         *bwd_s *= (1.0 + s0b / span) / (1.0 + s0b / FSDP_FA2_S_REF);

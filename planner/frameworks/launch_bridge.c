@@ -141,6 +141,8 @@ pp_status pp_launch_bridge(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     }
     /* the stack: implementation, fusions, precision, optimizer sharding and overlap */
     pp_sbuf_printf(b, "    model.transformer_impl=%s\n", pp_work_impl(w) == PP_IMPL_TE ? "transformer_engine" : "local");
+    if (stk->te_attention == PP_TEATTN_FLASH2) /* TransformerConfig.attention_backend (AttnBackend) */
+        pp_sbuf_printf(b, "    model.attention_backend=flash\n");
     if (stk->act_unfused) pp_sbuf_printf(b, "    model.bias_activation_fusion=false\n");
     if (stk->ce_fusion != PP_CE_NONE)
         pp_sbuf_printf(b, "    model.cross_entropy_loss_fusion=true\n    model.cross_entropy_fusion_impl=%s\n",

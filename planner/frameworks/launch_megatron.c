@@ -634,6 +634,9 @@ static pp_status megatron_build(const pp_launch_params *p, mg_list *g, pp_error 
     bool local_impl = pp_work_impl(w) == PP_IMPL_LOCAL;
     if (!local && local_impl) ARGV(G_PRECISION, "--transformer-impl", "%s", "local");
     else if (!local && w->attention == PP_ATTN_UNFUSED) ARGV(G_PRECISION, "--attention-backend", "%s", "unfused");
+    /* --te-attention flash2: TE's flash-attn path (language_module.py _set_attention_backend:
+     * NVTE_FLASH_ATTN=1, NVTE_FUSED_ATTN=0) */
+    else if (!local && s->te_attention == PP_TEATTN_FLASH2) ARGV(G_PRECISION, "--attention-backend", "%s", "flash");
 
     /* -- data */
     if (local) {

@@ -125,6 +125,10 @@ pp_status pp_launch_nemo(const pp_launch_params *p, pp_sbuf *b, pp_error *err)
     pp_sbuf_printf(b, "  transformer_engine: %s\n", pp_work_impl(w) == PP_IMPL_TE ? "true" : "false");
     if (stk->precision == PP_PREC_FP8) pp_sbuf_printf(b, "  fp8: true\n  fp8_hybrid: true\n");
     if (stk->tp_comm_overlap) pp_sbuf_printf(b, "  ub_tp_comm_overlap: true\n");
+    /* NeMo 1.x's Megatron-Core path leaves the kernel to TE's environment (NeMo-Framework-Launcher
+     * 24.01-24.07 conf/config.yaml env_vars: NVTE_FUSED_ATTN: 0) */
+    if (stk->te_attention == PP_TEATTN_FLASH2)
+        pp_sbuf_printf(b, "  # --te-attention flash2: run with NVTE_FUSED_ATTN=0 in the environment (the launcher's env_vars)\n");
     /* Megatron's TransformerConfig keys, which NeMo's model config passes through */
     if (stk->act_unfused) pp_sbuf_printf(b, "  bias_activation_fusion: false\n");
     if (m->window > 0) {

@@ -263,6 +263,10 @@ static void tt_header(tt_buf *b, const pp_launch_params *p, bool py)
                      "# kernel first, about 2x faster on Hopper: --sdpa-backend cudnn (or --recipe torchtitan) prices that\n");
     else
         tt_printf(b, "# attention priced as SDPA's cuDNN kernel, which torchtitan 0.2.x runs first\n");
+    /* torchtitan's norm is F.rms_norm: fused from PyTorch 2.8, the composite before; no key sets it */
+    if (w->stack.eager_norm == PP_ENORM_COMPOSITE)
+        tt_printf(b, "# RMSNorm priced as PyTorch 2.4-2.7 runs F.rms_norm eagerly (--eager-norm composite); on PyTorch\n"
+                     "# 2.8 or later it is one fused kernel each way and the step shorter\n");
 }
 
 /* The module names of each model part (the pipeline split), as torchtitan names its decoders'

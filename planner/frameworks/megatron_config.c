@@ -945,6 +945,12 @@ static pp_status read_stack(rd *r)
     bool unfused = s->impl == PP_IMPL_LOCAL || env_off ||
                    (backend && (strstr(backend, "unfused") || strstr(backend, "local")));
     c->attention = unfused ? PP_ATTN_UNFUSED : PP_ATTN_FLASH;
+    /* TE's flash-attn path instead of its cuDNN attention: --attention-backend flash
+     * (language_module.py _set_attention_backend sets NVTE_FUSED_ATTN=0), or NVTE_FUSED_ATTN=0 in
+     * the script's environment, as NeMo-Framework-Launcher 24.01-24.07 set it. Priced as the
+     * flash-attn 2 package (--te-attention flash2); flash-attn 3, where installed, is not modelled. */
+    bool fused_off = env_fu && !strcmp(env_fu, "0");
+    if (!unfused && ((backend && !strcmp(backend, "flash")) || fused_off)) s->te_attention = PP_TEATTN_FLASH2;
     c->framework = PP_FW_MEGATRON;
     if ((st = rd_bool(r, "tp_comm_overlap", false, &s->tp_comm_overlap))) return st;
     if (!disp || !strcmp(disp, "allgather")) s->dispatcher = PP_DISPATCH_ALLGATHER;

@@ -20,7 +20,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "tp_comm_overlap", "optimizer_dtype", "optimizer_impl", "moe_dispatcher", "moe_grouped_gemm",
     "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
     "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend", "moe_flex_backend",
-    "vocab_divisible_by", "no_sync_accumulation", "fp8_scaling", "eager_norm",
+    "vocab_divisible_by", "no_sync_accumulation", "fp8_scaling", "eager_norm", "te_attention",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -36,7 +36,7 @@ typedef struct {
     int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
     bool fp8_param_gather, precision_aware, dist_fused_adam;
     char cuda_graphs[128];
-    int sdpa_backend, flex_backend, fp8_scaling, eager_norm;
+    int sdpa_backend, flex_backend, fp8_scaling, eager_norm, te_attention;
     int64_t vocab_divisible_by;
     bool no_sync_accum;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
@@ -85,6 +85,7 @@ static const pp_key stack_keys[] = {
     PP_KBOOL(recipe_file, "no_sync_accumulation", no_sync_accum, false),
     PP_KENUM(recipe_file, "fp8_scaling", fp8_scaling, pp_fp8_scaling_names, PP_FP8_SCALING_COUNT, false),
     PP_KENUM(recipe_file, "eager_norm", eager_norm, pp_eager_norm_names, PP_ENORM_COUNT, false),
+    PP_KENUM(recipe_file, "te_attention", te_attention, pp_te_attention_names, PP_TEATTN_COUNT, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -96,7 +97,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     case PP_RF_IMPL: case PP_RF_BIAS_ACT_FUSION: case PP_RF_CE_FUSION: case PP_RF_GRAD_BF16:
     case PP_RF_ATTN_MASK: case PP_RF_OPTIMIZER_DTYPE: case PP_RF_FP8_PARAM_GATHER: case PP_RF_MAIN_PARAMS_DTYPE:
     case PP_RF_EXP_AVG_DTYPE: case PP_RF_EXP_AVG_SQ_DTYPE: case PP_RF_PRECISION_AWARE: case PP_RF_DIST_FUSED_ADAM:
-    case PP_RF_CUDA_GRAPHS: case PP_RF_VOCAB_DIVISIBLE_BY:
+    case PP_RF_CUDA_GRAPHS: case PP_RF_VOCAB_DIVISIBLE_BY: case PP_RF_TE_ATTENTION:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS: case PP_RF_SDPA_BACKEND:
     case PP_RF_NO_SYNC_ACCUM: case PP_RF_FP8_SCALING: case PP_RF_EAGER_NORM:
@@ -186,6 +187,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->no_sync_accum = f.no_sync_accum;
     s->fp8_scaling = (pp_fp8_scaling)f.fp8_scaling;
     s->eager_norm = (pp_eager_norm)f.eager_norm;
+    s->te_attention = (pp_te_attention)f.te_attention;
     if ((r->set >> PP_RF_CUDA_GRAPHS) & 1u) {
         char why[160];
         if (pp_cuda_graphs_parse(f.cuda_graphs, &s->cuda_graphs, why, sizeof why) != PP_OK) {
@@ -334,6 +336,7 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_NO_SYNC_ACCUM)) s->no_sync_accum = rs->no_sync_accum;
     if (SET(PP_RF_FP8_SCALING)) s->fp8_scaling = rs->fp8_scaling;
     if (SET(PP_RF_EAGER_NORM)) s->eager_norm = rs->eager_norm;
+    if (SET(PP_RF_TE_ATTENTION)) s->te_attention = rs->te_attention;
 #undef SET
 }
 
@@ -372,6 +375,9 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_NO_SYNC_ACCUM: v = w->framework == PP_FW_FSDP ? (s->no_sync_accum ? "true" : "false") : "-"; break;
     case PP_RF_FP8_SCALING:
         v = w->framework == PP_FW_FSDP && s->precision == PP_PREC_FP8 ? pp_fp8_scaling_names[s->fp8_scaling] : "-";
+        break;
+    case PP_RF_TE_ATTENTION:
+        v = w->framework == PP_FW_MEGATRON && pp_work_te(w) ? pp_te_attention_names[s->te_attention] : "-";
         break;
     case PP_RF_EAGER_NORM:
         v = w->framework == PP_FW_FSDP && !s->compile ? pp_eager_norm_names[s->eager_norm] : "-";

@@ -27,7 +27,7 @@ typedef enum {
     /* stack */
     PP_RQ_PRECISION, PP_RQ_DROPOUT, PP_RQ_ATTN_DROPOUT, PP_RQ_HIDDEN_DROPOUT, PP_RQ_NO_OVERLAP,
     PP_RQ_TP_COMM_OVERLAP, PP_RQ_IMPL, PP_RQ_DISPATCHER, PP_RQ_FLEX_BACKEND, PP_RQ_GROUPED_GEMM, PP_RQ_CAPACITY,
-    PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_CUDA_GRAPHS, PP_RQ_CPU_OFFLOAD_LAYERS, PP_RQ_SDPA_BACKEND, PP_RQ_FP8_SCALING, PP_RQ_EAGER_NORM, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
+    PP_RQ_IMBALANCE, PP_RQ_EP_OVERLAP, PP_RQ_CUDA_GRAPHS, PP_RQ_CPU_OFFLOAD_LAYERS, PP_RQ_SDPA_BACKEND, PP_RQ_FP8_SCALING, PP_RQ_EAGER_NORM, PP_RQ_TE_ATTENTION, PP_RQ_GRAD_BF16, PP_RQ_OPTIMIZER_IMPL, PP_RQ_EXPANDABLE,
     PP_RQ_COMPILE, PP_RQ_NO_ATTN_MASK, PP_RQ_OPTIMIZER_DTYPE, PP_RQ_MEGATRON_FSDP, PP_RQ_ACT_UNFUSED,
     PP_RQ_CE_FUSION, PP_RQ_RECIPE, PP_RQ_PARAM_DTYPE, PP_RQ_LOSS, PP_RQ_FP8_PARAM_GATHER,
     PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE, PP_RQ_FINETUNE, PP_RQ_LORA_RANK,
@@ -63,6 +63,7 @@ typedef struct {
     int sdpa_backend;         /* pp_sdpa_backend */
     int fp8_scaling;          /* pp_fp8_scaling */
     int eager_norm;           /* pp_eager_norm */
+    int te_attention;         /* pp_te_attention */
     int optimizer_dtype;      /* 0 fp32, 1 bf16 */
     int param_dtype;          /* 0 fp32, 1 bf16 */
     int loss;                 /* pp_torch_loss_names: pp_loss PP_LOSS_TORCH + it */

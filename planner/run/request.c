@@ -150,6 +150,9 @@ const pp_option pp_request_options[] = {
     ENUM("--eager-norm", eager_norm, PP_RQ_EAGER_NORM, pp_eager_norm_names, PP_ENORM_COUNT,
          "eager PyTorch's RMSNorm under --framework fsdp without --compile (default fused: F.rms_norm's kernel, "
          "PyTorch 2.8 on; composite: PyTorch 2.4-2.7's ops, torchtitan's 2024 RMSNorm, ibm-fms's)"),
+    ENUM("--te-attention", te_attention, PP_RQ_TE_ATTENTION, pp_te_attention_names, PP_TEATTN_COUNT,
+         "TransformerEngine's attention kernel under Megatron (default cudnn: its fused attention, TE 1.8 on; "
+         "flash2: the flash-attn 2 package, TE up to 1.7 or NVTE_FUSED_ATTN=0)"),
     ENUM("--param-dtype", param_dtype, PP_RQ_PARAM_DTYPE, optimizer_dtype_names, 2,
          "the sharded parameters' dtype, and so their gradients' and AdamW's state (fsdp; "
          "bf16: NeMo AutoModel's default; fp32: torchtitan's)"),
@@ -425,6 +428,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_SDPA_BACKEND]) s->sdpa_backend = (pp_sdpa_backend)r->sdpa_backend;
     if (g[PP_RQ_FP8_SCALING]) s->fp8_scaling = (pp_fp8_scaling)r->fp8_scaling;
     if (g[PP_RQ_EAGER_NORM]) s->eager_norm = (pp_eager_norm)r->eager_norm;
+    if (g[PP_RQ_TE_ATTENTION]) s->te_attention = (pp_te_attention)r->te_attention;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
     if (g[PP_RQ_OPTIMIZER_IMPL]) s->optimizer_impl = (pp_adam_impl)r->optimizer_impl;
@@ -481,7 +485,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_CUDA_GRAPHS] = PP_RQ_CUDA_GRAPHS, [PP_RF_SDPA_BACKEND] = PP_RQ_SDPA_BACKEND,
     [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND, [PP_RF_VOCAB_DIVISIBLE_BY] = PP_RQ_VOCAB_DIVISIBLE_BY,
     [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
-    [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM,
+    [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -389,8 +389,19 @@ static void test_read(void)
            "the script's environment: TE's backends off = unfused, expandable segments, NVLS and an unknown NVTE_ "
            "named (%s)", c.unmodelled);
     st = read_text("export NVTE_FLASH_ATTN=0 NCCL_NVLS_ENABLE=0\npython pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
-    tap_ok(st == PP_OK && c.attention == PP_ATTN_FLASH && !c.unmodelled[0],
+    tap_ok(st == PP_OK && c.attention == PP_ATTN_FLASH && c.stack.te_attention == PP_TEATTN_CUDNN && !c.unmodelled[0],
            "flash off alone leaves TE's fused attention; NVLS off changes nothing (%s)", c.unmodelled);
+    /* TE's flash-attn path: NVTE_FUSED_ATTN=0 alone (NeMo-Framework-Launcher 24.01-24.07), or
+     * --attention-backend flash (which sets it); --attention-backend fused keeps cuDNN */
+    st = read_text("export NVTE_FUSED_ATTN=0\npython pretrain_gpt.py " BASE "--bf16", &a, &c, &e);
+    tap_ok(st == PP_OK && c.attention == PP_ATTN_FLASH && c.stack.te_attention == PP_TEATTN_FLASH2,
+           "NVTE_FUSED_ATTN=0 alone: TE's FlashAttention-2 (--te-attention flash2)");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --attention-backend flash", &a, &c, &e);
+    tap_ok(st == PP_OK && c.attention == PP_ATTN_FLASH && c.stack.te_attention == PP_TEATTN_FLASH2,
+           "--attention-backend flash: TE's FlashAttention-2");
+    st = read_text("python pretrain_gpt.py " BASE "--bf16 --attention-backend fused", &a, &c, &e);
+    tap_ok(st == PP_OK && c.attention == PP_ATTN_FLASH && c.stack.te_attention == PP_TEATTN_CUDNN,
+           "--attention-backend fused: TE's cuDNN attention");
     st = read_text("python pretrain_gpt.py --num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
                    "--micro-batch-size 1 --bf16 --tokenizer-type HuggingFaceTokenizer", &a, &c, &e);
     tap_ok(st == PP_OK && c.need_vocab, "a real tokenizer: the vocabulary is the caller's to give");
