@@ -17,7 +17,7 @@
 #include <string.h>
 
 static const pp_band_row bands[PP_BAND_COUNT] = {
-    [PP_BAND_MEGATRON_DENSE] = {"megatron-dense", -0.1365, 0.1184, 36},
+    [PP_BAND_MEGATRON_DENSE] = {"megatron-dense", -0.1075, 0.1184, 36},
     [PP_BAND_FSDP_DENSE] = {"fsdp-dense", -0.2867, 0.0372, 34},
     [PP_BAND_MOE] = {"moe", -0.5927, 0.4149, 15},
     [PP_BAND_BLACKWELL_DENSE] = {"blackwell-dense", -0.1277, 0.1089, 26},
