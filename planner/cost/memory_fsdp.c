@@ -154,10 +154,17 @@ void pp_fsdp_sync(const pp_work *w, const pp_layout *l, int64_t mb, bool *params
     *grads_unsynced = mb > 1 && (l->pp > 1 || w->stack.no_sync_accum);
 }
 
-bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l)
+void pp_fsdp_shards(const pp_layout *l, double *dense, double *expert)
 {
     const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
-    const double shard = l->zero >= 2 ? fmax(1.0, (double)(l->dp * l->cp) / R) : 1.0;
+    *dense = l->zero >= 2 ? fmax(1.0, (double)(l->dp * l->cp) / R) : 1.0;
+    *expert = l->zero >= 2 ? fmax(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+}
+
+bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l)
+{
+    double shard, expert;
+    pp_fsdp_shards(l, &shard, &expert);
     return w->stack.precision == PP_PREC_FP8 && w->stack.fp8_scaling == PP_FP8_TENSORWISE && shard > 1;
 }
 
@@ -165,13 +172,9 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
 {
     memset(c, 0, sizeof *c);
     const pp_model *m = &w->model;
-    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
-    /* --zero 3 / 2: fully_shard over the data-parallel ranks (torchtitan folds CP into the FSDP
-     * mesh, dp_shard_cp), HSDP shards within each of the --replicate groups. --zero 0 / 1: no
-     * sharding (torchtitan's DDP), priced as FSDP2 over one rank keeping its bf16 copies. */
-    double dpcp = (double)(l->dp * l->cp);
-    c->shard = l->zero >= 2 ? fmax(1.0, dpcp / R) : 1.0;
-    c->expert_shard = l->zero >= 2 ? fmax(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+    /* --zero 0 / 1: no sharding (torchtitan's DDP), priced as FSDP2 over one rank keeping its bf16
+     * copies */
+    pp_fsdp_shards(l, &c->shard, &c->expert_shard);
     c->reshard = l->zero >= 3;
     int64_t mb = pp_layout_microbatches(w, l);
     /* torch.distributed.pipelining (stage.py, backward_maybe_with_nosync) turns FSDP's gradient
@@ -240,12 +243,12 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     if (fp8) {
         double f = ly.ffn, widest = fmax(h, f);
         double big = h * f; /* w1, w3 or w2 */
-        c->fp8_work[0] = c->fp8_work[1] = (fp8_gather ? 1.0 : 2.0) * big + 2.0 * T * widest;
         /* rowwise scaling holds the operand cast along its other axis too, one byte more per
          * element of the widest: on one H200 (tests/data/fp8/fp8_linear.jsonl) a compiled Llama
          * block's peak rose 0.44 GiB over tensorwise at 8B TP 8 (this term: 0.38), 1.14 GiB at
          * 70B TP 8 (1.00) and 0.71 GiB at 8B without TP (0.22: short there) */
-        if (w->stack.fp8_scaling == PP_FP8_ROWWISE) c->fp8_work[0] = c->fp8_work[1] += T * widest;
+        double operand_bytes = w->stack.fp8_scaling == PP_FP8_ROWWISE ? 3.0 : 2.0;
+        c->fp8_work[0] = c->fp8_work[1] = (fp8_gather ? 1.0 : 2.0) * big + operand_bytes * T * widest;
     }
 
     /* Last stage: the final norm's input (the last block's output) and rstd, the output layer's
@@ -294,7 +297,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
 
     int comms = 0;
     if (c->shard > 1) comms++;
-    if (R > 1) comms++;
+    if (l->replicate > 1) comms++;
     if (l->tp > 1) comms++;
     if (l->cp > 1) comms++;
     if (l->pp > 1) comms++;

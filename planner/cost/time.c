@@ -558,8 +558,6 @@ double pp_time_behind(double comm, double window)
 
 /* ------------------------------------------------------------------ one layer */
 
-/* Bytes per element of an elementwise class of the layer description, forward and backward
- * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
 /* Bytes an element of an eager FSDP stack's RMSNorm, forward and backward (--eager-norm). */
 static void fsdp_norm_bytes(const pp_work *w, double *f, double *b)
 {
@@ -568,6 +566,8 @@ static void fsdp_norm_bytes(const pp_work *w, double *f, double *b)
     *b = composite ? EW_FSDP_NORM_COMPOSITE_BWD : EW_FSDP_NORM_BWD;
 }
 
+/* Bytes per element of an elementwise class of the layer description, forward and backward
+ * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
 static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
 {
     double mask = c->opts.dropout ? 0 : EW_MASK;

@@ -290,8 +290,8 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
     const double dpcp = (double)(l->dp * l->cp);
     const double edp = (double)pp_layout_edp(l);
-    const double S = l->zero >= 2 ? max2(1.0, dpcp / R) : 1.0;
-    const double SE = l->zero >= 2 ? max2(1.0, edp / R) : 1.0;
+    double S, SE;
+    pp_fsdp_shards(l, &S, &SE);
     const bool reshard = l->zero >= 3;
     bool nosync, nosync_g; /* parameters kept unsharded, gradients unsynced (memory_fsdp.c) */
     pp_fsdp_sync(w, l, (int64_t)m, &nosync, &nosync_g);

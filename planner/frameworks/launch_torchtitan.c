@@ -566,15 +566,16 @@ static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
     }
 
     tt_printf(b, "\n\ndef parplan_config() -> Trainer.Config:\n");
+    const char *registry = f ? "model_registry" : "_llama3.model_registry";
     if (w->stack.precision == PP_PREC_FP8)
         /* torchao rowwise float8 on every linear layer but the output (tt_py_check refuses the rest) */
         tt_printf(b, "    model_spec = %s(\n        \"%s\",\n        converters=[\n"
                      "            Float8LinearConverter.Config(\n                recipe_name=\"rowwise\",\n"
                      "                filter_fqns=[\"lm_head\"],\n                model_compile_enabled=%s,\n"
                      "            ),\n        ],\n    )\n",
-                  f ? "model_registry" : "_llama3.model_registry", flavor, w->stack.compile ? "True" : "False");
+                  registry, flavor, w->stack.compile ? "True" : "False");
     else
-        tt_printf(b, "    model_spec = %s(\"%s\")\n", f ? "model_registry" : "_llama3.model_registry", flavor);
+        tt_printf(b, "    model_spec = %s(\"%s\")\n", registry, flavor);
     if (cut)
         tt_printf(b, "    # --loss cut: the lm_head and the loss per chunk of tokens, never the whole logits\n"
                      "    loss = ChunkedLossWrapper.Config(\n"

@@ -117,6 +117,19 @@ static void unit(void)
         ":5:25: key 'no_sync_accumulation': expected true or false", "an unsynced accumulation that is not true or false");
     snprintf(t, sizeof t, "%sstack:\n  no_sync_accumulation: true\n", good_head);
     bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2's unsynced accumulation in a Megatron recipe");
+    /* the kernel keys: an unknown value at its place, each in the other framework's recipe refused */
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  fp8_scaling: blockwise\n", "x.yaml",
+        ":5:16: key 'fp8_scaling'", "an FP8 scaling torchao has no recipe for");
+    snprintf(t, sizeof t, "%sstack:\n  fp8_scaling: rowwise\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "torchao's float8 scaling in a Megatron recipe");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  eager_norm: fast\n", "x.yaml", ":5:15: key 'eager_norm'",
+        "an eager norm that is neither fused nor composite");
+    snprintf(t, sizeof t, "%sstack:\n  eager_norm: composite\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "eager PyTorch's RMSNorm in a Megatron recipe");
+    snprintf(t, sizeof t, "%sstack:\n  te_attention: fa3\n", good_head);
+    bad(t, "x.yaml", ":5:17: key 'te_attention'", "a TE attention kernel that is neither cudnn nor flash2");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  te_attention: flash2\n", "x.yaml", "a Megatron field",
+        "TransformerEngine's attention kernel in an FSDP2 recipe");
     {
         pp_recipe r;
         snprintf(t, sizeof t, "%sstack:\n  cuda_graphs: attn,moe_router,moe_preprocess\n", good_head);

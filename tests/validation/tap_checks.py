@@ -1,12 +1,24 @@
 """What the Python validation scripts that read device measurements share: a C #define's value
-from a source file, and the TAP report of (ok, message) checks."""
+from a source file, `parplan check --json` run and parsed, and the TAP report of (ok, message)
+checks."""
+import json
 import re
+import subprocess
 
 
 def constant(src, name):
     """The number a `#define NAME value` gives in src, or None."""
     m = re.search(r"#define\s+%s\s+([0-9.]+)" % name, src)
     return float(m.group(1)) if m else None
+
+
+def check_json(parplan, args):
+    """`parplan check --json ARGS` parsed, or {"error": its stderr's start} where it gave no JSON."""
+    p = subprocess.run([parplan, "check", "--json"] + args, capture_output=True, text=True)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return {"error": p.stderr.strip()[:200]}
 
 
 def report(checks):

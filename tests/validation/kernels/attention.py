@@ -11,22 +11,13 @@ PyTorch's FA2 (fsdp_sdpa), about half cuDNN's. TAP, through the binary:
   - --te-attention flash2 under --framework fsdp, or with --impl local, is an error.
 usage: attention.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import report  # noqa: E402 (tests/validation/tap_checks.py)
-
-
-def check(parplan, args):
-    p = subprocess.run([parplan, "check", "--json"] + args, capture_output=True, text=True)
-    try:
-        return json.loads(p.stdout)
-    except ValueError:
-        return {"error": p.stderr.strip()[:200]}
+from tap_checks import check_json, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def main():
@@ -35,7 +26,7 @@ def main():
     base = ["--model", "llama3-8b", "--gpus", "8", "--framework", "megatron", "--mbs", "1", "--tp", "2"]
     ratio = {}
     for seq, gbs in ((4096, 16), (32768, 4)):
-        d = {k: check(parplan, base + ["--gpu", "h100-sxm", "--seq", str(seq), "--gbs", str(gbs), "--cp", "2" if seq > 8192 else "1",
+        d = {k: check_json(parplan, base + ["--gpu", "h100-sxm", "--seq", str(seq), "--gbs", str(gbs), "--cp", "2" if seq > 8192 else "1",
                                        "--te-attention", k]) for k in ("cudnn", "flash2")}
         if any("error" in v for v in d.values()):
             checks.append((False, f"h100 seq {seq}: {d}"))
@@ -47,7 +38,7 @@ def main():
                        f"h100, {seq} tokens: the JSON's stack states te_attention flash2 only where given"))
     if len(ratio) == 2:
         checks.append((ratio[32768] > ratio[4096], f"the longer sequence loses more ({ratio[32768]:.3f} > {ratio[4096]:.3f})"))
-    d = {k: check(parplan, base + ["--gpu", "a100-80gb", "--seq", "4096", "--gbs", "16", "--te-attention", k])
+    d = {k: check_json(parplan, base + ["--gpu", "a100-80gb", "--seq", "4096", "--gbs", "16", "--te-attention", k])
          for k in ("cudnn", "flash2")}
     ok = all("step_time_s" in v for v in d.values()) and d["flash2"]["step_time_s"] == d["cudnn"]["step_time_s"]
     checks.append((ok, "a100: flash2 and cudnn price alike (FA2 is the fused attention's default there)"))
@@ -59,9 +50,9 @@ def main():
         text = open(script).read() if p.returncode == 0 and os.path.exists(script) else ""
         checks.append(("--attention-backend flash" in text, "launch --format megatron writes --attention-backend flash"))
         # the script's tokenizer gives the vocabulary: stated, as a user would
-        back = check(parplan, ["--gpu", "h100-sxm", "--gpus", "8", "--vocab", "128256", "--megatron-args", script]) \
+        back = check_json(parplan, ["--gpu", "h100-sxm", "--gpus", "8", "--vocab", "128256", "--megatron-args", script]) \
             if text else {}
-        want = check(parplan, args)
+        want = check_json(parplan, args)
         checks.append((back.get("stack", {}).get("te_attention") == "flash2" and
                        back.get("step_time_s") == want.get("step_time_s"),
                        f"the script read back: te_attention {back.get('stack', {}).get('te_attention')}, step "

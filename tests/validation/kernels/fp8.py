@@ -14,11 +14,10 @@ usage: fp8.py PARPLAN SOURCE_ROOT
 """
 import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import constant, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, constant, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def main():
@@ -64,19 +63,15 @@ def main():
 
     # the loss chunked (--loss cut), so the peak falls in a block's backward, where the gathered
     # weights and the casts are held (with whole logits it is the loss's, which neither touches)
-    base = ["check", "--json", "--model", "llama3-8b", "--gpu", "h200", "--framework", "fsdp", "--precision",
+    base = ["--model", "llama3-8b", "--gpu", "h200", "--framework", "fsdp", "--precision",
             "fp8", "--compile", "--seq", "8192", "--recompute", "selective", "--loss", "cut"]
     lay = {"sharded": ["--gpus", "8", "--gbs", "16", "--mbs", "2", "--zero", "3"],
            "tp8": ["--gpus", "8", "--gbs", "12", "--mbs", "12", "--tp", "8", "--zero", "3"]}
     for name, l in lay.items():
-        out = {}
-        for sc in ("tensorwise", "rowwise"):
-            p = subprocess.run([parplan] + base + l + ["--fp8-scaling", sc], capture_output=True, text=True)
-            try:
-                out[sc] = json.loads(p.stdout)
-            except ValueError:
-                checks.append((False, f"{name} {sc}: parplan check failed: {p.stderr.strip()[:200]}"))
-        if len(out) < 2:
+        out = {sc: check_json(parplan, base + l + ["--fp8-scaling", sc]) for sc in ("tensorwise", "rowwise")}
+        bad = [f"{name} {sc}: parplan check failed: {d['error']}" for sc, d in out.items() if "error" in d]
+        checks += [(False, msg) for msg in bad]
+        if bad:
             continue
         tw, rw = out["tensorwise"], out["rowwise"]
         checks.append((rw["step_time_s"] > tw["step_time_s"],

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import constant, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, constant, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def main():
@@ -45,16 +45,12 @@ def main():
                    "the fused kernel saves under 0.01 bytes an element (its rstd)"))
 
     # Llama 3 8B on 8 GPUs, micro-batch 1 of 8192 tokens: 32 blocks, each 2 x 6 bytes x 8192 x 4096
-    base = ["check", "--json", "--model", "llama3-8b", "--gpu", "h200", "--gpus", "8", "--framework", "fsdp",
+    base = ["--model", "llama3-8b", "--gpu", "h200", "--gpus", "8", "--framework", "fsdp",
             "--zero", "3", "--seq", "8192", "--gbs", "8", "--mbs", "1", "--recompute", "none", "--loss", "cut"]
-    out = {}
-    for impl in ("fused", "composite"):
-        p = subprocess.run([parplan] + base + ["--eager-norm", impl], capture_output=True, text=True)
-        try:
-            out[impl] = json.loads(p.stdout)
-        except ValueError:
-            checks.append((False, f"{impl}: parplan check failed: {p.stderr.strip()[:200]}"))
-    if len(out) == 2:
+    out = {impl: check_json(parplan, base + ["--eager-norm", impl]) for impl in ("fused", "composite")}
+    bad = [f"{impl}: parplan check failed: {d['error']}" for impl, d in out.items() if "error" in d]
+    checks += [(False, msg) for msg in bad]
+    if not bad:
         f, c = out["fused"], out["composite"]
         checks.append((c["step_time_s"] > f["step_time_s"],
                        f"composite step {c['step_time_s']:.3f} s over fused {f['step_time_s']:.3f} s "
