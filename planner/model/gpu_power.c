@@ -38,7 +38,16 @@
  * two datasheet points 0.896; below about 0.65 of the maximum the curve is likely pessimistic for
  * Hopper. The traces time whole training steps, whose memory-bound kernels a cap slows less than
  * the GEMMs: for GEMMs alone the factor may be a little lower. PP_POWER_MIN_FRAC is the lowest
- * point: a limit below it is refused rather than extrapolated. */
+ * point: a limit below it is refused rather than extrapolated.
+ *
+ * Likely optimistic for Hopper: the curve's GPUs had headroom at their maximum (0.98 of the speed
+ * at 0.9 of the power), but an H200 at its 700 W runs training steps at the limit already: median
+ * 672-694 W with the SM clock at 1635-1838 MHz of its 1980 (nvidia-smi every 250 ms over six
+ * one-GPU steps of a Llama block, tests/data/fsdp/longseq_power.csv, checked by
+ * tests/validation/kernels/longseq.py), so every watt a lower limit takes costs clock. The 33
+ * published torchtitan rows on the 500 W H100 are all predicted fast (mean -11.6%,
+ * tests/data/published/runs.csv). Not changed: no throughput of a Hopper under a lower limit
+ * was measured or found. */
 #include "pp.h"
 
 #include <math.h>
