@@ -55,6 +55,7 @@ const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 const char *const pp_sdpa_backend_names[PP_SDPA_COUNT] = {"flash", "cudnn"};
 const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT] = {"tensorwise", "rowwise"};
 const char *const pp_eager_norm_names[PP_ENORM_COUNT] = {"fused", "composite"};
+const char *const pp_tp_vocab_names[PP_TPV_COUNT] = {"sharded", "gathered", "replicated"};
 const char *const pp_te_attention_names[PP_TEATTN_COUNT] = {"cudnn", "flash2"};
 const char *const pp_flex_backend_names[PP_FLEX_COUNT] = {"deepep", "hybridep"};
 const char *const pp_ce_fusion_names[PP_CE_COUNT] = {"none", "native", "te"};
@@ -164,6 +165,9 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", rowwise float8");
     if (k > 0 && (size_t)k < n && s->eager_norm == PP_ENORM_COMPOSITE)
         k += snprintf(buf + k, n - (size_t)k, ", composite RMSNorm");
+    if (k > 0 && (size_t)k < n && s->tp_vocab != PP_TPV_SHARDED)
+        k += snprintf(buf + k, n - (size_t)k, ", %s", s->tp_vocab == PP_TPV_GATHERED ? "logits gathered over TP"
+                                                                                     : "vocabulary replicated over TP");
     if (k > 0 && (size_t)k < n && s->te_attention == PP_TEATTN_FLASH2)
         k += snprintf(buf + k, n - (size_t)k, ", TE's FlashAttention-2");
     if (k > 0 && (size_t)k < n && pp_stack_cuda_graphs(s)) {
@@ -281,6 +285,11 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if ((unsigned)s->sdpa_backend >= PP_SDPA_COUNT) return STACK_BAD("the training stack has an unknown SDPA backend");
     if ((unsigned)s->fp8_scaling >= PP_FP8_SCALING_COUNT) return STACK_BAD("the training stack has an unknown FP8 scaling");
     if ((unsigned)s->eager_norm >= PP_ENORM_COUNT) return STACK_BAD("the training stack has an unknown eager norm");
+    if ((unsigned)s->tp_vocab >= PP_TPV_COUNT) return STACK_BAD("the training stack has an unknown TP vocabulary split");
+    if (s->tp_vocab != PP_TPV_SHARDED && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--tp-vocab %s is FSDP2 + TP's plan for the embedding and the logits: with --framework fsdp, "
+                         "not %s (Megatron's are vocab-parallel)", pp_tp_vocab_names[s->tp_vocab],
+                         pp_framework_names[w->framework]);
     if ((unsigned)s->te_attention >= PP_TEATTN_COUNT) return STACK_BAD("the training stack has an unknown TE attention");
     if (s->te_attention != PP_TEATTN_CUDNN) {
         if (w->framework != PP_FW_MEGATRON)

@@ -450,6 +450,16 @@ extern const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT]; /* "tensorw
  * the normalized output saved for the backward). */
 typedef enum { PP_ENORM_FUSED = 0, PP_ENORM_COMPOSITE, PP_ENORM_COUNT } pp_eager_norm;
 extern const char *const pp_eager_norm_names[PP_ENORM_COUNT]; /* "fused", "composite" */
+/* --tp-vocab: what FSDP2 + TP (DTensor's parallelize_module) does with the vocabulary's two ends.
+ * sharded: torchtitan's plan (models/llama3/infra/parallelize.py apply_tp): the token embedding
+ * RowwiseParallel over the vocabulary, the output layer ColwiseParallel with its logits kept
+ * vocab-parallel for loss_parallel. gathered: torchtitan with parallelism.disable_loss_parallel:
+ * the logits all-gathered to every TP rank (output_layouts Replicate) and the loss computed whole
+ * on each. replicated: KempnerForge's plan (kempnerforge/distributed/tensor_parallel.py at 5666d0d1:
+ * "Token embedding: Replicated", the output head ColwiseParallel(output_layouts=Replicate())): the
+ * logits gathered as above and the embedding not split over TP at all. */
+typedef enum { PP_TPV_SHARDED = 0, PP_TPV_GATHERED, PP_TPV_REPLICATED, PP_TPV_COUNT } pp_tp_vocab;
+extern const char *const pp_tp_vocab_names[PP_TPV_COUNT]; /* "sharded", "gathered", "replicated" */
 /* --te-attention: the kernel TransformerEngine's DotProductAttention runs under Megatron: cudnn
  * (its fused attention, which TE picks first on Hopper since v1.8: "Disabling FlashAttention to
  * give FusedAttention preference on Hopper+ for performance reasons") or flash2 (the flash-attn 2
@@ -560,6 +570,7 @@ typedef struct pp_stack {
     pp_sdpa_backend sdpa_backend; /* --sdpa-backend (fsdp): torch SDPA's kernel */
     pp_fp8_scaling fp8_scaling;   /* --fp8-scaling (fsdp, fp8): torchao's float8 recipe */
     pp_eager_norm eager_norm;     /* --eager-norm (fsdp, eager): RMSNorm's kernels */
+    pp_tp_vocab tp_vocab;         /* --tp-vocab (fsdp, TP): the embedding's and the logits' TP split */
     pp_te_attention te_attention; /* --te-attention (megatron, TE): the attention kernel */
     bool no_sync_accum;        /* --no-sync-accumulation (fsdp): FSDP2's gradient sync off for all but the
                                   last micro-batch of a step (set_requires_gradient_sync(False):

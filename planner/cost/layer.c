@@ -105,6 +105,17 @@ double pp_layer_vocab(const pp_work *w, const pp_layout *l)
     return (double)v;
 }
 
+double pp_layer_embed_tp(const pp_work *w, const pp_layout *l)
+{
+    /* the stack check keeps --tp-vocab to FSDP2 (common.c) */
+    return w->stack.tp_vocab == PP_TPV_REPLICATED ? 1.0 : (double)l->tp;
+}
+
+bool pp_layer_loss_parallel(const pp_work *w, const pp_layout *l)
+{
+    return l->tp > 1 && w->stack.tp_vocab == PP_TPV_SHARDED;
+}
+
 /* KV heads on one TP rank: Megatron replicates the KV heads when tp exceeds them
  * (megatron/core/transformer/attention.py: num_query_groups_per_partition, at least 1). */
 static double kv_heads_rank(const pp_model *m, int64_t tp)
@@ -114,7 +125,7 @@ static double kv_heads_rank(const pp_model *m, int64_t tp)
 
 /* What one rank holds of a row, per split: the factors of a layout, computed once. */
 typedef struct {
-    double tp_inv, kv_rank, vocab, local_etp, local;
+    double tp_inv, kv_rank, vocab, vocab_embed, local_etp, local;
 } rank_split;
 
 static void rank_split_get(const pp_work *w, const pp_layout *l, rank_split *r)
@@ -123,6 +134,7 @@ static void rank_split_get(const pp_work *w, const pp_layout *l, rank_split *r)
     r->tp_inv = 1.0 / (double)l->tp;
     r->kv_rank = kv_heads_rank(m, l->tp) / (double)m->kv_heads;
     r->vocab = pp_layer_vocab(w, l) / (double)m->vocab * r->tp_inv;
+    r->vocab_embed = r->vocab * (double)l->tp / pp_layer_embed_tp(w, l);
     r->local = m->experts > 1 ? (double)m->experts / (double)l->ep : 1.0;
     r->local_etp = r->local / (double)pp_layout_etp(l);
 }
@@ -135,7 +147,7 @@ static double rank_elems(const rank_split *r, const pp_model_tensor *t)
     case PP_SPLIT_COLUMN:
     case PP_SPLIT_ROW: return c * r->tp_inv;
     case PP_SPLIT_HEADS: return (c - (double)t->kv) * r->tp_inv + (double)t->kv * r->kv_rank;
-    case PP_SPLIT_VOCAB: return c * r->vocab;
+    case PP_SPLIT_VOCAB: return c * (t->scope == PP_TS_EMBED ? r->vocab_embed : r->vocab);
     case PP_SPLIT_EXPERT_TP: return c * r->local_etp;
     case PP_SPLIT_EXPERT: return c * r->local;
     case PP_SPLIT_COUNT: break;
@@ -157,7 +169,8 @@ void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, p
     for (int k = 0; k < PP_TS_COUNT; k++) {
         const double *c = sm.count[k];
         double split_tp = c[PP_SPLIT_COLUMN] + c[PP_SPLIT_ROW] + c[PP_SPLIT_HEADS];
-        out->scope[k] = c[PP_SPLIT_REPLICATED] + split_tp * tpi + sm.kv[k] * kvr + c[PP_SPLIT_VOCAB] * r.vocab +
+        double vocab = k == PP_TS_EMBED ? r.vocab_embed : r.vocab;
+        out->scope[k] = c[PP_SPLIT_REPLICATED] + split_tp * tpi + sm.kv[k] * kvr + c[PP_SPLIT_VOCAB] * vocab +
                         c[PP_SPLIT_EXPERT_TP] * r.local_etp + c[PP_SPLIT_EXPERT] * r.local;
     }
     const double *g = sm.layer_largest;
@@ -170,7 +183,7 @@ void pp_layer_rank_params_get(const pp_work *w, const pp_layout *l, bool rows, p
     out->expert_global = (ex[PP_SPLIT_EXPERT_TP] + ex[PP_SPLIT_EXPERT]) * E;
     /* Tied with pp > 1: Megatron keeps a copy of the word embedding on the last stage
      * (megatron/core/models/common/language_module); tied with pp = 1 it is shared. */
-    out->word = sm.count[PP_TS_EMBED][PP_SPLIT_VOCAB] * r.vocab;
+    out->word = sm.count[PP_TS_EMBED][PP_SPLIT_VOCAB] * r.vocab_embed;
     out->tied_copy = m->tied && l->pp > 1 ? out->word : 0.0;
     out->n = 0;
     if (!rows) return;

@@ -262,7 +262,11 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * before the backward (torchtitan's train step: "need to free pred before bwd"); in the
      * log-softmax backward its saved output, nll_loss's fp32 gradient and the fp32 input gradient:
      * 12 bytes, the larger. Measured to the MiB on every loss-bound run. */
-    double logits = T * V / t;
+    /* --tp-vocab gathered|replicated: the logits all-gathered whole to every TP rank and the loss
+     * a plain F.cross_entropy on them there (the shard the output layer wrote is freed once
+     * gathered: the all-gather's backward needs no input). */
+    const bool loss_parallel = pp_layer_loss_parallel(w, l);
+    double logits = loss_parallel ? T * V / t : T * V;
     c->loss_fwd = 10.0 * logits;
     c->loss_bwd = 12.0 * logits;
     /* Under TP, loss_parallel's log-softmax is DTensor's own (torch/distributed/tensor/parallel/
@@ -270,7 +274,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * bytes per logit. Measured on 4 x H200 (tests/data/node4/fsdp_runs.csv, FSDP2 + TP 2): the
      * loss-bound peaks were 2004 and 4009 MiB above 12 bytes per logit at 525M and 1050M logits
      * per rank, 4.0 bytes each. */
-    if (l->tp > 1) c->loss_bwd = 16.0 * logits;
+    if (loss_parallel) c->loss_bwd = 16.0 * logits;
     /* --loss bf16 (NeMo AutoModel's MaskedCrossEntropy, fp32_upcast: false): the same steps on the
      * bf16 logits, half the bytes of each fp32 tensor: 4 at the log-softmax (logits and the
      * log-softmax it saves), 6 in its backward (8 under TP). --loss cut (cut cross-entropy,
@@ -279,7 +283,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     pp_loss loss = pp_work_loss(w);
     if (loss == PP_LOSS_TORCH_BF16) {
         c->loss_fwd = 4.0 * logits;
-        c->loss_bwd = (l->tp > 1 ? 8.0 : 6.0) * logits;
+        c->loss_bwd = (loss_parallel ? 8.0 : 6.0) * logits;
     } else if (loss == PP_LOSS_CUT) {
         c->loss_fwd = c->loss_bwd = 0.0;
     }

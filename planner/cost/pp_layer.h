@@ -271,6 +271,12 @@ double pp_layer_lora_params(const pp_work *w);
  * (--make-vocab-size-divisible-by N, default 128, megatron/training/vocab_utils.py); N is the
  * stack's --vocab-divisible-by where given. */
 double pp_layer_vocab(const pp_work *w, const pp_layout *l);
+/* The TP ranks the token embedding is split over: tp, or 1 where FSDP2 + TP leaves it whole on
+ * every rank (--tp-vocab replicated, KempnerForge's plan). */
+double pp_layer_embed_tp(const pp_work *w, const pp_layout *l);
+/* Whether the loss runs vocab-parallel over TP (Megatron's cross-entropy, torchtitan's
+ * loss_parallel), not on logits gathered whole to every TP rank (--tp-vocab gathered|replicated). */
+bool pp_layer_loss_parallel(const pp_work *w, const pp_layout *l);
 
 /* Forward FLOPs per token of the whole model (GEMMs at one rank's full width, the published
  * convention: the causal mask is not discounted; top-k experts), and of its attention cores

@@ -902,31 +902,42 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     const double logits_b = lora ? 1.0 : 2.0;
     o->output_fwd_s = g_logits_f + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
     o->output_bwd_s = logits_b * g_logits_b / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
+    /* FSDP2 + TP with --tp-vocab gathered|replicated: every TP rank runs the loss over the whole
+     * vocabulary, on logits all-gathered in the forward (their gradient is sliced back, no
+     * collective); replicated, the embedding's whole table on every rank, its output already
+     * whole (no reduce-scatter forward: the first norm takes its sequence shard locally). */
+    const bool loss_parallel = pp_layer_loss_parallel(w, l);
+    const double v_loss = loss_parallel ? V / t : V, v_embed = V / pp_layer_embed_tp(w, l);
     if (pp_work_fw(w)->titan_kernels) {
         /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
         double h_sp = l->tp > 1 ? h / t : h, nf, nb;
         fsdp_norm_bytes(w, &nf, &nb);
-        o->output_fwd_s = g_logits_f + (nf * T * h_sp + EW_FSDP_CE_FWD * T * V / t) / c->mem_rate;
-        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF + (nb * T * h_sp + EW_FSDP_CE_BWD * T * V / t) / c->mem_rate;
+        o->output_fwd_s = g_logits_f + (nf * T * h_sp + EW_FSDP_CE_FWD * T * v_loss) / c->mem_rate;
+        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF + (nb * T * h_sp + EW_FSDP_CE_BWD * T * v_loss) / c->mem_rate;
         o->embed_fwd_s = EW_EMBED * T * h / c->mem_rate;
-        o->embed_bwd_s = (2.0 * V / t * h + 10.0 * T * h) / c->mem_rate;
+        o->embed_bwd_s = (2.0 * v_embed * h + 10.0 * T * h) / c->mem_rate;
     }
     if (l->tp > 1) {
         int64_t tpn = pp_layout_group_per_node(l->tp, 1, gpn);
         if (l->sp) {
             double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
             double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
-            o->embed_tp_s = rs;                      /* forward reduce-scatter */
+            o->embed_tp_s = v_embed < V ? rs : 0.0; /* forward reduce-scatter, none when replicated */
             o->output_tp_s = ag + pp_time_behind(rs, g_logits / BWD_GEMM_EFF); /* bwd RS behind wgrad */
             o->embed_bwd_s += ag;
         } else {
             double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
-            o->embed_tp_s = ar;
+            o->embed_tp_s = v_embed < V ? ar : 0.0;
             o->output_tp_s = pp_time_behind(ar, g_logits / BWD_GEMM_EFF);
         }
         o->embed_fwd_s += o->embed_tp_s;
         o->output_bwd_s += o->output_tp_s;
+        if (!loss_parallel) { /* the bf16 logits gathered, forward */
+            double gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, 2.0 * T * V);
+            o->output_fwd_s += gather;
+            o->output_tp_s += gather;
+        }
     }
 
     /* --- PP send/recv: with TP the tensor is split across the TP ranks (Megatron's

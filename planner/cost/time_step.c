@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "memory_fsdp.h"
+#include "pp_layer.h"
 #include "pp_profile.h"
 
 /* Adam's step per parameter on the rank, memory-bound, over the state memory prices
@@ -125,7 +126,7 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->bwd += ly->embed_bwd_s;
         st->compute += ly->embed_fwd_s + ly->embed_bwd_s - ly->embed_tp_s;
         st->tp += ly->embed_tp_s;
-        st->params += trained * c->embed_params / t;
+        st->params += trained * c->embed_params / pp_layer_embed_tp(c->w, l);
     }
     if (sd->last) {
         /* Each MTP layer ends in its own pass through the shared output layer and loss. */
@@ -295,7 +296,7 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     const bool reshard = l->zero >= 3;
     bool nosync, nosync_g; /* parameters kept unsharded, gradients unsynced (memory_fsdp.c) */
     pp_fsdp_sync(w, l, (int64_t)m, &nosync, &nosync_g);
-    const double E = first ? c->embed_params / t : 0.0;
+    const double E = first ? c->embed_params / pp_layer_embed_tp(w, l) : 0.0;
     const double H = last ? c->final_params + (c->output_params > 0 ? c->output_params / t : 0.0) : 0.0;
     const double P = st->params, PE = st->expert_params, Pall = P + PE;
     /* the blocks' parameters, less their routed experts where EP wraps those on their own (without

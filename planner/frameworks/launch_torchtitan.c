@@ -188,6 +188,13 @@ static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
     if (w->stack.param_bf16)
         return BAD("--param-dtype bf16 is NeMo AutoModel's bf16 storage; torchtitan keeps fp32 sharded parameters "
                    "(the launch would not be the stack predicted)");
+    /* torchtitan's TP plan splits the embedding and keeps the loss vocab-parallel; the switch that
+     * gathered the logits instead (parallelism.disable_loss_parallel) is gone since b3b60dab
+     * (2026-06, "delete --disable_loss_parallel flag") */
+    if (l->tp > 1 && w->stack.tp_vocab != PP_TPV_SHARDED)
+        return BAD("--tp-vocab %s: torchtitan splits the embedding over TP and keeps the loss vocab-parallel "
+                   "(disable_loss_parallel was removed in 2026-06); its config cannot say this stack",
+                   pp_tp_vocab_names[w->stack.tp_vocab]);
     if (!py && w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH)
         return BAD("--loss %s is not torchtitan 0.2.x's loss (cross_entropy on logits.float(): --loss upcast)",
                    pp_loss_names[w->stack.loss]);

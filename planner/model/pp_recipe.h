@@ -18,7 +18,7 @@ typedef enum {
     PP_RF_GROUPED_GEMM, PP_RF_PARAM_DTYPE, PP_RF_LOSS, PP_RF_FP8_PARAM_GATHER, PP_RF_MAIN_PARAMS_DTYPE,
     PP_RF_EXP_AVG_DTYPE, PP_RF_EXP_AVG_SQ_DTYPE, PP_RF_PRECISION_AWARE, PP_RF_DIST_FUSED_ADAM, PP_RF_CUDA_GRAPHS, PP_RF_SDPA_BACKEND,
     PP_RF_FLEX_BACKEND, PP_RF_VOCAB_DIVISIBLE_BY, PP_RF_NO_SYNC_ACCUM, PP_RF_FP8_SCALING, PP_RF_EAGER_NORM, PP_RF_TE_ATTENTION,
-    PP_RF_COUNT
+    PP_RF_TP_VOCAB, PP_RF_COUNT
 } pp_recipe_field;
 extern const char *const pp_recipe_field_names[PP_RF_COUNT];
 
@@ -35,7 +35,7 @@ typedef struct {
     pp_framework framework;
     pp_attention attention;
     pp_stack stack;          /* pp_stack_init's, with the recipe's fields set */
-    unsigned set;            /* bit (1u << pp_recipe_field) per field the file sets */
+    uint64_t set;            /* bit (UINT64_C(1) << pp_recipe_field) per field the file sets */
 } pp_recipe;
 
 /* One recipe file (path is used in messages); unknown keys, wrong types and values are

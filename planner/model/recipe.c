@@ -21,6 +21,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "param_dtype", "loss", "fp8_param_gather", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype",
     "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend", "moe_flex_backend",
     "vocab_divisible_by", "no_sync_accumulation", "fp8_scaling", "eager_norm", "te_attention",
+    "tp_vocab",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -36,7 +37,7 @@ typedef struct {
     int main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
     bool fp8_param_gather, precision_aware, dist_fused_adam;
     char cuda_graphs[128];
-    int sdpa_backend, flex_backend, fp8_scaling, eager_norm, te_attention;
+    int sdpa_backend, flex_backend, fp8_scaling, eager_norm, te_attention, tp_vocab;
     int64_t vocab_divisible_by;
     bool no_sync_accum;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
@@ -86,6 +87,7 @@ static const pp_key stack_keys[] = {
     PP_KENUM(recipe_file, "fp8_scaling", fp8_scaling, pp_fp8_scaling_names, PP_FP8_SCALING_COUNT, false),
     PP_KENUM(recipe_file, "eager_norm", eager_norm, pp_eager_norm_names, PP_ENORM_COUNT, false),
     PP_KENUM(recipe_file, "te_attention", te_attention, pp_te_attention_names, PP_TEATTN_COUNT, false),
+    PP_KENUM(recipe_file, "tp_vocab", tp_vocab, pp_tp_vocab_names, PP_TPV_COUNT, false),
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -100,7 +102,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     case PP_RF_CUDA_GRAPHS: case PP_RF_VOCAB_DIVISIBLE_BY: case PP_RF_TE_ATTENTION:
         return fw != PP_FW_MEGATRON ? "a Megatron field (framework: megatron)" : NULL;
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS: case PP_RF_SDPA_BACKEND:
-    case PP_RF_NO_SYNC_ACCUM: case PP_RF_FP8_SCALING: case PP_RF_EAGER_NORM:
+    case PP_RF_NO_SYNC_ACCUM: case PP_RF_FP8_SCALING: case PP_RF_EAGER_NORM: case PP_RF_TP_VOCAB:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
     default:
         return NULL;
@@ -143,7 +145,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     snprintf(r->release, sizeof r->release, "%s", f.release);
     snprintf(r->checked_by, sizeof r->checked_by, "%s", f.checked_by);
     r->framework = (pp_framework)f.framework;
-    r->set = 1u << PP_RF_FRAMEWORK;
+    r->set = UINT64_C(1) << PP_RF_FRAMEWORK;
     for (int i = 0; i < N_STACK; i++) {
         if (!sfound[i]) continue;
         pp_recipe_field fld = (pp_recipe_field)(i + 1);
@@ -154,7 +156,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
                                pp_framework_names[r->framework]);
             goto done;
         }
-        r->set |= 1u << fld;
+        r->set |= UINT64_C(1) << fld;
     }
     pp_stack *s = &r->stack;
     r->attention = (pp_attention)f.attention;
@@ -188,6 +190,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->fp8_scaling = (pp_fp8_scaling)f.fp8_scaling;
     s->eager_norm = (pp_eager_norm)f.eager_norm;
     s->te_attention = (pp_te_attention)f.te_attention;
+    s->tp_vocab = (pp_tp_vocab)f.tp_vocab;
     if ((r->set >> PP_RF_CUDA_GRAPHS) & 1u) {
         char why[160];
         if (pp_cuda_graphs_parse(f.cuda_graphs, &s->cuda_graphs, why, sizeof why) != PP_OK) {
@@ -337,6 +340,7 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_FP8_SCALING)) s->fp8_scaling = rs->fp8_scaling;
     if (SET(PP_RF_EAGER_NORM)) s->eager_norm = rs->eager_norm;
     if (SET(PP_RF_TE_ATTENTION)) s->te_attention = rs->te_attention;
+    if (SET(PP_RF_TP_VOCAB)) s->tp_vocab = rs->tp_vocab;
 #undef SET
 }
 
@@ -382,6 +386,7 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_EAGER_NORM:
         v = w->framework == PP_FW_FSDP && !s->compile ? pp_eager_norm_names[s->eager_norm] : "-";
         break;
+    case PP_RF_TP_VOCAB: v = w->framework == PP_FW_FSDP ? pp_tp_vocab_names[s->tp_vocab] : "-"; break;
     case PP_RF_FLEX_BACKEND:
         v = pp_model_is_moe(&w->model) && s->dispatcher == PP_DISPATCH_FLEX ? pp_flex_backend_names[s->flex_backend] : "-";
         break;

@@ -150,6 +150,10 @@ const pp_option pp_request_options[] = {
     ENUM("--eager-norm", eager_norm, PP_RQ_EAGER_NORM, pp_eager_norm_names, PP_ENORM_COUNT,
          "eager PyTorch's RMSNorm under --framework fsdp without --compile (default fused: F.rms_norm's kernel, "
          "PyTorch 2.8 on; composite: PyTorch 2.4-2.7's ops, torchtitan's 2024 RMSNorm, ibm-fms's)"),
+    ENUM("--tp-vocab", tp_vocab, PP_RQ_TP_VOCAB, pp_tp_vocab_names, PP_TPV_COUNT,
+         "the vocabulary's ends under --framework fsdp with TP (default sharded: torchtitan's embedding and "
+         "vocab-parallel loss; gathered: its disable_loss_parallel, the logits gathered to every TP rank; "
+         "replicated: KempnerForge's, the logits gathered and the embedding not split)"),
     ENUM("--te-attention", te_attention, PP_RQ_TE_ATTENTION, pp_te_attention_names, PP_TEATTN_COUNT,
          "TransformerEngine's attention kernel under Megatron (default cudnn: its fused attention, TE 1.8 on; "
          "flash2: the flash-attn 2 package, TE up to 1.7 or NVTE_FUSED_ATTN=0)"),
@@ -428,6 +432,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_SDPA_BACKEND]) s->sdpa_backend = (pp_sdpa_backend)r->sdpa_backend;
     if (g[PP_RQ_FP8_SCALING]) s->fp8_scaling = (pp_fp8_scaling)r->fp8_scaling;
     if (g[PP_RQ_EAGER_NORM]) s->eager_norm = (pp_eager_norm)r->eager_norm;
+    if (g[PP_RQ_TP_VOCAB]) s->tp_vocab = (pp_tp_vocab)r->tp_vocab;
     if (g[PP_RQ_TE_ATTENTION]) s->te_attention = (pp_te_attention)r->te_attention;
     if (g[PP_RQ_GRAD_BF16]) s->grad_bf16 = true;
     if (g[PP_RQ_EXPANDABLE]) s->expandable_segments = true;
@@ -463,14 +468,13 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
 
 /* The recipe fields Megatron's argument reader (megatron_config.c read_stack) sets from a run's
  * arguments, and the flag that sets each field. */
-#define MARGS_FIELDS                                                                                     \
-    ((1u << PP_RF_FRAMEWORK) | (1u << PP_RF_IMPL) | (1u << PP_RF_ATTENTION) | (1u << PP_RF_PRECISION) | \
-     (1u << PP_RF_BIAS_ACT_FUSION) | (1u << PP_RF_CE_FUSION) | (1u << PP_RF_EXPANDABLE) |               \
-     (1u << PP_RF_GRAD_BF16) | (1u << PP_RF_ATTN_MASK) | (1u << PP_RF_OVERLAP) |                        \
-     (1u << PP_RF_TP_COMM_OVERLAP) | (1u << PP_RF_DISPATCHER) | (1u << PP_RF_GROUPED_GEMM) |           \
-     (1u << PP_RF_FP8_PARAM_GATHER) | (1u << PP_RF_MAIN_PARAMS_DTYPE) | (1u << PP_RF_EXP_AVG_DTYPE) |  \
-     (1u << PP_RF_EXP_AVG_SQ_DTYPE) | (1u << PP_RF_PRECISION_AWARE) | (1u << PP_RF_CUDA_GRAPHS) |     \
-     (1u << PP_RF_FLEX_BACKEND) | (1u << PP_RF_VOCAB_DIVISIBLE_BY))
+#define RF_BIT(f) (UINT64_C(1) << PP_RF_##f)
+#define MARGS_FIELDS                                                                                   \
+    (RF_BIT(FRAMEWORK) | RF_BIT(IMPL) | RF_BIT(ATTENTION) | RF_BIT(PRECISION) | RF_BIT(BIAS_ACT_FUSION) | \
+     RF_BIT(CE_FUSION) | RF_BIT(EXPANDABLE) | RF_BIT(GRAD_BF16) | RF_BIT(ATTN_MASK) | RF_BIT(OVERLAP) |    \
+     RF_BIT(TP_COMM_OVERLAP) | RF_BIT(DISPATCHER) | RF_BIT(GROUPED_GEMM) | RF_BIT(FP8_PARAM_GATHER) |      \
+     RF_BIT(MAIN_PARAMS_DTYPE) | RF_BIT(EXP_AVG_DTYPE) | RF_BIT(EXP_AVG_SQ_DTYPE) |                        \
+     RF_BIT(PRECISION_AWARE) | RF_BIT(CUDA_GRAPHS) | RF_BIT(FLEX_BACKEND) | RF_BIT(VOCAB_DIVISIBLE_BY))
 static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FRAMEWORK] = PP_RQ_FRAMEWORK, [PP_RF_IMPL] = PP_RQ_IMPL, [PP_RF_ATTENTION] = PP_RQ_ATTENTION,
     [PP_RF_PRECISION] = PP_RQ_PRECISION, [PP_RF_BIAS_ACT_FUSION] = PP_RQ_ACT_UNFUSED,
@@ -486,6 +490,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND, [PP_RF_VOCAB_DIVISIBLE_BY] = PP_RQ_VOCAB_DIVISIBLE_BY,
     [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
     [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
+    [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -32,7 +32,12 @@
  *                                  the layers it has to hide behind, from the stage's per-layer times
  *   --vocab-divisible-by N         Megatron's --make-vocab-size-divisible-by: the vocabulary padded to a
  *                                  multiple of N x tp (vocab_utils.py calculate_padded_vocab_size), the
- *                                  padded rows of the embedding and the output layer held */
+ *                                  padded rows of the embedding and the output layer held
+ *   --tp-vocab gathered|replicated FSDP2 + TP without torchtitan's vocab-parallel loss: the logits whole
+ *                                  on every TP rank for the loss (bf16: 6 bytes a logit at its backward,
+ *                                  against 8 a logit of the shard), and, replicated (KempnerForge), the
+ *                                  embedding's bf16 state (2 + 2 + 4 bytes a parameter) sharded over
+ *                                  FSDP alone */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +337,46 @@ static void vocab_padding(void)
     run_free(&big);
 }
 
+static void tp_vocab(void)
+{
+    /* KempnerForge's 7B at TP 4 x FSDP 2 on H200 nodes of 4 (tests/data/published/runs.csv kf-01) */
+    static run s, g, r, one[3];
+    const char *q = "--model llama3-8b --gpu h200 --gpus 8 --gpus-per-node 4 --framework fsdp --zero 3 --tp 4 --mbs 4 "
+                    "--seq 4096 --gbs 16 --recompute full --compile --param-dtype bf16 --loss bf16";
+    if (run_argsf(&s, "%s --tp-vocab sharded", q) && run_argsf(&g, "%s --tp-vocab gathered", q) &&
+        run_argsf(&r, "%s --tp-vocab replicated", q)) {
+        const double T = 4.0 * 4096, V = 128256, h = 4096, t = 4, S = 2;
+        tap_ok(!strcmp(s.mem.stages[0].peak_moment, "loss backward") && !strcmp(g.mem.stages[0].peak_moment, "loss backward"),
+               "the peak is the loss backward's (%s, %s)", s.mem.stages[0].peak_moment, g.mem.stages[0].peak_moment);
+        double want = (6.0 - 8.0 / t) * T * V;
+        tap_near(g.mem.stages[0].peak_bytes - s.mem.stages[0].peak_bytes, want, 1e-9,
+                 "gathered: the loss on the whole logits, 6 bytes a logit against 8 a logit of the shard (%.0f bytes)", want);
+        want = (1.0 - 1.0 / t) * V * h / S * 8.0;
+        tap_near(r.mem.stages[0].peak_bytes - g.mem.stages[0].peak_bytes, want, 1e-9,
+                 "replicated: the embedding's bf16 parameters, gradients and AdamW state over FSDP 2 alone (%.0f bytes)", want);
+        tap_ok(g.time.step_time_s > s.time.step_time_s, "gathered: the logits' all-gather and the whole loss cost time "
+               "(%.4f > %.4f s)", g.time.step_time_s, s.time.step_time_s);
+        tap_ok(s.res.work.stack.tp_vocab == PP_TPV_SHARDED && r.res.work.stack.tp_vocab == PP_TPV_REPLICATED,
+               "the flag sets the stack's field");
+    }
+    /* without TP there is nothing to split: the three alike */
+    const char *names[3] = {"sharded", "gathered", "replicated"};
+    bool alike = true;
+    for (int i = 0; i < 3; i++) {
+        if (!run_argsf(&one[i], "--model llama3-8b --gpu h200 --gpus 8 --framework fsdp --zero 3 --mbs 2 --seq 4096 "
+                                "--gbs 16 --tp-vocab %s", names[i]))
+            alike = false;
+        else if (i > 0)
+            alike = alike && one[i].mem.stages[0].peak_bytes == one[0].mem.stages[0].peak_bytes &&
+                    one[i].time.step_time_s == one[0].time.step_time_s;
+    }
+    tap_ok(alike, "without TP the three price alike");
+    run_free(&s);
+    run_free(&g);
+    run_free(&r);
+    for (int i = 0; i < 3; i++) run_free(&one[i]);
+}
+
 static void cuda_graphs(void)
 {
     /* Qwen3-30B-A3B on 8 B200 at micro-batch 1 (Megatron-Bridge's 26.02 row): each of the 48 MoE
@@ -451,6 +496,7 @@ int main(void)
     deepep_buffers();
     hybridep_buffers();
     vocab_padding();
+    tp_vocab();
     cuda_graphs();
     cpu_offload();
     pp_catalog_free(&cat);

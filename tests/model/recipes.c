@@ -126,6 +126,10 @@ static void unit(void)
         "an eager norm that is neither fused nor composite");
     snprintf(t, sizeof t, "%sstack:\n  eager_norm: composite\n", good_head);
     bad(t, "x.yaml", "PyTorch FSDP2 field", "eager PyTorch's RMSNorm in a Megatron recipe");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  tp_vocab: split\n", "x.yaml", ":5:13: key 'tp_vocab'",
+        "a TP vocabulary plan that is none of sharded, gathered, replicated");
+    snprintf(t, sizeof t, "%sstack:\n  tp_vocab: replicated\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2 + TP's vocabulary plan in a Megatron recipe");
     snprintf(t, sizeof t, "%sstack:\n  te_attention: fa3\n", good_head);
     bad(t, "x.yaml", ":5:17: key 'te_attention'", "a TE attention kernel that is neither cudnn nor flash2");
     bad("name: x\nframework: fsdp\nsource: s\nstack:\n  te_attention: flash2\n", "x.yaml", "a Megatron field",
