@@ -42,6 +42,21 @@
 #include <math.h>
 #include <string.h>
 
+/* What torch's cross-entropy holds per logit, bytes: at the log-softmax (the logits, their fp32
+ * copy and the fp32 log-softmax it saves) and in its backward (the saved output, nll_loss's
+ * gradient and the input gradient), on logits.float() (torchtitan) and on the bf16 logits (--loss
+ * bf16). Measured exactly on one H200 (tools/fsdp/loss_memory.py, tests/data/fsdp/loss_memory.jsonl:
+ * 10.000 / 12.000 and 4.000 / 6.000 at 1.05G and 2.1G logits; checked by
+ * tests/validation/kernels/loss.py). FSDP_LOSS_PARALLEL_EXP: DTensor's vocab-parallel log-softmax
+ * backward forms exp(output) as a tensor of its own (torch/distributed/tensor/parallel/loss.py),
+ * measured on 4 x H200 (tests/data/node4/fsdp_runs.csv, FSDP2 + TP 2: 2004 and 4009 MiB above 12
+ * bytes per logit at 525M and 1050M logits a rank). */
+#define FSDP_LOSS_UPCAST_FWD 10.0
+#define FSDP_LOSS_UPCAST_BWD 12.0
+#define FSDP_LOSS_BF16_FWD 4.0
+#define FSDP_LOSS_BF16_BWD 6.0
+#define FSDP_LOSS_PARALLEL_EXP 4.0
+
 #define MIB (1024.0 * 1024.0)
 
 /* ------------------------------------------------------------------ calibration constants */
@@ -267,23 +282,20 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * gathered: the all-gather's backward needs no input). */
     const bool loss_parallel = pp_layer_loss_parallel(w, l);
     double logits = loss_parallel ? T * V / t : T * V;
-    c->loss_fwd = 10.0 * logits;
-    c->loss_bwd = 12.0 * logits;
-    /* Under TP, loss_parallel's log-softmax is DTensor's own (torch/distributed/tensor/parallel/
-     * loss.py): its backward forms exp(output) as a tensor of its own before subtracting, 4 more
-     * bytes per logit. Measured on 4 x H200 (tests/data/node4/fsdp_runs.csv, FSDP2 + TP 2): the
-     * loss-bound peaks were 2004 and 4009 MiB above 12 bytes per logit at 525M and 1050M logits
-     * per rank, 4.0 bytes each. */
-    if (loss_parallel) c->loss_bwd = 16.0 * logits;
-    /* --loss bf16 (NeMo AutoModel's MaskedCrossEntropy, fp32_upcast: false): the same steps on the
-     * bf16 logits, half the bytes of each fp32 tensor: 4 at the log-softmax (logits and the
-     * log-softmax it saves), 6 in its backward (8 under TP). --loss cut (cut cross-entropy,
-     * Wijmans et al. 2024, cut_cross_entropy.linear_cross_entropy): the logits are formed a block
-     * at a time in on-chip memory and never stored. Neither measured. */
+    c->loss_fwd = FSDP_LOSS_UPCAST_FWD * logits;
+    c->loss_bwd = FSDP_LOSS_UPCAST_BWD * logits;
+    /* Under TP, loss_parallel's log-softmax is DTensor's own: its exp(output) on top */
+    if (loss_parallel) c->loss_bwd = (FSDP_LOSS_UPCAST_BWD + FSDP_LOSS_PARALLEL_EXP) * logits;
+    /* --loss bf16 (NeMo AutoModel's MaskedCrossEntropy, fp32_upcast: false; KempnerForge's
+     * cross_entropy): the same steps on the bf16 logits, half the bytes of each fp32 tensor: 4 at
+     * the log-softmax (logits and the log-softmax it saves), 6 in its backward (8 under TP, by the
+     * same halving of DTensor's exp). --loss cut (cut cross-entropy, Wijmans et al. 2024,
+     * cut_cross_entropy.linear_cross_entropy): the logits are formed a block at a time in on-chip
+     * memory and never stored; not measured. */
     pp_loss loss = pp_work_loss(w);
     if (loss == PP_LOSS_TORCH_BF16) {
-        c->loss_fwd = 4.0 * logits;
-        c->loss_bwd = (loss_parallel ? 8.0 : 6.0) * logits;
+        c->loss_fwd = FSDP_LOSS_BF16_FWD * logits;
+        c->loss_bwd = (FSDP_LOSS_BF16_BWD + (loss_parallel ? FSDP_LOSS_PARALLEL_EXP / 2.0 : 0.0)) * logits;
     } else if (loss == PP_LOSS_CUT) {
         c->loss_fwd = c->loss_bwd = 0.0;
     }
