@@ -40,14 +40,19 @@
  * the GEMMs: for GEMMs alone the factor may be a little lower. PP_POWER_MIN_FRAC is the lowest
  * point: a limit below it is refused rather than extrapolated.
  *
- * Likely optimistic for Hopper: the curve's GPUs had headroom at their maximum (0.98 of the speed
- * at 0.9 of the power), but an H200 at its 700 W runs training steps at the limit already: median
- * 672-694 W with the SM clock at 1635-1838 MHz of its 1980 (nvidia-smi every 250 ms over six
- * one-GPU steps of a Llama block, tests/data/fsdp/longseq_power.csv, checked by
- * tests/validation/kernels/longseq.py), so every watt a lower limit takes costs clock. The 33
- * published torchtitan rows on the 500 W H100 are all predicted fast (mean -11.6%,
- * tests/data/published/runs.csv). Not changed: no throughput of a Hopper under a lower limit
- * was measured or found. */
+ * Checked on Hopper without changing a setting: an H200 at its 700 W limit runs training steps at
+ * that limit already (median 672-694 W, SM clock 1635-1838 MHz of its 1980, six one-GPU steps of a
+ * Llama block: tests/data/fsdp/longseq_power.csv), so what a lower limit costs is how the
+ * tensor cores' power falls with their clock. tools/power/power_curve.py measured that curve on it
+ * (tests/data/power/h200_mma.jsonl): a Triton MMA kernel on n of the 132 SMs draws 99.9 + 6.745 n W
+ * at 1980 MHz (n <= 80), and from n = 96 on holds the board at its limit by lowering the clock, to
+ * 1740 MHz at all 132; per SM that is p(f) ~ f^3.11 over 1740-1980 MHz, and the throughput follows
+ * the clock (TFLOP/s per SM per MHz within 1.7%). Extrapolated, a 500 W limit leaves
+ * ((490 - 99.9) / (690 - 99.9))^(1 / 3.11) = 0.875 of the 700 W clock, where the curve gives 0.904:
+ * within 3%, so the curve is kept (the extrapolation runs 200 MHz below the lowest clock measured).
+ * tests/validation/kernels/power.py checks both. So the 500 W limit does not explain the 33
+ * published torchtitan rows on the 500 W H100 being predicted fast (mean -11.6%,
+ * tests/data/published/runs.csv) beyond those 3%. */
 #include "pp.h"
 
 #include <math.h>
