@@ -884,10 +884,19 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     o->bwd_ep_s = mt->bwd_ep_s;
     o->sel_recompute_s = mt->sel_recompute_s;
 
+    /* The vocabulary's ends over TP: vocab-parallel (Megatron, torchtitan), or with --tp-vocab
+     * gathered|replicated (FSDP2 + TP) every TP rank runs the loss over the whole vocabulary, on
+     * logits all-gathered in the forward (their gradient is sliced back, no collective); replicated,
+     * the embedding's whole table on every rank, its output already whole (no forward reduction:
+     * the first norm takes its sequence shard locally). */
+    const bool loss_parallel = pp_layer_loss_parallel(w, l);
+    const double embed_tp = pp_layer_embed_tp(w, l);
+    const double v_loss = loss_parallel ? V / t : V, v_embed = V / embed_tp;
+
     /* --- embedding (first stage): vocab-parallel lookup + all-reduce (SP: reduce-scatter) */
     double emb_ew_f = EW_EMBED * T * h + (m->pos == PP_POS_LEARNED ? 6.0 * T * h : 0) +
                       (c->opts.dropout ? 5.0 * T * h_ew : 0);
-    double emb_ew_b = EW_EMBED * T * h + EW_EMBED_GRAD * V / t * h;
+    double emb_ew_b = EW_EMBED * T * h + EW_EMBED_GRAD * v_embed * h;
     /* LoRA: the frozen embedding has no backward, the frozen output layer its data gradient alone */
     const bool lora = pp_work_lora(w);
     if (lora) emb_ew_b = 0;
@@ -900,14 +909,8 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     pp_time_logits_misaligned(w, l, &xf, &xb);
     const double g_logits_f = g_logits * xf, g_logits_b = g_logits * xb;
     const double logits_b = lora ? 1.0 : 2.0;
-    o->output_fwd_s = g_logits_f + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * V / t) / c->mem_rate;
-    o->output_bwd_s = logits_b * g_logits_b / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * V / t) / c->mem_rate;
-    /* FSDP2 + TP with --tp-vocab gathered|replicated: every TP rank runs the loss over the whole
-     * vocabulary, on logits all-gathered in the forward (their gradient is sliced back, no
-     * collective); replicated, the embedding's whole table on every rank, its output already
-     * whole (no reduce-scatter forward: the first norm takes its sequence shard locally). */
-    const bool loss_parallel = pp_layer_loss_parallel(w, l);
-    const double v_loss = loss_parallel ? V / t : V, v_embed = V / pp_layer_embed_tp(w, l);
+    o->output_fwd_s = g_logits_f + (EW_NORM_FWD * T * h_ew + EW_CE_FWD * T * v_loss) / c->mem_rate;
+    o->output_bwd_s = logits_b * g_logits_b / BWD_GEMM_EFF + (EW_NORM_BWD * T * h_ew + EW_CE_BWD * T * v_loss) / c->mem_rate;
     if (pp_work_fw(w)->titan_kernels) {
         /* torchtitan: the loss on logits.float() (EW_FSDP_CE_*); the embedding backward zeroes
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
@@ -923,12 +926,12 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
         if (l->sp) {
             double ag = pp_time_collective_s(c, PP_TC_ALL_GATHER, l->tp, tpn, M);
             double rs = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, l->tp, tpn, M);
-            o->embed_tp_s = v_embed < V ? rs : 0.0; /* forward reduce-scatter, none when replicated */
+            o->embed_tp_s = embed_tp > 1 ? rs : 0.0; /* forward reduce-scatter, none when replicated */
             o->output_tp_s = ag + pp_time_behind(rs, g_logits / BWD_GEMM_EFF); /* bwd RS behind wgrad */
             o->embed_bwd_s += ag;
         } else {
             double ar = pp_time_collective_s(c, PP_TC_ALL_REDUCE, l->tp, tpn, M);
-            o->embed_tp_s = v_embed < V ? ar : 0.0;
+            o->embed_tp_s = embed_tp > 1 ? ar : 0.0;
             o->output_tp_s = pp_time_behind(ar, g_logits / BWD_GEMM_EFF);
         }
         o->embed_fwd_s += o->embed_tp_s;

@@ -138,7 +138,7 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->params += trained * (c->final_params + sd->mtp * c->mtp_extra_params / t);
         /* Untied output layer, or Megatron's copy of the tied embedding on the last stage. */
         if (c->output_params > 0) st->params += trained * c->output_params / t;
-        else if (l->pp > 1) st->params += trained * c->embed_params / t;
+        else if (l->pp > 1) st->params += trained * c->embed_params / pp_layer_embed_tp(c->w, l);
     }
 }
 
@@ -591,7 +591,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
      * (Megatron finalize_model_grads), after the backward. */
     if (p > 1 && c->output_params == 0 && w->model.tied && !pp_work_lora(w))
         dp_exposed += pp_time_collective_s(c, PP_TC_ALL_REDUCE, 2, w->gpus > gpn ? 1 : 2,
-                                           c->embed_params / (double)l->tp * gb);
+                                           c->embed_params / pp_layer_embed_tp(w, l) * gb);
     /* Offloaded parameters (ZeRO-Infinity): fetched over PCIe for forward and backward. */
     if (l->offload == PP_OFF_PARAMS) zero_s += m * 2.0 * max2(first.params, last.params) * 2.0 / host_link_bps(w);
     if (pp_work_fw(w)->block_sharding) {

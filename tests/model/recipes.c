@@ -117,23 +117,32 @@ static void unit(void)
         ":5:25: key 'no_sync_accumulation': expected true or false", "an unsynced accumulation that is not true or false");
     snprintf(t, sizeof t, "%sstack:\n  no_sync_accumulation: true\n", good_head);
     bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2's unsynced accumulation in a Megatron recipe");
-    /* the kernel keys: an unknown value at its place, each in the other framework's recipe refused */
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  fp8_scaling: blockwise\n", "x.yaml",
-        ":5:16: key 'fp8_scaling'", "an FP8 scaling torchao has no recipe for");
-    snprintf(t, sizeof t, "%sstack:\n  fp8_scaling: rowwise\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "torchao's float8 scaling in a Megatron recipe");
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  eager_norm: fast\n", "x.yaml", ":5:15: key 'eager_norm'",
-        "an eager norm that is neither fused nor composite");
-    snprintf(t, sizeof t, "%sstack:\n  eager_norm: composite\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "eager PyTorch's RMSNorm in a Megatron recipe");
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  tp_vocab: split\n", "x.yaml", ":5:13: key 'tp_vocab'",
-        "a TP vocabulary plan that is none of sharded, gathered, replicated");
-    snprintf(t, sizeof t, "%sstack:\n  tp_vocab: replicated\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2 + TP's vocabulary plan in a Megatron recipe");
-    snprintf(t, sizeof t, "%sstack:\n  te_attention: fa3\n", good_head);
-    bad(t, "x.yaml", ":5:17: key 'te_attention'", "a TE attention kernel that is neither cudnn nor flash2");
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  te_attention: flash2\n", "x.yaml", "a Megatron field",
-        "TransformerEngine's attention kernel in an FSDP2 recipe");
+    /* the kernel keys: an unknown value at its place (line 5, after "  KEY: "), and a good value in
+     * the other framework's recipe refused */
+    static const struct {
+        const char *key, *bad_value, *good_value, *owner, *other, *refusal, *what_bad, *what_misfit;
+    } kernel_keys[] = {
+        {"fp8_scaling", "blockwise", "rowwise", "fsdp", "megatron", "PyTorch FSDP2 field",
+         "an FP8 scaling torchao has no recipe for", "torchao's float8 scaling in a Megatron recipe"},
+        {"eager_norm", "fast", "composite", "fsdp", "megatron", "PyTorch FSDP2 field",
+         "an eager norm that is neither fused nor composite", "eager PyTorch's RMSNorm in a Megatron recipe"},
+        {"tp_vocab", "split", "replicated", "fsdp", "megatron", "PyTorch FSDP2 field",
+         "a TP vocabulary plan that is none of sharded, gathered, replicated",
+         "FSDP2 + TP's vocabulary plan in a Megatron recipe"},
+        {"te_attention", "fa3", "flash2", "megatron", "fsdp", "a Megatron field",
+         "a TE attention kernel that is neither cudnn nor flash2",
+         "TransformerEngine's attention kernel in an FSDP2 recipe"},
+    };
+    for (size_t i = 0; i < sizeof kernel_keys / sizeof kernel_keys[0]; i++) {
+        char want[96];
+        snprintf(want, sizeof want, ":5:%d: key '%s'", (int)strlen(kernel_keys[i].key) + 5, kernel_keys[i].key);
+        snprintf(t, sizeof t, "name: x\nframework: %s\nsource: s\nstack:\n  %s: %s\n", kernel_keys[i].owner,
+                 kernel_keys[i].key, kernel_keys[i].bad_value);
+        bad(t, "x.yaml", want, kernel_keys[i].what_bad);
+        snprintf(t, sizeof t, "name: x\nframework: %s\nsource: s\nstack:\n  %s: %s\n", kernel_keys[i].other,
+                 kernel_keys[i].key, kernel_keys[i].good_value);
+        bad(t, "x.yaml", kernel_keys[i].refusal, kernel_keys[i].what_misfit);
+    }
     {
         pp_recipe r;
         snprintf(t, sizeof t, "%sstack:\n  cuda_graphs: attn,moe_router,moe_preprocess\n", good_head);

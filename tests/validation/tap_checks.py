@@ -1,9 +1,16 @@
-"""What the Python validation scripts that read device measurements share: a C #define's value
-from a source file, `parplan check --json` run and parsed, and the TAP report of (ok, message)
-checks."""
+"""What the Python validation scripts that read device measurements share: a measurement file's
+JSON lines, a C #define's value from a source file, `parplan check --json` run and parsed, and the
+TAP report of (ok, message) checks."""
 import json
+import os
 import re
 import subprocess
+
+
+def jsonl(root, rel):
+    """The JSON objects of the file rel under the source root, one a line."""
+    with open(os.path.join(root, rel)) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def constant(src, name):

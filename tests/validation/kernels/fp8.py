@@ -12,17 +12,16 @@ measured on one H200 (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py).
     more at a block's backward (bf16 all-gathers, the second cast); the JSON states it.
 usage: fp8.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, constant, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, constant, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def main():
     parplan, root = sys.argv[1], sys.argv[2]
-    rows = [json.loads(l) for l in open(os.path.join(root, "tests/data/fp8/fp8_linear.jsonl"))]
+    rows = jsonl(root, "tests/data/fp8/fp8_linear.jsonl")
     time_c = open(os.path.join(root, "planner/cost/time.c")).read()
     checks = []
     gemm = {}

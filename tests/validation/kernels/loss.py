@@ -7,12 +7,11 @@ peaks while the loss is formed and through its backward, on the bf16 logits and 
     is on the bf16 logits: (12 - 6) bytes x T x V at the loss backward.
 usage: loss.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, constant, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, constant, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def main():
@@ -20,7 +19,7 @@ def main():
     src = open(os.path.join(root, "planner/cost/memory_fsdp.c")).read()
     model = {k: constant(src, "FSDP_LOSS_%s" % k) for k in ("UPCAST_FWD", "UPCAST_BWD", "BF16_FWD", "BF16_BWD")}
     checks = [(all(v is not None for v in model.values()), f"memory_fsdp.c's loss constants: {model}")]
-    rows = [json.loads(line) for line in open(os.path.join(root, "tests/data/fsdp/loss_memory.jsonl"))]
+    rows = jsonl(root, "tests/data/fsdp/loss_memory.jsonl")
     checks.append((len(rows) == 4, f"{len(rows)} measurements (two losses at two sizes)"))
     for r in rows:
         k = r["kind"].upper()

@@ -12,18 +12,17 @@
   - --eager-norm composite with --compile, or under --framework megatron, is an error.
 usage: norm.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, constant, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, constant, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def main():
     parplan, root = sys.argv[1], sys.argv[2]
-    rows = [json.loads(l) for l in open(os.path.join(root, "tests/data/fsdp/rmsnorm.jsonl"))]
+    rows = jsonl(root, "tests/data/fsdp/rmsnorm.jsonl")
     time_c = open(os.path.join(root, "planner/cost/time.c")).read()
     mem_c = open(os.path.join(root, "planner/cost/memory_fsdp.c")).read()
     checks = []

@@ -9,13 +9,12 @@ power curve planner/model/gpu_power.c prices a lower limit with. TAP:
     binary's (`check --gpu h100-96gb-gt500w`, gpu_effective.gemm_power_factor).
 usage: power.py PARPLAN SOURCE_ROOT
 """
-import json
 import math
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 
 def line(xs, ys):
@@ -26,7 +25,7 @@ def line(xs, ys):
 
 def main():
     parplan, root = sys.argv[1], sys.argv[2]
-    rows = [json.loads(s) for s in open(os.path.join(root, "tests/data/power/h200_mma.jsonl"))]
+    rows = jsonl(root, "tests/data/power/h200_mma.jsonl")
     mma = [r for r in rows if r["phase"].startswith("mma_")]
     checks = [(len(mma) >= 12, f"{len(mma)} MMA phases")]
     per = [r["tflops"] / (r["sms_busy"] * r["sm_mhz"]) for r in mma]
