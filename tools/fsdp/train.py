@@ -350,6 +350,10 @@ def parse_args(argv=None):
     p.add_argument("--accum", type=int, default=1,
                    help="micro-batches per step (gradient accumulation; FSDP2 reduce-scatters "
                         "after each, as torchtitan does)")
+    p.add_argument("--profile", action="store_true",
+                   help="after the timed steps, one more step under torch.profiler (CUDA activity "
+                        "only): the GPU's busy time and its kernels by category into the result "
+                        "(rank 0), not counted in the median")
     p.add_argument("--simulate-oom-at-step", type=int, default=None,
                    help="test knob: raise torch.OutOfMemoryError after that step's forward")
     args = p.parse_args(argv)
@@ -422,6 +426,59 @@ def describe(args, c, world, device):
     return r
 
 
+# Kernel categories of the profiled step, by name (first match wins).
+PROFILE_CATEGORIES = (
+    ("nccl", ("nccl",)),
+    ("attention", ("flash", "fmha", "attention")),
+    ("optimizer", ("adam", "multi_tensor")),
+    ("gemm", ("gemm", "nvjet", "sm90_xmma", "cutlass", "cublas")),
+    ("copy", ("memcpy", "memset", "copy", "cat", "split", "chunk_cat")),
+)
+
+
+def profile_summary(prof, wall_ms):
+    """The GPU's side of one profiled step: its busy time (the union of every kernel's and
+    copy's interval, the NCCL stream included, and without NCCL), the kernels' summed time by
+    category, and the longest kernels. Wall time minus busy time is when the GPU waited."""
+    spans, compute, cats, top = [], [], {}, {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        a, b = e.time_range.start, e.time_range.end
+        if b <= a:
+            continue
+        name = e.name.lower()
+        cat = next((k for k, keys in PROFILE_CATEGORIES if any(x in name for x in keys)), "other")
+        spans.append((a, b))
+        if cat != "nccl":
+            compute.append((a, b))
+        cats[cat] = cats.get(cat, 0.0) + (b - a)
+        n, t = top.get(e.name[:100], (0, 0.0))
+        top[e.name[:100]] = (n + 1, t + (b - a))
+
+    def union_us(iv):
+        iv.sort()
+        total, end = 0.0, None
+        for a, b in iv:
+            if end is None or a > end:
+                total += b - a
+                end = b
+            elif b > end:
+                total += b - end
+                end = b
+        return total
+
+    return {
+        "wall_ms": round(wall_ms, 3),
+        "busy_ms": round(union_us(spans) / 1e3, 3),
+        "compute_busy_ms": round(union_us(compute) / 1e3, 3),
+        "kernel_ms_by_category": {k: round(v / 1e3, 3) for k, v in sorted(cats.items())},
+        "kernels": sum(n for n, _ in top.values()),
+        "top": [[k, n, round(t / 1e3, 3)] for k, (n, t) in
+                sorted(top.items(), key=lambda kv: -kv[1][1])[:25]],
+    }
+
+
 def emit(result):
     print("FSDP_RESULT " + json.dumps(result, sort_keys=True), flush=True)
 
@@ -492,8 +549,12 @@ def main(argv=None):
         gen = torch.Generator(device=device).manual_seed(1234 + rank // args.tp)
         loss_ctx = loss_parallel if tp_mesh is not None else contextlib.nullcontext
 
-        for step in range(1, args.steps + 1):
+        prof = None
+        for step in range(1, args.steps + 1 + (1 if args.profile else 0)):
             mem.sync()
+            if step > args.steps:
+                prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+                prof.__enter__()
             t0 = time.perf_counter()
             # torchtitan's train_step order: zero_grad first, so a step's gradients stay
             # allocated until the next step begins (and are part of allocated_after_step1).
@@ -520,6 +581,14 @@ def main(argv=None):
             optimizer.step()
             losses.append(loss.item())  # also a host sync
             mem.sync()
+            if prof is not None:
+                wall_ms = (time.perf_counter() - t0) * 1e3
+                prof.__exit__(None, None, None)
+                try:
+                    result["profile"] = profile_summary(prof, wall_ms)
+                except Exception as e:  # a profiler API change must not lose the run
+                    result["profile"] = {"wall_ms": round(wall_ms, 3), "error": repr(e)[:300]}
+                break
             step_ms.append(round((time.perf_counter() - t0) * 1e3, 3))
             s = mem.stats()
             peaks.append(s["max_allocated"])

@@ -151,6 +151,25 @@ static void megatron(void)
            MOE_MISRANKED_BOUND);
 }
 
+/* The next run that ran ("ok") of a runs table of tools/fsdp/parse_runs.py: its columns split into
+ * col, and ci[k] the index of cols[k] (cols[0..1] are "name" and "status"), read from the header
+ * on the first call (*header false). 0 at the end of the file. */
+static int fsdp_next(FILE *f, char *line, int n, const char *const *cols, int ncols, int *ci, bool *header, char **col)
+{
+    while (fgets(line, n, f)) {
+        if (line[0] == '#') continue;
+        int nc = split_csv(line, col, MAXCOL * 2);
+        if (!*header) {
+            for (int k = 0; k < ncols; k++) ci[k] = col_index(col, nc, cols[k]);
+            *header = true;
+            continue;
+        }
+        if (strcmp(col[ci[1]], "ok")) continue; /* skipped for the deadline */
+        return 1;
+    }
+    return 0;
+}
+
 static void fsdp(void)
 {
     char path[1024];
@@ -161,18 +180,11 @@ static void fsdp(void)
     const char *const cols[] = {"name", "status", "gpus", "replicate", "flavor", "mbs", "seq", "ac",
                                 "reshard_after_forward", "max_alloc_mib", "alloc_retries", "step_ms_median", "tp"};
     enum { NC = 13 };
-    int ci[NC], ih = -1;
+    int ci[NC];
+    bool header = false;
+    char *col[MAXCOL * 2];
     err_acc mem = {0}, tim = {0}, mem4 = {0};
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#') continue;
-        char *col[MAXCOL * 2];
-        int nc = split_csv(line, col, MAXCOL * 2);
-        if (ih < 0) {
-            for (int k = 0; k < NC; k++) ci[k] = col_index(col, nc, cols[k]);
-            ih = 0;
-            continue;
-        }
-        if (strcmp(col[ci[1]], "ok")) continue; /* skipped for the deadline */
+    while (fsdp_next(f, line, (int)sizeof line, cols, NC, ci, &header, col)) {
         int gpus = atoi(col[ci[2]]), rep = atoi(col[ci[3]]), mbs = atoi(col[ci[5]]), tp = ci[12] >= 0 ? atoi(col[ci[12]]) : 1;
         rp_fsdp_run run = {"h200", col[ci[4]], col[ci[7]], gpus, mbs, atoi(col[ci[6]]), rep, tp < 1 ? 1 : tp, 1,
                            strcmp(col[ci[8]], "false") != 0, false, false};
@@ -202,6 +214,86 @@ static void fsdp(void)
     if (mape(&tim) > 10.0) tap_diag("TARGET NOT MET: FSDP2 4-way step MAPE %.1f%% > 10%%", mape(&tim));
     tap_ok(mape(&tim) <= FSDP_STEP_MAPE_BOUND, "FSDP2 4-way step: MAPE %.1f%% <= %.0f%% (this tree's bound)", mape(&tim),
            FSDP_STEP_MAPE_BOUND);
+}
+
+/* Two H200s of one host (tests/data/fsdp/runs_2gpu.csv, tools/fsdp/configs_2gpu.csv, where the
+ * predictions were written before the runs and the held-out half chosen). The model's regime is
+ * GPU-bound work: FSDP2 at 4096 tokens a rank or more, and TP 2 with compiled blocks. Outside it, two misses
+ * the profiled step explains (tests/data/fsdp/two_gpu/profile.jsonl, tools/fsdp/README.md):
+ * at 1-2k tokens a rank the GPU is busy for about half the step (FSDP2's host work per block, not
+ * hidden; compiled blocks take as long), and eager TP's host pace is priced per block once for the
+ * forward and again for the recompute where the measured step is faster. */
+static bool name_in(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(name, *list)) return true;
+    return false;
+}
+
+static void fsdp_2gpu(void)
+{
+    static const char *const held_out[] = {"l8b_tp2_s8k_b1_full", "l3b_2g_s2k_b1_none", "l3b_s2k_b1_none",
+                                           "l8b_2g_s8k_b1_full_c", "l3b_2g_s8k_b1_none_nors",
+                                           "l3b_2g_s8k_b1_none_hsdp", "l8b_2g_s8k_b1_sel", "l8b_2g_s8k_b2_sel", NULL};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/fsdp/runs_2gpu.csv", rp_src);
+    FILE *f = fopen(path, "r");
+    if (!tap_ok(f != NULL, "read %s", path)) return;
+    char line[8192];
+    const char *const cols[] = {"name", "status", "gpus", "replicate", "flavor", "mbs", "seq", "ac",
+                                "reshard_after_forward", "max_alloc_mib", "alloc_retries", "step_ms_median",
+                                "tp", "compile", "accum", "alloc"};
+    enum { NC = 16 };
+    int ci[NC], rows = 0;
+    bool header = false, checked = false;
+    char *col[MAXCOL * 2];
+    err_acc mem = {0}, in_look = {0}, in_held = {0}, out_look = {0}, out_held = {0};
+    while (fsdp_next(f, line, (int)sizeof line, cols, NC, ci, &header, col)) {
+        if (!checked) {
+            bool all = true;
+            for (int k = 0; k < NC; k++) all = all && ci[k] >= 0;
+            checked = true;
+            if (!tap_ok(all, "%s has the columns this test reads", path)) break;
+        }
+        rows++;
+        const char *name = col[ci[0]];
+        int gpus = atoi(col[ci[2]]), tp = atoi(col[ci[12]]), seq = atoi(col[ci[6]]);
+        bool compile = atoi(col[ci[13]]) != 0;
+        rp_fsdp_run run = {"h200", col[ci[4]], col[ci[7]], gpus, atoi(col[ci[5]]), seq, atoi(col[ci[3]]),
+                           tp < 1 ? 1 : tp, atoi(col[ci[14]]), strcmp(col[ci[8]], "false") != 0, compile,
+                           !strcmp(col[ci[15]], "expandable")};
+        char cmd[1024];
+        js_val *doc = rp_fsdp_check(&run, cmd, sizeof cmd);
+        if (!tap_ok(doc != NULL, "%s: %s", name, cmd)) continue;
+        double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(col[ci[9]]);
+        double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(col[ci[11]]);
+        double em = pm / mm - 1, et = pt / mt - 1;
+        /* the regime: GPU-bound FSDP2 (4096 tokens a rank or more) or compiled TP */
+        bool regime = tp > 1 ? compile : seq >= 4096;
+        bool held = name_in(name, held_out);
+        printf("# %-26s %-8s %-9s peak measured %7.0f MiB predicted %7.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%\n",
+               name, held ? "held out" : "looked", regime ? "regime" : "outside", mm, pm, 100 * em, mt, pt, 100 * et);
+        printf("#     %s\n", cmd);
+        acc(&mem, name, em);
+        acc(regime ? (held ? &in_held : &in_look) : (held ? &out_held : &out_look), name, et);
+        js_free(doc);
+    }
+    fclose(f);
+    tap_ok(rows == 16, "16 runs on two H200s read (%d)", rows);
+    tap_diag("2 x H200 memory: MAPE %.2f%% over %d runs, worst %+.2f%% (%s)", mape(&mem), mem.n, 100 * mem.worst,
+             mem.worst_name);
+    tap_ok(fabs(mem.worst) <= 0.04, "2 x H200: every run's allocator peak within 4%% (worst %+.2f%%, %s)",
+           100 * mem.worst, mem.worst_name);
+    tap_diag("2 x H200 step, the model's regime: looked-at MAPE %.1f%% over %d (worst %+.1f%%, %s), held out %.1f%% over %d "
+             "(worst %+.1f%%, %s)", mape(&in_look), in_look.n, 100 * in_look.worst, in_look.worst_name, mape(&in_held),
+             in_held.n, 100 * in_held.worst, in_held.worst_name);
+    tap_ok(in_look.n + in_held.n >= 9 && fabs(in_look.worst) <= 0.08 && fabs(in_held.worst) <= 0.08,
+           "2 x H200 step, the model's regime (FSDP2 at 4096-8192 tokens a rank, compiled TP 2): every run within 8%%");
+    tap_diag("TARGET NOT MET: 2 x H200 step outside the regime: looked-at MAPE %.1f%% over %d (worst %+.1f%%, %s), "
+             "held out %.1f%% over %d (worst %+.1f%%, %s): short sequences are host-bound (FSDP2's work per block), "
+             "eager TP's host pace is overpriced",
+             mape(&out_look), out_look.n, 100 * out_look.worst, out_look.worst_name, mape(&out_held), out_held.n,
+             100 * out_held.worst, out_held.worst_name);
 }
 
 /* plan --probe 8 as it ran on the node (tests/data/node4/probe/WORKLOAD.json): its #1 against the
@@ -298,6 +390,7 @@ int main(int argc, char **argv)
     rp_src = argv[2];
     megatron();
     fsdp();
+    fsdp_2gpu();
     static const char *const dense_runs[] = {"d_dp4_b1_do", "d_tp2dp2_b2_do", "d_pp2dp2v8_b1_do", "d_tp4_b4", "d_tp2pp2v8_b2"};
     static const char *const dense_labels[] = {"tp1 pp1 dp4 ep1 mbs1 dist-opt", "tp2 pp1 dp2 ep1 mbs2 dist-opt",
                                                "tp1 pp2 dp2 ep1 mbs1 dist-opt", "tp4 pp1 dp1 ep1 mbs4",
