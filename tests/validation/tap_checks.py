@@ -1,6 +1,7 @@
 """What the Python validation scripts that read device measurements share: a measurement file's
-JSON lines, a C #define's value from a source file, `parplan check --json` run and parsed, and the
-TAP report of (ok, message) checks."""
+JSON lines, a C #define's value from a source file, the `parplan check` flags of a run of
+tools/fsdp/train.py, `parplan check --json` run and parsed, and the TAP report of (ok, message)
+checks."""
 import json
 import os
 import re
@@ -17,6 +18,18 @@ def constant(src, name):
     """The number a `#define NAME value` gives in src, or None."""
     m = re.search(r"#define\s+%s\s+([0-9.]+)" % name, src)
     return float(m.group(1)) if m else None
+
+
+def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=False, layers=None):
+    """The `parplan check` flags that state a run of tools/fsdp/train.py on H200s (its flavor 8B is the
+    catalog's llama3-8b, 3B the committed Llama-3.2-3B file; layers: its --layers override); the C
+    replays' twin is rp_fsdp_check (tests/validation/node4/replay_common.c)."""
+    model = "llama3-8b" if flavor == "8B" else os.path.join(root, "tests/data/fsdp/models/llama-3.2-3b.yaml")
+    a = ["--model", model] + (["--layers", str(layers)] if layers else []) + [
+        "--gpu", "h200", "--gpus", str(gpus), "--gpus-per-node", str(gpus), "--framework", "fsdp",
+        "--zero", "3" if reshard else "2", "--gbs", str(gpus // tp * mbs), "--mbs", str(mbs),
+        "--seq", str(seq), "--recompute", ac]
+    return a + (["--tp", str(tp)] if tp > 1 else []) + (["--compile"] if compile else [])
 
 
 def check_json(parplan, args):

@@ -432,7 +432,7 @@ PROFILE_CATEGORIES = (
     ("attention", ("flash", "fmha", "attention")),
     ("optimizer", ("adam", "multi_tensor")),
     ("gemm", ("gemm", "nvjet", "sm90_xmma", "cutlass", "cublas")),
-    ("copy", ("memcpy", "memset", "copy", "cat", "split", "chunk_cat")),
+    ("copy", ("memcpy", "memset", "copy", "cat", "split")),
 )
 
 
@@ -554,7 +554,7 @@ def main(argv=None):
             mem.sync()
             if step > args.steps:
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
-                prof.__enter__()
+                prof.start()
             t0 = time.perf_counter()
             # torchtitan's train_step order: zero_grad first, so a step's gradients stay
             # allocated until the next step begins (and are part of allocated_after_step1).
@@ -583,7 +583,7 @@ def main(argv=None):
             mem.sync()
             if prof is not None:
                 wall_ms = (time.perf_counter() - t0) * 1e3
-                prof.__exit__(None, None, None)
+                prof.stop()
                 try:
                     result["profile"] = profile_summary(prof, wall_ms)
                 except Exception as e:  # a profiler API change must not lose the run

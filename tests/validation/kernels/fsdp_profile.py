@@ -16,23 +16,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
-
-M3 = "tests/data/fsdp/models/llama-3.2-3b.yaml"
-
+from tap_checks import check_json, fsdp_run_args, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 def predicted_s(parplan, root, r):
-    model = "llama3-8b" if r["flavor"] == "8B" else os.path.join(root, M3)
-    world, tp = r["world_size"], r["tp"]
-    args = ["--model", model, "--gpu", "h200", "--gpus", str(world), "--gpus-per-node", str(world),
-            "--framework", "fsdp", "--zero", "3", "--gbs", str(world // tp * r["mbs"]), "--mbs", str(r["mbs"]),
-            "--seq", str(r["seq"]), "--recompute", r["ac"]]
-    if tp > 1:
-        args += ["--tp", str(tp)]
-    if r["compile"]:
-        args.append("--compile")
-    d = check_json(parplan, args)
-    return d.get("step_time_s")
+    args = fsdp_run_args(root, r["flavor"], r["world_size"], r["mbs"], r["seq"], r["ac"], tp=r["tp"],
+                         compile=r["compile"])
+    return check_json(parplan, args).get("step_time_s")
 
 
 def main():

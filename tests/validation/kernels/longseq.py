@@ -29,7 +29,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, fsdp_run_args, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 MIB = 1024.0 * 1024.0
 H200_MAX_SM_MHZ = 1980  # nvidia-smi's clocks.max.sm on the lent H200 (idle samples of the power file read 1980)
@@ -40,12 +40,10 @@ def rows(root):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
-def args_of(r):
+def args_of(root, r):
     """The `parplan check` flags that state the run (tools/fsdp/configs_longseq.csv's header)."""
-    a = ["--model", "llama3-8b", "--layers", r["layers"], "--gpu", "h200", "--gpus", r["gpus"],
-         "--framework", "fsdp", "--zero", "3" if r["reshard_after_forward"] == "true" else "2",
-         "--gbs", r["mbs"], "--mbs", r["mbs"], "--seq", r["seq"], "--recompute", r["ac"]]
-    return a + (["--compile"] if r["compile"] == "1" else [])
+    return fsdp_run_args(root, r["flavor"], int(r["gpus"]), int(r["mbs"]), int(r["seq"]), r["ac"],
+                         reshard=r["reshard_after_forward"] == "true", compile=r["compile"] == "1", layers=r["layers"])
 
 
 def power_by_run(root):
@@ -83,7 +81,7 @@ def main():
     runs = rows(root)
     checks.append((len(runs) == 6 and all(r["status"] == "ok" for r in runs), f"{len(runs)} runs, all ran"))
     for r in runs:
-        d = check_json(parplan, args_of(r))
+        d = check_json(parplan, args_of(root, r))
         if "step_time_s" not in d:
             checks.append((False, f"{r['name']}: {d.get('error')}"))
             continue

@@ -151,58 +151,34 @@ static void megatron(void)
            MOE_MISRANKED_BOUND);
 }
 
-/* The next run that ran ("ok") of a runs table of tools/fsdp/parse_runs.py: its columns split into
- * col, and ci[k] the index of cols[k] (cols[0..1] are "name" and "status"), read from the header
- * on the first call (*header false). 0 at the end of the file. */
-static int fsdp_next(FILE *f, char *line, int n, const char *const *cols, int ncols, int *ci, bool *header, char **col)
-{
-    while (fgets(line, n, f)) {
-        if (line[0] == '#') continue;
-        int nc = split_csv(line, col, MAXCOL * 2);
-        if (!*header) {
-            for (int k = 0; k < ncols; k++) ci[k] = col_index(col, nc, cols[k]);
-            *header = true;
-            continue;
-        }
-        if (strcmp(col[ci[1]], "ok")) continue; /* skipped for the deadline */
-        return 1;
-    }
-    return 0;
-}
-
 static void fsdp(void)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/node4/fsdp_runs.csv", rp_src);
-    FILE *f = fopen(path, "r");
-    if (!tap_ok(f != NULL, "read %s", path)) return;
-    char line[8192];
-    const char *const cols[] = {"name", "status", "gpus", "replicate", "flavor", "mbs", "seq", "ac",
-                                "reshard_after_forward", "max_alloc_mib", "alloc_retries", "step_ms_median", "tp"};
-    enum { NC = 13 };
-    int ci[NC];
-    bool header = false;
-    char *col[MAXCOL * 2];
+    const char *rel = "tests/data/node4/fsdp_runs.csv";
+    table t;
+    if (!tap_ok(table_read(&t, rel), "read %s", rel)) {
+        table_free(&t);
+        return;
+    }
     err_acc mem = {0}, tim = {0}, mem4 = {0};
-    while (fsdp_next(f, line, (int)sizeof line, cols, NC, ci, &header, col)) {
-        int gpus = atoi(col[ci[2]]), rep = atoi(col[ci[3]]), mbs = atoi(col[ci[5]]), tp = ci[12] >= 0 ? atoi(col[ci[12]]) : 1;
-        rp_fsdp_run run = {"h200", col[ci[4]], col[ci[7]], gpus, mbs, atoi(col[ci[6]]), rep, tp < 1 ? 1 : tp, 1,
-                           strcmp(col[ci[8]], "false") != 0, false, false};
+    for (int r = 0; r < t.nrows; r++) {
+        if (strcmp(cell(&t, r, "status"), "ok")) continue; /* skipped for the deadline */
+        const char *name = cell(&t, r, "name");
+        rp_fsdp_run run = fsdp_run_of(&t, r, "h200");
         char cmd[1024];
         js_val *doc = rp_fsdp_check(&run, cmd, sizeof cmd);
-        if (!tap_ok(doc != NULL, "%s: %s", col[ci[0]], cmd)) continue;
-        double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(col[ci[9]]);
-        double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(col[ci[11]]);
-        int retries = atoi(col[ci[10]]);
+        if (!tap_ok(doc != NULL, "%s: %s", name, cmd)) continue;
+        double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(cell(&t, r, "max_alloc_mib"));
+        double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(cell(&t, r, "step_ms_median"));
+        int retries = atoi(cell(&t, r, "alloc_retries"));
         double em = pm / mm - 1, et = pt / mt - 1;
         printf("# %-26s peak measured %8.0f MiB predicted %8.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%%s\n",
-               col[ci[0]], mm, pm, 100 * em, mt, pt, 100 * et, retries ? " (allocator retried: not timed)" : "");
-        acc(&mem, col[ci[0]], em);
-        if (gpus == 4) acc(&mem4, col[ci[0]], em);
-        if (!retries && gpus == 4) acc(&tim, col[ci[0]], et);
+               name, mm, pm, 100 * em, mt, pt, 100 * et, retries ? " (allocator retried: not timed)" : "");
+        acc(&mem, name, em);
+        if (run.gpus == 4) acc(&mem4, name, em);
+        if (!retries && run.gpus == 4) acc(&tim, name, et);
         js_free(doc);
     }
-    fclose(f);
+    table_free(&t);
     tap_diag("FSDP2 4-way memory: MAPE %.2f%% over %d runs, worst %+.2f%% (%s); target MAPE <= 4%%, each within 8%%",
              mape(&mem4), mem4.n, 100 * mem4.worst, mem4.worst_name);
     tap_diag("FSDP2 4-way step (runs without allocator retries): MAPE %.1f%% over %d, worst %+.1f%% (%s); target MAPE <= 10%%",
@@ -218,59 +194,70 @@ static void fsdp(void)
 
 /* Two H200s of one host (tests/data/fsdp/runs_2gpu.csv, tools/fsdp/configs_2gpu.csv, where the
  * predictions were written before the runs and the held-out half chosen). The model's regime is
- * GPU-bound work: FSDP2 at 4096 tokens a rank or more, and TP 2 with compiled blocks. Outside it, two misses
- * the profiled step explains (tests/data/fsdp/two_gpu/profile.jsonl, tools/fsdp/README.md):
+ * GPU-bound work: FSDP2 at 4096 tokens a rank or more, and TP 2 with compiled blocks. Outside it, two
+ * misses the profiled step explains (tests/data/fsdp/two_gpu/profile.jsonl, tools/fsdp/README.md):
  * at 1-2k tokens a rank the GPU is busy for about half the step (FSDP2's host work per block, not
  * hidden; compiled blocks take as long), and eager TP's host pace is priced per block once for the
  * forward and again for the recompute where the measured step is faster. */
-static bool name_in(const char *name, const char *const *list)
+
+/* Whether the configs file marks the run held out: its comment line above the row starts with
+ * "# held out" (the split as it was committed before the runs). */
+static bool held_out(const char *configs, const char *name)
 {
-    for (; *list; list++)
-        if (!strcmp(name, *list)) return true;
-    return false;
+    char path[1024], line[4096];
+    snprintf(path, sizeof path, "%s/%s", rp_src, configs);
+    FILE *f = fopen(path, "r");
+    bool marked = false, held = false;
+    while (f && fgets(line, sizeof line, f)) {
+        if (line[0] == '#') {
+            marked = !strncmp(line, "# held out", 10);
+            continue;
+        }
+        size_t n = strlen(name);
+        if (!strncmp(line, name, n) && line[n] == ',') {
+            held = marked;
+            break;
+        }
+        marked = false;
+    }
+    if (f) fclose(f);
+    return held;
 }
 
 static void fsdp_2gpu(void)
 {
-    static const char *const held_out[] = {"l8b_tp2_s8k_b1_full", "l3b_2g_s2k_b1_none", "l3b_s2k_b1_none",
-                                           "l8b_2g_s8k_b1_full_c", "l3b_2g_s8k_b1_none_nors",
-                                           "l3b_2g_s8k_b1_none_hsdp", "l8b_2g_s8k_b1_sel", "l8b_2g_s8k_b2_sel", NULL};
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/data/fsdp/runs_2gpu.csv", rp_src);
-    FILE *f = fopen(path, "r");
-    if (!tap_ok(f != NULL, "read %s", path)) return;
-    char line[8192];
-    const char *const cols[] = {"name", "status", "gpus", "replicate", "flavor", "mbs", "seq", "ac",
-                                "reshard_after_forward", "max_alloc_mib", "alloc_retries", "step_ms_median",
-                                "tp", "compile", "accum", "alloc"};
-    enum { NC = 16 };
-    int ci[NC], rows = 0;
-    bool header = false, checked = false;
-    char *col[MAXCOL * 2];
+    const char *rel = "tests/data/fsdp/runs_2gpu.csv", *configs = "tools/fsdp/configs_2gpu.csv";
+    table t;
+    if (!tap_ok(table_read(&t, rel), "read %s", rel)) {
+        table_free(&t);
+        return;
+    }
+    static const char *const cols[] = {"name", "status", "gpus", "replicate", "flavor", "mbs", "seq", "ac",
+                                       "reshard_after_forward", "max_alloc_mib", "step_ms_median", "tp", "compile",
+                                       "accum", "alloc"};
+    bool all = true;
+    for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) all = all && col_index(t.hdr, t.nh, cols[k]) >= 0;
+    if (!tap_ok(all, "%s has the columns this test reads", rel)) {
+        table_free(&t);
+        return;
+    }
+    int rows = 0, held_n = 0;
     err_acc mem = {0}, in_look = {0}, in_held = {0}, out_look = {0}, out_held = {0};
-    while (fsdp_next(f, line, (int)sizeof line, cols, NC, ci, &header, col)) {
-        if (!checked) {
-            bool all = true;
-            for (int k = 0; k < NC; k++) all = all && ci[k] >= 0;
-            checked = true;
-            if (!tap_ok(all, "%s has the columns this test reads", path)) break;
-        }
+    for (int r = 0; r < t.nrows; r++) {
+        if (strcmp(cell(&t, r, "status"), "ok")) continue;
         rows++;
-        const char *name = col[ci[0]];
-        int gpus = atoi(col[ci[2]]), tp = atoi(col[ci[12]]), seq = atoi(col[ci[6]]);
-        bool compile = atoi(col[ci[13]]) != 0;
-        rp_fsdp_run run = {"h200", col[ci[4]], col[ci[7]], gpus, atoi(col[ci[5]]), seq, atoi(col[ci[3]]),
-                           tp < 1 ? 1 : tp, atoi(col[ci[14]]), strcmp(col[ci[8]], "false") != 0, compile,
-                           !strcmp(col[ci[15]], "expandable")};
+        const char *name = cell(&t, r, "name");
+        rp_fsdp_run run = fsdp_run_of(&t, r, "h200");
         char cmd[1024];
         js_val *doc = rp_fsdp_check(&run, cmd, sizeof cmd);
         if (!tap_ok(doc != NULL, "%s: %s", name, cmd)) continue;
-        double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(col[ci[9]]);
-        double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(col[ci[11]]);
+        double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(cell(&t, r, "max_alloc_mib"));
+        double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(cell(&t, r, "step_ms_median"));
         double em = pm / mm - 1, et = pt / mt - 1;
         /* the regime: GPU-bound FSDP2 (4096 tokens a rank or more) or compiled TP */
-        bool regime = tp > 1 ? compile : seq >= 4096;
-        bool held = name_in(name, held_out);
+        bool regime = run.tp > 1 ? run.compile : run.seq >= 4096;
+        bool held = held_out(configs, name);
+        held_n += held;
         printf("# %-26s %-8s %-9s peak measured %7.0f MiB predicted %7.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%\n",
                name, held ? "held out" : "looked", regime ? "regime" : "outside", mm, pm, 100 * em, mt, pt, 100 * et);
         printf("#     %s\n", cmd);
@@ -278,8 +265,8 @@ static void fsdp_2gpu(void)
         acc(regime ? (held ? &in_held : &in_look) : (held ? &out_held : &out_look), name, et);
         js_free(doc);
     }
-    fclose(f);
-    tap_ok(rows == 16, "16 runs on two H200s read (%d)", rows);
+    table_free(&t);
+    tap_ok(rows == 16 && held_n == 8, "16 runs on two H200s read (%d), 8 held out in %s (%d)", rows, configs, held_n);
     tap_diag("2 x H200 memory: MAPE %.2f%% over %d runs, worst %+.2f%% (%s)", mape(&mem), mem.n, 100 * mem.worst,
              mem.worst_name);
     tap_ok(fabs(mem.worst) <= 0.04, "2 x H200: every run's allocator peak within 4%% (worst %+.2f%%, %s)",

@@ -36,4 +36,22 @@ typedef struct {
 } rp_fsdp_run;
 js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t n);
 
+/* A comma-separated table read whole (rows under MAXROWS; '#' lines skipped): its header and the
+ * cells of each row, a row's missing cells "". table_read's path is under the source tree; false
+ * when the file cannot be read or has no header. table_free accepts a table never read. */
+#define MAXROWS 128
+typedef struct {
+    char *text;
+    char *hdr[MAXCOL];
+    int nh;
+    char *row[MAXROWS][MAXCOL];
+    int nrows;
+} table;
+bool table_read(table *t, const char *rel);
+void table_free(table *t);
+/* The cell of row r in the column named name, "" where the table has no such column. */
+const char *cell(const table *t, int r, const char *name);
+/* Row r of an FSDP2 runs table of tools/fsdp/parse_runs.py as the CLI states it, on gpu. */
+rp_fsdp_run fsdp_run_of(const table *t, int r, const char *gpu);
+
 #endif

@@ -3,8 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "csv_cols.h"
 #include "proc.h"
 #include "tap.h"
 
@@ -68,4 +70,61 @@ js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t cn)
                                                                                               : args[i] + strlen(rp_src) + 1);
     int st;
     return rp_json("check", args, n, &st);
+}
+
+bool table_read(table *t, const char *rel)
+{
+    memset(t, 0, sizeof *t);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", rp_src, rel);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    t->text = malloc((size_t)n + 1);
+    size_t got = t->text ? fread(t->text, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!t->text) return false;
+    t->text[got] = 0;
+    char *p = t->text;
+    bool hdr = false;
+    while (*p && t->nrows < MAXROWS) {
+        char *line = p, *nl = strchr(p, '\n');
+        if (nl) *nl = 0, p = nl + 1;
+        else p += strlen(p);
+        if (!line[0] || line[0] == '#') continue;
+        if (!hdr) {
+            t->nh = split_csv(line, t->hdr, MAXCOL);
+            hdr = true;
+            continue;
+        }
+        int k = split_csv(line, t->row[t->nrows], MAXCOL);
+        for (; k < MAXCOL; k++) t->row[t->nrows][k] = "";
+        t->nrows++;
+    }
+    return hdr;
+}
+
+void table_free(table *t)
+{
+    if (!t) return;
+    free(t->text);
+    t->text = NULL;
+}
+
+const char *cell(const table *t, int r, const char *name)
+{
+    int i = col_index((char **)t->hdr, t->nh, name);
+    return i >= 0 ? t->row[r][i] : "";
+}
+
+rp_fsdp_run fsdp_run_of(const table *t, int r, const char *gpu)
+{
+    const char *tp = cell(t, r, "tp"), *accum = cell(t, r, "accum");
+    return (rp_fsdp_run){gpu, cell(t, r, "flavor"), cell(t, r, "ac"), atoi(cell(t, r, "gpus")),
+                         atoi(cell(t, r, "mbs")), atoi(cell(t, r, "seq")), atoi(cell(t, r, "replicate")),
+                         tp[0] ? atoi(tp) : 1, accum[0] ? atoi(accum) : 1,
+                         strcmp(cell(t, r, "reshard_after_forward"), "false") != 0,
+                         !strcmp(cell(t, r, "compile"), "1"), strcmp(cell(t, r, "alloc"), "default") != 0};
 }

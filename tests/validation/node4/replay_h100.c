@@ -23,57 +23,6 @@
 #include "replay.h"
 #include "tap.h"
 
-/* ------------------------------------------------------------------ a CSV table in memory */
-
-#define MAXROWS 128
-typedef struct {
-    char *text;
-    char *hdr[MAXCOL];
-    int nh;
-    char *row[MAXROWS][MAXCOL];
-    int nrows;
-} table;
-
-static bool table_read(table *t, const char *rel)
-{
-    memset(t, 0, sizeof *t);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", rp_src, rel);
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    t->text = malloc((size_t)n + 1);
-    size_t got = t->text ? fread(t->text, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!t->text) return false;
-    t->text[got] = 0;
-    char *p = t->text;
-    bool hdr = false;
-    while (*p && t->nrows < MAXROWS) {
-        char *line = p, *nl = strchr(p, '\n');
-        if (nl) *nl = 0, p = nl + 1;
-        else p += strlen(p);
-        if (!line[0] || line[0] == '#') continue;
-        if (!hdr) {
-            t->nh = split_csv(line, t->hdr, MAXCOL);
-            hdr = true;
-            continue;
-        }
-        int k = split_csv(line, t->row[t->nrows], MAXCOL);
-        for (; k < MAXCOL; k++) t->row[t->nrows][k] = "";
-        t->nrows++;
-    }
-    return hdr;
-}
-
-static const char *cell(const table *t, int r, const char *name)
-{
-    int i = col_index((char **)t->hdr, t->nh, name);
-    return i >= 0 ? t->row[r][i] : "";
-}
-
 static int find_row(const table *t, const char *name, int from)
 {
     for (int r = from; r < t->nrows; r++)
@@ -236,20 +185,10 @@ static void stack_or_gpu(const table *t)
     }
     tap_ok(n >= 6 && same == n, "the same scripts on H100 and H200: allocator peaks equal within 0.1%% (%d of %d "
            "ranks): memory belongs to the stack", same, n);
-    free(h200.text);
+    table_free(&h200);
 }
 
 /* ------------------------------------------------------------------ FSDP2 */
-
-static rp_fsdp_run fsdp_run_of(const table *t, int r, const char *gpu)
-{
-    const char *tp = cell(t, r, "tp"), *accum = cell(t, r, "accum");
-    return (rp_fsdp_run){gpu, cell(t, r, "flavor"), cell(t, r, "ac"), atoi(cell(t, r, "gpus")),
-                         atoi(cell(t, r, "mbs")), atoi(cell(t, r, "seq")), atoi(cell(t, r, "replicate")),
-                         tp[0] ? atoi(tp) : 1, accum[0] ? atoi(accum) : 1,
-                         strcmp(cell(t, r, "reshard_after_forward"), "false") != 0,
-                         !strcmp(cell(t, r, "compile"), "1"), strcmp(cell(t, r, "alloc"), "default") != 0};
-}
 
 /* The allocator's reserved peak where it did not have to retry: peak + cached_bytes. */
 static void fsdp_reserved(const table *t, const char *gpu, err_acc *res)
@@ -316,7 +255,7 @@ static void fsdp(const table *t)
     fsdp_reserved(t, "h100-sxm", &res);
     table h200;
     if (table_read(&h200, "tests/data/node4/fsdp_runs.csv")) fsdp_reserved(&h200, "h200", &res);
-    free(h200.text);
+    table_free(&h200);
     tap_diag("FSDP2 reserved peak (peak + cached_bytes, runs without allocator retries, H100 and H200): MAPE %.2f%% "
              "over %d runs, worst %+.2f%% (%s); target each within 8%%", mape(&res), res.n, 100 * res.worst,
              res.worst_name);
@@ -407,7 +346,7 @@ static void fsdp_probe(const table *runs)
            "tree's bound, target 3%%)", 100 * gap);
     tap_ok(pick_model / best - 1 <= 0.03, "FSDP2 plan without the probe: #1 within 3%% of the measured fastest "
            "(%+.1f%%)", 100 * (pick_model / best - 1));
-    free(cfg.text);
+    table_free(&cfg);
 }
 
 int main(int argc, char **argv)
@@ -423,12 +362,12 @@ int main(int argc, char **argv)
         megatron(&mg);
         ab_pairs(&mg);
         stack_or_gpu(&mg);
-        free(mg.text);
+        table_free(&mg);
     }
     if (tap_ok(table_read(&fs, "tests/data/node4/h100/fsdp_runs.csv"), "read tests/data/node4/h100/fsdp_runs.csv")) {
         fsdp(&fs);
         fsdp_probe(&fs);
-        free(fs.text);
+        table_free(&fs);
     }
     return tap_done();
 }
