@@ -175,7 +175,7 @@ COLUMNS = ["name", "status", "reason", "expect", "gpus", "replicate", "shard", "
            "max_alloc_mib", "max_reserved_mib", "max_alloc_mib_ranks", "device_used_mib",
            "alloc_retries", "peak_step", "step_ms_median", "step_ms_min", "tokens_per_s",
            "tokens_per_s_per_gpu", "model_tflops_per_gpu", "setup_s", "wall_s", "loss_first",
-           "loss_last", "gpu", "torch", "tp", "alloc", "compile", "accum"]
+           "loss_last", "gpu", "torch", "tp", "alloc", "compile", "accum", "loss_kind", "keep_logits"]
 
 
 def row(rec, cfg):
@@ -224,6 +224,10 @@ def row(rec, cfg):
                  if "alloc_conf" in rec else cfg.get("alloc", "expandable"),
         "compile": int(bool(g("compile", int(cfg.get("compile") or 0)))),
         "accum": g("accum", int(cfg.get("accum") or 1)),
+        # the loss on logits.float() or the bf16 logits, and whether the loop kept the logits
+        # through the backward (train.py --loss, --keep-logits); earlier records: upcast, freed
+        "loss_kind": g("loss_kind", "upcast"),
+        "keep_logits": int(bool(g("keep_logits", False))),
     }
     return r
 

@@ -350,6 +350,12 @@ def parse_args(argv=None):
     p.add_argument("--accum", type=int, default=1,
                    help="micro-batches per step (gradient accumulation; FSDP2 reduce-scatters "
                         "after each, as torchtitan does)")
+    p.add_argument("--loss", choices=("upcast", "bf16"), default="upcast",
+                   help="cross-entropy on logits.float() (torchtitan) or on the bf16 logits "
+                        "(KempnerForge, NeMo AutoModel): parplan's --loss")
+    p.add_argument("--keep-logits", action="store_true",
+                   help="keep the reference to the logits through the backward, as KempnerForge's "
+                        "and NeMo AutoModel's loops do (torchtitan deletes it): parplan's --keep-logits")
     p.add_argument("--profile", action="store_true",
                    help="after the timed steps, one more step under torch.profiler (CUDA activity "
                         "only): the GPU's busy time and its kernels by category into the result "
@@ -401,7 +407,7 @@ def describe(args, c, world, device):
         "mbs": args.mbs, "seq": args.seq,
         "global_batch": world // args.tp * args.mbs * args.accum,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
-        "compile": args.compile, "accum": args.accum,
+        "compile": args.compile, "accum": args.accum, "loss_kind": args.loss, "keep_logits": args.keep_logits,
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
         "master_dtype": "float32", "param_dtype": "bfloat16", "reduce_dtype": "float32",
@@ -565,12 +571,16 @@ def main(argv=None):
                 inputs, labels = tokens[:, :-1], tokens[:, 1:]
                 with loss_ctx():
                     logits = model(inputs)
-                    loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+                    flat = logits.flatten(0, 1)
+                    loss = F.cross_entropy(flat.float() if args.loss == "upcast" else flat, labels.flatten(0, 1))
+                    del flat
                     # torchtitan frees the bf16 logits before backward ("need to free pred
                     # before bwd to avoid peaking memory", torchtitan/train.py
-                    # forward_backward_step); the loss of each micro-batch is scaled by the
-                    # accumulation steps, as its gradient accumulation does.
-                    del logits
+                    # forward_backward_step); KempnerForge's loop keeps `logits` until the next
+                    # micro-batch's forward returns (--keep-logits). The loss of each micro-batch
+                    # is scaled by the accumulation steps, as its gradient accumulation does.
+                    if not args.keep_logits:
+                        del logits
                     if args.simulate_oom_at_step == step:
                         raise torch.OutOfMemoryError(f"simulated out-of-memory at step {step}")
                     (loss / args.accum).backward()
