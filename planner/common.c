@@ -199,6 +199,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", loss %s", pp_loss_names[s->loss]);
     if (k > 0 && (size_t)k < n && s->no_sync_accum)
         k += snprintf(buf + k, n - (size_t)k, ", gradient sync on the last micro-batch only");
+    if (k > 0 && (size_t)k < n && s->keep_logits)
+        k += snprintf(buf + k, n - (size_t)k, ", logits held through the backward");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && pp_work_lora(w))
@@ -270,6 +272,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->fsdp_unit_size < 0) return STACK_BAD("--fsdp-unit-size must be positive");
     if (s->no_sync_accum && w->framework != PP_FW_FSDP)
         return STACK_BAD("--no-sync-accumulation is PyTorch FSDP2's gradient sync (set_requires_gradient_sync): with "
+                         "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (s->keep_logits && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--keep-logits is about a PyTorch FSDP2 training loop's reference to the logits: with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
     if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "

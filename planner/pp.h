@@ -577,6 +577,10 @@ typedef struct pp_stack {
                                   KempnerForge's maybe_no_sync); fp32 unsharded gradient
                                   accumulators held until the last backward, one reduce-scatter a
                                   step. torchtitan reduces every micro-batch */
+    bool keep_logits;          /* --keep-logits (fsdp): the training loop holds the model's output logits
+                                  through the backward (KempnerForge's `logits = model(...)`, NeMo
+                                  AutoModel's `out`); torchtitan deletes them before it ("need to free
+                                  pred before bwd") */
     int64_t vocab_divisible_by; /* --vocab-divisible-by: Megatron's --make-vocab-size-divisible-by, the
                                   vocabulary padded to a multiple of N x tp (training/vocab_utils.py
                                   calculate_padded_vocab_size); 0 = the framework's (pp_fw_row) */

@@ -299,6 +299,16 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     } else if (loss == PP_LOSS_CUT) {
         c->loss_fwd = c->loss_bwd = 0.0;
     }
+    /* --keep-logits: a training loop that keeps its reference to the model's output through the
+     * backward holds the bf16 logits, 2 bytes each, from the loss backward to the backward's end
+     * (KempnerForge scripts/train.py:819-850 at 5666d0d1: `logits = model(...)` lives until the
+     * next micro-batch's forward returns; NeMo AutoModel recipes/llm/train_ft.py: `out` until
+     * after `.backward()`). The loss's own bytes above were measured with them freed, as torchtitan
+     * does. At the loss forward they are counted already; at the optimizer step AutoModel has
+     * dropped them, and KempnerForge's step is below its backward. Checked on KempnerForge's
+     * published peaks (tests/data/published/runs.csv kf-01..08) and on one H200
+     * (tests/data/fsdp/keep_logits.jsonl). Cut cross-entropy forms no logits to keep. */
+    c->held_logits = w->stack.keep_logits && loss != PP_LOSS_CUT ? 2.0 * logits : 0.0;
     /* --param-dtype bf16: the sharded parameters, their gradients (FSDP2 casts the fp32
      * reduce-scatter output to the parameter's dtype) and torch AdamW's m and v (zeros_like) are
      * bf16: 2 + 2 + 4 bytes per parameter of the shard, not 4 + 4 + 8. */
@@ -398,8 +408,9 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
         p->activations = others + A;
         p->transient = c->persistent + c->loss_fwd;
         t->at[PP_FSDP_AT_LOSS_BACKWARD] = *p;
-        t->at[PP_FSDP_AT_LOSS_BACKWARD].transient = c->persistent + c->loss_bwd;
+        t->at[PP_FSDP_AT_LOSS_BACKWARD].transient = c->persistent + c->loss_bwd + c->held_logits;
     }
+    const double held = last_stage ? c->held_logits : 0.0;
     /* The first block to run its backward: [norm, output] has reduced its gradients (its
      * reduce-scatter input is still held), the block is unsharded with the next prefetched
      * (without reshard_after_forward every block still is), its activations are there again
@@ -410,7 +421,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     p->grads = (c->accumulate ? G : (last_stage ? sb * c->head_params / S : 0.0)) + ns_g;
     p->optimizer = MV;
     p->activations = others + A - (last_stage ? c->head_act : 0.0) + top_extra;
-    p->transient = c->persistent + 2.0 * blk + (last_stage ? 4.0 * c->head_params : 0.0);
+    p->transient = c->persistent + 2.0 * blk + (last_stage ? 4.0 * c->head_params : 0.0) + held;
     /* The stage's first block: the others have reduced their gradients and resharded (reshard
      * after backward is on in both policies); the embedding is prefetched on the first stage;
      * the reduce-scatter input of the block above is still held. */
@@ -420,7 +431,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     if (p->grads < 0) p->grads = 0;
     p->optimizer = MV;
     p->activations = others + (first_stage ? c->data : 0.0) + blk_store + bot_extra;
-    p->transient = c->persistent + 2.0 * blk + 4.0 * blk;
+    p->transient = c->persistent + 2.0 * blk + 4.0 * blk + held;
     /* The last reduction: the embedding on the first stage, else the stage's first block. Its
      * copy-in (bf16 gradients, or the fp32 accumulator under PP, into the fp32 reduce-scatter
      * input) then the reduce-scatter (input and output, the output being the new sharded
@@ -436,7 +447,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     p->grads = G;
     p->optimizer = MV;
     p->activations = 0;
-    p->transient = c->persistent + red;
+    p->transient = c->persistent + red + held;
     /* optimizer.step(): fused AdamW works in place; foreach allocates sqrt(v). */
     p = &t->at[PP_FSDP_AT_OPTIMIZER];
     p->weights = master;

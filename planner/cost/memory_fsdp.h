@@ -56,6 +56,7 @@ typedef struct {
     double resident[2][PP_RC_COUNT]; /* held while the block's backward runs (recompute included) */
     double bwd_work[2];      /* working set of one block's backward on top */
     double head_act, data, loss_fwd, loss_bwd, embed_bwd_work;
+    double held_logits;      /* --keep-logits: the bf16 logits the loop holds through the backward */
     double persistent;       /* cuBLAS workspaces, RoPE table */
     double opt_temp_per_param;
     double state_bytes;      /* bytes of a sharded parameter, of its gradient and of each AdamW

@@ -198,6 +198,11 @@ static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
     if (!py && w->stack.loss >= PP_LOSS_TORCH && w->stack.loss != PP_LOSS_TORCH)
         return BAD("--loss %s is not torchtitan 0.2.x's loss (cross_entropy on logits.float(): --loss upcast)",
                    pp_loss_names[w->stack.loss]);
+    /* torchtitan's train step deletes the logits before the backward (train.py forward_backward_step:
+     * "need to free pred before bwd to avoid peaking memory") */
+    if (w->stack.keep_logits)
+        return BAD("--keep-logits: torchtitan frees the logits before the backward and has no setting to keep "
+                   "them; its config cannot say this stack");
     if (!pp_activations[m->act].torchtitan || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias)
         return BAD("torchtitan's models are SwiGLU, RMSNorm, RoPE, no bias: model %s is %s, %s, %s%s", m->name,
                    pp_act_names[m->act], pp_norm_names[m->norm], pp_pos_names[m->pos], m->bias ? ", biased" : "");

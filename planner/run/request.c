@@ -137,6 +137,9 @@ const pp_option pp_request_options[] = {
     FLAG("--no-sync-accumulation", no_sync_accum, PP_RQ_NO_SYNC_ACCUM,
          "FSDP2's gradient sync off for the step's accumulation micro-batches (set_requires_gradient_sync(False)): "
          "fp32 unsharded gradients held until the last backward, one reduce-scatter a step (fsdp)"),
+    FLAG("--keep-logits", keep_logits, PP_RQ_KEEP_LOGITS,
+         "the training loop holds the logits through the backward (KempnerForge, NeMo AutoModel; torchtitan "
+         "deletes them first): 2 bytes a logit more from the loss backward on (fsdp)"),
     FLAG("--no-bias-act-fusion", act_unfused, PP_RQ_ACT_UNFUSED,
          "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
     ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
@@ -446,6 +449,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_FSDP_UNIT_SIZE]) s->fsdp_unit_size = r->fsdp_unit_size;
     if (g[PP_RQ_FSDP_GRADS_FP32]) s->fsdp_grads_fp32 = true;
     if (g[PP_RQ_NO_SYNC_ACCUM]) s->no_sync_accum = true;
+    if (g[PP_RQ_KEEP_LOGITS]) s->keep_logits = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
     if (g[PP_RQ_FP8_PARAM_GATHER]) s->fp8_param_gather = true;
@@ -490,7 +494,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND, [PP_RF_VOCAB_DIVISIBLE_BY] = PP_RQ_VOCAB_DIVISIBLE_BY,
     [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
     [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
-    [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB,
+    [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB, [PP_RF_KEEP_LOGITS] = PP_RQ_KEEP_LOGITS,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

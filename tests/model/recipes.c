@@ -117,6 +117,19 @@ static void unit(void)
         ":5:25: key 'no_sync_accumulation': expected true or false", "an unsynced accumulation that is not true or false");
     snprintf(t, sizeof t, "%sstack:\n  no_sync_accumulation: true\n", good_head);
     bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2's unsynced accumulation in a Megatron recipe");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  keep_logits: often\n", "x.yaml",
+        ":5:16: key 'keep_logits': expected true or false", "kept logits that are not true or false");
+    snprintf(t, sizeof t, "%sstack:\n  keep_logits: true\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "an FSDP2 loop's kept logits in a Megatron recipe");
+    {
+        /* the key sets its own field (stack_keys runs in pp_recipe_field order) and nothing else */
+        pp_recipe r;
+        const char *kl = "name: x\nframework: fsdp\nsource: s\nstack:\n  keep_logits: true\n";
+        pp_status st = pp_recipe_load_string(&r, kl, strlen(kl), "x.yaml", &err);
+        tap_ok(st == PP_OK && r.stack.keep_logits &&
+                   r.set == ((UINT64_C(1) << PP_RF_FRAMEWORK) | (UINT64_C(1) << PP_RF_KEEP_LOGITS)),
+               "a recipe's keep_logits: that field set, and only it (%s)", st == PP_OK ? "" : err.msg);
+    }
     /* the kernel keys: an unknown value at its place (line 5, after "  KEY: "), and a good value in
      * the other framework's recipe refused */
     static const struct {
@@ -200,6 +213,10 @@ static void unit(void)
              "--zero 3", src);
     d = check(line, &st, et, sizeof et);
     tap_ok(d && !strcmp(field_from(d, "compile", &v), "recipe") && !strcmp(v, "true"), "--recipe FILE");
+    js_free(d);
+    d = check("--recipe kempnerforge --model llama3-8b --gpu h200 --gpus 8 --gbs 16 --mbs 2", &st, et, sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "keep_logits", &v), "recipe") && !strcmp(v, "true"),
+           "kempnerforge keeps the logits through the backward (keep_logits true, from the recipe)");
     js_free(d);
 }
 

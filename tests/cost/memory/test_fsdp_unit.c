@@ -180,6 +180,34 @@ int main(void)
     tap_ok(tn.at[PP_FSDP_AT_LOSS_BACKWARD].weights == t.at[PP_FSDP_AT_LOSS_BACKWARD].weights,
            "--no-sync-accumulation: the parameters held alike");
 
+    /* --keep-logits (3B, seq 8192, micro-batch 1): the loop's reference holds the bf16 logits, 2 B
+     * each, at the loss backward and every backward moment after it; the loss forward counts them
+     * already, and the optimizer step is left as it was; cut cross-entropy forms none to hold. */
+    {
+        pp_work wk = work_of(false, 8192, 1, 1);
+        pp_layout lk = layout_of(&wk, 1, PP_RC_NONE, 3);
+        pp_fsdp_timeline tf, tk;
+        pp_mem_stage of, ok_;
+        timeline(&wk, &lk, &c, &tf, &of);
+        wk.stack.keep_logits = true;
+        timeline(&wk, &lk, &c, &tk, &ok_);
+        const pp_fsdp_moment held[] = {PP_FSDP_AT_LOSS_BACKWARD, PP_FSDP_AT_BACKWARD_TOP, PP_FSDP_AT_BACKWARD_BOTTOM,
+                                       PP_FSDP_AT_REDUCE_LAST};
+        bool all = true;
+        for (size_t i = 0; i < sizeof held / sizeof *held; i++)
+            all = all && fabs(tk.bytes[held[i]] - tf.bytes[held[i]] - 2 * 8192 * V) < 1;
+        tap_ok(all, "--keep-logits: 2 B x 8192 x 128256 = %.0f MiB more at the loss backward and after it",
+               2 * 8192 * V / MIB);
+        tap_ok(tk.bytes[PP_FSDP_AT_LOSS_FORWARD] == tf.bytes[PP_FSDP_AT_LOSS_FORWARD] &&
+                   tk.bytes[PP_FSDP_AT_OPTIMIZER] == tf.bytes[PP_FSDP_AT_OPTIMIZER],
+               "--keep-logits: the loss forward and the optimizer step unchanged");
+        tap_ok(fabs(ok_.peak_bytes - of.peak_bytes - 2 * 8192 * V) < 1, "--keep-logits: the peak (%s) 2 B a logit higher",
+               ok_.peak_moment);
+        wk.stack.loss = PP_LOSS_CUT;
+        timeline(&wk, &lk, &c, &tk, &ok_);
+        tap_ok(c.held_logits == 0, "--keep-logits with --loss cut: no logits to hold");
+    }
+
     /* PP 2 with 8 micro-batches: the stage's unsharded fp32 accumulators and bf16 copies. */
     pp_work wp = work_of(false, 8192, 2, 8);
     pp_layout lp;

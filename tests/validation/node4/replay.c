@@ -224,46 +224,69 @@ static bool held_out(const char *configs, const char *name)
     return held;
 }
 
+/* An FSDP2 runs table of tools/fsdp/parse_runs.py read whole, with the columns a test reads; false
+ * (nothing left to free) when it cannot be read or lacks one. */
+static bool fsdp_table(table *t, const char *rel, const char *const *cols, size_t ncols)
+{
+    if (!tap_ok(table_read(t, rel), "read %s", rel)) {
+        table_free(t);
+        return false;
+    }
+    bool all = true;
+    for (size_t k = 0; k < ncols; k++) all = all && col_index(t->hdr, t->nh, cols[k]) >= 0;
+    if (!tap_ok(all, "%s has the columns this test reads", rel)) table_free(t);
+    return all;
+}
+
+/* One run of such a table that ran, as `parplan check` predicts it (and its command): measured
+ * and predicted peak (MiB) and step (ms), and whether the configs file holds it out. */
+typedef struct {
+    const char *name;
+    rp_fsdp_run run;
+    double peak_meas, peak_pred, step_meas, step_pred;
+    bool held;
+    char cmd[1024];
+} fsdp_row;
+
+/* Row r of t: false where it did not run, or (a TAP failure) where check refused it. */
+static bool fsdp_row_of(const table *t, int r, const char *configs, fsdp_row *o)
+{
+    if (strcmp(cell(t, r, "status"), "ok")) return false;
+    o->name = cell(t, r, "name");
+    o->run = fsdp_run_of(t, r, "h200");
+    js_val *doc = rp_fsdp_check(&o->run, o->cmd, sizeof o->cmd);
+    if (!tap_ok(doc != NULL, "%s: %s", o->name, o->cmd)) return false;
+    o->peak_pred = js_num(doc, "peak_bytes") / MIB, o->peak_meas = atof(cell(t, r, "max_alloc_mib"));
+    o->step_pred = 1e3 * js_num(doc, "step_time_s"), o->step_meas = atof(cell(t, r, "step_ms_median"));
+    o->held = held_out(configs, o->name);
+    js_free(doc);
+    return true;
+}
+
 static void fsdp_2gpu(void)
 {
     const char *rel = "tests/data/fsdp/runs_2gpu.csv", *configs = "tools/fsdp/configs_2gpu.csv";
-    table t;
-    if (!tap_ok(table_read(&t, rel), "read %s", rel)) {
-        table_free(&t);
-        return;
-    }
     static const char *const cols[] = {"name", "status", "gpus", "replicate", "flavor", "mbs", "seq", "ac",
                                        "reshard_after_forward", "max_alloc_mib", "step_ms_median", "tp", "compile",
                                        "accum", "alloc"};
-    bool all = true;
-    for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) all = all && col_index(t.hdr, t.nh, cols[k]) >= 0;
-    if (!tap_ok(all, "%s has the columns this test reads", rel)) {
-        table_free(&t);
-        return;
-    }
+    table t;
+    if (!fsdp_table(&t, rel, cols, sizeof cols / sizeof *cols)) return;
     int rows = 0, held_n = 0;
     err_acc mem = {0}, in_look = {0}, in_held = {0}, out_look = {0}, out_held = {0};
     for (int r = 0; r < t.nrows; r++) {
-        if (strcmp(cell(&t, r, "status"), "ok")) continue;
+        fsdp_row x;
+        if (!fsdp_row_of(&t, r, configs, &x)) continue;
         rows++;
-        const char *name = cell(&t, r, "name");
-        rp_fsdp_run run = fsdp_run_of(&t, r, "h200");
-        char cmd[1024];
-        js_val *doc = rp_fsdp_check(&run, cmd, sizeof cmd);
-        if (!tap_ok(doc != NULL, "%s: %s", name, cmd)) continue;
-        double pm = js_num(doc, "peak_bytes") / MIB, mm = atof(cell(&t, r, "max_alloc_mib"));
-        double pt = 1e3 * js_num(doc, "step_time_s"), mt = atof(cell(&t, r, "step_ms_median"));
-        double em = pm / mm - 1, et = pt / mt - 1;
+        double em = x.peak_pred / x.peak_meas - 1, et = x.step_pred / x.step_meas - 1;
         /* the regime: GPU-bound FSDP2 (4096 tokens a rank or more) or compiled TP */
-        bool regime = run.tp > 1 ? run.compile : run.seq >= 4096;
-        bool held = held_out(configs, name);
-        held_n += held;
+        bool regime = x.run.tp > 1 ? x.run.compile : x.run.seq >= 4096;
+        held_n += x.held;
         printf("# %-26s %-8s %-9s peak measured %7.0f MiB predicted %7.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%\n",
-               name, held ? "held out" : "looked", regime ? "regime" : "outside", mm, pm, 100 * em, mt, pt, 100 * et);
-        printf("#     %s\n", cmd);
-        acc(&mem, name, em);
-        acc(regime ? (held ? &in_held : &in_look) : (held ? &out_held : &out_look), name, et);
-        js_free(doc);
+               x.name, x.held ? "held out" : "looked", regime ? "regime" : "outside", x.peak_meas, x.peak_pred,
+               100 * em, x.step_meas, x.step_pred, 100 * et);
+        printf("#     %s\n", x.cmd);
+        acc(&mem, x.name, em);
+        acc(regime ? (x.held ? &in_held : &in_look) : (x.held ? &out_held : &out_look), x.name, et);
     }
     table_free(&t);
     tap_ok(rows == 16 && held_n == 8, "16 runs on two H200s read (%d), 8 held out in %s (%d)", rows, configs, held_n);
@@ -281,6 +304,49 @@ static void fsdp_2gpu(void)
              "eager TP's host pace is overpriced",
              mape(&out_look), out_look.n, 100 * out_look.worst, out_look.worst_name, mape(&out_held), out_held.n,
              100 * out_held.worst, out_held.worst_name);
+}
+
+/* The logits a training loop keeps (tests/data/fsdp/runs_logits.csv, tools/fsdp/configs_logits.csv:
+ * predictions and the held-out half committed before the runs): one H200, the same run with the
+ * logits freed before the backward (torchtitan) and kept through it (KempnerForge, NeMo AutoModel;
+ * --keep-logits), on the bf16 loss and on logits.float(). Memory is what these runs test: each
+ * peak within 1%, and the kept logits' measured cost (the kept run's peak less the freed one's)
+ * within 1% of the 2 bytes a logit priced. */
+static void fsdp_logits(void)
+{
+    const char *rel = "tests/data/fsdp/runs_logits.csv", *configs = "tools/fsdp/configs_logits.csv";
+    static const char *const cols[] = {"name", "status", "flavor", "layers", "mbs", "seq", "ac", "max_alloc_mib",
+                                       "step_ms_median", "accum", "loss_kind", "keep_logits"};
+    table t;
+    if (!fsdp_table(&t, rel, cols, sizeof cols / sizeof *cols)) return;
+    int rows = 0, held_n = 0;
+    err_acc look = {0}, held = {0};
+    double kept_mib = NAN, freed_mib = NAN, kept_pred = NAN, freed_pred = NAN;
+    for (int r = 0; r < t.nrows; r++) {
+        fsdp_row x;
+        if (!fsdp_row_of(&t, r, configs, &x)) continue;
+        rows++;
+        held_n += x.held;
+        printf("# %-28s %-8s peak measured %7.0f MiB predicted %7.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%\n",
+               x.name, x.held ? "held out" : "looked", x.peak_meas, x.peak_pred, 100 * (x.peak_pred / x.peak_meas - 1),
+               x.step_meas, x.step_pred, 100 * (x.step_pred / x.step_meas - 1));
+        printf("#     %s\n", x.cmd);
+        acc(x.held ? &held : &look, x.name, x.peak_pred / x.peak_meas - 1);
+        /* the pair that differs in the kept logits alone */
+        if (!strcmp(x.name, "lg_3b_s4k_b2_bf16")) freed_mib = x.peak_meas, freed_pred = x.peak_pred;
+        if (!strcmp(x.name, "lg_3b_s4k_b2_bf16_keep")) kept_mib = x.peak_meas, kept_pred = x.peak_pred;
+    }
+    table_free(&t);
+    tap_ok(rows == 5 && held_n == 2, "5 runs on one H200 read (%d), 2 held out in %s (%d)", rows, configs, held_n);
+    tap_diag("logits kept: peak MAPE looked-at %.2f%% over %d (worst %+.2f%%, %s), held out %.2f%% over %d (worst %+.2f%%, %s)",
+             mape(&look), look.n, 100 * look.worst, look.worst_name, mape(&held), held.n, 100 * held.worst,
+             held.worst_name);
+    tap_ok(look.n + held.n == 5 && fabs(look.worst) <= 0.01 && fabs(held.worst) <= 0.01,
+           "logits kept or freed, bf16 or upcast loss: every run's allocator peak within 1%%");
+    /* 3B at 2 x 4096 tokens: 8192 x 128256 logits, 2 bytes each = 2004 MiB */
+    double dm = kept_mib - freed_mib, dp = kept_pred - freed_pred;
+    tap_ok(fabs(dp / dm - 1) <= 0.01, "the kept logits cost %.0f MiB measured (the kept run's peak less the freed one's), "
+           "%.0f predicted", dm, dp);
 }
 
 /* plan --probe 8 as it ran on the node (tests/data/node4/probe/WORKLOAD.json): its #1 against the
@@ -378,6 +444,7 @@ int main(int argc, char **argv)
     megatron();
     fsdp();
     fsdp_2gpu();
+    fsdp_logits();
     static const char *const dense_runs[] = {"d_dp4_b1_do", "d_tp2dp2_b2_do", "d_pp2dp2v8_b1_do", "d_tp4_b4", "d_tp2pp2v8_b2"};
     static const char *const dense_labels[] = {"tp1 pp1 dp4 ep1 mbs1 dist-opt", "tp2 pp1 dp2 ep1 mbs2 dist-opt",
                                                "tp1 pp2 dp2 ep1 mbs1 dist-opt", "tp4 pp1 dp1 ep1 mbs4",

@@ -28,11 +28,13 @@ double mape(const err_acc *a);
 /* One FSDP2 run as the CLI states it: parplan check --framework fsdp --gpu GPU --gpus G
  * --gpus-per-node G --model llama3-8b|tests/data/fsdp/models/llama-3.2-3b.yaml --seq S
  * --gbs G/tp x mbs x accum --mbs B --zero 3|2 --recompute AC [--replicate R] [--tp T] [--compile]
- * [--expandable-segments]. The command is written into cmd (for the test's output). */
+ * [--expandable-segments] [--layers N] [--loss bf16] [--keep-logits]. The command is written into cmd (for the test's output). */
 typedef struct {
     const char *gpu, *flavor, *ac;
     int gpus, mbs, seq, replicate, tp, accum;
     bool reshard, compile, expandable;
+    int layers;              /* the run's blocks where it cut the flavor's (train.py --layers), else 0 */
+    bool loss_bf16, keep_logits; /* train.py --loss bf16, --keep-logits (parplan's same flags) */
 } rp_fsdp_run;
 js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t n);
 

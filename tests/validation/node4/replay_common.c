@@ -46,7 +46,7 @@ double mape(const err_acc *a) { return a->n ? 100 * a->sum / a->n : NAN; }
 
 js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t cn)
 {
-    char model[512], sg[16], sgb[16], smbs[16], sseq[16], srep[16], stp[16];
+    char model[512], sg[16], sgb[16], smbs[16], sseq[16], srep[16], stp[16], slay[16];
     snprintf(model, sizeof model, "%s", !strcmp(r->flavor, "8B") ? "llama3-8b" : "");
     if (!model[0]) snprintf(model, sizeof model, "%s/tests/data/fsdp/models/llama-3.2-3b.yaml", rp_src);
     int tp = r->tp > 1 ? r->tp : 1, accum = r->accum > 1 ? r->accum : 1;
@@ -64,6 +64,12 @@ js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t cn)
     if (tp > 1) args[n++] = "--tp", args[n++] = stp;
     if (r->compile) args[n++] = "--compile";
     if (r->expandable) args[n++] = "--expandable-segments";
+    if (r->layers > 0) {
+        snprintf(slay, sizeof slay, "%d", r->layers);
+        args[n++] = "--layers", args[n++] = slay;
+    }
+    if (r->loss_bf16) args[n++] = "--loss", args[n++] = "bf16";
+    if (r->keep_logits) args[n++] = "--keep-logits";
     size_t k = (size_t)snprintf(cmd, cn, "parplan check");
     for (int i = 0; i < n && k < cn; i++)
         k += (size_t)snprintf(cmd + k, cn - k, " %s", strncmp(args[i], rp_src, strlen(rp_src)) ? args[i]
@@ -121,10 +127,14 @@ const char *cell(const table *t, int r, const char *name)
 
 rp_fsdp_run fsdp_run_of(const table *t, int r, const char *gpu)
 {
-    const char *tp = cell(t, r, "tp"), *accum = cell(t, r, "accum");
-    return (rp_fsdp_run){gpu, cell(t, r, "flavor"), cell(t, r, "ac"), atoi(cell(t, r, "gpus")),
+    const char *tp = cell(t, r, "tp"), *accum = cell(t, r, "accum"), *flavor = cell(t, r, "flavor");
+    /* the flavor's blocks (tools/fsdp/train.py FLAVORS: 8B 32, 3B 28); a run with fewer states them */
+    int layers = atoi(cell(t, r, "layers")), whole = !strcmp(flavor, "8B") ? 32 : 28;
+    return (rp_fsdp_run){gpu, flavor, cell(t, r, "ac"), atoi(cell(t, r, "gpus")),
                          atoi(cell(t, r, "mbs")), atoi(cell(t, r, "seq")), atoi(cell(t, r, "replicate")),
                          tp[0] ? atoi(tp) : 1, accum[0] ? atoi(accum) : 1,
                          strcmp(cell(t, r, "reshard_after_forward"), "false") != 0,
-                         !strcmp(cell(t, r, "compile"), "1"), strcmp(cell(t, r, "alloc"), "default") != 0};
+                         !strcmp(cell(t, r, "compile"), "1"), strcmp(cell(t, r, "alloc"), "default") != 0,
+                         layers > 0 && layers != whole ? layers : 0, !strcmp(cell(t, r, "loss_kind"), "bf16"),
+                         !strcmp(cell(t, r, "keep_logits"), "1")};
 }
