@@ -137,6 +137,10 @@ static void check_table(const pp_cli *c, const pp_run *run, const pp_cli_remedie
            r->fits ? "step time" : "step time were it to fit (it does not)", t->step_time_s,
            pp_band_text(&c->work, t->step_time_s, t->step_time_s < 10 ? 3 : 1, band, sizeof band), t->samples_per_s,
            t->tokens_per_s, t->model_tflops_per_gpu, 100.0 * t->mfu);
+    /* FSDP2's Python host setting the pace (time_step.c, FSDP_HOST_*): said where it adds a tenth */
+    if (t->host_s > 0.1 * t->step_time_s)
+        printf("host: the GPU waits %.3f s of the step for FSDP2's Python (its own work %.3f s); more tokens a "
+               "micro-batch use it better\n", t->host_s, t->step_time_s - t->host_s);
     const pp_band_row *bd = pp_band_for(&c->work);
     double flo, fhi; /* the band as factors of the prediction */
     pp_band_range(bd, 1.0, &flo, &fhi);

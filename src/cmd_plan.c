@@ -165,6 +165,8 @@ static void print_table(FILE *f, const pp_cli *c, const pp_search_candidate *can
         if (pp_model_is_moe(&w->model)) snprintf(ep, sizeof ep, " + EP %.3g", t->ep_comm_s);
         char off[48] = "";
         if (t->offload_s > 0) snprintf(off, sizeof off, " + offload %.3g", t->offload_s);
+        if (t->host_s > 0)
+            snprintf(off + strlen(off), sizeof off - strlen(off), " + host %.3g", t->host_s);
         fprintf(f, "\n#1 step %.4g s = compute %.3g + recompute %.3g + TP %.3g + CP %.3g%s + "
                    "PP send/recv %.3g + bubble %.3g + DP %.3g + ZeRO %.3g + optimizer %.3g%s\n",
                 t->step_time_s, t->compute_s, t->recompute_s, t->tp_comm_s, t->cp_comm_s, ep,

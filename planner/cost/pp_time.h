@@ -19,6 +19,7 @@ typedef struct {
     double pp_comm_s;
     double bubble_s;
     double offload_s;        /* compute stalled on activation offloading (--cpu-offload-layers) */
+    double host_s;           /* the GPU waiting for FSDP2's Python host (short sequences) */
     double dp_comm_s;        /* exposed part of the gradient reduction (+ param gather) */
     double zero_gather_s;    /* exposed ZeRO-3/FSDP per-micro-batch gathers and scatters */
     double optimizer_s;

@@ -48,6 +48,30 @@ static double opt_step_bytes(const pp_work *w)
 #define OPT_FSDP_FUSED_BYTES 28.0
 #define OPT_FSDP_FOREACH_BYTES 82.0
 
+/* FSDP2's Python host. Every block's forward and backward passes through FSDP2's hooks (unshard:
+ * the all-gather's copy-in, collective and copy-out; post-backward: the reduce-scatter's) and the
+ * module's own Python, and where the GPU's work per block is short the host sets the pace: at
+ * 512-2048 tokens a step of a 3B model took 178-211 ms on one H200 with the GPU busy 88-143 ms of
+ * it. The host's time for a step is
+ *   FSDP_HOST_STEP_S + m x (FSDP_HOST_MB_S + n x FSDP_HOST_BLOCK_S + r x FSDP_HOST_RECOMPUTE_S)
+ * (m micro-batches, n blocks of the stage, r of them recomputed), and the step the soft maximum
+ * (G^k + H^k)^(1/k) of the GPU's time G and the host's H (k = FSDP_HOST_K: the two overlap, and
+ * where they are close neither hides the other). Fitted (tools/fsdp/fit_host.py) on the looked-at
+ * rows of tests/data/fsdp/runs_host.csv (one H200, PyTorch 2.11, the lent machine's Xeon host;
+ * predictions and held-out rows committed first in tools/fsdp/configs_host.csv): the step (the
+ * optimizer and zero_grad's Python) 28.0 ms, a micro-batch (loss, embedding, output layer, the
+ * root's hooks) 38.6 ms, a block 4.58 ms (3B and Llama-3-8B blocks alike; compiled blocks as eager:
+ * the hooks, not the ops, take the time), a recomputed block's forward again 3.33 ms. Held out:
+ * -6.2%, +4.3%, +0.4% (the GPU's time alone: -36.5%, -30.9%, -43.6%); node4-runs prints them.
+ * Selective recompute re-runs the block's Python forward as full recompute does (not measured);
+ * eager TP's DTensor blocks have their own pace (time.c, FSDP_TP_HOST_BLOCK_S), which this does not
+ * add to. The host's speed is the machine's: the same 3B runs took 163-232 ms step to step. */
+#define FSDP_HOST_STEP_S 28.0e-3
+#define FSDP_HOST_MB_S 38.6e-3
+#define FSDP_HOST_BLOCK_S 4.58e-3
+#define FSDP_HOST_RECOMPUTE_S 3.33e-3
+#define FSDP_HOST_K 6.0
+
 /* Megatron's DDP bucket (megatron/core/distributed: bucket_size = max(40M, 1M x dp)): the last
  * bucket cannot overlap with anything. */
 #define DP_BUCKET_PARAMS 40e6
@@ -356,6 +380,22 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     return total;
 }
 
+/* The host's time for an FSDP2 step (FSDP_HOST_*): its slowest pipeline stage's; 0 for eager TP,
+ * whose DTensor blocks are paced per layer (time.c). */
+static double fsdp_host_s(const pp_work *w, const pp_layout *l, double m)
+{
+    if (l->tp > 1 && !w->stack.compile) return 0;
+    double worst = 0;
+    for (int64_t i = 0; i < l->pp; i++) {
+        double n = (double)pp_layout_stage_layers(w, l, i), r = 0;
+        if (l->recompute == PP_RC_FULL) r = l->stage_recompute ? (double)l->stage_recompute[i] : recomputed(l, n);
+        else if (l->recompute == PP_RC_SELECTIVE) r = n;
+        double h = m * (FSDP_HOST_MB_S + n * FSDP_HOST_BLOCK_S + r * FSDP_HOST_RECOMPUTE_S);
+        if (h > worst) worst = h;
+    }
+    return FSDP_HOST_STEP_S + worst;
+}
+
 void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
                   pp_time_result *out)
 {
@@ -626,6 +666,13 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     }
 
     out->step_time_s = pipe + out->dp_comm_s + out->zero_gather_s + out->optimizer_s;
+    if (pp_work_fw(w)->block_sharding) {
+        /* FSDP2's host beside the GPU: the soft maximum of the two (FSDP_HOST_K) */
+        const double host = fsdp_host_s(w, l, m), gpu = out->step_time_s;
+        const double both = pow(pow(gpu, FSDP_HOST_K) + pow(host, FSDP_HOST_K), 1.0 / FSDP_HOST_K);
+        out->host_s = both - gpu;
+        out->step_time_s = both;
+    }
     double gbs = (double)w->gbs;
     out->samples_per_s = gbs / out->step_time_s;
     out->tokens_per_s = out->samples_per_s * (double)w->model.seq;

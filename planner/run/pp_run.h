@@ -160,7 +160,7 @@ pp_status pp_run_remedies_find(const pp_work *w, const pp_layout *l, bool allow_
 /* The step's terms: what plan compares two layouts by and the JSON "breakdown" reports. */
 typedef enum {
     PP_TERM_COMPUTE = 0, PP_TERM_RECOMPUTE, PP_TERM_TP, PP_TERM_CP, PP_TERM_EP, PP_TERM_PP,
-    PP_TERM_BUBBLE, PP_TERM_DP, PP_TERM_ZERO, PP_TERM_OPT, PP_TERM_OFFLOAD, PP_TERM_COUNT
+    PP_TERM_BUBBLE, PP_TERM_DP, PP_TERM_ZERO, PP_TERM_OPT, PP_TERM_OFFLOAD, PP_TERM_HOST, PP_TERM_COUNT
 } pp_step_term;
 extern const char *const pp_step_term_names[PP_TERM_COUNT]; /* as plan's verdict says them */
 extern const char *const pp_step_term_keys[PP_TERM_COUNT];  /* the JSON "breakdown" keys */

@@ -301,9 +301,10 @@ void pp_run_json_breakdown(pp_json *j, const pp_time_result *t)
     pp_step_terms(t, v);
     pp_json_key(j, "breakdown");
     pp_json_obj_begin(j);
-    /* offload_s only where --cpu-offload-layers stalls the compute: the JSON of other runs is unchanged */
+    /* offload_s only where --cpu-offload-layers stalls the compute, host_s only where FSDP2's host
+     * sets the pace: the JSON of other runs is unchanged */
     for (int i = 0; i < PP_TERM_COUNT; i++)
-        if (i != PP_TERM_OFFLOAD || v[i] > 0) pp_json_knum(j, pp_step_term_keys[i], v[i]);
+        if ((i != PP_TERM_OFFLOAD && i != PP_TERM_HOST) || v[i] > 0) pp_json_knum(j, pp_step_term_keys[i], v[i]);
     pp_json_obj_end(j);
 }
 

@@ -10,12 +10,12 @@
 
 const char *const pp_step_term_names[PP_TERM_COUNT] = {
     "compute", "recompute", "TP collectives", "CP exchange", "EP all-to-all", "PP send/recv",
-    "pipeline bubble", "DP gradient reduction", "ZeRO-3 gathers", "optimizer step", "activation offload",
+    "pipeline bubble", "DP gradient reduction", "ZeRO-3 gathers", "optimizer step", "activation offload", "host's pace",
 };
 
 const char *const pp_step_term_keys[PP_TERM_COUNT] = {
     "compute_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s",
-    "bubble_s", "dp_comm_s", "zero_gather_s", "optimizer_s", "offload_s",
+    "bubble_s", "dp_comm_s", "zero_gather_s", "optimizer_s", "offload_s", "host_s",
 };
 
 void pp_step_terms(const pp_time_result *t, double v[PP_TERM_COUNT])
@@ -31,6 +31,7 @@ void pp_step_terms(const pp_time_result *t, double v[PP_TERM_COUNT])
     v[PP_TERM_ZERO] = t->zero_gather_s;
     v[PP_TERM_OPT] = t->optimizer_s;
     v[PP_TERM_OFFLOAD] = t->offload_s;
+    v[PP_TERM_HOST] = t->host_s;
 }
 
 /* ------------------------------------------------------------------ folded rows */

@@ -353,7 +353,7 @@ static pp_time_result step(const pp_work *w, pp_layout l, const pp_time_opts *o)
 static double terms_sum(const pp_time_result *r)
 {
     return r->compute_s + r->recompute_s + r->tp_comm_s + r->cp_comm_s + r->ep_comm_s + r->pp_comm_s +
-           r->bubble_s + r->dp_comm_s + r->zero_gather_s + r->optimizer_s;
+           r->bubble_s + r->dp_comm_s + r->zero_gather_s + r->optimizer_s + r->offload_s + r->host_s;
 }
 
 static void test_structure(const pp_gpu *a100)
@@ -565,17 +565,25 @@ static void test_power_limit(const pp_gpu *h100)
  * measured later with probes/torch_ref.py attention_long attention / attention_headdim: the short
  * shapes again, and causal s 16384-65536, beyond the fitted range). Causal rows of 128-dim heads;
  * forward + backward within 10% each, the forward reported. */
+/* One H200 of the catalog under --framework fsdp, one sequence a step, the model GPT-shaped (tt_gpt);
+ * false (a TAP failure) when the catalog has no h200. */
+static bool fsdp_h200_work(pp_work *w, int64_t layers, int64_t hidden, int64_t heads, int64_t seq, int64_t vocab)
+{
+    memset(w, 0, sizeof *w);
+    if (!tap_ok(tt_gpu("h200", &w->gpu) == 0, "catalog GPU h200")) return false;
+    tt_gpt(&w->model, layers, hidden, heads, seq, vocab);
+    w->framework = PP_FW_FSDP;
+    w->attention = PP_ATTN_FLASH;
+    pp_stack_init(&w->stack);
+    w->gpus = w->gpus_per_node = w->gbs = 1;
+    return true;
+}
+
 static void test_sdpa_fsdp_h200(pp_sdpa_backend backend)
 {
-    pp_work w = {0};
-    if (tt_gpu("h200", &w.gpu)) {
-        tap_ok(0, "catalog GPU h200");
-        return;
-    }
-    tt_gpt(&w.model, 1, 4096, 32, 8192, 50257);
-    w.framework = PP_FW_FSDP;
+    pp_work w;
+    if (!fsdp_h200_work(&w, 1, 4096, 32, 8192, 50257)) return;
     w.stack.sdpa_backend = backend;
-    w.gpus = w.gpus_per_node = w.gbs = 1;
     pp_time_ctx c;
     pp_time_ctx_init(&c, &w, NULL);
     static const char *const files[] = {"h200.torch.jsonl", "h200.attention_long.jsonl", "h200.attention_headdim.jsonl"};
@@ -609,6 +617,52 @@ static void test_sdpa_fsdp_h200(pp_sdpa_backend backend)
            "worst %+.1f%%)", name, n, n_long, 100 * worst);
 }
 
+/* FSDP2's host (time_step.c FSDP_HOST_*): a 3B-shaped model (28 blocks) on one H200 at 1024 tokens,
+ * where the host's 28 + 38.6 + 28 x 4.58 ms is longer than the GPU's work: the step is the soft
+ * maximum (G^6 + H^6)^(1/6), host_s the difference, the terms still add up; full recompute adds
+ * 3.33 ms a block; eager TP has its own per-block pace and no host_s; a long sequence leaves the
+ * GPU the bottleneck. The constants' fit and its check on real runs: node4-runs. */
+static void test_fsdp_host(void)
+{
+    pp_work w;
+    if (!fsdp_h200_work(&w, 28, 3072, 24, 1024, 128256)) return;
+    pp_layout l;
+    pp_layout_init(&l);
+    l.mbs = 1, l.zero = 3;
+    pp_time_result r;
+    pp_error err;
+    const double H = 28.0e-3 + 38.6e-3 + 28 * 4.58e-3;
+    bool ok = pp_layout_validate(&w, &l, &err) == PP_OK && pp_time_estimate(&w, &l, &r, &err) == PP_OK;
+    if (!ok) tap_diag("fsdp host: %s", err.msg);
+    double G = r.step_time_s - r.host_s;
+    tap_ok(ok && r.host_s > 0 && fabs(r.step_time_s - pow(pow(G, 6) + pow(H, 6), 1.0 / 6)) < 1e-9 &&
+               fabs(terms_sum(&r) - r.step_time_s) < 1e-9 * r.step_time_s,
+           "fsdp, 28 blocks at 1024 tokens: the host's %.1f ms beside the GPU's %.1f ms make %.1f ms (host_s %.1f), the "
+           "terms add up", 1e3 * H, 1e3 * G, 1e3 * r.step_time_s, 1e3 * r.host_s);
+    l.recompute = PP_RC_FULL;
+    ok = pp_time_estimate(&w, &l, &r, &err) == PP_OK;
+    G = r.step_time_s - r.host_s;
+    tap_ok(ok && fabs(r.step_time_s - pow(pow(G, 6) + pow(H + 28 * 3.33e-3, 6), 1.0 / 6)) < 1e-9,
+           "full recompute: 3.33 ms a block more of the host's (%.1f ms)", 1e3 * r.step_time_s);
+    l.recompute = PP_RC_NONE;
+    w.gpus = w.gpus_per_node = 2;
+    l.tp = 2;
+    ok = pp_time_estimate(&w, &l, &r, &err) == PP_OK;
+    tap_ok(ok && r.host_s == 0, "eager TP 2: the DTensor blocks' own pace, no host_s");
+    w.stack.compile = true;
+    ok = pp_time_estimate(&w, &l, &r, &err) == PP_OK;
+    tap_ok(ok && r.host_s > 0, "compiled TP 2: FSDP2's host again (host_s %.1f ms)", 1e3 * r.host_s);
+    w.stack.compile = false;
+    w.gpus = w.gpus_per_node = 1;
+    l.tp = 1;
+    w.model.seq = 8192;
+    w.gbs = 4;
+    l.mbs = 4;
+    ok = pp_time_estimate(&w, &l, &r, &err) == PP_OK;
+    tap_ok(ok && r.host_s < 0.01 * r.step_time_s, "4 x 8192 tokens: the GPU sets the pace (host_s %.2f%% of %.3f s)",
+           100 * r.host_s / r.step_time_s, r.step_time_s);
+}
+
 int main(void)
 {
     pp_gpu a100, h100;
@@ -626,5 +680,6 @@ int main(void)
     test_power_limit(&h100);
     test_sdpa_fsdp_h200(PP_SDPA_FLASH);
     test_sdpa_fsdp_h200(PP_SDPA_CUDNN);
+    test_fsdp_host();
     return tap_done();
 }

@@ -3,8 +3,9 @@
 (tests/data/fsdp/two_gpu/profile.jsonl, tools/fsdp/train.py --profile, CUDA activity only; PyTorch
 2.11, 2026-11-29), beside parplan's price of the same run. TAP:
   - at 1024 tokens a rank (Llama-3.2-3B's shape, no AC) the GPU is busy for under 60% of the step,
-    eager or compiled alike, and parplan's step is within 25% of that busy time: the model prices the
-    GPU's work; the rest is the host's (FSDP2's per-block work), which it does not price;
+    eager or compiled alike; parplan's GPU part of the step (the step less the breakdown's host_s) is
+    within 25% of that busy time, and its step, with FSDP2's host (time_step.c FSDP_HOST_*, fitted on
+    other runs: tests/data/fsdp/runs_host.csv), within 15% of the measured one;
   - at 8192 tokens the GPU is busy for over 90% of the step, and parplan is within 8% of the step;
   - the same per-rank work with a second GPU: the GEMMs take over 1.3x as long while FSDP2's NCCL
     kernels run beside them (their SMs and memory traffic), where the model prices no contention;
@@ -18,10 +19,16 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tap_checks import check_json, fsdp_run_args, jsonl, report  # noqa: E402 (tests/validation/tap_checks.py)
 
-def predicted_s(parplan, root, r):
+def predicted(parplan, root, r):
+    """parplan's step and, of it, the GPU's wait for FSDP2's host (s; None where check failed)."""
     args = fsdp_run_args(root, r["flavor"], r["world_size"], r["mbs"], r["seq"], r["ac"], tp=r["tp"],
                          compile=r["compile"])
-    return check_json(parplan, args).get("step_time_s")
+    d = check_json(parplan, args)
+    return d.get("step_time_s"), (d.get("breakdown") or {}).get("host_s", 0.0)
+
+
+def predicted_s(parplan, root, r):
+    return predicted(parplan, root, r)[0]
 
 
 def main():
@@ -34,11 +41,15 @@ def main():
     p = {k: r["profile"] for k, r in rows.items()}
     for name in ("p_l3b_s1k_b1_none", "p_l3b_s1k_b1_none_c"):
         busy, wall = p[name]["busy_ms"], p[name]["wall_ms"]
-        pred = predicted_s(parplan, root, rows[name])
+        pred, host = predicted(parplan, root, rows[name])
+        gpu = None if pred is None else pred - host
+        med = rows[name]["step_ms_median"]
         checks.append((busy / wall < 0.6, f"{name}: the GPU busy {busy:.1f} of {wall:.1f} ms ({busy / wall:.0%})"))
-        checks.append((pred is not None and abs(1e3 * pred / busy - 1) <= 0.25,
-                       f"{name}: parplan's step {1e3 * (pred or 0):.1f} ms against the GPU's busy {busy:.1f} ms "
-                       f"(and the step's median {rows[name]['step_ms_median']:.1f} ms)"))
+        checks.append((gpu is not None and abs(1e3 * gpu / busy - 1) <= 0.25,
+                       f"{name}: parplan's GPU part {1e3 * (gpu or 0):.1f} ms against the GPU's busy {busy:.1f} ms"))
+        checks.append((pred is not None and abs(1e3 * pred / med - 1) <= 0.15,
+                       f"{name}: parplan's step {1e3 * (pred or 0):.1f} ms (the host's wait {1e3 * host:.1f}) against the "
+                       f"step's median {med:.1f} ms"))
     r8 = rows["p_l3b_s8k_b1_none"]
     busy, wall = p["p_l3b_s8k_b1_none"]["busy_ms"], p["p_l3b_s8k_b1_none"]["wall_ms"]
     pred = predicted_s(parplan, root, r8)

@@ -193,12 +193,12 @@ static void fsdp(void)
 }
 
 /* Two H200s of one host (tests/data/fsdp/runs_2gpu.csv, tools/fsdp/configs_2gpu.csv, where the
- * predictions were written before the runs and the held-out half chosen). The model's regime is
- * GPU-bound work: FSDP2 at 4096 tokens a rank or more, and TP 2 with compiled blocks. Outside it, two
- * misses the profiled step explains (tests/data/fsdp/two_gpu/profile.jsonl, tools/fsdp/README.md):
- * at 1-2k tokens a rank the GPU is busy for about half the step (FSDP2's host work per block, not
- * hidden; compiled blocks take as long), and eager TP's host pace is priced per block once for the
- * forward and again for the recompute where the measured step is faster. */
+ * predictions were written before the runs and the held-out half chosen). Three kinds of run: the
+ * GPU-bound ones (FSDP2 at 4096 tokens a rank or more, TP 2 with compiled blocks); FSDP2 at 1-2k
+ * tokens a rank, where FSDP2's Python host sets the pace (time_step.c FSDP_HOST_*, fitted on the
+ * one-GPU runs of runs_host.csv, not on these); and eager TP 2, whose DTensor host pace is priced
+ * per block once for the forward and again for the recompute where the measured step is faster
+ * (a target not met). */
 
 /* Whether the configs file marks the run held out: its comment line above the row starts with
  * "# held out" (the split as it was committed before the runs). */
@@ -244,6 +244,7 @@ typedef struct {
     const char *name;
     rp_fsdp_run run;
     double peak_meas, peak_pred, step_meas, step_pred;
+    double host_pred; /* of step_pred, the GPU's wait for FSDP2's host (breakdown host_s; 0 where none) */
     bool held;
     char cmd[1024];
 } fsdp_row;
@@ -258,6 +259,8 @@ static bool fsdp_row_of(const table *t, int r, const char *configs, fsdp_row *o)
     if (!tap_ok(doc != NULL, "%s: %s", o->name, o->cmd)) return false;
     o->peak_pred = js_num(doc, "peak_bytes") / MIB, o->peak_meas = atof(cell(t, r, "max_alloc_mib"));
     o->step_pred = 1e3 * js_num(doc, "step_time_s"), o->step_meas = atof(cell(t, r, "step_ms_median"));
+    double host = js_num(js_get(doc, "breakdown"), "host_s");
+    o->host_pred = isnan(host) ? 0 : 1e3 * host;
     o->held = held_out(configs, o->name);
     js_free(doc);
     return true;
@@ -272,21 +275,24 @@ static void fsdp_2gpu(void)
     table t;
     if (!fsdp_table(&t, rel, cols, sizeof cols / sizeof *cols)) return;
     int rows = 0, held_n = 0;
-    err_acc mem = {0}, in_look = {0}, in_held = {0}, out_look = {0}, out_held = {0};
+    err_acc mem = {0}, in_look = {0}, in_held = {0}, host_look = {0}, host_held = {0}, out_look = {0}, out_held = {0};
     for (int r = 0; r < t.nrows; r++) {
         fsdp_row x;
         if (!fsdp_row_of(&t, r, configs, &x)) continue;
         rows++;
         double em = x.peak_pred / x.peak_meas - 1, et = x.step_pred / x.step_meas - 1;
-        /* the regime: GPU-bound FSDP2 (4096 tokens a rank or more) or compiled TP */
-        bool regime = x.run.tp > 1 ? x.run.compile : x.run.seq >= 4096;
+        /* GPU-bound FSDP2 (4096 tokens a rank or more) or compiled TP; FSDP2 at the host's pace; eager TP */
+        bool eager_tp = x.run.tp > 1 && !x.run.compile, regime = !eager_tp && (x.run.tp > 1 || x.run.seq >= 4096);
+        const char *kind = regime ? "regime" : eager_tp ? "eager-tp" : "host";
         held_n += x.held;
-        printf("# %-26s %-8s %-9s peak measured %7.0f MiB predicted %7.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%\n",
-               x.name, x.held ? "held out" : "looked", regime ? "regime" : "outside", x.peak_meas, x.peak_pred,
-               100 * em, x.step_meas, x.step_pred, 100 * et);
+        printf("# %-26s %-8s %-9s peak measured %7.0f MiB predicted %7.0f %+6.2f%% | step %7.1f ms predicted %7.1f %+6.1f%%"
+               " (host's wait %.1f)\n", x.name, x.held ? "held out" : "looked", kind, x.peak_meas, x.peak_pred, 100 * em,
+               x.step_meas, x.step_pred, 100 * et, x.host_pred);
         printf("#     %s\n", x.cmd);
         acc(&mem, x.name, em);
-        acc(regime ? (x.held ? &in_held : &in_look) : (x.held ? &out_held : &out_look), x.name, et);
+        err_acc *look = regime ? &in_look : eager_tp ? &out_look : &host_look;
+        err_acc *hold = regime ? &in_held : eager_tp ? &out_held : &host_held;
+        acc(x.held ? hold : look, x.name, et);
     }
     table_free(&t);
     tap_ok(rows == 16 && held_n == 8, "16 runs on two H200s read (%d), 8 held out in %s (%d)", rows, configs, held_n);
@@ -299,11 +305,50 @@ static void fsdp_2gpu(void)
              in_held.n, 100 * in_held.worst, in_held.worst_name);
     tap_ok(in_look.n + in_held.n >= 9 && fabs(in_look.worst) <= 0.08 && fabs(in_held.worst) <= 0.08,
            "2 x H200 step, the model's regime (FSDP2 at 4096-8192 tokens a rank, compiled TP 2): every run within 8%%");
-    tap_diag("TARGET NOT MET: 2 x H200 step outside the regime: looked-at MAPE %.1f%% over %d (worst %+.1f%%, %s), "
-             "held out %.1f%% over %d (worst %+.1f%%, %s): short sequences are host-bound (FSDP2's work per block), "
-             "eager TP's host pace is overpriced",
-             mape(&out_look), out_look.n, 100 * out_look.worst, out_look.worst_name, mape(&out_held), out_held.n,
-             100 * out_held.worst, out_held.worst_name);
+    tap_diag("2 x H200 step at FSDP2's host pace (1-2k tokens a rank): looked-at MAPE %.1f%% over %d (worst %+.1f%%, %s), "
+             "held out %.1f%% over %d (worst %+.1f%%, %s)", mape(&host_look), host_look.n, 100 * host_look.worst,
+             host_look.worst_name, mape(&host_held), host_held.n, 100 * host_held.worst, host_held.worst_name);
+    tap_ok(host_look.n + host_held.n == 5 && fabs(host_look.worst) <= 0.22 && fabs(host_held.worst) <= 0.22,
+           "2 x H200 step at FSDP2's host pace (the host fitted on one-GPU runs only): every run within 22%% (the same 3B run took 211 and 247 ms in two calls)");
+    tap_diag("TARGET NOT MET: 2 x H200 eager TP 2: looked-at %+.1f%% (%s), held out %+.1f%% (%s): eager TP's host pace "
+             "is overpriced", 100 * out_look.worst, out_look.worst_name, 100 * out_held.worst, out_held.worst_name);
+}
+
+/* FSDP2's host (tests/data/fsdp/runs_host.csv, tools/fsdp/configs_host.csv: predictions and the
+ * held-out three committed before the runs; the host's figures fitted on the looked-at rows by
+ * tools/fsdp/fit_host.py): one H200, 512-4096 tokens, eager and compiled, full AC, two micro-batches,
+ * 3B and 8B blocks. Every step within 12% (the host's own step-to-step spread is about that), and
+ * against the GPU's time alone, which these runs showed 27-69% short where the host set the pace. */
+static void fsdp_host(void)
+{
+    const char *rel = "tests/data/fsdp/runs_host.csv", *configs = "tools/fsdp/configs_host.csv";
+    static const char *const cols[] = {"name", "status", "flavor", "layers", "mbs", "seq", "ac", "max_alloc_mib",
+                                       "step_ms_median", "accum", "compile"};
+    table t;
+    if (!fsdp_table(&t, rel, cols, sizeof cols / sizeof *cols)) return;
+    int rows = 0, held_n = 0, paced = 0;
+    err_acc look = {0}, held = {0}, gpu_alone = {0};
+    for (int r = 0; r < t.nrows; r++) {
+        fsdp_row x;
+        if (!fsdp_row_of(&t, r, configs, &x)) continue;
+        rows++;
+        held_n += x.held;
+        double e = x.step_pred / x.step_meas - 1, eg = (x.step_pred - x.host_pred) / x.step_meas - 1;
+        printf("# %-18s %-8s step %6.1f ms predicted %6.1f %+6.1f%% (the host's wait %5.1f; the GPU alone %+6.1f%%) | "
+               "peak %+.2f%%\n", x.name, x.held ? "held out" : "looked", x.step_meas, x.step_pred, 100 * e, x.host_pred,
+               100 * eg, 100 * (x.peak_pred / x.peak_meas - 1));
+        printf("#     %s\n", x.cmd);
+        acc(x.held ? &held : &look, x.name, e);
+        if (x.host_pred > 0.1 * x.step_pred) paced++, acc(&gpu_alone, x.name, eg);
+    }
+    table_free(&t);
+    tap_ok(rows == 11 && held_n == 3, "11 runs on one H200 read (%d), 3 held out in %s (%d)", rows, configs, held_n);
+    tap_diag("FSDP2's host: step MAPE looked-at %.1f%% over %d (worst %+.1f%%, %s), held out %.1f%% over %d (worst "
+             "%+.1f%%, %s); where the host sets the pace (%d runs) the GPU's time alone: MAPE %.1f%%, worst %+.1f%%",
+             mape(&look), look.n, 100 * look.worst, look.worst_name, mape(&held), held.n, 100 * held.worst,
+             held.worst_name, paced, mape(&gpu_alone), 100 * gpu_alone.worst);
+    tap_ok(look.n + held.n == 11 && fabs(look.worst) <= 0.12 && fabs(held.worst) <= 0.12,
+           "FSDP2 at 512-4096 tokens on one H200: every step within 12%%, held out included");
 }
 
 /* The logits a training loop keeps (tests/data/fsdp/runs_logits.csv, tools/fsdp/configs_logits.csv:
@@ -444,6 +489,7 @@ int main(int argc, char **argv)
     megatron();
     fsdp();
     fsdp_2gpu();
+    fsdp_host();
     fsdp_logits();
     static const char *const dense_runs[] = {"d_dp4_b1_do", "d_tp2dp2_b2_do", "d_pp2dp2v8_b1_do", "d_tp4_b4", "d_tp2pp2v8_b2"};
     static const char *const dense_labels[] = {"tp1 pp1 dp4 ep1 mbs1 dist-opt", "tp2 pp1 dp2 ep1 mbs2 dist-opt",
