@@ -209,22 +209,13 @@
  * gradient fill 4, log_softmax backward (sum pass and write) 16, the cast to bf16 6. */
 #define EW_FSDP_CE_FWD 22.0
 #define EW_FSDP_CE_BWD 26.0
-/* FSDP2 + TP (torchtitan's apply_tp): every linear, norm and redistribution of the block is a
- * DTensor op, dispatched by Python on the host, and the GPU waits for it when the block's kernels
- * are shorter. Measured on 4 x H200 (tests/data/node4/fsdp_runs.csv): Llama-3-8B, TP 2, micro-batch
- * 1 at 8192 tokens took 963 ms a step for 32 blocks, about what DP 4 took with twice the tokens per
- * GPU (1011 ms): less the loss, embedding, optimizer and FSDP terms of that step (about 80 ms),
- * 27.5 ms of host time per block per micro-batch, forward and backward together. The host runs
- * ahead of the GPU, so the floor holds for the block as a whole, not for each pass. The other
- * TP 2 run (micro-batch 2, full AC) is GPU-bound (1300 ms measured, 1203 ms modelled). */
-#define FSDP_TP_HOST_BLOCK_S 0.0275
 /* --compile (torch.compile of each block): Inductor fuses the block's pointwise ops into one kernel
  * per chain, as TransformerEngine's and Megatron's fused kernels do, so SwiGLU and RoPE cost the
  * fused kernels' bytes (EW_SWIGLU_*, EW_ROPE: read the inputs, write the outputs once) instead of
  * eager PyTorch's op-by-op passes (EW_FSDP_SWIGLU_*, EW_FSDP_ROPE's fp32 complex round trip); the
  * norms, residual adds, repeat_kv copies and the input-gradient sums are already one pass each.
- * A compiled block is dispatched as one graph: the DTensor host pace (FSDP_TP_HOST_BLOCK_S, measured
- * eager) does not apply. */
+ * A compiled block is dispatched as one graph: the DTensor host pace (time_step.c,
+ * FSDP_TP_HOST_BLOCK_S, measured eager) does not apply. */
 /* FlashAttention-2 (PyTorch SDPA's flash backend, what torchtitan-style code runs) is written for
  * Ampere's mma.sync. On Hopper-class GPUs (catalog dense bf16 peak above this) it reaches 0.36 of
  * the large-GEMM rate forward and 0.25 backward: PyTorch 2.11 on H200, flash backend, b 1, s
@@ -747,15 +738,6 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         double exp_f = g[PP_LB_EXPERT] + exp_ew_f, exp_b = 2.0 * g[PP_LB_EXPERT] / BWD_GEMM_EFF + exp_ew_b;
         o->fwd_compute_s += max2(exp_f, launch / 3.0) - exp_f;
         o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
-    }
-
-    if (ly.titan && ly.tp > 1 && !w->stack.compile) {
-        /* the host's pace of the DTensor block (FSDP_TP_HOST_BLOCK_S) when the GPU's is faster */
-        double gpu = o->fwd_compute_s + o->bwd_compute_s;
-        if (gpu > 0 && gpu < FSDP_TP_HOST_BLOCK_S) {
-            o->fwd_compute_s *= FSDP_TP_HOST_BLOCK_S / gpu;
-            o->bwd_compute_s *= FSDP_TP_HOST_BLOCK_S / gpu;
-        }
     }
 
     /* --- collectives. TP: beside the GEMM they precede or follow. An MoE layer's pair is its

@@ -63,14 +63,25 @@ static double opt_step_bytes(const pp_work *w)
  * root's hooks) 38.6 ms, a block 4.58 ms (3B and Llama-3-8B blocks alike; compiled blocks as eager:
  * the hooks, not the ops, take the time), a recomputed block's forward again 3.33 ms. Held out:
  * -6.2%, +4.3%, +0.4% (the GPU's time alone: -36.5%, -30.9%, -43.6%); node4-runs prints them.
- * Selective recompute re-runs the block's Python forward as full recompute does (not measured);
- * eager TP's DTensor blocks have their own pace (time.c, FSDP_TP_HOST_BLOCK_S), which this does not
- * add to. The host's speed is the machine's: the same 3B runs took 163-232 ms step to step. */
+ * Selective recompute re-runs the block's Python forward as full recompute does (not measured).
+ * The host's speed is the machine's: the same 3B runs took 163-232 ms step to step. */
 #define FSDP_HOST_STEP_S 28.0e-3
 #define FSDP_HOST_MB_S 38.6e-3
 #define FSDP_HOST_BLOCK_S 4.58e-3
 #define FSDP_HOST_RECOMPUTE_S 3.33e-3
 #define FSDP_HOST_K 6.0
+/* Eager TP (torchtitan's apply_tp without compile): every linear, norm and redistribution of the
+ * block is a DTensor op dispatched by Python, a block's host time and its recomputed forward's
+ * instead of the two above, the step's and micro-batch's kept. Fitted (grid 0.5 ms, log error;
+ * tools/fsdp/fit_host.py) on the looked-at eager TP 2 runs of two machines: two H200s
+ * (tests/data/fsdp/runs_tp_host.csv, 2048-8192 tokens, 3B and 8B blocks, full AC; runs_2gpu.csv)
+ * and the 4 x H200 node (tests/data/node4/fsdp_runs.csv): 18.5 ms a block, 8.0 ms a recomputed
+ * block. The hosts differ: the node's 8B TP 2 run took 963 ms where this prices 682 (-29%), the
+ * two-GPU machine's 3B runs 539-585 ms against 585; the same 3B run took 489 ms in an earlier call.
+ * Held out (runs_tp_host.csv, runs_2gpu.csv): -9.5%, +0.6%, +1.2%, where the per-block floor read
+ * off the node's run (27.5 ms, applied to each layer's compute) had been +27%, +28%, +34%. */
+#define FSDP_TP_HOST_BLOCK_S 18.5e-3
+#define FSDP_TP_HOST_RECOMPUTE_S 8.0e-3
 
 /* Megatron's DDP bucket (megatron/core/distributed: bucket_size = max(40M, 1M x dp)): the last
  * bucket cannot overlap with anything. */
@@ -380,17 +391,19 @@ static double fsdp_stage_comm(const pp_time_ctx *c, const pp_layout *l, const st
     return total;
 }
 
-/* The host's time for an FSDP2 step (FSDP_HOST_*): its slowest pipeline stage's; 0 for eager TP,
- * whose DTensor blocks are paced per layer (time.c). */
+/* The host's time for an FSDP2 step (FSDP_HOST_*; eager TP's blocks FSDP_TP_HOST_*): its slowest
+ * pipeline stage's. */
 static double fsdp_host_s(const pp_work *w, const pp_layout *l, double m)
 {
-    if (l->tp > 1 && !w->stack.compile) return 0;
+    const bool dtensor = l->tp > 1 && !w->stack.compile;
+    const double blk = dtensor ? FSDP_TP_HOST_BLOCK_S : FSDP_HOST_BLOCK_S;
+    const double rc = dtensor ? FSDP_TP_HOST_RECOMPUTE_S : FSDP_HOST_RECOMPUTE_S;
     double worst = 0;
     for (int64_t i = 0; i < l->pp; i++) {
         double n = (double)pp_layout_stage_layers(w, l, i), r = 0;
         if (l->recompute == PP_RC_FULL) r = l->stage_recompute ? (double)l->stage_recompute[i] : recomputed(l, n);
         else if (l->recompute == PP_RC_SELECTIVE) r = n;
-        double h = m * (FSDP_HOST_MB_S + n * FSDP_HOST_BLOCK_S + r * FSDP_HOST_RECOMPUTE_S);
+        double h = m * (FSDP_HOST_MB_S + n * blk + r * rc);
         if (h > worst) worst = h;
     }
     return FSDP_HOST_STEP_S + worst;

