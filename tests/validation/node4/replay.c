@@ -320,7 +320,8 @@ static void fsdp_2gpu(void)
  * tools/fsdp/fit_host.py, predictions and held-out rows committed before the runs in the configs
  * files): tests/data/fsdp/runs_host.csv, one H200 at 512-4096 tokens, eager and compiled, full AC,
  * two micro-batches, 3B and 8B blocks; runs_tp_host.csv, eager TP 2 on two H200s at 2048-8192
- * tokens (and one compiled). Every step within the bound (the host's own step-to-step spread is
+ * tokens (and one compiled); runs_shard_host.csv, FSDP2 over 2 and 4 H200s of a 4-GPU machine at
+ * 512-2048 tokens a rank, none of them fitted on. Every step within the bound (the host's own step-to-step spread is
  * about 10%), and against the GPU's time alone, 27-87% short where the host sets the pace. */
 static void fsdp_host(const char *rel, const char *configs, int want_rows, int want_held, double bound)
 {
@@ -499,6 +500,8 @@ int main(int argc, char **argv)
     fsdp_2gpu();
     fsdp_host("tests/data/fsdp/runs_host.csv", "tools/fsdp/configs_host.csv", 11, 3, 0.12);
     fsdp_host("tests/data/fsdp/runs_tp_host.csv", "tools/fsdp/configs_tp_host.csv", 8, 3, 0.12);
+    /* 2 and 4 ranks on a 4-GPU machine, none fitted on (the host's figures are one GPU's) */
+    fsdp_host("tests/data/fsdp/runs_shard_host.csv", "tools/fsdp/configs_shard_host.csv", 10, 4, 0.20);
     fsdp_logits();
     static const char *const dense_runs[] = {"d_dp4_b1_do", "d_tp2dp2_b2_do", "d_pp2dp2v8_b1_do", "d_tp4_b4", "d_tp2pp2v8_b2"};
     static const char *const dense_labels[] = {"tp1 pp1 dp4 ep1 mbs1 dist-opt", "tp2 pp1 dp2 ep1 mbs2 dist-opt",
