@@ -16,7 +16,8 @@ configs files before the runs, are printed, not fitted):
      all looked-at rows best;
   2. eager TP (DTensor blocks): h_block and h_recompute on a 0.5 ms grid, H_step, H_mb and k from
      the first fit, over tests/data/fsdp/runs_tp_host.csv, runs_2gpu.csv and
-     tests/data/node4/fsdp_runs.csv (two machines).
+     tests/data/node4/fsdp_runs.csv (two machines);
+  3. compiled TP the same way, over runs_ctp_host.csv, runs_tp_host.csv and runs_2gpu.csv.
 --check: exit 1 unless time_step.c holds these figures (at the precision it writes them)."""
 import csv
 import json
@@ -46,15 +47,18 @@ def held_out(configs):
     return names
 
 
-def rows(parplan, table, configs, eager_tp):
-    """The table's runs that ran, with the GPU's side G of parplan's step; eager_tp picks the
-    eager TP runs, else the others."""
+KINDS = ("fsdp", "eager_tp", "compiled_tp")
+
+
+def rows(parplan, table, configs, kind):
+    """The table's runs of one kind (KINDS: no TP; eager TP; compiled TP) that ran, with the GPU's
+    side G of parplan's step."""
     held = held_out(configs)
     for r in csv.DictReader(l for l in open(os.path.join(ROOT, table)) if not l.startswith("#")):
         if r["status"] != "ok" or (r.get("alloc_retries") or "0") != "0":
             continue
         tp, comp = int(r.get("tp") or 1), r.get("compile") == "1"
-        if (tp > 1 and not comp) != eager_tp:
+        if KINDS[0 if tp == 1 else 2 if comp else 1] != kind:
             continue
         gpus, mbs, acc, layers = int(r["gpus"]), int(r["mbs"]), int(r.get("accum") or 1), int(r["layers"])
         args = ["check", "--framework", "fsdp", "--gpu", "h200", "--gpus", str(gpus), "--gpus-per-node", str(gpus),
@@ -113,7 +117,7 @@ def main(argv):
         print(__doc__)
         return 2
     parplan = os.path.abspath(argv[1])
-    fsdp = list(rows(parplan, "tests/data/fsdp/runs_host.csv", "tools/fsdp/configs_host.csv", False))
+    fsdp = list(rows(parplan, "tests/data/fsdp/runs_host.csv", "tools/fsdp/configs_host.csv", "fsdp"))
     look = [r for r in fsdp if not r["held"]]
     bound = [r for r in look if r["G"] < 0.75 * r["step"]]
     x = solve([[1, r["m"], r["m"] * r["n"], r["m"] * r["n"] * r["rc"]] for r in bound], [r["step"] for r in bound])
@@ -122,26 +126,34 @@ def main(argv):
     print(f"FSDP2: {len(bound)} host-bound looked-at rows of {len(look)}: H_step {x[0]*1e3:.1f} ms, H_mb {x[1]*1e3:.1f} ms, "
           f"h_block {x[2]*1e3:.2f} ms, h_recompute {x[3]*1e3:.2f} ms; k {k}")
     show(x, k, fsdp)
-    tp = [r for t, c in (("tests/data/fsdp/runs_tp_host.csv", "tools/fsdp/configs_tp_host.csv"),
-                         ("tests/data/fsdp/runs_2gpu.csv", "tools/fsdp/configs_2gpu.csv"),
-                         ("tests/data/node4/fsdp_runs.csv", None)) for r in rows(parplan, t, c, True)]
-    tlook = [r for r in tp if not r["held"]]
-    best = None
-    for hb in range(20, 80):
-        for hr in range(0, 40):
-            y = [x[0], x[1], hb * 0.5e-3, hr * 0.5e-3]
-            e = sum(math.log(step(y, k, r) / r["step"]) ** 2 for r in tlook)
-            if best is None or e < best[0]:
-                best = (e, y)
-    y = best[1]
-    print(f"eager TP: {len(tlook)} looked-at rows: h_block {y[2]*1e3:.1f} ms, h_recompute {y[3]*1e3:.1f} ms")
-    show(y, k, tp)
+    tables = {"eager_tp": (("tests/data/fsdp/runs_tp_host.csv", "tools/fsdp/configs_tp_host.csv"),
+                           ("tests/data/fsdp/runs_2gpu.csv", "tools/fsdp/configs_2gpu.csv"),
+                           ("tests/data/node4/fsdp_runs.csv", None)),
+              "compiled_tp": (("tests/data/fsdp/runs_ctp_host.csv", "tools/fsdp/configs_ctp_host.csv"),
+                              ("tests/data/fsdp/runs_tp_host.csv", "tools/fsdp/configs_tp_host.csv"),
+                              ("tests/data/fsdp/runs_2gpu.csv", "tools/fsdp/configs_2gpu.csv"))}
+    fits = {}
+    for kind, tabs in tables.items():
+        rs = [r for t, c in tabs for r in rows(parplan, t, c, kind)]
+        tlook = [r for r in rs if not r["held"]]
+        best = None
+        for hb in range(2, 80):
+            for hr in range(0, 40):
+                y = [x[0], x[1], hb * 0.5e-3, hr * 0.5e-3]
+                e = sum(math.log(step(y, k, r) / r["step"]) ** 2 for r in tlook)
+                if best is None or e < best[0]:
+                    best = (e, y)
+        fits[kind] = y = best[1]
+        print(f"{kind.replace('_', ' ')}: {len(tlook)} looked-at rows: h_block {y[2]*1e3:.1f} ms, h_recompute {y[3]*1e3:.1f} ms")
+        show(y, k, rs)
     if "--check" in argv:
         src = open(os.path.join(ROOT, "planner/cost/time_step.c")).read()
         want = {"FSDP_HOST_STEP_S": f"{x[0]*1e3:.1f}e-3", "FSDP_HOST_MB_S": f"{x[1]*1e3:.1f}e-3",
                 "FSDP_HOST_BLOCK_S": f"{x[2]*1e3:.2f}e-3", "FSDP_HOST_RECOMPUTE_S": f"{x[3]*1e3:.2f}e-3",
-                "FSDP_HOST_K": f"{k:.1f}", "FSDP_TP_HOST_BLOCK_S": f"{y[2]*1e3:.1f}e-3",
-                "FSDP_TP_HOST_RECOMPUTE_S": f"{y[3]*1e3:.1f}e-3"}
+                "FSDP_HOST_K": f"{k:.1f}"}
+        for kind, name in (("eager_tp", "FSDP_TP_HOST"), ("compiled_tp", "FSDP_CTP_HOST")):
+            want[name + "_BLOCK_S"] = f"{fits[kind][2]*1e3:.1f}e-3"
+            want[name + "_RECOMPUTE_S"] = f"{fits[kind][3]*1e3:.1f}e-3"
         bad = [f"{n} {v} (time_step.c: {m.group(1) if m else 'absent'})" for n, v in want.items()
                for m in [re.search(r"#define " + n + r" (\S+)", src)] if not m or m.group(1) != v]
         print("time_step.c holds this fit" if not bad else "time_step.c differs from this fit: " + "; ".join(bad))
