@@ -62,7 +62,7 @@ static double opt_step_bytes(const pp_work *w)
  * optimizer and zero_grad's Python) 28.0 ms, a micro-batch (loss, embedding, output layer, the
  * root's hooks) 38.6 ms, a block 4.58 ms (3B and Llama-3-8B blocks alike; compiled blocks as eager:
  * the hooks, not the ops, take the time), a recomputed block's forward again 3.33 ms. Held out:
- * -6.2%, +4.3%, +0.4% (the GPU's time alone: -36.5%, -30.9%, -43.6%); node4-runs prints them.
+ * -6.1%, +4.4%, +0.4% (the GPU's time alone: -36.4%, -30.7%, -43.6%); node4-runs prints them.
  * Selective recompute re-runs the block's Python forward as full recompute does (not measured).
  * The host's speed is the machine's: the same 3B runs took 163-232 ms step to step. */
 #define FSDP_HOST_STEP_S 28.0e-3
