@@ -10,22 +10,9 @@
 
 #include "tap.h"
 #include "fixtures.h"
+#include "readfile.h"
 
 static char golden_dir[1024];
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t k = fread(s, 1, (size_t)n, f);
-    s[k] = 0;
-    fclose(f);
-    return s;
-}
 
 static void compare(const char *name, const char *got)
 {
@@ -40,7 +27,7 @@ static void compare(const char *name, const char *got)
         tap_ok(f != NULL, "%s rewritten", name);
         return;
     }
-    char *want = slurp(path);
+    char *want = tc_read_file(path, NULL);
     if (!want) {
         tap_ok(0, "%s: golden file missing (%s)", name, path);
         return;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "readfile.h"
 #include "tap.h"
 
 /* Run cmd, capture stdout into a malloc'ed buffer; returns the exit status or -1. */
@@ -39,20 +40,6 @@ static int capture(const char *cmd, char **out, size_t *len)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    if (b) { b[n] = '\0'; *len = (size_t)n; }
-    return b;
-}
-
 int main(int argc, char **argv)
 {
     const char *exe = getenv("PARPLAN");
@@ -79,7 +66,7 @@ int main(int argc, char **argv)
         return tap_done();
     }
     size_t want_len = 0;
-    char *want = read_all(argv[1], &want_len);
+    char *want = tc_read_file(argv[1], &want_len);
     if (tap_ok(want != NULL, "read %s", argv[1])) {
         size_t i = 0;
         while (i < got_len && i < want_len && got[i] == want[i]) i++;

@@ -13,27 +13,10 @@
 #include <dirent.h>
 
 #include "report.h"
+#include "readfile.h"
 #include "tap.h"
 
 #define GIB 1073741824.0
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = 0;
-    if (len) *len = (size_t)n;
-    fclose(f);
-    return b;
-}
 
 static int count_str(const char *hay, const char *needle)
 {
@@ -269,7 +252,7 @@ int main(void)
     tap_ok(n_files == 1, "no temporary file left behind (%d files)", n_files);
 
     size_t len = 0;
-    char *html = slurp(path, &len);
+    char *html = tc_read_file(path, &len);
     tap_ok(html != NULL && len > 1000, "page read back (%zu bytes)", len);
     if (!html) return tap_done();
 
@@ -484,7 +467,7 @@ int main(void)
     pp_report_free(&r);
     pp_report_free(&r);   /* twice: a no-op */
     pp_report_free(NULL); /* accepts NULL */
-    char *oldtxt = slurp(path, NULL);
+    char *oldtxt = tc_read_file(path, NULL);
     tap_ok(oldtxt && !strcmp(oldtxt, "old"), "abandoned report: the old file is unchanged");
     free(oldtxt);
     n_files = 0;
@@ -594,7 +577,7 @@ int main(void)
         pp_report_page pg = {.work = &w, .cand = cand, .n_cand = NC, .search = &res, .top = 3, .mem = &pm,
                              .launch_format = -1};
         tap_ok(pp_report_write_page(path, "plan", &pg, &err) == PP_OK, "plan page written");
-        char *pl = slurp(path, NULL);
+        char *pl = tc_read_file(path, NULL);
         tap_ok(pl && check_tags(pl, msg, sizeof msg) == NULL, "plan page well-formed");
         if (pl) {
             tap_ok(count_str(pl, "<svg class=\"chart") == 4, "plan page: memory, candidates, funnel, steps");
@@ -612,7 +595,7 @@ int main(void)
         pp_layout cl = cand[1].layout;
         pp_report_page pc = {.work = &w, .layout = &cl, .time = &t[0], .mem = &pm, .launch_format = -1};
         tap_ok(pp_report_write_page(path, "check", &pc, &err) == PP_OK, "check page written");
-        char *ck = slurp(path, NULL);
+        char *ck = tc_read_file(path, NULL);
         tap_ok(ck && check_tags(ck, msg, sizeof msg) == NULL, "check page well-formed");
         if (ck) {
             tap_ok(count_str(ck, "<svg class=\"chart") == 2 && strstr(ck, "memory-chart") && strstr(ck, "steps-chart"),
@@ -623,7 +606,7 @@ int main(void)
         free(ck);
         w.framework = PP_FW_FSDP;
         tap_ok(pp_report_write_page(path, "check", &pc, &err) == PP_OK, "fsdp check page written");
-        ck = slurp(path, NULL);
+        ck = tc_read_file(path, NULL);
         /* the framework's own format (pp_launch_format_for: torchtitan for fsdp), its config or why not */
         tap_ok(ck && strstr(ck, "Launch command (torchtitan)") && !strstr(ck, "pretrain_gpt"),
                "fsdp: torchtitan's launch section, not Megatron's");

@@ -14,6 +14,7 @@
 
 #include "csv_cols.h"
 #include "jscan.h"
+#include "readfile.h"
 #include "tap.h"
 
 #define MAX_ROWS 256
@@ -30,16 +31,8 @@ typedef struct {
 static bool csv_load(csv_file *c, const char *path)
 {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    c->text = malloc((size_t)n + 1);
-    size_t got = c->text ? fread(c->text, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!c->text || got != (size_t)n) return false;
-    c->text[n] = 0;
+    c->text = tc_read_file(path, NULL);
+    if (!c->text) return false;
     char *p = c->text;
     c->n_cols = csv_record(&p, c->hdr, MAX_COLS);
     int k;

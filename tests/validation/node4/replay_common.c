@@ -8,6 +8,7 @@
 
 #include "csv_cols.h"
 #include "proc.h"
+#include "readfile.h"
 #include "tap.h"
 
 const char *rp_parplan, *rp_src;
@@ -83,16 +84,8 @@ bool table_read(table *t, const char *rel)
     memset(t, 0, sizeof *t);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", rp_src, rel);
-    FILE *f = fopen(path, "r");
-    if (!f) return false;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    t->text = malloc((size_t)n + 1);
-    size_t got = t->text ? fread(t->text, 1, (size_t)n, f) : 0;
-    fclose(f);
+    t->text = tc_read_file(path, NULL);
     if (!t->text) return false;
-    t->text[got] = 0;
     char *p = t->text;
     bool hdr = false;
     while (*p && t->nrows < MAXROWS) {
