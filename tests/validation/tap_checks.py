@@ -20,16 +20,19 @@ def constant(src, name):
     return float(m.group(1)) if m else None
 
 
-def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=False, layers=None):
+def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=False, layers=None, accum=1,
+                  replicate=1):
     """The `parplan check` flags that state a run of tools/fsdp/train.py on H200s (its flavor 8B is the
-    catalog's llama3-8b, 3B the committed Llama-3.2-3B file; layers: its --layers override); the C
-    replays' twin is rp_fsdp_check (tests/validation/node4/replay_common.c)."""
+    catalog's llama3-8b, 3B the committed Llama-3.2-3B file; layers: its --layers override; accum its
+    micro-batches a step; replicate its HSDP replicas); the C replays' twin is rp_fsdp_check
+    (tests/validation/node4/replay_common.c)."""
     model = "llama3-8b" if flavor == "8B" else os.path.join(root, "tests/data/fsdp/models/llama-3.2-3b.yaml")
     a = ["--model", model] + (["--layers", str(layers)] if layers else []) + [
         "--gpu", "h200", "--gpus", str(gpus), "--gpus-per-node", str(gpus), "--framework", "fsdp",
-        "--zero", "3" if reshard else "2", "--gbs", str(gpus // tp * mbs), "--mbs", str(mbs),
+        "--zero", "3" if reshard else "2", "--gbs", str(gpus // tp * mbs * accum), "--mbs", str(mbs),
         "--seq", str(seq), "--recompute", ac]
-    return a + (["--tp", str(tp)] if tp > 1 else []) + (["--compile"] if compile else [])
+    return (a + (["--tp", str(tp)] if tp > 1 else []) + (["--compile"] if compile else []) +
+            (["--replicate", str(replicate)] if replicate > 1 else []))
 
 
 def check_json(parplan, args):

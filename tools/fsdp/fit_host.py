@@ -20,15 +20,15 @@ configs files before the runs, are printed, not fitted):
   3. compiled TP the same way, over runs_ctp_host.csv, runs_tp_host.csv and runs_2gpu.csv.
 --check: exit 1 unless time_step.c holds these figures (at the precision it writes them)."""
 import csv
-import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-M3 = "tests/data/fsdp/models/llama-3.2-3b.yaml"
+sys.path.insert(0, os.path.join(ROOT, "tests/validation"))
+from tap_checks import check_json, fsdp_run_args  # noqa: E402 (a train.py run's parplan flags, one place)
+
 WHOLE = {"3B": 28, "8B": 32}
 
 
@@ -60,21 +60,11 @@ def rows(parplan, table, configs, kind):
         tp, comp = int(r.get("tp") or 1), r.get("compile") == "1"
         if KINDS[0 if tp == 1 else 2 if comp else 1] != kind:
             continue
-        gpus, mbs, acc, layers = int(r["gpus"]), int(r["mbs"]), int(r.get("accum") or 1), int(r["layers"])
-        args = ["check", "--framework", "fsdp", "--gpu", "h200", "--gpus", str(gpus), "--gpus-per-node", str(gpus),
-                "--model", "llama3-8b" if r["flavor"] == "8B" else M3, "--seq", r["seq"],
-                "--gbs", str(gpus // tp * mbs * acc), "--mbs", str(mbs),
-                "--zero", "2" if r["reshard_after_forward"] == "false" else "3", "--recompute", r["ac"],
-                "--json", "-q"]
-        if tp > 1:
-            args += ["--tp", str(tp)]
-        if comp:
-            args += ["--compile"]
-        if int(r.get("replicate") or 1) > 1:
-            args += ["--replicate", r["replicate"]]
-        if layers != WHOLE[r["flavor"]]:
-            args += ["--layers", str(layers)]
-        d = json.loads(subprocess.run([parplan] + args, capture_output=True, text=True, cwd=ROOT).stdout)
+        acc, layers = int(r.get("accum") or 1), int(r["layers"])
+        d = check_json(parplan, fsdp_run_args(ROOT, r["flavor"], int(r["gpus"]), int(r["mbs"]), int(r["seq"]), r["ac"],
+                                              tp=tp, reshard=r["reshard_after_forward"] != "false", compile=comp,
+                                              layers=layers if layers != WHOLE[r["flavor"]] else None, accum=acc,
+                                              replicate=int(r.get("replicate") or 1)))
         yield dict(name=r["name"], table=os.path.basename(table), G=d["step_time_s"] - d["breakdown"].get("host_s", 0.0),
                    step=float(r["step_ms_median"]) / 1e3, held=r["name"] in held, m=acc, n=layers,
                    rc=0 if r["ac"] == "none" else 1)

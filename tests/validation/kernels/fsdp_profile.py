@@ -27,9 +27,6 @@ def predicted(parplan, root, r):
     return d.get("step_time_s"), (d.get("breakdown") or {}).get("host_s", 0.0)
 
 
-def predicted_s(parplan, root, r):
-    return predicted(parplan, root, r)[0]
-
 
 def main():
     parplan, root = sys.argv[1], sys.argv[2]
@@ -52,7 +49,7 @@ def main():
                        f"step's median {med:.1f} ms"))
     r8 = rows["p_l3b_s8k_b1_none"]
     busy, wall = p["p_l3b_s8k_b1_none"]["busy_ms"], p["p_l3b_s8k_b1_none"]["wall_ms"]
-    pred = predicted_s(parplan, root, r8)
+    pred = predicted(parplan, root, r8)[0]
     checks.append((busy / wall > 0.9, f"p_l3b_s8k_b1_none: the GPU busy {busy:.1f} of {wall:.1f} ms ({busy / wall:.0%})"))
     checks.append((pred is not None and abs(1e3 * pred / r8["step_ms_median"] - 1) <= 0.08,
                    f"p_l3b_s8k_b1_none: parplan's step {1e3 * (pred or 0):.1f} ms, measured {r8['step_ms_median']:.1f} ms"))
