@@ -1,0 +1,84 @@
+"""Loaded by every Python of a tools/kf/run_kf.sh launch (PYTHONPATH=tools/kf): records what
+KempnerForge's own log does not, without touching its code.
+
+KF_PEAK_OUT=dir   at exit each rank writes dir/peak.<rank>.json: torch.cuda.max_memory_allocated
+                  and max_memory_reserved in bytes (the log prints GB to one decimal).
+KF_SNAP=file      rank 0 records the allocator's history (Python frames only) from start-up and at
+                  exit replays it: the allocated peak, and the blocks live at that moment grouped
+                  by the innermost frame in kempnerforge/ or torch/ that made them (file:line),
+                  largest first, written to file as JSON.
+"""
+import atexit
+import json
+import os
+
+# torchrun sets RANK in its workers only: the launcher itself records nothing
+_rank = os.environ.get("RANK")
+
+
+def _peak():
+    import torch
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return
+    d = os.environ["KF_PEAK_OUT"]
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "peak.%s.json" % _rank), "w") as f:
+        json.dump({"rank": int(_rank), "max_alloc_bytes": torch.cuda.max_memory_allocated(),
+                   "max_reserved_bytes": torch.cuda.max_memory_reserved()}, f)
+
+
+def _where(frames):
+    """The innermost frame of KempnerForge's code, else the innermost of torch's."""
+    for want in ("kempnerforge/", "scripts/train.py"):
+        for fr in frames:
+            if want in fr.get("filename", ""):
+                return "%s:%d %s" % (fr["filename"].split(".kf/")[-1], fr["line"], fr["name"])
+    for fr in frames:
+        if "/torch/" in fr.get("filename", ""):
+            return "%s:%d %s" % (fr["filename"].split("/torch/")[-1], fr["line"], fr["name"])
+    return "?"
+
+
+def _snap():
+    import torch
+    s = torch.cuda.memory._snapshot()
+    ev = s["device_traces"][0] if s["device_traces"] else []
+    live, cur, peak, peak_i = {}, 0, 0, -1
+    for i, e in enumerate(ev):
+        if e["action"] == "alloc":
+            live[e["addr"]] = (e["size"], i)
+            cur += e["size"]
+        elif e["action"] == "free_completed" and e["addr"] in live:
+            cur -= live.pop(e["addr"])[0]
+        if cur > peak:
+            peak, peak_i = cur, i
+    # the blocks live at the peak: replay again up to peak_i
+    live2 = {}
+    for e in ev[:peak_i + 1]:
+        if e["action"] == "alloc":
+            live2[e["addr"]] = e
+        elif e["action"] == "free_completed":
+            live2.pop(e["addr"], None)
+    groups = {}
+    for e in live2.values():
+        k = _where(e.get("frames", []))
+        g = groups.setdefault(k, [0, 0])
+        g[0] += e["size"]
+        g[1] += 1
+    top = sorted(groups.items(), key=lambda kv: -kv[1][0])
+    out = {"events": len(ev), "peak_bytes": peak, "peak_event": peak_i,
+           "peak_made_by": _where(ev[peak_i].get("frames", [])) if peak_i >= 0 else None,
+           "live_at_peak": [{"where": k, "bytes": v[0], "blocks": v[1]} for k, v in top[:40]]}
+    with open(os.environ["KF_SNAP"], "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if _rank is not None and os.environ.get("KF_PEAK_OUT"):
+    atexit.register(_peak)
+if os.environ.get("KF_SNAP") and _rank == "0":
+    try:
+        import torch
+        torch.cuda.memory._record_memory_history(max_entries=4_000_000, stacks="python")
+        atexit.register(_snap)
+    except Exception as exc:  # a diagnostic: the run itself must go on
+        print("kf sitecustomize: no memory history:", exc)
