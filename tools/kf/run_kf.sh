@@ -20,6 +20,9 @@ start=$(date +%s)
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+# torchrun sets 1; KempnerForge's srun gives each rank 4 CPUs (PyTorch then uses 4): the model is built
+# and initialised on the CPU, 100-200 s per launch at 1 thread
+export OMP_NUM_THREADS=4
 export PYTHONPATH="$root/tools/kf:$root/.kf"
 ngpu=$(python3 -c 'import torch; print(torch.cuda.device_count())')
 { nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
@@ -29,7 +32,7 @@ echo "kf driver: $ngpu GPU(s), deadline ${deadline} s"
 model_base="--model.dim=2048 --model.n_heads=16 --model.n_kv_heads=4 --model.vocab_size=128256 --model.ffn_dim_multiplier=1.3 --model.max_seq_len=4096 --model.rope_theta=500000.0 --model.moe_top_k=2 --model.moe_frequency=1 --model.moe_router=softmax_topk --model.moe_aux_loss_weight=0.01 --model.moe_capacity_factor=0.0"
 train="--train.seed=42 --train.grad_clip_norm=1.0 --optimizer.lr=3e-4 --optimizer.fused=true --scheduler.warmup_steps=5"
 common="--metrics.log_interval=1 --metrics.enable_wandb=false --metrics.enable_tensorboard=false --checkpoint.interval=99999"
-while IFS=, read -r -u 3 name gpus experts layers batch steps snap _rest; do
+while IFS=, read -r -u 3 name gpus experts layers batch steps snap aux _rest; do
   [[ -z "$name" || "$name" == \#* || "$name" == name ]] && continue
   [[ -n "${ONLY:-}" && ",$ONLY," != *",$name,"* ]] && continue
   left=$(( deadline - ($(date +%s) - start) ))
@@ -39,6 +42,7 @@ while IFS=, read -r -u 3 name gpus experts layers batch steps snap _rest; do
   (( experts == 0 )) && packed=""
   snapenv=()
   (( snap == 1 )) && snapenv=(KF_SNAP="$out/$name.snap.json")
+  (( aux == 0 )) && snapenv+=(KF_NO_AUX=1)
   t0=$(date +%s)
   (cd "$out" && env KF_PEAK_OUT="$out/$name" "${snapenv[@]}" timeout $(( left - 10 < 240 ? left - 10 : 240 )) \
     torchrun --standalone --nproc_per_node="$gpus" "$root/tools/kf/train_nosave.py" "$root/.kf/scripts/train.py" "$root/.kf/configs/train/debug.toml" \

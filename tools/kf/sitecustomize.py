@@ -54,21 +54,30 @@ def _snap():
             peak, peak_i = cur, i
     # the blocks live at the peak: replay again up to peak_i
     live2 = {}
-    for e in ev[:peak_i + 1]:
+    for i, e in enumerate(ev[:peak_i + 1]):
         if e["action"] == "alloc":
+            e["i"] = i
             live2[e["addr"]] = e
         elif e["action"] == "free_completed":
             live2.pop(e["addr"], None)
     groups = {}
     for e in live2.values():
         k = _where(e.get("frames", []))
-        g = groups.setdefault(k, [0, 0])
+        g = groups.setdefault(k, [0, 0, e["i"], e["i"]])
         g[0] += e["size"]
         g[1] += 1
+        g[2], g[3] = min(g[2], e["i"]), max(g[3], e["i"])
     top = sorted(groups.items(), key=lambda kv: -kv[1][0])
     out = {"events": len(ev), "peak_bytes": peak, "peak_event": peak_i,
            "peak_made_by": _where(ev[peak_i].get("frames", [])) if peak_i >= 0 else None,
-           "live_at_peak": [{"where": k, "bytes": v[0], "blocks": v[1]} for k, v in top[:40]]}
+           "live_at_peak": [{"where": k, "bytes": v[0], "blocks": v[1], "first_event": v[2], "last_event": v[3]}
+                            for k, v in top[:40]],
+           # where each step's forward, backward and optimizer began (event index), from the
+           # allocations KempnerForge's step makes at train.py:808 (input ids), 844-850 (loss,
+           # backward) and 869 (optimizer.step)
+           "marks": [{"i": i, "where": _where(e.get("frames", []))} for i, e in enumerate(ev)
+                     if e["action"] == "alloc" and _where(e.get("frames", [])).startswith(
+                         ("scripts/train.py:808", "scripts/train.py:850", "scripts/train.py:869"))][:60]}
     with open(os.environ["KF_SNAP"], "w") as f:
         json.dump(out, f, indent=1)
 
