@@ -54,7 +54,21 @@ const char *const pp_dispatch_names[PP_DISPATCH_COUNT] = {"alltoall", "allgather
 const char *const pp_adam_impl_names[PP_ADAM_COUNT] = {"fused", "foreach"};
 const char *const pp_sdpa_backend_names[PP_SDPA_COUNT] = {"flash", "cudnn"};
 const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT] = {"tensorwise", "rowwise"};
-const char *const pp_eager_norm_names[PP_ENORM_COUNT] = {"fused", "composite"};
+const char *const pp_eager_norm_names[PP_ENORM_COUNT] = {"fused", "composite", "composite-fp32"};
+
+double pp_eager_norm_saved_bytes(const pp_stack *s)
+{
+    if (s->compile) return 0.0; /* Inductor fuses the norm: the rstd alone, as the fused kernel */
+    /* measured on one H200 (tests/data/fsdp/rmsnorm.jsonl): the composite saves its fp32 upcast and
+     * its bf16 normalized output, 6.00 bytes; KempnerForge's order the upcast and the fp32
+     * normalized output, 8 (the live blocks of norm.py:25-26 in tests/data/kf's allocator
+     * histories: 4 + 4 bytes an element) */
+    switch (s->eager_norm) {
+    case PP_ENORM_COMPOSITE: return 6.0;
+    case PP_ENORM_COMPOSITE_FP32: return 8.0;
+    default: return 0.0;
+    }
+}
 const char *const pp_tp_vocab_names[PP_TPV_COUNT] = {"sharded", "gathered", "replicated"};
 const char *const pp_te_attention_names[PP_TEATTN_COUNT] = {"cudnn", "flash2"};
 const char *const pp_flex_backend_names[PP_FLEX_COUNT] = {"deepep", "hybridep"};
@@ -163,8 +177,9 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", SDPA cuDNN");
     if (k > 0 && (size_t)k < n && s->fp8_scaling == PP_FP8_ROWWISE)
         k += snprintf(buf + k, n - (size_t)k, ", rowwise float8");
-    if (k > 0 && (size_t)k < n && s->eager_norm == PP_ENORM_COMPOSITE)
-        k += snprintf(buf + k, n - (size_t)k, ", composite RMSNorm");
+    if (k > 0 && (size_t)k < n && s->eager_norm != PP_ENORM_FUSED)
+        k += snprintf(buf + k, n - (size_t)k, ", composite RMSNorm%s",
+                      s->eager_norm == PP_ENORM_COMPOSITE_FP32 ? " (fp32 weight)" : "");
     if (k > 0 && (size_t)k < n && s->tp_vocab != PP_TPV_SHARDED)
         k += snprintf(buf + k, n - (size_t)k, ", %s", s->tp_vocab == PP_TPV_GATHERED ? "logits gathered over TP"
                                                                                      : "vocabulary replicated over TP");
@@ -201,6 +216,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", gradient sync on the last micro-batch only");
     if (k > 0 && (size_t)k < n && s->keep_logits)
         k += snprintf(buf + k, n - (size_t)k, ", logits held through the backward");
+    if (k > 0 && (size_t)k < n && s->router_holds_recompute && w->model.experts > 1)
+        k += snprintf(buf + k, n - (size_t)k, ", recompute held by the router");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && pp_work_lora(w))
@@ -276,6 +293,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->keep_logits && w->framework != PP_FW_FSDP)
         return STACK_BAD("--keep-logits is about a PyTorch FSDP2 training loop's reference to the logits: with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (s->router_holds_recompute && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--router-holds-recompute is about a PyTorch MoE router under torch.utils.checkpoint: with "
+                         "--framework fsdp, not %s", pp_framework_names[w->framework]);
     if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
                          "megatron, not %s", pp_framework_names[w->framework]);
@@ -308,14 +328,15 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     }
     if (s->eager_norm != PP_ENORM_FUSED) {
         if (w->framework != PP_FW_FSDP)
-            return STACK_BAD("--eager-norm composite is eager PyTorch's RMSNorm: with --framework fsdp, not %s",
-                             pp_framework_names[w->framework]);
+            return STACK_BAD("--eager-norm %s is eager PyTorch's RMSNorm: with --framework fsdp, not %s",
+                             pp_eager_norm_names[s->eager_norm], pp_framework_names[w->framework]);
         if (s->compile)
-            return STACK_BAD("--eager-norm composite with --compile: Inductor fuses the block's RMSNorm ops into "
-                             "one kernel each way, as the fused norm runs (leave --eager-norm out)");
+            return STACK_BAD("--eager-norm %s with --compile: Inductor fuses the block's RMSNorm ops into "
+                             "one kernel each way, as the fused norm runs (leave --eager-norm out)",
+                             pp_eager_norm_names[s->eager_norm]);
         if (w->model.norm != PP_NORM_RMSNORM)
-            return STACK_BAD("--eager-norm composite is RMSNorm's; model %s uses %s, which torch runs fused",
-                             w->model.name, pp_norm_names[w->model.norm]);
+            return STACK_BAD("--eager-norm %s is RMSNorm's; model %s uses %s, which torch runs fused",
+                             pp_eager_norm_names[s->eager_norm], w->model.name, pp_norm_names[w->model.norm]);
     }
     if (s->fp8_scaling != PP_FP8_TENSORWISE && (w->framework != PP_FW_FSDP || s->precision != PP_PREC_FP8))
         return STACK_BAD("--fp8-scaling %s is torchao's float8 recipe: with --framework fsdp --precision fp8, not %s %s "

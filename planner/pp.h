@@ -447,9 +447,12 @@ extern const char *const pp_fp8_scaling_names[PP_FP8_SCALING_COUNT]; /* "tensorw
  * (F.rms_norm's CUDA kernel each way, PyTorch 2.8 on: pytorch/pytorch#153666) or composite (the ops
  * PyTorch 2.4-2.7's F.rms_norm decomposed into, which torchtitan's 2024 RMSNorm and ibm-fms's
  * LayerNormParameterized also ran: an fp32 upcast, pow, mean, rsqrt, two products; the upcast and
- * the normalized output saved for the backward). */
-typedef enum { PP_ENORM_FUSED = 0, PP_ENORM_COMPOSITE, PP_ENORM_COUNT } pp_eager_norm;
-extern const char *const pp_eager_norm_names[PP_ENORM_COUNT]; /* "fused", "composite" */
+ * the normalized output saved for the backward), or composite-fp32 (the same ops with the weight
+ * applied in fp32 before the cast back, KempnerForge's RMSNorm, kempnerforge/model/norm.py:22-27 at
+ * 5666d0d1: `(norm * self.weight).to(dtype)`, which saves the fp32 normalized output for the
+ * weight's gradient where the 2024 order saves the bf16 one). */
+typedef enum { PP_ENORM_FUSED = 0, PP_ENORM_COMPOSITE, PP_ENORM_COMPOSITE_FP32, PP_ENORM_COUNT } pp_eager_norm;
+extern const char *const pp_eager_norm_names[PP_ENORM_COUNT]; /* "fused", "composite", "composite-fp32" */
 /* --tp-vocab: what FSDP2 + TP (DTensor's parallelize_module) does with the vocabulary's two ends.
  * sharded: torchtitan's plan (models/llama3/infra/parallelize.py apply_tp): the token embedding
  * RowwiseParallel over the vocabulary, the output layer ColwiseParallel with its logits kept
@@ -581,6 +584,11 @@ typedef struct pp_stack {
                                   through the backward (KempnerForge's `logits = model(...)`, NeMo
                                   AutoModel's `out`); torchtitan deletes them before it ("need to free
                                   pred before bwd") */
+    bool router_holds_recompute; /* --router-holds-recompute (fsdp, MoE, full AC): the MoE router stores a
+                                  loss tensor on its module in the forward (KempnerForge's router.py:
+                                  self.aux_loss, self.z_loss), so the activation-checkpoint recompute in
+                                  the backward leaves its graph up to the router, the block's attention
+                                  half and both norms, allocated until the block's next forward */
     int64_t vocab_divisible_by; /* --vocab-divisible-by: Megatron's --make-vocab-size-divisible-by, the
                                   vocabulary padded to a multiple of N x tp (training/vocab_utils.py
                                   calculate_padded_vocab_size); 0 = the framework's (pp_fw_row) */
@@ -604,6 +612,9 @@ typedef struct pp_stack {
     int64_t lora_rank;         /* --lora-rank (0: PP_LORA_DEFAULT_RANK under --finetune lora) */
     pp_lora_targets lora_targets; /* --lora-targets (default all) */
 } pp_stack;
+/* Bytes an element of the residual stream that one eager RMSNorm saves for the backward beyond
+ * its output (0 fused: the rstd alone; memory_fsdp.c). */
+double pp_eager_norm_saved_bytes(const pp_stack *s);
 void pp_stack_init(pp_stack *s);
 
 /* What a framework does by default that the cost models read, as data: one row per framework

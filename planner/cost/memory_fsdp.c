@@ -141,9 +141,9 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx 
     }
     c->act[0][PP_RC_NONE] = ly->saved_bytes; /* the description's saved tensors (titan variant) */
     /* --eager-norm composite: each of the block's two RMSNorms saves its fp32 upcast and its bf16
-     * normalized output, 6 bytes an element, where the fused kernel saves the rstd alone (measured
-     * on one H200: 6.00 and 0.00 bytes; tests/data/fsdp/rmsnorm.jsonl); recomputed under AC */
-    if (w->stack.eager_norm == PP_ENORM_COMPOSITE && !w->stack.compile) c->act[0][PP_RC_NONE] += 2 * 6.0 * T * hr;
+     * normalized output, 6 bytes an element (composite-fp32: 8), where the fused kernel saves the
+     * rstd alone (pp_eager_norm_saved_bytes); recomputed under AC */
+    c->act[0][PP_RC_NONE] += 2 * pp_eager_norm_saved_bytes(&w->stack) * T * hr;
     c->act[0][PP_RC_SELECTIVE] = T * sel;
     c->act[0][PP_RC_FULL] = pp_layer_saved_bytes(ly, PP_RC_FULL, 0, NULL); /* the checkpointed input */
     /* During a block's backward its forward tensors are there again (recomputed under AC; the
@@ -238,6 +238,26 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
         c->bwd_work[0] = ly.bwd_work_bytes;
     } else {
         fsdp_dense_tables(w, &ly, c);
+    }
+    /* --router-holds-recompute: a router that stores a loss tensor on its module in the forward
+     * (KempnerForge kempnerforge/model/router.py:68 `self.aux_loss = ...`, :71 z_loss, at 5666d0d1)
+     * stores it again when torch.utils.checkpoint re-runs the block in the backward; that tensor's
+     * graph is the recompute's, whose saved tensors are the recomputed ones (checkpoint.py's
+     * _recomputation_hook hands the same tensors to both), so everything the block saves up to the
+     * router stays allocated until the block's next forward replaces the attribute: both norms'
+     * saved tensors, the attention's, the router's input. The experts' are freed as usual. Measured
+     * on two H200 (tests/data/kf, tools/kf/run_kf.sh): at the backward's last block every other
+     * block's norm and attention tensors were live (the allocator history), 0.94 GiB a block at
+     * 16384 tokens of width 2048, with and without the auxiliary loss in the loss; the dense twin
+     * holds none. Priced from the titan block's saved tensors before the MLP (layer.c). */
+    if (w->stack.router_holds_recompute && m->experts > 1 && !ly.mla) {
+        for (int i = 0; i < ly.n_saved; i++) {
+            const char *nm = ly.saved[i].name;
+            if (!strncmp(nm, "attention_norm.", 15) || !strncmp(nm, "attn.", 5) || !strncmp(nm, "qk_norm.", 8) ||
+                !strncmp(nm, "ffn_norm.", 9))
+                c->router_held += ly.saved[i].elems * ly.saved[i].bytes_per_elem;
+        }
+        c->router_held += 2 * pp_eager_norm_saved_bytes(&w->stack) * T * h * rep;
     }
     if (m->experts > 1) {
         /* MoE layers: Megatron's eager table (router, permuted tokens, expert MLPs) stands in for
@@ -347,7 +367,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
 {
     const pp_model *m = &w->model;
     pp_recompute rc_mode = l->recompute == PP_RC_SELECTIVE ? PP_RC_SELECTIVE : PP_RC_NONE;
-    double P = 0, PE = 0, A = 0, blk = 0, blk_store = 0, top_extra = 0, bot_extra = 0;
+    double P = 0, PE = 0, A = 0, blk = 0, blk_store = 0, top_extra = 0, bot_extra = 0, R = 0;
     for (int k = 0; k < PP_LAYER_KINDS; k++) {
         double n = (double)n_all[k], r = (double)n_rc[k];
         if (n <= 0) continue;
@@ -363,7 +383,12 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
         top_extra = fmax(top_extra, c->resident[moe][top] - c->act[moe][top] + work);
         bot_extra = fmax(bot_extra, c->resident[moe][bot] - c->act[moe][bot] + work);
         blk_store = fmax(blk_store, c->act[moe][bot]);
+        if (moe) R += r; /* recomputed MoE blocks: what --router-holds-recompute leaves */
     }
+    /* --router-holds-recompute: every recomputed MoE block whose backward has run holds its
+     * tensors up to the router (pp_fsdp_ctx_init) until its next forward: at the first block's
+     * backward all the others, after it all of them, through the optimizer step. */
+    const double rh_bottom = R > 1 ? (R - 1) * c->router_held : 0.0, rh_after = R * c->router_held;
     double P_blocks = P;
     if (first_stage) {
         P += c->embed_params;
@@ -430,7 +455,7 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     p->grads = (c->accumulate ? G : G - sb * blk / S - (first_stage ? sb * c->embed_params / S : 0.0)) + ns_g;
     if (p->grads < 0) p->grads = 0;
     p->optimizer = MV;
-    p->activations = others + (first_stage ? c->data : 0.0) + blk_store + bot_extra;
+    p->activations = others + (first_stage ? c->data : 0.0) + blk_store + bot_extra + rh_bottom;
     p->transient = c->persistent + 2.0 * blk + 4.0 * blk + held;
     /* The last reduction: the embedding on the first stage, else the stage's first block. Its
      * copy-in (bf16 gradients, or the fp32 accumulator under PP, into the fp32 reduce-scatter
@@ -446,14 +471,14 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     p->weights = master;
     p->grads = G;
     p->optimizer = MV;
-    p->activations = 0;
+    p->activations = rh_after;
     p->transient = c->persistent + red + held;
     /* optimizer.step(): fused AdamW works in place; foreach allocates sqrt(v). */
     p = &t->at[PP_FSDP_AT_OPTIMIZER];
     p->weights = master;
     p->grads = G;
     p->optimizer = MV;
-    p->activations = 0;
+    p->activations = rh_after;
     p->transient = c->persistent + c->opt_temp_per_param * Ps;
 
     double peak = -1;

@@ -552,7 +552,8 @@ double pp_time_behind(double comm, double window)
 /* Bytes an element of an eager FSDP stack's RMSNorm, forward and backward (--eager-norm). */
 static void fsdp_norm_bytes(const pp_work *w, double *f, double *b)
 {
-    const bool composite = w->stack.eager_norm == PP_ENORM_COMPOSITE && !w->stack.compile;
+    /* composite-fp32's order (the weight product in fp32) is priced as the composite: not measured */
+    const bool composite = w->stack.eager_norm != PP_ENORM_FUSED && !w->stack.compile;
     *f = composite ? EW_FSDP_NORM_COMPOSITE_FWD : EW_FSDP_NORM_FWD;
     *b = composite ? EW_FSDP_NORM_COMPOSITE_BWD : EW_FSDP_NORM_BWD;
 }

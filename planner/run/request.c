@@ -140,6 +140,9 @@ const pp_option pp_request_options[] = {
     FLAG("--keep-logits", keep_logits, PP_RQ_KEEP_LOGITS,
          "the training loop holds the logits through the backward (KempnerForge, NeMo AutoModel; torchtitan "
          "deletes them first): 2 bytes a logit more from the loss backward on (fsdp)"),
+    FLAG("--router-holds-recompute", router_holds_recompute, PP_RQ_ROUTER_HOLDS_RECOMPUTE,
+         "the MoE router stores its loss on its module (KempnerForge): under full AC each block's recomputed "
+         "attention half and norms stay allocated from its backward to its next forward (fsdp)"),
     FLAG("--no-bias-act-fusion", act_unfused, PP_RQ_ACT_UNFUSED,
          "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
     ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
@@ -152,7 +155,8 @@ const pp_option pp_request_options[] = {
          "all-gather; rowwise: every operand cast along both axes, bf16 all-gathers, torchtitan's current default)"),
     ENUM("--eager-norm", eager_norm, PP_RQ_EAGER_NORM, pp_eager_norm_names, PP_ENORM_COUNT,
          "eager PyTorch's RMSNorm under --framework fsdp without --compile (default fused: F.rms_norm's kernel, "
-         "PyTorch 2.8 on; composite: PyTorch 2.4-2.7's ops, torchtitan's 2024 RMSNorm, ibm-fms's)"),
+         "PyTorch 2.8 on; composite: PyTorch 2.4-2.7's ops, torchtitan's 2024 RMSNorm, ibm-fms's; composite-fp32: "
+         "the weight applied in fp32 before the cast back, KempnerForge's RMSNorm)"),
     ENUM("--tp-vocab", tp_vocab, PP_RQ_TP_VOCAB, pp_tp_vocab_names, PP_TPV_COUNT,
          "the vocabulary's ends under --framework fsdp with TP (default sharded: torchtitan's embedding and "
          "vocab-parallel loss; gathered: its disable_loss_parallel, the logits gathered to every TP rank; "
@@ -450,6 +454,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_FSDP_GRADS_FP32]) s->fsdp_grads_fp32 = true;
     if (g[PP_RQ_NO_SYNC_ACCUM]) s->no_sync_accum = true;
     if (g[PP_RQ_KEEP_LOGITS]) s->keep_logits = true;
+    if (g[PP_RQ_ROUTER_HOLDS_RECOMPUTE]) s->router_holds_recompute = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
     if (g[PP_RQ_FP8_PARAM_GATHER]) s->fp8_param_gather = true;
@@ -495,6 +500,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
     [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
     [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB, [PP_RF_KEEP_LOGITS] = PP_RQ_KEEP_LOGITS,
+    [PP_RF_ROUTER_HOLDS_RECOMPUTE] = PP_RQ_ROUTER_HOLDS_RECOMPUTE,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

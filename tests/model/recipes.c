@@ -121,6 +121,18 @@ static void unit(void)
         ":5:16: key 'keep_logits': expected true or false", "kept logits that are not true or false");
     snprintf(t, sizeof t, "%sstack:\n  keep_logits: true\n", good_head);
     bad(t, "x.yaml", "PyTorch FSDP2 field", "an FSDP2 loop's kept logits in a Megatron recipe");
+    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  router_holds_recompute: yes\n", "x.yaml",
+        ":5:27: key 'router_holds_recompute': expected true or false", "a held recompute that is not true or false");
+    snprintf(t, sizeof t, "%sstack:\n  router_holds_recompute: true\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "a PyTorch router's held recompute in a Megatron recipe");
+    {
+        pp_recipe r;
+        const char *rh = "name: x\nframework: fsdp\nsource: s\nstack:\n  router_holds_recompute: true\n";
+        pp_status st = pp_recipe_load_string(&r, rh, strlen(rh), "x.yaml", &err);
+        tap_ok(st == PP_OK && r.stack.router_holds_recompute &&
+                   r.set == ((UINT64_C(1) << PP_RF_FRAMEWORK) | (UINT64_C(1) << PP_RF_ROUTER_HOLDS_RECOMPUTE)),
+               "a recipe's router_holds_recompute: that field set, and only it (%s)", st == PP_OK ? "" : err.msg);
+    }
     {
         /* the key sets its own field (stack_keys runs in pp_recipe_field order) and nothing else */
         pp_recipe r;
@@ -217,6 +229,11 @@ static void unit(void)
     d = check("--recipe kempnerforge --model llama3-8b --gpu h200 --gpus 8 --gbs 16 --mbs 2", &st, et, sizeof et);
     tap_ok(d && !strcmp(field_from(d, "keep_logits", &v), "recipe") && !strcmp(v, "true"),
            "kempnerforge keeps the logits through the backward (keep_logits true, from the recipe)");
+    js_free(d);
+    d = check("--recipe kempnerforge --model mixtral-8x7b --gpu h200 --gpus 64 --gbs 64 --mbs 1 --recompute full", &st, et,
+              sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "router_holds_recompute", &v), "recipe") && !strcmp(v, "true"),
+           "kempnerforge's router holds the recompute (router_holds_recompute true, from the recipe)");
     js_free(d);
 }
 

@@ -208,6 +208,54 @@ int main(void)
         tap_ok(c.held_logits == 0, "--keep-logits with --loss cut: no logits to hold");
     }
 
+    /* --router-holds-recompute (3B made MoE: 8 experts of 8192, top-2; seq 8192, micro-batch 1, full
+     * AC): each recomputed MoE block leaves its titan tensors up to the router allocated, so the
+     * first block's backward holds the other L - 1 blocks' and the last reduce-scatter and the
+     * optimizer step all L; the moments before are unchanged. The held bytes per block: both
+     * norms' outputs and rstd, q, k, v (repeated), the attention output and its lse, the MLP norm's
+     * input; and per norm 6 (composite) or 8 (composite-fp32) bytes an element more. */
+    {
+        pp_work wm = work_of(false, 8192, 1, 1);
+        wm.model.experts = 8, wm.model.topk = 2, wm.model.moe_ffn = 8192;
+        pp_layout lm = layout_of(&wm, 1, PP_RC_FULL, 3);
+        int64_t n_all[PP_LAYER_KINDS] = {0}, n_rc[PP_LAYER_KINDS] = {0};
+        n_all[PP_LAYER_MOE] = n_rc[PP_LAYER_MOE] = wm.model.layers;
+        const double L = (double)wm.model.layers, Tm = 8192, hm = 3072, hq = 3072, heads = 24;
+        pp_fsdp_timeline t0, t1;
+        pp_mem_stage o0, o1;
+        pp_fsdp_ctx c0, c1;
+        pp_fsdp_ctx_init(&wm, &lm, &c0);
+        pp_fsdp_stage_eval(&wm, &lm, &c0, n_all, n_rc, true, true, 1.0, &o0, &t0);
+        tap_ok(c0.router_held == 0, "without --router-holds-recompute nothing is held");
+        wm.stack.router_holds_recompute = true;
+        pp_fsdp_ctx_init(&wm, &lm, &c1);
+        pp_fsdp_stage_eval(&wm, &lm, &c1, n_all, n_rc, true, true, 1.0, &o1, &t1);
+        double want = Tm * (2 * hm + 4 + 4 * 2 * hq + 4 * heads + 2 * hm + 4 + 2 * hm);
+        tap_near(c1.router_held, want, 1e-9, "--router-holds-recompute: %.1f MiB a block (the titan tensors up to the "
+                 "router)", want / MIB);
+        tap_near(t1.bytes[PP_FSDP_AT_BACKWARD_BOTTOM] - t0.bytes[PP_FSDP_AT_BACKWARD_BOTTOM], (L - 1) * want, 1e-9,
+                 "--router-holds-recompute: the first block's backward holds the other %.0f blocks'", L - 1);
+        tap_ok(fabs(t1.bytes[PP_FSDP_AT_REDUCE_LAST] - t0.bytes[PP_FSDP_AT_REDUCE_LAST] - L * want) < 1 &&
+                   fabs(t1.bytes[PP_FSDP_AT_OPTIMIZER] - t0.bytes[PP_FSDP_AT_OPTIMIZER] - L * want) < 1,
+               "--router-holds-recompute: all %.0f blocks' after the backward, through the optimizer step", L);
+        tap_ok(t1.bytes[PP_FSDP_AT_LOSS_FORWARD] == t0.bytes[PP_FSDP_AT_LOSS_FORWARD] &&
+                   t1.bytes[PP_FSDP_AT_BACKWARD_TOP] == t0.bytes[PP_FSDP_AT_BACKWARD_TOP],
+               "--router-holds-recompute: the loss and the last block's backward unchanged");
+        wm.stack.eager_norm = PP_ENORM_COMPOSITE;
+        pp_fsdp_ctx_init(&wm, &lm, &c1);
+        tap_near(c1.router_held - want, 2 * 6.0 * Tm * hm, 1e-9, "--eager-norm composite: 6 B an element a norm more held");
+        wm.stack.eager_norm = PP_ENORM_COMPOSITE_FP32;
+        pp_fsdp_ctx_init(&wm, &lm, &c1);
+        tap_near(c1.router_held - want, 2 * 8.0 * Tm * hm, 1e-9,
+                 "--eager-norm composite-fp32 (KempnerForge's order): 8 B an element a norm more held");
+        /* without AC no block is recomputed: nothing to hold */
+        pp_layout ln0 = layout_of(&wm, 1, PP_RC_NONE, 3);
+        int64_t n_none[PP_LAYER_KINDS] = {0};
+        pp_fsdp_ctx_init(&wm, &ln0, &c1);
+        pp_fsdp_stage_eval(&wm, &ln0, &c1, n_all, n_none, true, true, 1.0, &o1, &t1);
+        tap_ok(t1.at[PP_FSDP_AT_OPTIMIZER].activations == 0, "--router-holds-recompute without AC: nothing held");
+    }
+
     /* PP 2 with 8 micro-batches: the stage's unsharded fp32 accumulators and bf16 copies. */
     pp_work wp = work_of(false, 8192, 2, 8);
     pp_layout lp;
