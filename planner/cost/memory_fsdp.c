@@ -242,10 +242,11 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     /* --router-holds-recompute: a router that stores a loss tensor on its module in the forward
      * (KempnerForge kempnerforge/model/router.py:68 `self.aux_loss = ...`, :71 z_loss, at 5666d0d1)
      * stores it again when torch.utils.checkpoint re-runs the block in the backward; that tensor's
-     * graph is the recompute's, whose saved tensors are the recomputed ones (checkpoint.py's
-     * _recomputation_hook hands the same tensors to both), so everything the block saves up to the
-     * router stays allocated until the block's next forward replaces the attribute: both norms'
-     * saved tensors, the attention's, the router's input. The experts' are freed as usual. Measured
+     * graph is the recompute's, and it keeps what the recompute saved up to the router (the same
+     * tensors the backward reads: non-reentrant checkpoint's recomputation hook stores each saved
+     * tensor for the backward and returns it to the graph being built), so they stay allocated
+     * until the block's next forward replaces the attribute: both norms' saved tensors, the
+     * attention's, the router's input. The experts' are freed as usual. Measured
      * on two H200 (tests/data/kf, tools/kf/run_kf.sh): at the backward's last block every other
      * block's norm and attention tensors were live (the allocator history), 0.94 GiB a block at
      * 16384 tokens of width 2048, with and without the auxiliary loss in the loss; the dense twin
