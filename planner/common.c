@@ -218,6 +218,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", logits held through the backward");
     if (k > 0 && (size_t)k < n && s->router_holds_recompute && w->model.experts > 1)
         k += snprintf(buf + k, n - (size_t)k, ", recompute held by the router");
+    if (k > 0 && (size_t)k < n && s->expert_pad_loop && w->model.experts > 1)
+        k += snprintf(buf + k, n - (size_t)k, ", experts padded in Python");
     if (k > 0 && (size_t)k < n && s->expandable_segments)
         k += snprintf(buf + k, n - (size_t)k, ", expandable segments");
     if (k > 0 && (size_t)k < n && pp_work_lora(w))
@@ -296,6 +298,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->router_holds_recompute && w->framework != PP_FW_FSDP)
         return STACK_BAD("--router-holds-recompute is about a PyTorch MoE router under torch.utils.checkpoint: with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (s->expert_pad_loop && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--expert-pad-loop is about a PyTorch MoE layer's Python loops: with --framework fsdp, not %s",
+                         pp_framework_names[w->framework]);
     if (s->optimizer_bf16 && w->framework != PP_FW_MEGATRON)
         return STACK_BAD("--optimizer-dtype bf16 is NeMo's distributed_fused_adam (Megatron models): with --framework "
                          "megatron, not %s", pp_framework_names[w->framework]);

@@ -589,6 +589,10 @@ typedef struct pp_stack {
                                   self.aux_loss, self.z_loss), so the activation-checkpoint recompute in
                                   the backward leaves its graph up to the router, the block's attention
                                   half and both norms, allocated until the block's next forward */
+    bool expert_pad_loop;      /* --expert-pad-loop (fsdp, MoE): the routed experts' tokens are copied into
+                                  and out of an (experts x busiest) buffer one expert at a time in Python,
+                                  after a host sync of the counts (KempnerForge's packed experts,
+                                  moe.py grouped_expert_forward_packed): that host time is the step's */
     int64_t vocab_divisible_by; /* --vocab-divisible-by: Megatron's --make-vocab-size-divisible-by, the
                                   vocabulary padded to a multiple of N x tp (training/vocab_utils.py
                                   calculate_padded_vocab_size); 0 = the framework's (pp_fw_row) */

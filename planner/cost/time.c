@@ -136,6 +136,15 @@
  * token sort and its inverse, the host sync for the tokens-per-expert counts (.tolist() in
  * SequentialMLP and the alltoall dispatcher): about 30 kernels forward and backward. */
 #define MOE_LAYER_KERNELS 30.0
+/* --expert-pad-loop (KempnerForge's packed experts, kempnerforge/model/moe.py:119-142 at 5666d0d1):
+ * after `.tolist()` syncs the tokens-per-expert counts to the host (:288-290), the tokens are
+ * copied into an (experts x busiest) buffer and back out one expert at a time in Python, and the
+ * backward runs the copies' gradients one by one; the GPU has drained at the sync, so the host's
+ * time is the step's. Seconds per local expert per MoE layer per pass (the forward, its recompute,
+ * the backward), fitted on the looked-at 8-expert runs of tests/data/kf (two H200: 12 and 24
+ * layers, their step 11.7% and 11.9% above the GPU's time alone); the 16-expert run was held out.
+ * The kf-runs test refits it. */
+#define EXPERT_PAD_HOST_S 0.243e-3
 /* Megatron-Core's MoE layer on the TransformerEngine stack (grouped experts, dropless: the
  * dispatcher syncs the tokens-per-expert counts to the host every layer and micro-batch), as the
  * NeMo Megatron-Bridge releases of 2025-26 run it without CUDA graphs of the whole layer: the
@@ -739,6 +748,10 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
         double exp_f = g[PP_LB_EXPERT] + exp_ew_f, exp_b = 2.0 * g[PP_LB_EXPERT] / BWD_GEMM_EFF + exp_ew_b;
         o->fwd_compute_s += max2(exp_f, launch / 3.0) - exp_f;
         o->bwd_compute_s += max2(exp_b, 2.0 * launch / 3.0) - exp_b;
+        if (w->stack.expert_pad_loop) {
+            o->fwd_compute_s += ly.local_experts * EXPERT_PAD_HOST_S;
+            o->bwd_compute_s += ly.local_experts * EXPERT_PAD_HOST_S;
+        }
     }
 
     /* --- collectives. TP: beside the GEMM they precede or follow. An MoE layer's pair is its

@@ -211,6 +211,9 @@ static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
     if (w->stack.router_holds_recompute)
         return BAD("--router-holds-recompute: torchtitan's router keeps no loss tensor on its module; its config "
                    "cannot say this stack");
+    if (w->stack.expert_pad_loop)
+        return BAD("--expert-pad-loop: torchtitan's experts take their tokens in one grouped GEMM (or its own "
+                   "padding kernel); its config cannot say this stack");
     if (!pp_activations[m->act].torchtitan || m->norm != PP_NORM_RMSNORM || m->pos != PP_POS_ROPE || m->bias)
         return BAD("torchtitan's models are SwiGLU, RMSNorm, RoPE, no bias: model %s is %s, %s, %s%s", m->name,
                    pp_act_names[m->act], pp_norm_names[m->norm], pp_pos_names[m->pos], m->bias ? ", biased" : "");

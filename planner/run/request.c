@@ -143,6 +143,9 @@ const pp_option pp_request_options[] = {
     FLAG("--router-holds-recompute", router_holds_recompute, PP_RQ_ROUTER_HOLDS_RECOMPUTE,
          "the MoE router stores its loss on its module (KempnerForge): under full AC each block's recomputed "
          "attention half and norms stay allocated from its backward to its next forward (fsdp)"),
+    FLAG("--expert-pad-loop", expert_pad_loop, PP_RQ_EXPERT_PAD_LOOP,
+         "the experts' tokens padded in and out one expert at a time in Python after a host sync (KempnerForge's "
+         "packed experts): that host time added to every pass of every MoE layer (fsdp)"),
     FLAG("--no-bias-act-fusion", act_unfused, PP_RQ_ACT_UNFUSED,
          "Megatron's MLP activation unfused (--no-bias-swiglu-fusion / --no-bias-gelu-fusion; on by default)"),
     ENUM("--cross-entropy-fusion", ce_fusion, PP_RQ_CE_FUSION, pp_ce_fusion_names, PP_CE_COUNT,
@@ -455,6 +458,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_NO_SYNC_ACCUM]) s->no_sync_accum = true;
     if (g[PP_RQ_KEEP_LOGITS]) s->keep_logits = true;
     if (g[PP_RQ_ROUTER_HOLDS_RECOMPUTE]) s->router_holds_recompute = true;
+    if (g[PP_RQ_EXPERT_PAD_LOOP]) s->expert_pad_loop = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
     if (g[PP_RQ_PARAM_DTYPE]) s->param_bf16 = r->param_dtype == 1;
     if (g[PP_RQ_FP8_PARAM_GATHER]) s->fp8_param_gather = true;
@@ -500,7 +504,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
     [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
     [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB, [PP_RF_KEEP_LOGITS] = PP_RQ_KEEP_LOGITS,
-    [PP_RF_ROUTER_HOLDS_RECOMPUTE] = PP_RQ_ROUTER_HOLDS_RECOMPUTE,
+    [PP_RF_ROUTER_HOLDS_RECOMPUTE] = PP_RQ_ROUTER_HOLDS_RECOMPUTE, [PP_RF_EXPERT_PAD_LOOP] = PP_RQ_EXPERT_PAD_LOOP,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -125,6 +125,8 @@ static void unit(void)
         ":5:27: key 'router_holds_recompute': expected true or false", "a held recompute that is not true or false");
     snprintf(t, sizeof t, "%sstack:\n  router_holds_recompute: true\n", good_head);
     bad(t, "x.yaml", "PyTorch FSDP2 field", "a PyTorch router's held recompute in a Megatron recipe");
+    snprintf(t, sizeof t, "%sstack:\n  expert_pad_loop: true\n", good_head);
+    bad(t, "x.yaml", "PyTorch FSDP2 field", "a PyTorch MoE layer's Python padding in a Megatron recipe");
     {
         pp_recipe r;
         const char *rh = "name: x\nframework: fsdp\nsource: s\nstack:\n  router_holds_recompute: true\n";
@@ -234,6 +236,8 @@ static void unit(void)
               sizeof et);
     tap_ok(d && !strcmp(field_from(d, "router_holds_recompute", &v), "recipe") && !strcmp(v, "true"),
            "kempnerforge's router holds the recompute (router_holds_recompute true, from the recipe)");
+    tap_ok(d && !strcmp(field_from(d, "expert_pad_loop", &v), "recipe") && !strcmp(v, "true"),
+           "kempnerforge pads its experts' tokens in Python (expert_pad_loop true, from the recipe)");
     js_free(d);
 }
 
