@@ -203,11 +203,11 @@ static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
     if (w->stack.keep_logits)
         return BAD("--keep-logits: torchtitan frees the logits before the backward and has no setting to keep "
                    "them; its config cannot say this stack");
-    /* torchtitan's MoE returns its load-balancing statistics from the forward (moe.py
-     * tokens_per_expert buffers, no loss tensor on the module) */
     if (w->stack.eager_norm == PP_ENORM_COMPOSITE_FP32)
         return BAD("--eager-norm composite-fp32 is KempnerForge's RMSNorm; torchtitan's is F.rms_norm (composite on "
                    "PyTorch 2.4-2.7, --eager-norm composite)");
+    /* torchtitan's MoE returns its load-balancing statistics from the forward (moe.py
+     * tokens_per_expert buffers, no loss tensor on the module) */
     if (w->stack.router_holds_recompute)
         return BAD("--router-holds-recompute: torchtitan's router keeps no loss tensor on its module; its config "
                    "cannot say this stack");

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "csv_cols.h"
@@ -113,36 +114,39 @@ static void unit(void)
     bad(t, "x.yaml", ":5:23: key 'vocab_divisible_by': 0 is out of range", "a vocabulary padding base of 0");
     bad("name: x\nframework: fsdp\nsource: s\nstack:\n  vocab_divisible_by: 64\n", "x.yaml", "a Megatron field",
         "Megatron's vocabulary padding in an FSDP2 recipe");
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  no_sync_accumulation: maybe\n", "x.yaml",
-        ":5:25: key 'no_sync_accumulation': expected true or false", "an unsynced accumulation that is not true or false");
-    snprintf(t, sizeof t, "%sstack:\n  no_sync_accumulation: true\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "FSDP2's unsynced accumulation in a Megatron recipe");
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  keep_logits: often\n", "x.yaml",
-        ":5:16: key 'keep_logits': expected true or false", "kept logits that are not true or false");
-    snprintf(t, sizeof t, "%sstack:\n  keep_logits: true\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "an FSDP2 loop's kept logits in a Megatron recipe");
-    bad("name: x\nframework: fsdp\nsource: s\nstack:\n  router_holds_recompute: yes\n", "x.yaml",
-        ":5:27: key 'router_holds_recompute': expected true or false", "a held recompute that is not true or false");
-    snprintf(t, sizeof t, "%sstack:\n  router_holds_recompute: true\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "a PyTorch router's held recompute in a Megatron recipe");
-    snprintf(t, sizeof t, "%sstack:\n  expert_pad_loop: true\n", good_head);
-    bad(t, "x.yaml", "PyTorch FSDP2 field", "a PyTorch MoE layer's Python padding in a Megatron recipe");
-    {
+    /* the FSDP2 stack's switches: a value that is not true or false at its place (line 5, after
+     * "  KEY: "), true refused in a Megatron recipe, and true in an FSDP2 recipe setting its own
+     * field (stack_keys runs in pp_recipe_field order) and nothing else */
+    static const struct {
+        const char *key, *bad_value;
+        pp_recipe_field field;
+        size_t offset; /* the bool in pp_stack */
+        const char *what_bad, *what_misfit;
+    } fsdp_switches[] = {
+        {"no_sync_accumulation", "maybe", PP_RF_NO_SYNC_ACCUM, offsetof(pp_stack, no_sync_accum),
+         "an unsynced accumulation that is not true or false", "FSDP2's unsynced accumulation in a Megatron recipe"},
+        {"keep_logits", "often", PP_RF_KEEP_LOGITS, offsetof(pp_stack, keep_logits),
+         "kept logits that are not true or false", "an FSDP2 loop's kept logits in a Megatron recipe"},
+        {"router_holds_recompute", "yes", PP_RF_ROUTER_HOLDS_RECOMPUTE, offsetof(pp_stack, router_holds_recompute),
+         "a held recompute that is not true or false", "a PyTorch router's held recompute in a Megatron recipe"},
+        {"expert_pad_loop", "sometimes", PP_RF_EXPERT_PAD_LOOP, offsetof(pp_stack, expert_pad_loop),
+         "a Python expert padding that is not true or false",
+         "a PyTorch MoE layer's Python padding in a Megatron recipe"},
+    };
+    for (size_t i = 0; i < sizeof fsdp_switches / sizeof fsdp_switches[0]; i++) {
+        const char *key = fsdp_switches[i].key;
+        char want[96];
+        snprintf(want, sizeof want, ":5:%d: key '%s': expected true or false", (int)strlen(key) + 5, key);
+        snprintf(t, sizeof t, "name: x\nframework: fsdp\nsource: s\nstack:\n  %s: %s\n", key, fsdp_switches[i].bad_value);
+        bad(t, "x.yaml", want, fsdp_switches[i].what_bad);
+        snprintf(t, sizeof t, "%sstack:\n  %s: true\n", good_head, key);
+        bad(t, "x.yaml", "PyTorch FSDP2 field", fsdp_switches[i].what_misfit);
         pp_recipe r;
-        const char *rh = "name: x\nframework: fsdp\nsource: s\nstack:\n  router_holds_recompute: true\n";
-        pp_status st = pp_recipe_load_string(&r, rh, strlen(rh), "x.yaml", &err);
-        tap_ok(st == PP_OK && r.stack.router_holds_recompute &&
-                   r.set == ((UINT64_C(1) << PP_RF_FRAMEWORK) | (UINT64_C(1) << PP_RF_ROUTER_HOLDS_RECOMPUTE)),
-               "a recipe's router_holds_recompute: that field set, and only it (%s)", st == PP_OK ? "" : err.msg);
-    }
-    {
-        /* the key sets its own field (stack_keys runs in pp_recipe_field order) and nothing else */
-        pp_recipe r;
-        const char *kl = "name: x\nframework: fsdp\nsource: s\nstack:\n  keep_logits: true\n";
-        pp_status st = pp_recipe_load_string(&r, kl, strlen(kl), "x.yaml", &err);
-        tap_ok(st == PP_OK && r.stack.keep_logits &&
-                   r.set == ((UINT64_C(1) << PP_RF_FRAMEWORK) | (UINT64_C(1) << PP_RF_KEEP_LOGITS)),
-               "a recipe's keep_logits: that field set, and only it (%s)", st == PP_OK ? "" : err.msg);
+        snprintf(t, sizeof t, "name: x\nframework: fsdp\nsource: s\nstack:\n  %s: true\n", key);
+        pp_status st = pp_recipe_load_string(&r, t, strlen(t), "x.yaml", &err);
+        bool on = st == PP_OK && *(const bool *)((const char *)&r.stack + fsdp_switches[i].offset);
+        tap_ok(on && r.set == ((UINT64_C(1) << PP_RF_FRAMEWORK) | (UINT64_C(1) << fsdp_switches[i].field)),
+               "a recipe's %s: that field set, and only it (%s)", key, st == PP_OK ? "" : err.msg);
     }
     /* the kernel keys: an unknown value at its place (line 5, after "  KEY: "), and a good value in
      * the other framework's recipe refused */
