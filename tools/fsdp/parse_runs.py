@@ -21,7 +21,8 @@ unless said otherwise; empty where the run did not get that far or ran on CPU):
   reason               why a run was skipped or failed (the error's last line)
   expect               the hand estimate written in configs.csv (fit | edge | oom)
   gpus, replicate, shard      ranks; HSDP replicas; ranks each parameter is sharded over
-  tp                          tensor-parallel ranks (2-D FSDP2 + TP; the last column)
+  tp                          tensor-parallel ranks (2-D FSDP2 + TP)
+  cp                          context-parallel ranks (ring attention; the sequence split over them)
   flavor, dim, layers, heads, kv_heads, ffn, vocab, params   model shape, total parameters
   mbs, seq, ac, reshard_after_forward, optimizer   the configuration (optimizer = AdamW impl)
   oom_step             step that ran out of memory (0 = set-up, 1 = first step)
@@ -175,7 +176,7 @@ COLUMNS = ["name", "status", "reason", "expect", "gpus", "replicate", "shard", "
            "max_alloc_mib", "max_reserved_mib", "max_alloc_mib_ranks", "device_used_mib",
            "alloc_retries", "peak_step", "step_ms_median", "step_ms_min", "tokens_per_s",
            "tokens_per_s_per_gpu", "model_tflops_per_gpu", "setup_s", "wall_s", "loss_first",
-           "loss_last", "gpu", "torch", "tp", "alloc", "compile", "accum", "loss_kind", "keep_logits"]
+           "loss_last", "gpu", "torch", "tp", "alloc", "compile", "accum", "loss_kind", "keep_logits", "cp"]
 
 
 def row(rec, cfg):
@@ -228,6 +229,7 @@ def row(rec, cfg):
         # through the backward (train.py --loss, --keep-logits); earlier records: upcast, freed
         "loss_kind": g("loss_kind", "upcast"),
         "keep_logits": int(bool(g("keep_logits", False))),
+        "cp": g("cp", int(cfg.get("cp") or 1)),
     }
     return r
 

@@ -47,11 +47,11 @@ skip() {  # name reason
 }
 
 declare -A oom_mbs  # sweep key -> smallest mbs that ran out of memory
-while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp alloc comp accum _; do
+while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp alloc comp accum cp _; do
   [[ -z "$name" || "$name" == \#* || "$name" == name ]] && continue
   [[ -n "${ONLY:-}" && ",$ONLY," != *",$name,"* ]] && continue
   if (( gpus > ngpu )); then skip "$name" "needs $gpus GPUs, $ngpu visible"; continue; fi
-  tp=${tp:-1} alloc=${alloc:-expandable} comp=${comp:-0} accum=${accum:-1}
+  tp=${tp:-1} alloc=${alloc:-expandable} comp=${comp:-0} accum=${accum:-1} cp=${cp:-1}
   # the allocator as the row states it: torchtitan's expandable segments, or PyTorch's default
   case $alloc in
     expandable) conf=expandable_segments:True ;;
@@ -60,7 +60,7 @@ while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp allo
   esac
   extra=
   [[ "$comp" == 1 ]] && extra="--compile"
-  key="$gpus|$flavor|$seq|$ac|$raf|$opt|$rep|$tp|$alloc|$comp|$accum"
+  key="$gpus|$flavor|$seq|$ac|$raf|$opt|$rep|$tp|$alloc|$comp|$accum|$cp"
   if [[ -n "${oom_mbs[$key]:-}" ]] && (( mbs > oom_mbs[$key] )); then
     skip "$name" "mbs ${oom_mbs[$key]} of this sweep ran out of memory"; continue
   fi
@@ -74,7 +74,7 @@ while IFS=, read -r -u 3 name gpus flavor mbs seq ac raf opt rep _expect tp allo
   PYTORCH_ALLOC_CONF=$conf timeout -k 10 "$limit" python3 -m torch.distributed.run --standalone --nproc_per_node "$gpus" \
     tools/fsdp/train.py --name "$name" --device "$device" --flavor "$flavor" --mbs "$mbs" \
     --seq "$seq" --ac "$ac" --reshard-after-forward "$raf" --optimizer-impl "$opt" \
-    --replicate "$rep" --tp "$tp" --accum "$accum" $extra ${TRAIN_ARGS:-} > "$logs/$name.log" 2>&1 < /dev/null
+    --replicate "$rep" --tp "$tp" --cp "$cp" --accum "$accum" $extra ${TRAIN_ARGS:-} > "$logs/$name.log" 2>&1 < /dev/null
   rc=$?
   line=$(python3 tools/fsdp/parse_runs.py collect --log "$logs/$name.log" --name "$name" \
          --rc "$rc" --wall-s $(( $(date +%s) - t0 )) --timeout-s "$limit" --jsonl "$jsonl")

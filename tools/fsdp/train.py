@@ -102,6 +102,7 @@ class Attention(nn.Module):
         self.wk = nn.Linear(c["dim"], self.kv_heads * self.head_dim, bias=False)
         self.wv = nn.Linear(c["dim"], self.kv_heads * self.head_dim, bias=False)
         self.wo = nn.Linear(self.heads * self.head_dim, c["dim"], bias=False)
+        self.inner_attention = InnerAttention()
 
     def forward(self, x, table):
         b, s, _ = x.shape
@@ -111,9 +112,16 @@ class Attention(nn.Module):
         q, k = apply_rope(q, table), apply_rope(k, table)
         n_rep = self.heads // self.kv_heads
         k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
-        out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                             v.transpose(1, 2), is_causal=True)
+        out = self.inner_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
         return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
+
+
+class InnerAttention(nn.Module):
+    """SDPA as a module, as torchtitan's ScaledDotProductAttentionWrapper
+    (torchtitan/models/attention.py, v0.2.2), so that context parallelism can wrap it (apply_cp)."""
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class FeedForward(nn.Module):
@@ -296,6 +304,34 @@ def apply_tp(model, tp_mesh):
 
 
 # ---------------------------------------------------------------------------------------------
+# Context parallel (torchtitan v0.2.2 torchtitan/distributed/context_parallel.py:
+# apply_cp_to_attention_module, prepare_context_parallel_input), before AC, compile and FSDP
+
+
+def apply_cp(model, cp_mesh):
+    """Wrap every block's SDPA module in PyTorch's context-parallel style: its q, k, v become
+    DTensors sharded along the sequence, and the DTensor dispatcher runs SDPA as the ring attention
+    of torch/distributed/tensor/experimental/_context_parallel/_attention.py (K and V all-gathered
+    once a pass, load-balanced causal steps merged in fp32 by their log-sum-exp, the key and value
+    gradients passed round the ring in fp32)."""
+    from torch.distributed.tensor.experimental._attention import (_ContextParallel,
+                                                                  _enable_context_parallel_dispatcher)
+    _enable_context_parallel_dispatcher()
+    plan = _ContextParallel(seq_dim=2, attention_type=_ContextParallel.AttentionType.SDPA)
+    for block in model.layers.values():
+        parallelize_module(block.attention.inner_attention, cp_mesh, plan)
+
+
+def cp_shard(cp_mesh, seq, buffers, seq_dims):
+    """The rank's part of each buffer along its sequence dimension, head-tail load-balanced
+    (each rank holds chunk r and chunk 2 cp - 1 - r of 2 cp), as torchtitan's cp_shard."""
+    from torch.distributed.tensor.experimental._attention import (_context_parallel_shard,
+                                                                  _HeadTailLoadBalancer)
+    balancer = _HeadTailLoadBalancer(seq, cp_mesh.size(), cp_mesh.device_type)
+    return _context_parallel_shard(cp_mesh, buffers, seq_dims, load_balancer=balancer)
+
+
+# ---------------------------------------------------------------------------------------------
 # FSDP2 (torchtitan/models/llama3/infra/parallelize.py: apply_fsdp)
 
 
@@ -336,6 +372,9 @@ def parse_args(argv=None):
     p.add_argument("--tp", type=int, default=1,
                    help="tensor parallel (inner mesh dim, torchtitan's apply_tp); FSDP shards over "
                         "world / tp")
+    p.add_argument("--cp", type=int, default=1,
+                   help="context-parallel ranks: the sequence split over them (ring attention), the "
+                        "parameters sharded over data-parallel x cp ranks as torchtitan's dp_shard_cp")
     p.add_argument("--replicate", type=int, default=1,
                    help="HSDP: replicas (outer mesh dim); shards = world / replicate")
     # torchtitan's default optimizer implementation is "fused" (torchtitan/config/job_config.py,
@@ -367,6 +406,8 @@ def parse_args(argv=None):
         p.error("--accum must be at least 1")
     if args.steps <= args.warmup:
         p.error("--steps must exceed --warmup")
+    if args.cp < 1 or args.seq % (2 * args.cp):
+        p.error("--cp must be at least 1 and 2 x cp must divide --seq (head-tail chunks)")
     return args
 
 
@@ -403,9 +444,9 @@ def describe(args, c, world, device):
         "params_total": counts["total"], "params_embedding": counts["embedding"],
         "params_output": counts["output"], "params_per_block": counts["per_block"],
         "world_size": world, "replicate": args.replicate,
-        "shard": world // args.replicate // args.tp, "tp": args.tp,
+        "shard": world // args.replicate // args.tp, "tp": args.tp, "cp": args.cp,
         "mbs": args.mbs, "seq": args.seq,
-        "global_batch": world // args.tp * args.mbs * args.accum,
+        "global_batch": world // args.tp // args.cp * args.mbs * args.accum,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
         "compile": args.compile, "accum": args.accum, "loss_kind": args.loss, "keep_logits": args.keep_logits,
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
@@ -497,6 +538,8 @@ def main(argv=None):
         sys.exit(f"train.py: --replicate {args.replicate} does not divide world size {world}")
     if world % args.tp or (args.tp > 1 and args.replicate > 1):
         sys.exit(f"train.py: --tp {args.tp} must divide world size {world} (and not with HSDP)")
+    if world % args.cp or (args.cp > 1 and (args.tp > 1 or args.replicate > 1)):
+        sys.exit(f"train.py: --cp {args.cp} must divide world size {world} (and not with TP or HSDP)")
     if args.device == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
@@ -511,8 +554,13 @@ def main(argv=None):
     else:
         device = torch.device("cpu")
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", timeout=COLLECTIVE_TIMEOUT)
-    tp_mesh = None
-    if args.tp > 1:
+    tp_mesh = cp_mesh = None
+    if args.cp > 1:
+        # torchtitan's mesh: FSDP shards over data-parallel x cp ranks (dp_shard_cp), the ring
+        # runs over the cp ranks (consecutive ranks, the inner dimension)
+        mesh2 = init_device_mesh(device.type, (world // args.cp, args.cp), mesh_dim_names=("dp_shard", "cp"))
+        mesh, cp_mesh = mesh2[("dp_shard", "cp")]._flatten("dp_shard_cp"), mesh2["cp"]
+    elif args.tp > 1:
         mesh2 = init_device_mesh(device.type, (world // args.tp, args.tp),
                                  mesh_dim_names=("dp_shard", "tp"))
         mesh, tp_mesh = mesh2["dp_shard"], mesh2["tp"]
@@ -535,6 +583,8 @@ def main(argv=None):
             model = Transformer(c, args.seq)
         if tp_mesh is not None:
             apply_tp(model, tp_mesh)
+        if cp_mesh is not None:
+            apply_cp(model, cp_mesh)
         apply_ac(model, args.ac)
         if args.compile:
             apply_compile(model)
@@ -545,14 +595,17 @@ def main(argv=None):
         if built != result["params_total"]:
             raise AssertionError(f"built {built} parameters, expected {result['params_total']}")
         result["params_local"] = sum(p.to_local().numel() for p in model.parameters())
+        if cp_mesh is not None:
+            # the rank's rotations, in the order of its tokens (torchtitan shards the positions)
+            model.rope = cp_shard(cp_mesh, args.seq, [model.rope], [0])[0]
         optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
                                       weight_decay=0.1, fused=args.optimizer_impl == "fused",
                                       foreach=args.optimizer_impl == "foreach")
         mem.sync()
         result["setup_s"] = round(time.perf_counter() - t_start, 3)
         result["allocated_after_setup_bytes"] = mem.stats()["allocated"]
-        # a different batch per data-parallel rank; the TP ranks of one group share theirs
-        gen = torch.Generator(device=device).manual_seed(1234 + rank // args.tp)
+        # a different batch per data-parallel rank; the TP (CP) ranks of one group share theirs
+        gen = torch.Generator(device=device).manual_seed(1234 + rank // args.tp // args.cp)
         loss_ctx = loss_parallel if tp_mesh is not None else contextlib.nullcontext
 
         prof = None
@@ -569,6 +622,8 @@ def main(argv=None):
                 tokens = torch.randint(0, c["vocab"], (args.mbs, args.seq + 1), generator=gen,
                                        device=device)
                 inputs, labels = tokens[:, :-1], tokens[:, 1:]
+                if cp_mesh is not None:
+                    inputs, labels = cp_shard(cp_mesh, args.seq, [inputs.contiguous(), labels.contiguous()], [1, 1])
                 with loss_ctx():
                     logits = model(inputs)
                     flat = logits.flatten(0, 1)
@@ -628,13 +683,13 @@ def main(argv=None):
     s = mem.stats()
     timed = step_ms[args.warmup:]
     median_ms = statistics.median(timed)
-    tokens_per_step = world // args.tp * args.mbs * args.accum * args.seq
+    tokens_per_step = world // args.tp // args.cp * args.mbs * args.accum * args.seq
+    per_gpu = args.mbs * args.accum * args.seq / args.tp / args.cp
     result.update(
         oom=False, oom_step=None, step_ms=step_ms, step_ms_median=median_ms,
         tokens_per_s=round(tokens_per_step / (median_ms / 1e3), 1),
-        tokens_per_s_per_gpu=round(args.mbs * args.accum * args.seq / args.tp / (median_ms / 1e3), 1),
-        model_tflops_per_gpu=round(result["model_flops_per_token"] * args.mbs * args.accum * args.seq / args.tp
-                                   / (median_ms / 1e3) / 1e12, 2),
+        tokens_per_s_per_gpu=round(per_gpu / (median_ms / 1e3), 1),
+        model_tflops_per_gpu=round(result["model_flops_per_token"] * per_gpu / (median_ms / 1e3) / 1e12, 2),
         loss=[round(x, 5) for x in losses],
         max_allocated_bytes=s["max_allocated"], max_reserved_bytes=s["max_reserved"],
         allocated_after_step1_bytes=after1["allocated"],
