@@ -399,6 +399,12 @@ def parse_args(argv=None):
                    help="after the timed steps, one more step under torch.profiler (CUDA activity "
                         "only): the GPU's busy time and its kernels by category into the result "
                         "(rank 0), not counted in the median")
+    p.add_argument("--memory-history", metavar="FILE", default=None,
+                   help="rank 0 records the caching allocator's history (Python frames) from the "
+                        "start and writes FILE: the allocated and reserved maxima, what was live and "
+                        "what lay free in each stream's segments at the reserved maximum, and which "
+                        "allocations grew the segments, by the line that made them (memory_history); "
+                        "{name} in FILE becomes the run's --name")
     p.add_argument("--simulate-oom-at-step", type=int, default=None,
                    help="test knob: raise torch.OutOfMemoryError after that step's forward")
     args = p.parse_args(argv)
@@ -526,6 +532,105 @@ def profile_summary(prof, wall_ms):
     }
 
 
+def step_mark(device):
+    """A 512-byte allocation at each step's start: memory_history finds the steps by it."""
+    return torch.empty(128, device=device)
+
+
+def _where(frames):
+    """The innermost frame in this file, else the innermost frame of PyTorch's or inductor's code."""
+    for fr in frames:
+        if fr.get("filename", "").endswith("tools/fsdp/train.py"):
+            return "train.py:%d %s" % (fr["line"], fr["name"])
+    for fr in frames:
+        f = fr.get("filename", "")
+        if "/torch/" in f or "torchinductor" in f:
+            return "%s:%d %s" % (f.split("/torch/")[-1].split("/")[-1] if "torchinductor" in f
+                                 else f.split("/torch/")[-1], fr["line"], fr["name"])
+    return "?"
+
+
+def memory_history(device):
+    """Replay the allocator's trace (torch.cuda.memory._snapshot()["device_traces"]): allocated
+    (alloc / free_completed) and reserved (segment_alloc, segment_map for expandable segments, less
+    segment_free / segment_unmap), per stream. Reports the maxima, the state at each, and every
+    growth of the reserved memory with the allocation that caused it."""
+    snap = torch.cuda.memory._snapshot()
+    ev = snap["device_traces"][device.index] if snap["device_traces"] else []
+    grow_actions, shrink_actions = ("segment_alloc", "segment_map"), ("segment_free", "segment_unmap")
+    marks, growth = [], []
+    alloc = res = 0
+    live, res_s = {}, {}
+    max_alloc = (0, -1, 0)   # bytes, event, reserved then
+    max_res = (0, -1, 0)     # bytes, event, allocated then
+    pending = None
+    for i, e in enumerate(ev):
+        a, size, st = e["action"], e.get("size", 0), e.get("stream", 0)
+        if a == "alloc":
+            fr = e.get("frames", [])
+            live[e["addr"]] = size
+            alloc += size
+            if any(f.get("name") == "step_mark" for f in fr):
+                marks.append(i)
+            if pending is not None:
+                growth.append({"event": i, "bytes": pending[0], "stream": pending[1], "by": _where(fr),
+                               "alloc_bytes": size, "allocated": alloc, "step": len(marks)})
+                pending = None
+        elif a == "free_completed" and e["addr"] in live:
+            alloc -= live.pop(e["addr"])
+        elif a in grow_actions:
+            res += size
+            res_s[st] = res_s.get(st, 0) + size
+            pending = (size, st) if pending is None else (pending[0] + size, st)
+        elif a in shrink_actions:
+            res -= size
+            res_s[st] = res_s.get(st, 0) - size
+        if alloc > max_alloc[0]:
+            max_alloc = (alloc, i, res)
+        if a == "alloc" and res > max_res[0]:  # after the allocation that grew it
+            max_res = (res, i, alloc)
+    # the state at the reserved maximum: live blocks by stream and by the line that made them
+    live2, res2 = {}, {}
+    for e in ev[:max_res[1] + 1]:
+        a, st = e["action"], e.get("stream", 0)
+        if a == "alloc":
+            live2[e["addr"]] = (e["size"], st, _where(e.get("frames", [])))
+        elif a == "free_completed":
+            live2.pop(e["addr"], None)
+        elif a in grow_actions:
+            res2[st] = res2.get(st, 0) + e["size"]
+        elif a in shrink_actions:
+            res2[st] = res2.get(st, 0) - e["size"]
+    by_stream = {}
+    by_where = {}
+    for size, st, wh in live2.values():
+        by_stream[st] = by_stream.get(st, 0) + size
+        g = by_where.setdefault(wh, [0, 0])
+        g[0] += size
+        g[1] += 1
+    grouped = {}
+    for g in growth:
+        k = (g["by"], g["stream"])
+        x = grouped.setdefault(k, {"by": g["by"], "stream": g["stream"], "bytes": 0, "times": 0,
+                                   "first_step": g["step"], "last_step": g["step"]})
+        x["bytes"] += g["bytes"]
+        x["times"] += 1
+        x["last_step"] = g["step"]
+    return {
+        "events": len(ev), "step_marks": marks,
+        "max_allocated_bytes": max_alloc[0], "max_allocated_event": max_alloc[1],
+        "reserved_at_max_allocated_bytes": max_alloc[2],
+        "max_reserved_bytes": max_res[0], "max_reserved_event": max_res[1],
+        "allocated_at_max_reserved_bytes": max_res[2],
+        "at_max_reserved_by_stream": [{"stream": st, "reserved": r, "allocated": by_stream.get(st, 0),
+                                       "free": r - by_stream.get(st, 0)} for st, r in sorted(res2.items())],
+        "at_max_reserved_live_by_line": [{"where": k, "bytes": v[0], "blocks": v[1]} for k, v in
+                                         sorted(by_where.items(), key=lambda kv: -kv[1][0])[:30]],
+        "growth_by_line": sorted(grouped.values(), key=lambda x: -x["bytes"])[:40],
+        "growth_after_step1": [g for g in growth if g["step"] >= 2][:60],
+    }
+
+
 def emit(result):
     print("FSDP_RESULT " + json.dumps(result, sort_keys=True), flush=True)
 
@@ -570,6 +675,8 @@ def main(argv=None):
     else:
         mesh = init_device_mesh(device.type, (world,), mesh_dim_names=("dp_shard",))
 
+    if args.memory_history and rank == 0 and device.type == "cuda":
+        torch.cuda.memory._record_memory_history(max_entries=3_000_000, stacks="python")
     c = model_dims(args)
     result = describe(args, c, world, device)
     result["rank"] = rank
@@ -617,6 +724,7 @@ def main(argv=None):
             t0 = time.perf_counter()
             # torchtitan's train_step order: zero_grad first, so a step's gradients stay
             # allocated until the next step begins (and are part of allocated_after_step1).
+            _mark = step_mark(device) if args.memory_history else None  # noqa: F841 (memory_history's steps)
             optimizer.zero_grad(set_to_none=True)
             for _ in range(args.accum):
                 tokens = torch.randint(0, c["vocab"], (args.mbs, args.seq + 1), generator=gen,
@@ -707,6 +815,12 @@ def main(argv=None):
     ranks = [None] * world
     dist.all_gather_object(ranks, mine)
     result["ranks"] = ranks
+    if args.memory_history and rank == 0 and device.type == "cuda":
+        try:
+            with open(args.memory_history.replace("{name}", args.name), "w") as f:
+                json.dump(memory_history(device), f, indent=1)
+        except Exception as e:  # a diagnostic must not lose the run's result
+            result["memory_history_error"] = repr(e)[:300]
     if rank == 0:
         emit(result)
     dist.destroy_process_group()
