@@ -330,6 +330,9 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
      * published peaks (tests/data/published/runs.csv kf-01..08) and on one H200
      * (tests/data/fsdp/keep_logits.jsonl). Cut cross-entropy forms no logits to keep. */
     c->held_logits = w->stack.keep_logits && loss != PP_LOSS_CUT ? 2.0 * logits : 0.0;
+    /* The bf16 logits torchtitan frees before the loss backward: a block the upcast backward's fp32
+     * tensors are too large to reuse (cached_bytes below). */
+    c->logits_hole = !w->stack.keep_logits && loss == PP_LOSS_TORCH ? 2.0 * logits : 0.0;
     /* --param-dtype bf16: the sharded parameters, their gradients (FSDP2 casts the fp32
      * reduce-scatter output to the parameter's dtype) and torch AdamW's m and v (zeros_like) are
      * bf16: 2 + 2 + 4 bytes per parameter of the shard, not 4 + 4 + 8. */
@@ -501,24 +504,31 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
     o->peak_moment = pp_fsdp_moment_names[t->peak_at];
     double shortlived = peak - master - MV - c->persistent;
     o->reserved_bytes = c->reserve_fixed + FSDP_SLACK_FRACTION * (shortlived > 0 ? shortlived : 0.0);
-    /* What the caching allocator keeps reserved beyond the peak when memory is not short. Its
-     * cache is per stream (c10/cuda/CUDACachingAllocator.cpp: a freed block is reused only by an
-     * allocation on the stream it was allocated on), and FSDP2 allocates the reduce-scatter's
-     * fp32 input and output on its reduce-scatter stream (_fsdp_collectives.py foreach_reduce). So
-     * at the peak, which the default stream's activations set: the sharded gradients, when
-     * zero_grad(set_to_none) freed them at the step's start and the backward has not made them
-     * again (one micro-batch per step; with accumulation they are allocated at the peak), and the
-     * two largest reduce-scatter inputs of the step in fp32, the output layer's and the
-     * embedding's (the previous one is kept until the next reduction starts). Against 26 runs
-     * without allocator retries on 4 x H100 and 2-4 x H200 (tests/validation/node4/replay.c): MAPE 2.6%,
-     * worst -8.6%. */
-    double rs_a = 0, rs_b = 0, groups[4] = {first_stage ? c->embed_params : blk, last_stage ? c->head_params : blk,
-                                            blk, 0};
-    for (int i = 0; i < 3; i++) {
-        if (groups[i] > rs_a) rs_b = rs_a, rs_a = groups[i];
-        else if (groups[i] > rs_b) rs_b = groups[i];
+    /* What the caching allocator keeps reserved beyond the peak when memory is not short, by the
+     * stream whose cache holds it (c10/cuda/CUDACachingAllocator.cpp: a freed block is reused only
+     * by an allocation on the stream it was allocated on). Read off the allocator's own history
+     * at its reserved maximum (train.py --memory-history, tests/data/fsdp/reserved: one and two
+     * H200s, 8k-64k tokens, the maximum at the loss backward in every run):
+     *  - the reduce-scatter stream: FSDP2 allocates the sharded gradients there
+     *    (_fsdp_collectives.py foreach_reduce), and zero_grad(set_to_none) frees them at the
+     *    step's start into that stream's cache: G (one micro-batch a step; with accumulation they
+     *    are allocated at the peak);
+     *  - the all-gather stream, with more than one shard: the first group's all-gather input and
+     *    output (the embedding on the first stage, 16-bit) and the next block's output, prefetched
+     *    behind it; none on one GPU, which gathers nothing;
+     *  - the compute stream: the bf16 logits, freed before the loss backward (torchtitan's "free
+     *    pred before bwd"), leave a block the backward's larger fp32 tensors cannot use, so the
+     *    loss backward grows the reservation by that much over what it allocates (upcast loss;
+     *    the bf16 loss's gradients fit the block, --keep-logits does not free it).
+     * Against the 38 runs without allocator retries of tests/data/node4 (2k-32k tokens, 4 x H100,
+     * 2-4 x H200) and tests/data/fsdp runs_longseq / runs_cp (8k-96k tokens): see
+     * tests/validation/node4/replay_h100.c and tests/validation/kernels/reserved.py. */
+    const double ag_stream = S > 1 ? (1.0 + 1.0 / S) * (first_stage ? Ue : Ub) + Ub : 0.0;
+    o->cached_bytes = (c->accumulate || c->nosync_grads || c->offload ? 0.0 : G) + ag_stream;
+    if (last_stage && c->logits_hole > 0) {
+        double over = t->bytes[PP_FSDP_AT_LOSS_BACKWARD] + c->logits_hole - peak;
+        if (over > 0) o->cached_bytes += over;
     }
-    o->cached_bytes = (c->accumulate || c->nosync_grads || c->offload ? 0.0 : G) + 4.0 * (rs_a + rs_b);
     o->fits = o->peak_bytes + o->reserved_bytes <= w->gpu.memory_bytes;
 }
 

@@ -57,6 +57,7 @@ typedef struct {
     double bwd_work[2];      /* working set of one block's backward on top */
     double head_act, data, loss_fwd, loss_bwd, embed_bwd_work;
     double held_logits;      /* --keep-logits: the bf16 logits the loop holds through the backward */
+    double logits_hole;      /* the freed bf16 logits, a free block the loss backward cannot use */
     double router_held;      /* --router-holds-recompute: what one recomputed MoE block leaves allocated
                                 (its saved tensors up to the router) until its next forward */
     double persistent;       /* cuBLAS workspaces, RoPE table */

@@ -22,7 +22,9 @@ typedef struct {
                                   (memory_fsdp.c); NULL for the other frameworks */
     double cached_bytes;       /* --framework fsdp: what the caching allocator keeps reserved but
                                   unallocated at the peak when memory is not short
-                                  (max_memory_reserved - max_memory_allocated; memory_fsdp.c). It
+                                  (max_memory_reserved - max_memory_allocated; memory_fsdp.c: per
+                                  stream, the sharded gradients, the all-gather buffers and the
+                                  freed logits' block at the loss backward). It
                                   does not count towards the fit: near the capacity the allocator
                                   frees it and retries. 0 for the other frameworks (not modelled
                                   apart from the slack in reserved_bytes) */

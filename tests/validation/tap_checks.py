@@ -21,7 +21,7 @@ def constant(src, name):
 
 
 def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=False, layers=None, accum=1,
-                  replicate=1):
+                  replicate=1, cp=1):
     """The `parplan check` flags that state a run of tools/fsdp/train.py on H200s (its flavor 8B is the
     catalog's llama3-8b, 3B the committed Llama-3.2-3B file; layers: its --layers override; accum its
     micro-batches a step; replicate its HSDP replicas); the C replays' twin is rp_fsdp_check
@@ -29,10 +29,43 @@ def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=
     model = "llama3-8b" if flavor == "8B" else os.path.join(root, "tests/data/fsdp/models/llama-3.2-3b.yaml")
     a = ["--model", model] + (["--layers", str(layers)] if layers else []) + [
         "--gpu", "h200", "--gpus", str(gpus), "--gpus-per-node", str(gpus), "--framework", "fsdp",
-        "--zero", "3" if reshard else "2", "--gbs", str(gpus // tp * mbs * accum), "--mbs", str(mbs),
+        "--zero", "3" if reshard else "2", "--gbs", str(gpus // tp // cp * mbs * accum), "--mbs", str(mbs),
         "--seq", str(seq), "--recompute", ac]
     return (a + (["--tp", str(tp)] if tp > 1 else []) + (["--compile"] if compile else []) +
-            (["--replicate", str(replicate)] if replicate > 1 else []))
+            (["--replicate", str(replicate)] if replicate > 1 else []) + (["--cp", str(cp)] if cp > 1 else []))
+
+
+def fsdp_row_args(root, r):
+    """fsdp_run_args for a row of a tools/fsdp/parse_runs.py table (tests/data/fsdp/runs_*.csv);
+    its micro-batches, TP and CP ranks (CP ranks share a sample) from the row's columns."""
+    return fsdp_run_args(root, r["flavor"], int(r["gpus"]), int(r["mbs"]), int(r["seq"]), r["ac"],
+                         tp=int(r.get("tp") or 1), reshard=r["reshard_after_forward"] == "true",
+                         compile=r.get("compile") == "1", layers=r.get("layers"),
+                         accum=int(r.get("accum") or 1), cp=int(r.get("cp") or 1))
+
+
+def each_predicted(parplan, runs, args_of, n, checks):
+    """The runs of a device table against `parplan check`: appends to checks that all n ran and any
+    run parplan could not state, and yields (row, prediction JSON, measured step s, step error %,
+    predicted allocated peak MiB, peak error %) for the others. args_of(row) gives the flags."""
+    checks.append((len(runs) == n and all(r["status"] == "ok" for r in runs), f"{len(runs)} runs, all ran"))
+    for r in runs:
+        d, meas, err, peak, perr = step_and_peak(parplan, args_of(r), r)
+        if meas is None:
+            checks.append((False, f"{r['name']}: {d.get('error')}"))
+            continue
+        yield r, d, meas, err, peak, perr
+
+
+def step_and_peak(parplan, args, r):
+    """`parplan check` of a run's flags against its row: (prediction JSON, measured step s, step error %,
+    predicted allocated peak MiB, peak error %), or (prediction JSON with its error, None, ...)."""
+    d = check_json(parplan, args)
+    if "step_time_s" not in d:
+        return d, None, None, None, None
+    meas = float(r["step_ms_median"]) / 1e3
+    peak = d["peak_bytes"] / (1024.0 * 1024.0)
+    return d, meas, 100.0 * (d["step_time_s"] / meas - 1), peak, 100.0 * (peak / float(r["max_alloc_mib"]) - 1)
 
 
 def check_json(parplan, args):

@@ -29,9 +29,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, fsdp_run_args, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import each_predicted, fsdp_run_args, report  # noqa: E402 (tests/validation/tap_checks.py)
 
-MIB = 1024.0 * 1024.0
 H200_MAX_SM_MHZ = 1980  # nvidia-smi's clocks.max.sm on the lent H200 (idle samples of the power file read 1980)
 
 
@@ -79,16 +78,7 @@ def main():
     checks = []
     errs = {}
     runs = rows(root)
-    checks.append((len(runs) == 6 and all(r["status"] == "ok" for r in runs), f"{len(runs)} runs, all ran"))
-    for r in runs:
-        d = check_json(parplan, args_of(root, r))
-        if "step_time_s" not in d:
-            checks.append((False, f"{r['name']}: {d.get('error')}"))
-            continue
-        meas = float(r["step_ms_median"]) / 1e3
-        err = 100.0 * (d["step_time_s"] / meas - 1)
-        peak = d["peak_bytes"] / MIB
-        perr = 100.0 * (peak / float(r["max_alloc_mib"]) - 1)
+    for r, d, meas, err, peak, perr in each_predicted(parplan, runs, lambda r: args_of(root, r), 6, checks):
         if r["compile"] == "1":
             errs[int(r["seq"])] = err
         checks.append((abs(err) <= 10.0, f"{r['name']} ({r['seq']} tokens, {'compiled' if r['compile'] == '1' else 'eager'}): "

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Context parallelism on two H200s: a torchtitan-style Llama (tools/fsdp/train.py --cp, Llama-3-8B's
+shape cut to 8 layers, full activation checkpointing, SDPA's flash kernel) with PyTorch's ring
+attention (torch.distributed.tensor.experimental's _ContextParallel around the SDPA module, as
+torchtitan v0.2.2 wraps it; head-tail load balance; K and V all-gathered once a pass, the key and
+value gradients passed round the ring in fp32), FSDP2 over the two ranks
+(tests/data/fsdp/runs_cp.csv and tests/data/fsdp/cp/, one device call, PyTorch 2.11, NCCL 2.28.9,
+2026-11-30; configurations, predictions and the held-out pair written before the runs in
+tools/fsdp/configs_cp.csv).
+
+TAP, through the binary (`parplan check` with the flags each row states):
+  - every run's step time within 5% of the prediction and its allocated peak within 2%, the
+    held-out pair (96k and 128k tokens) reported apart;
+  - what CP adds to a step (the 64k-token CP 2 run less its no-CP twin at the same 32k tokens a
+    rank) within 15% of what parplan prices it at;
+  - the profiled CP step is GPU-bound (busy at least 97% of its wall time): the ring's exchange
+    runs on the GPU beside the attention, not as host waits.
+usage: cp.py PARPLAN SOURCE_ROOT
+"""
+import csv
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tap_checks import each_predicted, fsdp_row_args, report  # noqa: E402 (tests/validation/tap_checks.py)
+
+HELD_OUT = ("cp2_s96k_c", "cp2_s128k_c")  # tools/fsdp/configs_cp.csv, chosen before the runs
+
+
+def rows(root):
+    with open(os.path.join(root, "tests/data/fsdp/runs_cp.csv")) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def profiles(root):
+    """{run name: the profiled step's summary (train.py profile_summary)} from the runs' records."""
+    out = {}
+    with open(os.path.join(root, "tests/data/fsdp/cp/cp_runs.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("profile"):
+                out[r["name"]] = r["profile"]
+    return out
+
+
+def main():
+    parplan, root = sys.argv[1], sys.argv[2]
+    checks, pred, meas = [], {}, {}
+    for r, d, m, err, peak, perr in each_predicted(parplan, rows(root), lambda r: fsdp_row_args(root, r), 5, checks):
+        name = r["name"]
+        pred[name], meas[name] = d["step_time_s"], m
+        tag = "held out, " if name in HELD_OUT else ""
+        kind = f"cp {r['cp']}" if int(r["cp"] or 1) > 1 else "no CP"
+        checks.append((abs(err) <= 5.0, f"{name} ({tag}{kind}, {r['seq']} tokens, "
+                                        f"{'compiled' if r['compile'] == '1' else 'eager'}): predicted "
+                                        f"{pred[name]:.3f} s, measured {meas[name]:.3f} s, {err:+.1f}%"))
+        checks.append((abs(perr) <= 2.0, f"{name}: allocated peak predicted {peak:.0f} MiB, measured "
+                                         f"{float(r['max_alloc_mib']):.0f} MiB, {perr:+.2f}%"))
+    if "cp2_s64k_c" in pred and "dp2_s32k_c" in pred:
+        p = pred["cp2_s64k_c"] - pred["dp2_s32k_c"]
+        m = meas["cp2_s64k_c"] - meas["dp2_s32k_c"]
+        checks.append((abs(p / m - 1) <= 0.15,
+                       f"what CP 2 adds at 32k tokens a rank (twice the keys each query attends, the ring): "
+                       f"predicted {p:.3f} s, measured {m:.3f} s, {100 * (p / m - 1):+.1f}% (within 15%)"))
+    prof = profiles(root)
+    p = prof.get("cp2_s64k_c")
+    if p is None:
+        checks.append((False, "cp2_s64k_c: no profiled step in tests/data/fsdp/cp/cp_runs.jsonl"))
+    else:
+        nccl_only = p["busy_ms"] - p["compute_busy_ms"]
+        twin = prof.get("dp2_s32k_c")
+        twin_only = twin["busy_ms"] - twin["compute_busy_ms"] if twin else float("nan")
+        checks.append((p["busy_ms"] >= 0.97 * p["wall_ms"],
+                       f"cp2_s64k_c's profiled step: GPU busy {p['busy_ms']:.0f} of {p['wall_ms']:.0f} ms "
+                       f"(>= 97%); NCCL alone on the GPU {nccl_only:.0f} ms (no-CP twin {twin_only:.0f} ms)"))
+    return report(checks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
