@@ -9,6 +9,10 @@ The loss as the FSDP stacks run it on an output layer's logits (T tokens x V, bf
   upcast  torchtitan's cross_entropy_loss: F.cross_entropy(pred.float(), labels)
   bf16    F.cross_entropy(pred, labels) on the bf16 logits (NeMo AutoModel's MaskedCrossEntropy with
           fp32_upcast false; KempnerForge's default loss_fn "cross_entropy")
+  upcast_compiled, bf16_compiled   the same under torch.compile: torchtitan compiles its
+          cross_entropy_loss with the model since 2025-02 (components/loss.py build_cross_entropy_loss;
+          compile.components defaults to ["model", "loss"]); measured on a second call, after the
+          first has compiled it
 The logits come from a bf16 matmul whose inputs require gradients, and the Python reference to them
 is dropped once the loss is formed (torchtitan: "need to free pred before bwd"), so what remains is
 what the loss itself keeps. Measured with the CUDA caching allocator's counters, less what the
@@ -30,6 +34,20 @@ V = 128256  # Llama 3's vocabulary
 H = 512     # a narrow output layer: its operands stay small beside the logits
 
 
+_COMPILED = {}
+
+
+def loss_fn(kind):
+    """The loss a kind names (eager, or torch.compile of the same function, compiled once)."""
+    if kind.endswith("_compiled"):
+        if kind not in _COMPILED:
+            _COMPILED[kind] = torch.compile(loss_fn(kind[:-len("_compiled")]))
+        return _COMPILED[kind]
+    if kind == "upcast":
+        return lambda pred, labels: F.cross_entropy(pred.float(), labels)
+    return lambda pred, labels: F.cross_entropy(pred, labels)
+
+
 def one(kind, T):
     dev = "cuda"
     x = torch.randn(T, H, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -42,7 +60,7 @@ def one(kind, T):
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     pred = x @ w.t()
-    loss = F.cross_entropy(pred.float() if kind == "upcast" else pred, labels)
+    loss = loss_fn(kind)(pred, labels)
     del pred
     torch.cuda.synchronize()
     fwd_peak = torch.cuda.max_memory_allocated() - base
@@ -64,8 +82,11 @@ def one(kind, T):
 
 def main():
     out = Jsonl("loss_memory.jsonl")
+    kinds = os.environ.get("KINDS", "upcast,bf16,upcast_compiled,bf16_compiled").split(",")
     for T in (8192, 16384):
-        for kind in ("upcast", "bf16"):
+        for kind in kinds:
+            if kind.endswith("_compiled"):
+                one(kind, T)  # compiles (a new shape recompiles); not recorded
             out.emit(one(kind, T))
 
 

@@ -392,6 +392,9 @@ def parse_args(argv=None):
     p.add_argument("--loss", choices=("upcast", "bf16"), default="upcast",
                    help="cross-entropy on logits.float() (torchtitan) or on the bf16 logits "
                         "(KempnerForge, NeMo AutoModel): parplan's --loss")
+    p.add_argument("--compile-loss", action="store_true",
+                   help="torch.compile the loss function, as torchtitan does with its model since 2025-02 "
+                        "(build_cross_entropy_loss; compile.components defaults to [model, loss])")
     p.add_argument("--keep-logits", action="store_true",
                    help="keep the reference to the logits through the backward, as KempnerForge's "
                         "and NeMo AutoModel's loops do (torchtitan deletes it): parplan's --keep-logits")
@@ -454,7 +457,8 @@ def describe(args, c, world, device):
         "mbs": args.mbs, "seq": args.seq,
         "global_batch": world // args.tp // args.cp * args.mbs * args.accum,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
-        "compile": args.compile, "accum": args.accum, "loss_kind": args.loss, "keep_logits": args.keep_logits,
+        "compile": args.compile, "compile_loss": args.compile_loss, "accum": args.accum, "loss_kind": args.loss,
+        "keep_logits": args.keep_logits,
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
         "master_dtype": "float32", "param_dtype": "bfloat16", "reduce_dtype": "float32",
@@ -530,6 +534,16 @@ def profile_summary(prof, wall_ms):
         "top": [[k, n, round(t / 1e3, 3)] for k, (n, t) in
                 sorted(top.items(), key=lambda kv: -kv[1][1])[:25]],
     }
+
+
+def cross_entropy_upcast(pred, labels):
+    """torchtitan's cross_entropy_loss (torchtitan/components/loss.py): the loss on logits.float()."""
+    return F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+
+
+def cross_entropy_bf16(pred, labels):
+    """The loss on the bf16 logits (--loss bf16)."""
+    return F.cross_entropy(pred.flatten(0, 1), labels.flatten(0, 1))
 
 
 def step_mark(device):
@@ -714,6 +728,9 @@ def main(argv=None):
         # a different batch per data-parallel rank; the TP (CP) ranks of one group share theirs
         gen = torch.Generator(device=device).manual_seed(1234 + rank // args.tp // args.cp)
         loss_ctx = loss_parallel if tp_mesh is not None else contextlib.nullcontext
+        loss_fn = cross_entropy_upcast if args.loss == "upcast" else cross_entropy_bf16
+        if args.compile_loss:
+            loss_fn = torch.compile(loss_fn)
 
         prof = None
         for step in range(1, args.steps + 1 + (1 if args.profile else 0)):
@@ -734,9 +751,7 @@ def main(argv=None):
                     inputs, labels = cp_shard(cp_mesh, args.seq, [inputs.contiguous(), labels.contiguous()], [1, 1])
                 with loss_ctx():
                     logits = model(inputs)
-                    flat = logits.flatten(0, 1)
-                    loss = F.cross_entropy(flat.float() if args.loss == "upcast" else flat, labels.flatten(0, 1))
-                    del flat
+                    loss = loss_fn(logits, labels)
                     # torchtitan frees the bf16 logits before backward ("need to free pred
                     # before bwd to avoid peaking memory", torchtitan/train.py
                     # forward_backward_step); KempnerForge's loop keeps `logits` until the next
