@@ -216,6 +216,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", gradient sync on the last micro-batch only");
     if (k > 0 && (size_t)k < n && s->keep_logits)
         k += snprintf(buf + k, n - (size_t)k, ", logits held through the backward");
+    if (k > 0 && (size_t)k < n && s->compile_loss)
+        k += snprintf(buf + k, n - (size_t)k, ", loss compiled");
     if (k > 0 && (size_t)k < n && s->router_holds_recompute && w->model.experts > 1)
         k += snprintf(buf + k, n - (size_t)k, ", recompute held by the router");
     if (k > 0 && (size_t)k < n && s->expert_pad_loop && w->model.experts > 1)
@@ -295,6 +297,12 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->keep_logits && w->framework != PP_FW_FSDP)
         return STACK_BAD("--keep-logits is about a PyTorch FSDP2 training loop's reference to the logits: with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (s->compile_loss && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--compile-loss is torch.compile of a PyTorch training loop's loss function: with "
+                         "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (s->compile_loss && pp_work_loss(w) == PP_LOSS_CUT)
+        return STACK_BAD("--compile-loss with --loss cut: cut cross-entropy forms no logits to compile a loss over "
+                         "(leave one out)");
     if (s->router_holds_recompute && w->framework != PP_FW_FSDP)
         return STACK_BAD("--router-holds-recompute is about a PyTorch MoE router under torch.utils.checkpoint: with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);

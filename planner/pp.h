@@ -584,6 +584,11 @@ typedef struct pp_stack {
                                   through the backward (KempnerForge's `logits = model(...)`, NeMo
                                   AutoModel's `out`); torchtitan deletes them before it ("need to free
                                   pred before bwd") */
+    bool compile_loss;         /* --compile-loss (fsdp): the loss function under torch.compile, as torchtitan
+                                  compiles it with the model since 2025-02 (components/loss.py
+                                  build_cross_entropy_loss; compile.components defaults to ["model",
+                                  "loss"]): the fused cross-entropy keeps the bf16 logits and makes their
+                                  bf16 gradient, 2 and 4 bytes a logit (memory_fsdp.c) */
     bool router_holds_recompute; /* --router-holds-recompute (fsdp, MoE, full AC): the MoE router stores a
                                   loss tensor on its module in the forward (KempnerForge's router.py:
                                   self.aux_loss, self.z_loss), so the activation-checkpoint recompute in

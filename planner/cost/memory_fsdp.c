@@ -56,6 +56,14 @@
 #define FSDP_LOSS_BF16_FWD 4.0
 #define FSDP_LOSS_BF16_BWD 6.0
 #define FSDP_LOSS_PARALLEL_EXP 4.0
+/* The same loss under torch.compile (--compile-loss; torchtitan compiles its cross_entropy_loss with
+ * the model since 2025-02): Inductor fuses the upcast, log-softmax and nll_loss, keeps the bf16
+ * logits for the backward and makes their bf16 gradient in one pass, on logits.float() and on the
+ * bf16 logits alike. Measured on one H200 (tests/data/fsdp/loss_memory.jsonl, upcast_compiled and
+ * bf16_compiled: 2.000 / 4.000 bytes a logit at 1.05G and 2.1G logits; the logits stay allocated
+ * from the loss forward to its backward, so nothing is freed ahead of the backward). */
+#define FSDP_LOSS_COMPILED_FWD 2.0
+#define FSDP_LOSS_COMPILED_BWD 4.0
 
 #define MIB (1024.0 * 1024.0)
 
@@ -320,6 +328,12 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     } else if (loss == PP_LOSS_CUT) {
         c->loss_fwd = c->loss_bwd = 0.0;
     }
+    /* --compile-loss: under TP the same figures on the rank's vocabulary shard (not measured:
+     * DTensor's loss_parallel compiled) */
+    if (w->stack.compile_loss && loss != PP_LOSS_CUT) {
+        c->loss_fwd = FSDP_LOSS_COMPILED_FWD * logits;
+        c->loss_bwd = FSDP_LOSS_COMPILED_BWD * logits;
+    }
     /* --keep-logits: a training loop that keeps its reference to the model's output through the
      * backward holds the bf16 logits, 2 bytes each, from the loss backward to the backward's end
      * (KempnerForge scripts/train.py:819-850 at 5666d0d1: `logits = model(...)` lives until the
@@ -332,7 +346,7 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
     c->held_logits = w->stack.keep_logits && loss != PP_LOSS_CUT ? 2.0 * logits : 0.0;
     /* The bf16 logits torchtitan frees before the loss backward: a block the upcast backward's fp32
      * tensors are too large to reuse (cached_bytes below). */
-    c->logits_hole = !w->stack.keep_logits && loss == PP_LOSS_TORCH ? 2.0 * logits : 0.0;
+    c->logits_hole = !w->stack.keep_logits && !w->stack.compile_loss && loss == PP_LOSS_TORCH ? 2.0 * logits : 0.0;
     /* --param-dtype bf16: the sharded parameters, their gradients (FSDP2 casts the fp32
      * reduce-scatter output to the parameter's dtype) and torch AdamW's m and v (zeros_like) are
      * bf16: 2 + 2 + 4 bytes per parameter of the shard, not 4 + 4 + 8. */
@@ -437,7 +451,10 @@ void pp_fsdp_stage_eval(const pp_work *w, const pp_layout *l, const pp_fsdp_ctx 
         p->activations = others + A;
         p->transient = c->persistent + c->loss_fwd;
         t->at[PP_FSDP_AT_LOSS_BACKWARD] = *p;
-        t->at[PP_FSDP_AT_LOSS_BACKWARD].transient = c->persistent + c->loss_bwd + c->held_logits;
+        /* the compiled loss's backward counts the logits it saved (FSDP_LOSS_COMPILED_BWD): a kept
+         * reference adds nothing there, and holds them after it */
+        t->at[PP_FSDP_AT_LOSS_BACKWARD].transient =
+            c->persistent + c->loss_bwd + (w->stack.compile_loss ? 0.0 : c->held_logits);
     }
     const double held = last_stage ? c->held_logits : 0.0;
     /* The first block to run its backward: [norm, output] has reduced its gradients (its

@@ -218,6 +218,11 @@
  * gradient fill 4, log_softmax backward (sum pass and write) 16, the cast to bf16 6. */
 #define EW_FSDP_CE_FWD 22.0
 #define EW_FSDP_CE_BWD 26.0
+/* The same loss compiled (--compile-loss): Inductor's kernels read the bf16 logits twice forward
+ * (the row's max, then its sum of exp: 4) and once backward, writing the bf16 gradient (4); the
+ * upcast and the log-softmax are never stored (tests/data/fsdp/loss_memory.jsonl). */
+#define EW_FSDP_CE_COMPILED_FWD 4.0
+#define EW_FSDP_CE_COMPILED_BWD 4.0
 /* --compile (torch.compile of each block): Inductor fuses the block's pointwise ops into one kernel
  * per chain, as TransformerEngine's and Megatron's fused kernels do, so SwiGLU and RoPE cost the
  * fused kernels' bytes (EW_SWIGLU_*, EW_ROPE: read the inputs, write the outputs once) instead of
@@ -912,8 +917,10 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
          * its bf16 weight gradient and sums the token rows (fp32 partial sums, then the write). */
         double h_sp = l->tp > 1 ? h / t : h, nf, nb;
         fsdp_norm_bytes(w, &nf, &nb);
-        o->output_fwd_s = g_logits_f + (nf * T * h_sp + EW_FSDP_CE_FWD * T * v_loss) / c->mem_rate;
-        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF + (nb * T * h_sp + EW_FSDP_CE_BWD * T * v_loss) / c->mem_rate;
+        const bool cl = w->stack.compile_loss;
+        const double ce_f = cl ? EW_FSDP_CE_COMPILED_FWD : EW_FSDP_CE_FWD, ce_b = cl ? EW_FSDP_CE_COMPILED_BWD : EW_FSDP_CE_BWD;
+        o->output_fwd_s = g_logits_f + (nf * T * h_sp + ce_f * T * v_loss) / c->mem_rate;
+        o->output_bwd_s = 2 * g_logits_b / BWD_GEMM_EFF + (nb * T * h_sp + ce_b * T * v_loss) / c->mem_rate;
         o->embed_fwd_s = EW_EMBED * T * h / c->mem_rate;
         o->embed_bwd_s = (2.0 * v_embed * h + 10.0 * T * h) / c->mem_rate;
     }

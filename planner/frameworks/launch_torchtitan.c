@@ -24,7 +24,7 @@
  *                          around it (the lm_head and loss per chunk of tokens: no whole logits)
  *   --offload              TrainingConfig.enable_cpu_offload
  *   --optimizer-impl       OptimizersContainer.Config.implementation
- *   --compile, --tp-comm-overlap  CompileConfig enable, enable_async_tensor_parallel
+ *   --compile, --compile-loss, --tp-comm-overlap  CompileConfig enable, components, enable_async_tensor_parallel
  *   --precision fp8 --fp8-scaling rowwise  model_registry(..., converters=[Float8LinearConverter.Config(
  *                          recipe_name="rowwise")]) (its default recipe, bf16 all-gathers)
  * Not written (refused with the reason): --precision fp8 with tensorwise scaling (this commit's
@@ -55,7 +55,8 @@
  *                          and the float8 all-gather (output layer left in bf16)
  *   --optimizer-impl       optimizer.implementation
  *   --tp-comm-overlap      parallelism.enable_async_tensor_parallel (with --compile, as torchtitan needs)
- *   --compile              compile.enable (torch.compile of each block; the time model prices it) */
+ *   --compile, --compile-loss  compile.enable with compile.components ["model"], ["loss"] or both
+ *                          (torchtitan's default is both: the loss is compiled unless the plan says not) */
 #include "pp_launch.h"
 #include "launch_common.h"
 
@@ -164,6 +165,16 @@ static const char *tt_assets(const pp_launch_params *p, const tt_flavor *f, char
 }
 
 /* ------------------------------------------------------------------ checks */
+
+/* compile.components for the plan's stack: torchtitan compiles the blocks ("model") and the loss
+ * function ("loss") by default when compile is enabled (CompileConfig, configs.py), so each is
+ * written as the plan has it. */
+static const char *tt_compile_components(const pp_stack *s)
+{
+    if (s->compile && s->compile_loss) return "[\"model\", \"loss\"]";
+    if (s->compile_loss) return "[\"loss\"]";
+    return "[\"model\"]";
+}
 
 static pp_status tt_check(const pp_launch_params *p, bool py, pp_error *err)
 {
@@ -445,7 +456,9 @@ static pp_status tt_toml(tt_buf *b, const pp_launch_params *p, pp_error *err)
         tt_printf(b, "precompute_float8_dynamic_scale_for_fsdp = %s\n", S > 1 ? "true" : "false");
         tt_printf(b, "filter_fqns = [\"output\"]\n");
     }
-    tt_printf(b, "\n[compile]\nenable = %s\n", w->stack.compile ? "true" : "false");
+    const bool compiled = w->stack.compile || w->stack.compile_loss;
+    tt_printf(b, "\n[compile]\nenable = %s\n", compiled ? "true" : "false");
+    if (compiled) tt_printf(b, "components = %s\n", tt_compile_components(&w->stack));
     tt_printf(b, "\n[checkpoint]\nenable = false\n");
     tt_printf(b, "\n[metrics]\nlog_freq = 10\n");
     return PP_OK;
@@ -663,7 +676,10 @@ static pp_status tt_py(tt_buf *b, const pp_launch_params *p, pp_error *err)
         tt_printf(b, "        activation_checkpoint=FullAC.Config(),\n");
     else
         tt_printf(b, "        activation_checkpoint=None,\n");
-    tt_printf(b, "        compile=CompileConfig(enable=%s", w->stack.compile ? "True" : "False");
+    if (w->stack.compile || w->stack.compile_loss)
+        tt_printf(b, "        compile=CompileConfig(enable=True, components=%s", tt_compile_components(&w->stack));
+    else
+        tt_printf(b, "        compile=CompileConfig(enable=False");
     if (l->tp > 1 && w->stack.tp_comm_overlap) tt_printf(b, ", enable_async_tensor_parallel=True");
     tt_printf(b, "),\n");
     tt_printf(b, "        metrics=MetricsProcessor.Config(log_freq=10),\n");

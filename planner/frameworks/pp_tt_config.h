@@ -32,7 +32,7 @@ typedef struct {
     bool param_bf16;           /* dtype bfloat16: sharded parameters, gradients and AdamW state in bf16 */
     /* the stack */
     int recompute;             /* pp_recompute; -1: not one parplan models (named in unmodelled) */
-    bool compile, async_tp;
+    bool compile, compile_loss, async_tp;
     int optimizer_impl;        /* pp_adam_impl; -1: not given or not modelled */
     int loss;                  /* --loss index (0 upcast); -1: not one parplan models */
     char unmodelled[1536];     /* what changes memory or time and is not modelled, ", "-separated */

@@ -530,7 +530,7 @@ static pp_status read_compile(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
 {
     pp_status st = want_map(y, map, "compile");
     if (st) return st;
-    bool enable = false, async_tp = false, model = true; /* components default ["model", "loss"] */
+    bool enable = false, async_tp = false, model = true, loss = true; /* components default ["model", "loss"] */
     FOR_PAIRS(map, p) {
         const char *name;
         yaml_node_t *v;
@@ -544,10 +544,11 @@ static pp_status read_compile(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
         } else if (!strcmp(name, "components")) {
             if (v->type != YAML_SEQUENCE_NODE)
                 return pp_yaml_error(y, v, "torchtitan config: 'compile.components' must be a list of strings");
-            model = false;
+            model = loss = false;
             for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
                 const char *s = pp_yaml_scalar(yaml_document_get_node(&y->doc, *it));
                 if (s && !strcmp(s, "model")) model = true;
+                if (s && !strcmp(s, "loss")) loss = true;
             }
         } else if (!strcmp(name, "backend")) {
             const char *s = NULL;
@@ -556,9 +557,9 @@ static pp_status read_compile(pp_yaml *y, yaml_node_t *map, pp_tt_config *c)
         }
     }
     /* parplan's --compile is torch.compile of each block: the "model" component (trainer.py,
-     * parallelize's apply_compile); the loss alone compiled is not priced */
+     * parallelize's apply_compile); --compile-loss the "loss" component (components/loss.py) */
     c->compile = enable && model;
-    if (enable && !model) pp_strlistf(c->unmodelled, sizeof c->unmodelled, "compile.components without model (the loss compiled)");
+    c->compile_loss = enable && loss;
     c->async_tp = c->compile && async_tp;
     return PP_OK;
 }

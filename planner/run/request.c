@@ -140,6 +140,12 @@ const pp_option pp_request_options[] = {
     FLAG("--keep-logits", keep_logits, PP_RQ_KEEP_LOGITS,
          "the training loop holds the logits through the backward (KempnerForge, NeMo AutoModel; torchtitan "
          "deletes them first): 2 bytes a logit more from the loss backward on (fsdp)"),
+    FLAG("--compile-loss", compile_loss, PP_RQ_COMPILE_LOSS,
+         "the loss under torch.compile (torchtitan since 2025-02 with compile on: compile.components [model, loss]): "
+         "the fused cross-entropy holds 2 bytes a logit and 4 in its backward, not 10 and 12 (fsdp)"),
+    FLAG("--no-compile-loss", no_compile_loss, PP_RQ_NO_COMPILE_LOSS,
+         "the loss eager under a recipe that compiles it (torchtitan before 2025-02, or compile.components "
+         "without loss) (fsdp)"),
     FLAG("--router-holds-recompute", router_holds_recompute, PP_RQ_ROUTER_HOLDS_RECOMPUTE,
          "the MoE router stores its loss on its module (KempnerForge): under full AC each block's recomputed "
          "attention half and norms stay allocated from its backward to its next forward (fsdp)"),
@@ -457,6 +463,8 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_FSDP_GRADS_FP32]) s->fsdp_grads_fp32 = true;
     if (g[PP_RQ_NO_SYNC_ACCUM]) s->no_sync_accum = true;
     if (g[PP_RQ_KEEP_LOGITS]) s->keep_logits = true;
+    if (g[PP_RQ_COMPILE_LOSS]) s->compile_loss = true;
+    if (g[PP_RQ_NO_COMPILE_LOSS]) s->compile_loss = false;
     if (g[PP_RQ_ROUTER_HOLDS_RECOMPUTE]) s->router_holds_recompute = true;
     if (g[PP_RQ_EXPERT_PAD_LOOP]) s->expert_pad_loop = true;
     if (g[PP_RQ_OPTIMIZER_DTYPE]) s->optimizer_bf16 = r->optimizer_dtype == 1;
@@ -503,7 +511,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_FLEX_BACKEND] = PP_RQ_FLEX_BACKEND, [PP_RF_VOCAB_DIVISIBLE_BY] = PP_RQ_VOCAB_DIVISIBLE_BY,
     [PP_RF_NO_SYNC_ACCUM] = PP_RQ_NO_SYNC_ACCUM, [PP_RF_FP8_SCALING] = PP_RQ_FP8_SCALING,
     [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
-    [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB, [PP_RF_KEEP_LOGITS] = PP_RQ_KEEP_LOGITS,
+    [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB, [PP_RF_KEEP_LOGITS] = PP_RQ_KEEP_LOGITS, [PP_RF_COMPILE_LOSS] = PP_RQ_COMPILE_LOSS,
     [PP_RF_ROUTER_HOLDS_RECOMPUTE] = PP_RQ_ROUTER_HOLDS_RECOMPUTE, [PP_RF_EXPERT_PAD_LOOP] = PP_RQ_EXPERT_PAD_LOOP,
 };
 
@@ -516,6 +524,7 @@ static void recipe_sources(const pp_request *r, pp_resolved *out)
         if (out->have_recipe && (out->recipe.set >> f) & 1u) s = PP_SRC_RECIPE;
         if (out->margs && (MARGS_FIELDS >> f) & 1u && !(f == PP_RF_FRAMEWORK && out->have_recipe)) s = PP_SRC_MARGS;
         if (r->given[field_flag[f]]) s = PP_SRC_FLAG;
+        if (f == PP_RF_COMPILE_LOSS && r->given[PP_RQ_NO_COMPILE_LOSS]) s = PP_SRC_FLAG;
         out->src[f] = (unsigned char)s;
     }
 }
@@ -684,6 +693,8 @@ static pp_status tt_resolve(const pp_request *r, const pp_catalog *cat, bool nee
     /* the stack: what the file states (not the precision: a float8 run's file is a bf16 run's) */
     if (!g[PP_RQ_PARAM_DTYPE]) rr->param_dtype = tc->param_bf16, rg[PP_RQ_PARAM_DTYPE] = 1;
     if (tc->compile && !g[PP_RQ_COMPILE]) rr->compile = true, rg[PP_RQ_COMPILE] = 1;
+    if (tc->compile_loss && !g[PP_RQ_COMPILE_LOSS] && !g[PP_RQ_NO_COMPILE_LOSS])
+        rr->compile_loss = true, rg[PP_RQ_COMPILE_LOSS] = 1;
     if (tc->async_tp && rr->tp > 1 && !g[PP_RQ_TP_COMM_OVERLAP]) rr->tp_comm_overlap = true, rg[PP_RQ_TP_COMM_OVERLAP] = 1;
     if (tc->recompute >= 0 && !g[PP_RQ_RECOMPUTE]) rr->recompute = tc->recompute, rg[PP_RQ_RECOMPUTE] = 1;
     if (tc->optimizer_impl >= 0 && !g[PP_RQ_OPTIMIZER_IMPL]) rr->optimizer_impl = tc->optimizer_impl, rg[PP_RQ_OPTIMIZER_IMPL] = 1;
@@ -724,6 +735,8 @@ static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, boo
 {
     memset(out, 0, sizeof *out);
     const unsigned char *g = r->given;
+    if (g[PP_RQ_COMPILE_LOSS] && g[PP_RQ_NO_COMPILE_LOSS])
+        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--compile-loss and --no-compile-loss: give one");
     pp_work *w = &out->work;
     w->framework = (pp_framework)r->framework;
     w->attention = (pp_attention)r->attention;

@@ -82,11 +82,16 @@ def main():
         got, p = doc(['--torchtitan-config', hsdp])
         want, _ = doc(['--model', 'llama3-8b', '--framework', 'fsdp', '--tp', '2', '--sp', '--pp', '1', '--cp', '1',
                        '--ep', '1', '--dp', '8', '--replicate', '2', '--zero', '2', '--seq', '8192', '--mbs', '2',
-                       '--gbs', '32', '--offload', 'params', '--param-dtype', 'bf16', '--compile', '--tp-comm-overlap',
-                       '--recompute', 'full', '--optimizer-impl', 'fused', '--loss', 'upcast'])
+                       '--gbs', '32', '--offload', 'params', '--param-dtype', 'bf16', '--compile', '--compile-loss',
+                       '--tp-comm-overlap', '--recompute', 'full', '--optimizer-impl', 'fused', '--loss', 'upcast'])
         ok(got is not None and got == want and 'warning' not in p.stderr,
-           'HSDP 4x2, TP 2, reshard never, offload, bf16 storage, compile with async TP, FullAC, plain cross-entropy: '
-           'the flags\' document, no warning (%s)' % p.stderr.strip()[:200])
+           'HSDP 4x2, TP 2, reshard never, offload, bf16 storage, compile (model and loss, the default components) with '
+           'async TP, FullAC, plain cross-entropy: the flags\' document, no warning (%s)' % p.stderr.strip()[:200])
+        model_only = cfg('model_only.json', compile={'enable': True, 'components': ['model']})
+        got, p = doc(['--torchtitan-config', model_only])
+        stack = (got or {}).get('stack') or {}
+        ok(got is not None and stack.get('compile') is True and 'compile_loss' not in stack,
+           'compile.components ["model"]: the blocks compiled, the loss eager')
 
         pp = cfg('pp.json', parallelism={'pipeline_parallel_degree': 2, 'pipeline_parallel_schedule': 'Interleaved1F1B',
                                          'num_pp_microbatches': 8})

@@ -127,6 +127,8 @@ static void unit(void)
          "an unsynced accumulation that is not true or false", "FSDP2's unsynced accumulation in a Megatron recipe"},
         {"keep_logits", "often", PP_RF_KEEP_LOGITS, offsetof(pp_stack, keep_logits),
          "kept logits that are not true or false", "an FSDP2 loop's kept logits in a Megatron recipe"},
+        {"compile_loss", "perhaps", PP_RF_COMPILE_LOSS, offsetof(pp_stack, compile_loss),
+         "a compiled loss that is not true or false", "a PyTorch loop's compiled loss in a Megatron recipe"},
         {"router_holds_recompute", "yes", PP_RF_ROUTER_HOLDS_RECOMPUTE, offsetof(pp_stack, router_holds_recompute),
          "a held recompute that is not true or false", "a PyTorch router's held recompute in a Megatron recipe"},
         {"expert_pad_loop", "sometimes", PP_RF_EXPERT_PAD_LOOP, offsetof(pp_stack, expert_pad_loop),

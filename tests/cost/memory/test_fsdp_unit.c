@@ -208,6 +208,36 @@ int main(void)
         tap_ok(c.held_logits == 0, "--keep-logits with --loss cut: no logits to hold");
     }
 
+    /* --compile-loss (3B, seq 8192, micro-batch 1): the compiled loss holds 2 B a logit at its forward
+     * and 4 at its backward (the eager loss on logits.float(): 10 and 12), so the loss moments drop by
+     * 8 B a logit and nothing else moves; a kept reference adds nothing at the loss backward (the
+     * compiled loss counts the logits it saved) and 2 B after it; the allocator keeps no freed-logits
+     * block. */
+    {
+        pp_work wk = work_of(false, 8192, 1, 1);
+        pp_layout lk = layout_of(&wk, 1, PP_RC_NONE, 3);
+        pp_fsdp_timeline te, tc;
+        pp_mem_stage oe, oc;
+        timeline(&wk, &lk, &c, &te, &oe);
+        const double hole = c.logits_hole;
+        wk.stack.compile_loss = true;
+        timeline(&wk, &lk, &c, &tc, &oc);
+        tap_near(c.loss_fwd, 2 * 8192 * V, 1e-12, "--compile-loss: 2 B a logit at the loss forward");
+        tap_near(c.loss_bwd, 4 * 8192 * V, 1e-12, "--compile-loss: 4 B a logit at the loss backward");
+        tap_ok(fabs(te.bytes[PP_FSDP_AT_LOSS_BACKWARD] - tc.bytes[PP_FSDP_AT_LOSS_BACKWARD] - 8 * 8192 * V) < 1 &&
+                   te.bytes[PP_FSDP_AT_OPTIMIZER] == tc.bytes[PP_FSDP_AT_OPTIMIZER] &&
+                   te.bytes[PP_FSDP_AT_BACKWARD_BOTTOM] == tc.bytes[PP_FSDP_AT_BACKWARD_BOTTOM],
+               "--compile-loss: the loss backward 8 B a logit lower, the backward and the optimizer step unchanged");
+        tap_ok(hole == 2 * 8192 * V && c.logits_hole == 0,
+               "the eager loss leaves the freed bf16 logits' block (%.0f MiB), the compiled one none", hole / MIB);
+        pp_fsdp_timeline tk;
+        wk.stack.keep_logits = true;
+        timeline(&wk, &lk, &c, &tk, &oc);
+        tap_ok(tk.bytes[PP_FSDP_AT_LOSS_BACKWARD] == tc.bytes[PP_FSDP_AT_LOSS_BACKWARD] &&
+                   fabs(tk.bytes[PP_FSDP_AT_BACKWARD_TOP] - tc.bytes[PP_FSDP_AT_BACKWARD_TOP] - 2 * 8192 * V) < 1,
+               "--compile-loss --keep-logits: nothing more at the loss backward, 2 B a logit after it");
+    }
+
     /* --router-holds-recompute (3B made MoE: 8 experts of 8192, top-2; seq 8192, micro-batch 1, full
      * AC): each recomputed MoE block leaves its titan tensors up to the router allocated, so the
      * first block's backward holds the other L - 1 blocks' and the last reduce-scatter and the
