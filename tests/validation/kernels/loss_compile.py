@@ -6,7 +6,11 @@ full AC; and all 32 layers at 2 x 8192 tokens with selective AC, the layout of t
 H200 rows), the allocator's history recorded (tests/data/fsdp/runs_loss_compile.csv,
 tests/data/fsdp/loss_compile/; one device call, PyTorch 2.11, 2026-11-30; predictions of the eager
 loss written before the runs in tools/fsdp/configs_loss_compile.csv). Their eager-loss twins are
-runs_reserved.csv's mh_g1_s32k_c and mh_dp2_s32k_c.
+runs_reserved.csv's mh_g1_s32k_c and mh_dp2_s32k_c. And under TP's loss_parallel (two H200s, FSDP2 +
+TP 2, 32k tokens: tests/data/fsdp/runs_loss_tp.csv, tests/data/fsdp/loss_tp/, the same call's
+fourth pass), the loss eager and compiled: the compiled one's bytes a logit at its backward are read
+off that run's allocator history (memory_fsdp.c FSDP_LOSS_COMPILED_PARALLEL_BWD), so its peak checks
+the reading, and the eager twin checks the eager loss_parallel figures independently.
 
 TAP, through the binary (`parplan check` with the flags each row states, --compile-loss included):
   - every run's allocated peak within 1%, its reserved peak (peak + cached_bytes) within 3%, its
@@ -15,7 +19,8 @@ TAP, through the binary (`parplan check` with the flags each row states, --compi
     step (within 30%: the 4 + 4 bytes a logit of time.c's EW_FSDP_CE_COMPILED_*, from the kernels'
     passes, against eager's 22 + 26);
   - the compute stream holds no freed-logits block at the reserved maximum (under 1 GiB free): the
-    compiled loss keeps the logits to its backward, so memory_fsdp.c adds none.
+    compiled loss keeps the logits to its backward, so memory_fsdp.c adds none; the eager TP run
+    holds one of at least its logits' shard.
 usage: loss_compile.py PARPLAN SOURCE_ROOT
 """
 import csv
@@ -44,9 +49,11 @@ def main():
     parplan, root = sys.argv[1], sys.argv[2]
     checks = []
     runs = table(root, "runs_loss_compile.csv")
+    tp_runs = table(root, "runs_loss_tp.csv")
+    runs.update(tp_runs)
     twins = table(root, "runs_reserved.csv")
     got = {}
-    for r, d, meas, err, peak, perr in each_predicted(parplan, list(runs.values()), lambda r: args_of(root, r), 3,
+    for r, d, meas, err, peak, perr in each_predicted(parplan, list(runs.values()), lambda r: args_of(root, r), 5,
                                                     checks):
         name = r["name"]
         got[name] = (d, meas, peak)
@@ -58,11 +65,19 @@ def main():
                                          f"{float(r['max_reserved_mib']):.0f} MiB, {rerr:+.2f}%"))
         checks.append((abs(err) <= 8.0, f"{name}: step predicted {d['step_time_s']:.3f} s, measured {meas:.3f} s, "
                                         f"{err:+.1f}%"))
-        with open(os.path.join(root, "tests/data/fsdp/loss_compile", name + ".json")) as f:
+        with open(os.path.join(root, "tests/data/fsdp", "loss_tp" if name in tp_runs else "loss_compile",
+                               name + ".json")) as f:
             h = json.load(f)
         free = [s["free"] for s in h["at_max_reserved_by_stream"] if s["stream"] == 0]
-        checks.append((free and free[0] < 2 ** 30, f"{name}: compute stream {free[0] / 2**30 if free else float('nan'):.2f}"
-                                                   f" GiB free at the reserved maximum (no freed-logits block)"))
+        free = free[0] if free else float("nan")
+        if r["compile_loss"] == "1":
+            checks.append((free < 2 ** 30, f"{name}: compute stream {free / 2**30:.2f} GiB free at the reserved "
+                                           f"maximum (no freed-logits block)"))
+        else:
+            shard = 2.0 * int(r["mbs"]) * int(r["seq"]) * int(r["vocab"]) / int(r["tp"])
+            checks.append((shard <= free <= shard + 2 * 2 ** 30,
+                           f"{name}: compute stream {free / 2**30:.2f} GiB free at the reserved maximum, its freed "
+                           f"bf16 logits' shard {shard / 2**30:.2f} GiB"))
     for name, twin in TWINS.items():
         t = twins.get(twin)
         if name not in got or t is None:
