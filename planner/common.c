@@ -123,6 +123,7 @@ void pp_stack_init(pp_stack *s)
     s->dispatcher = PP_DISPATCH_ALLTOALL;
     s->moe_imbalance = 1.0;
     s->loss = -1;
+    s->cp_comm = -1;
 }
 
 void pp_work_dropout(const pp_work *w, double *attention, double *hidden)
@@ -216,6 +217,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", gradient sync on the last micro-batch only");
     if (k > 0 && (size_t)k < n && s->keep_logits)
         k += snprintf(buf + k, n - (size_t)k, ", logits held through the backward");
+    if (k > 0 && (size_t)k < n && s->cp_comm >= 0)
+        k += snprintf(buf + k, n - (size_t)k, ", CP %s", pp_cp_comm_names[s->cp_comm]);
     if (k > 0 && (size_t)k < n && s->compile_loss)
         k += snprintf(buf + k, n - (size_t)k, ", loss compiled");
     if (k > 0 && (size_t)k < n && s->router_holds_recompute && w->model.experts > 1)

@@ -34,6 +34,7 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .global_attn_buffer = true,
         .dataloader_mask = true,
         .loss = PP_LOSS_VOCAB_PARALLEL,
+        .cp_comm = PP_CPC_P2P, /* TransformerEngine's ring, --cp-comm-type p2p (arguments.py default) */
         .titan_block = false,
         .titan_kernels = false,
         .block_sharding = false,
@@ -64,6 +65,7 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .global_attn_buffer = false,
         .dataloader_mask = false,
         .loss = PP_LOSS_TORCH,
+        .cp_comm = PP_CPC_P2P, /* Megatron-DeepSpeed's CP rides on Megatron's TE ring */
         .titan_block = false,
         .titan_kernels = false,
         .block_sharding = false,
@@ -94,6 +96,7 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .global_attn_buffer = false,
         .dataloader_mask = false,
         .loss = PP_LOSS_TORCH,
+        .cp_comm = PP_CPC_TORCH, /* torchtitan's CP is torch's context_parallel ring */
         .titan_block = true,
         .titan_kernels = true,
         .block_sharding = true,
@@ -137,6 +140,7 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         /* Megatron's vocab-parallel algorithm ported (tensor_parallel/functional.py:31) on the
          * logits cast to fp32 (llama.py:901) */
         .loss = PP_LOSS_VOCAB_PARALLEL,
+        .cp_comm = PP_CPC_P2P, /* no CP of its own: the TE ring's bytes */
         .titan_block = false,
         .titan_kernels = false,
         .block_sharding = false,
@@ -293,6 +297,14 @@ double pp_work_optimizer_master_bytes(const pp_work *w)
     bool mcore_master = pp_work_fp8_params(w) && s->precision != PP_PREC_FP8;
     if (s->main_params_dtype == PP_OPT_FP32 && bf16 && !mcore_master) main = 2.0;
     return main;
+}
+
+const char *const pp_cp_comm_names[PP_CPC_COUNT] = {"p2p", "allgather", "torch"};
+
+pp_cp_comm pp_work_cp_comm(const pp_work *w)
+{
+    if (w->stack.cp_comm >= 0 && w->stack.cp_comm < PP_CPC_COUNT) return (pp_cp_comm)w->stack.cp_comm;
+    return (pp_cp_comm)pp_work_fw(w)->cp_comm;
 }
 
 pp_loss pp_work_loss(const pp_work *w)

@@ -614,6 +614,8 @@ typedef struct pp_stack {
                                   "auto" -> torch.bfloat16). fp32: torchtitan's */
     int loss;                  /* --loss (--framework fsdp): a pp_loss from PP_LOSS_TORCH on; below
                                   it (pp_stack_init's -1): the framework's (pp_work_loss) */
+    int cp_comm;               /* --cp-comm: a pp_cp_comm; -1 (pp_stack_init): the framework's
+                                  (pp_work_cp_comm) */
     bool compile;              /* --compile: torch.compile of each block under --framework fsdp
                                   (torchtitan [compile], fms-fsdp use_torch_compile): Inductor
                                   fuses the block's elementwise ops and runs it as one graph */
@@ -665,6 +667,7 @@ typedef struct {
     bool dataloader_mask;        /* the dataloader builds a b x s x s attention mask unless
                                     --no-attention-mask */
     pp_loss loss;                /* the loss unless --cross-entropy-fusion says otherwise */
+    int cp_comm;                 /* pp_cp_comm: how its context parallelism exchanges K and V */
     bool titan_block;            /* torchtitan's block: separate wq, wk, wv and w1, w3, its eager
                                     elementwise ops, SDPA's FlashAttention-2, the loss on
                                     logits.float() (not under MLA) */
@@ -731,6 +734,16 @@ bool pp_work_grads_16bit(const pp_work *w);
 double pp_work_grad_bytes(const pp_work *w);
 /* The loss implementation: --cross-entropy-fusion, else the framework's. */
 pp_loss pp_work_loss(const pp_work *w);
+/* How context parallelism moves K and V (--cp-comm, else the framework's): p2p, TransformerEngine's
+ * ring (Megatron's --cp-comm-type p2p, its default): each hop the rank's K and V at the KV heads'
+ * width in 16 bits, and their gradients likewise; allgather, K and V all-gathered at their own width
+ * and the gradients reduce-scattered (Llama 3's CP, Dubey et al. 2024 sec. 3.3.2; Megatron's
+ * --cp-comm-type allgather), priced as the same bytes; torch, PyTorch's ring
+ * (torch.distributed.tensor.experimental context_parallel, torchtitan's CP): K and V as SDPA sees
+ * them, repeated to the query heads, and the key and value gradients passed round in fp32. */
+typedef enum { PP_CPC_P2P = 0, PP_CPC_ALLGATHER, PP_CPC_TORCH, PP_CPC_COUNT } pp_cp_comm;
+extern const char *const pp_cp_comm_names[PP_CPC_COUNT]; /* "p2p", "allgather", "torch" */
+pp_cp_comm pp_work_cp_comm(const pp_work *w);
 /* GPUs that reach each other over NVLink: the NVLink domain when it spans nodes (NVL72), else the
  * node. What the communication model and the search's TP placement count as "within a node". */
 int64_t pp_work_nvlink_gpus(const pp_work *w);

@@ -33,7 +33,7 @@ typedef enum {
     PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE, PP_RQ_FINETUNE, PP_RQ_LORA_RANK,
     PP_RQ_LORA_TARGETS, PP_RQ_PRECISION_AWARE, PP_RQ_DIST_FUSED_ADAM, PP_RQ_VOCAB_DIVISIBLE_BY,
     PP_RQ_FSDP_DOUBLE_BUFFER, PP_RQ_FSDP_UNIT_SIZE, PP_RQ_FSDP_GRADS_FP32, PP_RQ_NO_SYNC_ACCUM,
-    PP_RQ_KEEP_LOGITS, PP_RQ_COMPILE_LOSS, PP_RQ_NO_COMPILE_LOSS, PP_RQ_ROUTER_HOLDS_RECOMPUTE, PP_RQ_EXPERT_PAD_LOOP,
+    PP_RQ_KEEP_LOGITS, PP_RQ_COMPILE_LOSS, PP_RQ_NO_COMPILE_LOSS, PP_RQ_CP_COMM, PP_RQ_ROUTER_HOLDS_RECOMPUTE, PP_RQ_EXPERT_PAD_LOOP,
     /* layout */
     PP_RQ_TP, PP_RQ_PP, PP_RQ_DP, PP_RQ_VPP, PP_RQ_CP, PP_RQ_EP, PP_RQ_ETP, PP_RQ_MBS, PP_RQ_ZERO,
     PP_RQ_DIST_OPT, PP_RQ_SP, PP_RQ_RECOMPUTE, PP_RQ_RECOMPUTE_LAYERS, PP_RQ_RECOMPUTE_MODULES,
@@ -62,6 +62,7 @@ typedef struct {
     int flex_backend;                     /* pp_flex_backend */
     int ce_fusion;            /* pp_ce_fusion */
     int sdpa_backend;         /* pp_sdpa_backend */
+    int cp_comm;              /* pp_cp_comm */
     int fp8_scaling;          /* pp_fp8_scaling */
     int eager_norm;           /* pp_eager_norm */
     int tp_vocab;             /* pp_tp_vocab */

@@ -176,6 +176,10 @@ const pp_option pp_request_options[] = {
     ENUM("--param-dtype", param_dtype, PP_RQ_PARAM_DTYPE, optimizer_dtype_names, 2,
          "the sharded parameters' dtype, and so their gradients' and AdamW's state (fsdp; "
          "bf16: NeMo AutoModel's default; fp32: torchtitan's)"),
+    ENUM("--cp-comm", cp_comm, PP_RQ_CP_COMM, pp_cp_comm_names, PP_CPC_COUNT,
+         "how context parallelism moves K and V: p2p (TransformerEngine's ring, Megatron's default), allgather "
+         "(Llama 3's; Megatron --cp-comm-type allgather), torch (torch's ring, torchtitan's: K and V at the query "
+         "heads, fp32 gradients; the fsdp default)"),
     ENUM("--loss", loss, PP_RQ_LOSS, pp_torch_loss_names, 3,
          "the loss (fsdp): cross_entropy on logits.float() (torchtitan), on the bf16 logits "
          "(NeMo AutoModel's MaskedCrossEntropy, fp32_upcast false), or cut cross-entropy (no logits kept)"),
@@ -476,6 +480,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_EXP_AVG_DTYPE]) s->exp_avg_dtype = (pp_opt_dtype)r->exp_avg_dtype;
     if (g[PP_RQ_EXP_AVG_SQ_DTYPE]) s->exp_avg_sq_dtype = (pp_opt_dtype)r->exp_avg_sq_dtype;
     if (g[PP_RQ_LOSS]) s->loss = PP_LOSS_TORCH + r->loss;
+    if (g[PP_RQ_CP_COMM]) s->cp_comm = r->cp_comm;
     if (g[PP_RQ_FINETUNE]) s->finetune = (pp_finetune)r->finetune;
     if (g[PP_RQ_LORA_RANK]) s->lora_rank = r->lora_rank;
     if (g[PP_RQ_LORA_TARGETS]) s->lora_targets = (pp_lora_targets)r->lora_targets;

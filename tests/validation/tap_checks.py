@@ -38,10 +38,12 @@ def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=
 def fsdp_row_args(root, r):
     """fsdp_run_args for a row of a tools/fsdp/parse_runs.py table (tests/data/fsdp/runs_*.csv);
     its micro-batches, TP and CP ranks (CP ranks share a sample) from the row's columns."""
-    return fsdp_run_args(root, r["flavor"], int(r["gpus"]), int(r["mbs"]), int(r["seq"]), r["ac"],
-                         tp=int(r.get("tp") or 1), reshard=r["reshard_after_forward"] == "true",
-                         compile=r.get("compile") == "1", layers=r.get("layers"),
-                         accum=int(r.get("accum") or 1), cp=int(r.get("cp") or 1))
+    a = fsdp_run_args(root, r["flavor"], int(r["gpus"]), int(r["mbs"]), int(r["seq"]), r["ac"],
+                      tp=int(r.get("tp") or 1), reshard=r["reshard_after_forward"] == "true",
+                      compile=r.get("compile") == "1", layers=r.get("layers"),
+                      accum=int(r.get("accum") or 1), cp=int(r.get("cp") or 1))
+    a += ["--compile-loss"] if r.get("compile_loss") == "1" else []
+    return a + (["--sdpa-backend", "cudnn"] if r.get("sdpa_backend") == "cudnn" else [])
 
 
 def each_predicted(parplan, runs, args_of, n, checks):

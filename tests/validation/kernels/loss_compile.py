@@ -41,8 +41,7 @@ def table(root, name):
 
 
 def args_of(root, r):
-    a = fsdp_row_args(root, r) + (["--expandable-segments"] if r["alloc"] == "expandable" else [])
-    return a + (["--compile-loss"] if r.get("compile_loss") == "1" else [])
+    return fsdp_row_args(root, r) + (["--expandable-segments"] if r["alloc"] == "expandable" else [])
 
 
 def main():
