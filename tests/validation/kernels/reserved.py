@@ -16,7 +16,9 @@ TAP:
     frees before the loss backward (2 bytes x tokens x vocabulary), and at most 2 GiB more;
   - through the binary: peak + cached_bytes within 4% of the reserved peak of every long-sequence
     run without allocator retries (tests/data/fsdp/runs_longseq.csv, runs_cp.csv,
-    runs_reserved.csv).
+    runs_reserved.csv); under PyTorch's default allocator (no expandable segments: runs_reserved_default.csv,
+    two of those runs again, a later call) within 9%: its maximum came away from the allocated peak, and
+    the two-GPU run's compute stream kept no freed-logits block (reserved 8% under the price).
 usage: reserved.py PARPLAN SOURCE_ROOT
 """
 import csv
@@ -29,7 +31,7 @@ from tap_checks import check_json, fsdp_row_args, report  # noqa: E402 (tests/va
 
 MIB = 1024.0 * 1024.0
 GIB = 1024.0 * MIB
-TABLES = ("runs_longseq.csv", "runs_cp.csv", "runs_reserved.csv")
+TABLES = ("runs_longseq.csv", "runs_cp.csv", "runs_reserved.csv", "runs_reserved_default.csv")
 
 
 def table(root, name):
@@ -98,8 +100,9 @@ def main():
             e = 100.0 * (pred / float(r["max_reserved_mib"]) - 1)
             worst = max(worst, abs(e))
             n += 1
-            checks.append((abs(e) <= 4.0, f"{r['name']} ({t}): reserved peak predicted {pred:.0f} MiB (peak + "
-                                          f"cached_bytes), measured {float(r['max_reserved_mib']):.0f} MiB, {e:+.2f}%"))
+            bound = 9.0 if r["alloc"] == "default" else 4.0
+            checks.append((abs(e) <= bound, f"{r['name']} ({t}, {r['alloc']} allocator): reserved peak predicted {pred:.0f} MiB (peak + "
+                                          f"cached_bytes), measured {float(r['max_reserved_mib']):.0f} MiB, {e:+.2f}% (within {bound:.0f}%)"))
     checks.append((n >= 12, f"{n} runs without allocator retries compared, worst {worst:.2f}%"))
     return report(checks)
 
