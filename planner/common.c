@@ -123,7 +123,6 @@ void pp_stack_init(pp_stack *s)
     s->dispatcher = PP_DISPATCH_ALLTOALL;
     s->moe_imbalance = 1.0;
     s->loss = -1;
-    s->cp_comm = -1;
 }
 
 void pp_work_dropout(const pp_work *w, double *attention, double *hidden)
@@ -217,8 +216,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", gradient sync on the last micro-batch only");
     if (k > 0 && (size_t)k < n && s->keep_logits)
         k += snprintf(buf + k, n - (size_t)k, ", logits held through the backward");
-    if (k > 0 && (size_t)k < n && s->cp_comm >= 0)
-        k += snprintf(buf + k, n - (size_t)k, ", CP %s", pp_cp_comm_names[s->cp_comm]);
+    if (k > 0 && (size_t)k < n && s->cp_comm > 0 && s->cp_comm <= PP_CPC_COUNT)
+        k += snprintf(buf + k, n - (size_t)k, ", CP %s", pp_cp_comm_names[s->cp_comm - 1]);
     if (k > 0 && (size_t)k < n && s->compile_loss)
         k += snprintf(buf + k, n - (size_t)k, ", loss compiled");
     if (k > 0 && (size_t)k < n && s->router_holds_recompute && w->model.experts > 1)
@@ -303,6 +302,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
     if (s->compile_loss && w->framework != PP_FW_FSDP)
         return STACK_BAD("--compile-loss is torch.compile of a PyTorch training loop's loss function: with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (pp_work_cp_comm(w) == PP_CPC_TORCH && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--cp-comm torch is PyTorch's context_parallel ring (torchtitan): with --framework fsdp, "
+                         "not %s", pp_framework_names[w->framework]);
     if (s->compile_loss && pp_work_loss(w) == PP_LOSS_CUT)
         return STACK_BAD("--compile-loss with --loss cut: cut cross-entropy forms no logits to compile a loss over "
                          "(leave one out)");

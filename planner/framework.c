@@ -303,7 +303,7 @@ const char *const pp_cp_comm_names[PP_CPC_COUNT] = {"p2p", "allgather", "torch"}
 
 pp_cp_comm pp_work_cp_comm(const pp_work *w)
 {
-    if (w->stack.cp_comm >= 0 && w->stack.cp_comm < PP_CPC_COUNT) return (pp_cp_comm)w->stack.cp_comm;
+    if (w->stack.cp_comm > 0 && w->stack.cp_comm <= PP_CPC_COUNT) return (pp_cp_comm)(w->stack.cp_comm - 1);
     return (pp_cp_comm)pp_work_fw(w)->cp_comm;
 }
 

@@ -614,7 +614,7 @@ typedef struct pp_stack {
                                   "auto" -> torch.bfloat16). fp32: torchtitan's */
     int loss;                  /* --loss (--framework fsdp): a pp_loss from PP_LOSS_TORCH on; below
                                   it (pp_stack_init's -1): the framework's (pp_work_loss) */
-    int cp_comm;               /* --cp-comm: a pp_cp_comm; -1 (pp_stack_init): the framework's
+    int cp_comm;               /* --cp-comm: 1 + a pp_cp_comm; 0 (a zeroed stack): the framework's
                                   (pp_work_cp_comm) */
     bool compile;              /* --compile: torch.compile of each block under --framework fsdp
                                   (torchtitan [compile], fms-fsdp use_torch_compile): Inductor

@@ -316,7 +316,8 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     if (s->no_sync_accum) pp_json_kbool(j, "no_sync_accumulation", true); /* only where stated */
     if (s->keep_logits) pp_json_kbool(j, "keep_logits", true);             /* only where stated */
     if (s->compile_loss) pp_json_kbool(j, "compile_loss", true);           /* only where stated */
-    if (s->cp_comm >= 0) pp_json_kstr(j, "cp_comm", pp_cp_comm_names[s->cp_comm]); /* only where stated */
+    if (s->cp_comm > 0 && s->cp_comm <= PP_CPC_COUNT)
+        pp_json_kstr(j, "cp_comm", pp_cp_comm_names[s->cp_comm - 1]); /* only where stated */
     if (s->router_holds_recompute) pp_json_kbool(j, "router_holds_recompute", true); /* only where stated */
     if (s->expert_pad_loop) pp_json_kbool(j, "expert_pad_loop", true);               /* only where stated */
     if (s->fp8_scaling != PP_FP8_TENSORWISE) pp_json_kstr(j, "fp8_scaling", pp_fp8_scaling_names[s->fp8_scaling]);

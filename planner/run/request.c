@@ -480,7 +480,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_EXP_AVG_DTYPE]) s->exp_avg_dtype = (pp_opt_dtype)r->exp_avg_dtype;
     if (g[PP_RQ_EXP_AVG_SQ_DTYPE]) s->exp_avg_sq_dtype = (pp_opt_dtype)r->exp_avg_sq_dtype;
     if (g[PP_RQ_LOSS]) s->loss = PP_LOSS_TORCH + r->loss;
-    if (g[PP_RQ_CP_COMM]) s->cp_comm = r->cp_comm;
+    if (g[PP_RQ_CP_COMM]) s->cp_comm = 1 + r->cp_comm;
     if (g[PP_RQ_FINETUNE]) s->finetune = (pp_finetune)r->finetune;
     if (g[PP_RQ_LORA_RANK]) s->lora_rank = r->lora_rank;
     if (g[PP_RQ_LORA_TARGETS]) s->lora_targets = (pp_lora_targets)r->lora_targets;
