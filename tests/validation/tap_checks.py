@@ -2,6 +2,7 @@
 JSON lines, a C #define's value from a source file, the `parplan check` flags of a run of
 tools/fsdp/train.py, `parplan check --json` run and parsed, and the TAP report of (ok, message)
 checks."""
+import csv
 import json
 import os
 import re
@@ -33,6 +34,12 @@ def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=
         "--seq", str(seq), "--recompute", ac]
     return (a + (["--tp", str(tp)] if tp > 1 else []) + (["--compile"] if compile else []) +
             (["--replicate", str(replicate)] if replicate > 1 else []) + (["--cp", str(cp)] if cp > 1 else []))
+
+
+def fsdp_table(root, name):
+    """The rows of a tools/fsdp/parse_runs.py table under tests/data/fsdp (its '#' lines skipped)."""
+    with open(os.path.join(root, "tests/data/fsdp", name)) as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def fsdp_row_args(root, r):

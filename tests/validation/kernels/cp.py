@@ -19,13 +19,12 @@ TAP, through the binary (`parplan check` with the flags each row states):
     runs on the GPU beside the attention, not as host waits.
 usage: cp.py PARPLAN SOURCE_ROOT
 """
-import csv
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, each_predicted, fsdp_row_args, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, each_predicted, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 HELD_OUT = ("cp2_s96k_c", "cp2_s128k_c", "cpc2_s96k_c")  # tools/fsdp/configs_cp*.csv, chosen before the runs
 
@@ -34,11 +33,6 @@ HELD_OUT = ("cp2_s96k_c", "cp2_s128k_c", "cpc2_s96k_c")  # tools/fsdp/configs_cp
 # backend with the eager loss, and the torchtitan-compile recipe's stack (cuDNN, the loss compiled)
 TABLES = (("runs_cp.csv", "cp/cp_runs.jsonl", "cp2_s64k_c", "dp2_s32k_c", 5),
           ("runs_cp_cudnn.csv", "cp_cudnn/cpc_runs.jsonl", "cpc2_s64k_c", "dpc2_s32k_c", 3))
-
-
-def rows(root, table):
-    with open(os.path.join(root, "tests/data/fsdp", table)) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def profiles(root, records):
@@ -57,7 +51,7 @@ def main():
     checks = []
     for table, records, cp_run, twin_run, n in TABLES:
         pred, meas = {}, {}
-        for r, d, m, err, peak, perr in each_predicted(parplan, rows(root, table), lambda r: fsdp_row_args(root, r), n,
+        for r, d, m, err, peak, perr in each_predicted(parplan, fsdp_table(root, table), lambda r: fsdp_row_args(root, r), n,
                                                        checks):
             name = r["name"]
             pred[name], meas[name] = d["step_time_s"], m
@@ -75,7 +69,7 @@ def main():
                            f"{table}: what CP 2 adds at 32k tokens a rank (twice the keys each query attends, the "
                            f"ring): predicted {p:.3f} s, measured {m:.3f} s, {100 * (p / m - 1):+.1f}% (within 15%)"))
             # the same run priced with TransformerEngine's ring bytes (GQA width, 16-bit gradients)
-            r = next(x for x in rows(root, table) if x["name"] == cp_run)
+            r = next(x for x in fsdp_table(root, table) if x["name"] == cp_run)
             d = check_json(parplan, fsdp_row_args(root, r) + ["--cp-comm", "p2p"])
             if "step_time_s" in d:
                 p2 = d["step_time_s"] - pred[twin_run]

@@ -22,21 +22,19 @@ TAP, through the binary (`parplan check` with the flags each row states):
     (planner/model/gpu_power.c).
 usage: longseq.py PARPLAN SOURCE_ROOT
 """
-import csv
 import datetime
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import each_predicted, fsdp_run_args, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import each_predicted, fsdp_run_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 H200_MAX_SM_MHZ = 1980  # nvidia-smi's clocks.max.sm on the lent H200 (idle samples of the power file read 1980)
 
 
 def rows(root):
-    with open(os.path.join(root, "tests/data/fsdp/runs_longseq.csv")) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return fsdp_table(root, "runs_longseq.csv")
 
 
 def args_of(root, r):

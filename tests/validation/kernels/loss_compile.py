@@ -23,21 +23,19 @@ TAP, through the binary (`parplan check` with the flags each row states, --compi
     holds one of at least its logits' shard.
 usage: loss_compile.py PARPLAN SOURCE_ROOT
 """
-import csv
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, each_predicted, fsdp_row_args, report  # noqa: E402
+from tap_checks import check_json, each_predicted, fsdp_row_args, fsdp_table, report  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 TWINS = {"lc_g1_s32k_c": "mh_g1_s32k_c", "lc_dp2_s32k_c": "mh_dp2_s32k_c"}
 
 
 def table(root, name):
-    with open(os.path.join(root, "tests/data/fsdp", name)) as f:
-        return {r["name"]: r for r in csv.DictReader(line for line in f if not line.startswith("#"))}
+    return {r["name"]: r for r in fsdp_table(root, name)}
 
 
 def args_of(root, r):

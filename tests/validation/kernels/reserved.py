@@ -21,22 +21,16 @@ TAP:
     the two-GPU run's compute stream kept no freed-logits block (reserved 8% under the price).
 usage: reserved.py PARPLAN SOURCE_ROOT
 """
-import csv
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, fsdp_row_args, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 MIB = 1024.0 * 1024.0
 GIB = 1024.0 * MIB
 TABLES = ("runs_longseq.csv", "runs_cp.csv", "runs_reserved.csv", "runs_reserved_default.csv")
-
-
-def table(root, name):
-    with open(os.path.join(root, "tests/data/fsdp", name)) as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def streams(h):
@@ -56,7 +50,7 @@ def streams(h):
 def main():
     parplan, root = sys.argv[1], sys.argv[2]
     checks = []
-    runs = {r["name"]: r for r in table(root, "runs_reserved.csv")}
+    runs = {r["name"]: r for r in fsdp_table(root, "runs_reserved.csv")}
     for name, r in runs.items():
         with open(os.path.join(root, "tests/data/fsdp/reserved", name + ".json")) as f:
             h = json.load(f)
@@ -88,7 +82,7 @@ def main():
     worst = 0.0
     n = 0
     for t in TABLES:
-        for r in table(root, t):
+        for r in fsdp_table(root, t):
             if r["status"] != "ok" or r["alloc_retries"] not in ("0", ""):
                 continue
             d = check_json(parplan, fsdp_row_args(root, r) +
