@@ -98,6 +98,9 @@ class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = c["heads"], c["kv_heads"], c["head_dim"]
+        # --enable-gqa: torchtitan's model code since ff0829c10 (2026-01-27, "GQA without kv
+        # repeats", in v0.2.2): K and V go to SDPA at their own heads with enable_gqa, not repeated
+        self.enable_gqa = c.get("enable_gqa", False) and self.heads > self.kv_heads
         self.wq = nn.Linear(c["dim"], self.heads * self.head_dim, bias=False)
         self.wk = nn.Linear(c["dim"], self.kv_heads * self.head_dim, bias=False)
         self.wv = nn.Linear(c["dim"], self.kv_heads * self.head_dim, bias=False)
@@ -110,6 +113,9 @@ class Attention(nn.Module):
         k = self.wk(x).view(b, s, -1, self.head_dim)
         v = self.wv(x).view(b, s, -1, self.head_dim)
         q, k = apply_rope(q, table), apply_rope(k, table)
+        if self.enable_gqa:  # torchtitan v0.2.2 llama3 Attention.forward, attn_type "sdpa"
+            out = self.inner_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), enable_gqa=True)
+            return self.wo(out.transpose(1, 2).contiguous().view(b, s, -1))
         n_rep = self.heads // self.kv_heads
         k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
         out = self.inner_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
@@ -120,8 +126,8 @@ class InnerAttention(nn.Module):
     """SDPA as a module, as torchtitan's ScaledDotProductAttentionWrapper
     (torchtitan/models/attention.py, v0.2.2), so that context parallelism can wrap it (apply_cp)."""
 
-    def forward(self, q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    def forward(self, q, k, v, enable_gqa=False):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=enable_gqa)
 
 
 class FeedForward(nn.Module):
@@ -197,6 +203,7 @@ def model_dims(args):
     if c["dim"] % c["heads"] or c["heads"] % c["kv_heads"]:
         sys.exit("train.py: dim must be a multiple of heads, and heads of kv_heads")
     c["head_dim"] = c["dim"] // c["heads"]
+    c["enable_gqa"] = args.enable_gqa
     return c
 
 
@@ -383,6 +390,9 @@ def parse_args(argv=None):
     p.add_argument("--sdpa-backend", choices=("flash", "cudnn"), default="flash",
                    help="the one SDPA kernel allowed (cudnn: what torchtitan 0.2.x puts first)")
     p.add_argument("--clip", type=float, default=None, help="clip the grad norm to this value")
+    p.add_argument("--enable-gqa", action="store_true",
+                   help="K and V to SDPA at their own heads with enable_gqa (torchtitan v0.2.2 on), "
+                        "not repeated to the query heads (torchtitan up to v0.2.1)")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile each block, its AC wrapper included, before FSDP "
                         "(torchtitan's apply_compile, fullgraph=True)")
@@ -457,7 +467,7 @@ def describe(args, c, world, device):
         "mbs": args.mbs, "seq": args.seq,
         "global_batch": world // args.tp // args.cp * args.mbs * args.accum,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
-        "compile": args.compile, "compile_loss": args.compile_loss, "accum": args.accum, "loss_kind": args.loss,
+        "compile": args.compile, "compile_loss": args.compile_loss, "enable_gqa": args.enable_gqa, "accum": args.accum, "loss_kind": args.loss,
         "keep_logits": args.keep_logits,
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
