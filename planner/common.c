@@ -220,6 +220,8 @@ void pp_stack_describe(const pp_work *w, char *buf, size_t n)
         k += snprintf(buf + k, n - (size_t)k, ", CP %s", pp_cp_comm_names[s->cp_comm - 1]);
     if (k > 0 && (size_t)k < n && s->compile_loss)
         k += snprintf(buf + k, n - (size_t)k, ", loss compiled");
+    if (k > 0 && (size_t)k < n && s->repeat_kv && w->model.kv_heads < w->model.heads)
+        k += snprintf(buf + k, n - (size_t)k, ", K and V repeated to the query heads");
     if (k > 0 && (size_t)k < n && s->router_holds_recompute && w->model.experts > 1)
         k += snprintf(buf + k, n - (size_t)k, ", recompute held by the router");
     if (k > 0 && (size_t)k < n && s->expert_pad_loop && w->model.experts > 1)
@@ -298,6 +300,9 @@ pp_status pp_stack_check(const pp_work *w, pp_error *err)
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
     if (s->keep_logits && w->framework != PP_FW_FSDP)
         return STACK_BAD("--keep-logits is about a PyTorch FSDP2 training loop's reference to the logits: with "
+                         "--framework fsdp, not %s", pp_framework_names[w->framework]);
+    if (s->repeat_kv && w->framework != PP_FW_FSDP)
+        return STACK_BAD("--repeat-kv is about a PyTorch model's attention before SDPA (torchtitan up to v0.2.1): with "
                          "--framework fsdp, not %s", pp_framework_names[w->framework]);
     if (s->compile_loss && w->framework != PP_FW_FSDP)
         return STACK_BAD("--compile-loss is torch.compile of a PyTorch training loop's loss function: with "

@@ -584,6 +584,11 @@ typedef struct pp_stack {
                                   through the backward (KempnerForge's `logits = model(...)`, NeMo
                                   AutoModel's `out`); torchtitan deletes them before it ("need to free
                                   pred before bwd") */
+    bool repeat_kv;            /* --repeat-kv (fsdp): grouped-query K and V repeated to the query heads before
+                                  SDPA, as torchtitan's repeat_kv did up to v0.2.1 (and KempnerForge,
+                                  fms-fsdp); torchtitan since ff0829c10 (2026-01-27, v0.2.2) passes them at
+                                  their own heads with enable_gqa: SDPA saves them at the KV width, no copy
+                                  kernel, and the CP ring passes them narrow (layer.c) */
     bool compile_loss;         /* --compile-loss (fsdp): the loss function under torch.compile, as torchtitan
                                   compiles it with the model since 2025-02 (components/loss.py
                                   build_cross_entropy_loss; compile.components defaults to ["model",

@@ -315,7 +315,8 @@ void pp_cli_stack_json(pp_json *j, const pp_cli *c)
     if (s->vocab_divisible_by > 0) pp_json_kint(j, "vocab_divisible_by", s->vocab_divisible_by); /* only where stated */
     if (s->no_sync_accum) pp_json_kbool(j, "no_sync_accumulation", true); /* only where stated */
     if (s->keep_logits) pp_json_kbool(j, "keep_logits", true);             /* only where stated */
-    if (s->compile_loss) pp_json_kbool(j, "compile_loss", true);           /* only where stated */
+    if (s->compile_loss) pp_json_kbool(j, "compile_loss", true);
+    if (s->repeat_kv) pp_json_kbool(j, "repeat_kv", true);           /* only where stated */
     if (s->cp_comm > 0 && s->cp_comm <= PP_CPC_COUNT)
         pp_json_kstr(j, "cp_comm", pp_cp_comm_names[s->cp_comm - 1]); /* only where stated */
     if (s->router_holds_recompute) pp_json_kbool(j, "router_holds_recompute", true); /* only where stated */

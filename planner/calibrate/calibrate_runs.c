@@ -422,7 +422,7 @@ pp_status pp_calib_fsdp_csv_load(const char *path, const pp_gpu *gpu, pp_calib_r
     char *text = NULL;
     size_t len = 0;
     pp_calib_run *runs = NULL;
-    int n = 0, cap = 0, ix[C_COUNT], lineno = 0;
+    int n = 0, cap = 0, ix[C_COUNT], lineno = 0, ix_gqa = -1;
     bool header = false;
     *runs_out = NULL;
     *n_out = 0;
@@ -446,6 +446,9 @@ pp_status pp_calib_fsdp_csv_load(const char *path, const pp_gpu *gpu, pp_calib_r
                     goto fail;
                 }
             }
+            /* optional: enable_gqa (train.py --enable-gqa); tables from before it ran K and V repeated */
+            for (int i = 0; i < nc; i++)
+                if (!strcmp(col[i], "enable_gqa")) ix_gqa = i;
             header = true;
             continue;
         }
@@ -515,6 +518,9 @@ pp_status pp_calib_fsdp_csv_load(const char *path, const pp_gpu *gpu, pp_calib_r
             goto fail;
         }
         w->stack.optimizer_impl = (pp_adam_impl)opt;
+        /* train.py's model repeats K and V to the query heads (torchtitan to v0.2.1) unless the row ran
+         * with --enable-gqa (torchtitan v0.2.2's attention) */
+        w->stack.repeat_kv = !(ix_gqa >= 0 && ix_gqa < nc && !strcmp(col[ix_gqa], "1"));
         pp_stack_resolve(w);
         pp_layout *l = &r->layout;
         pp_layout_init(l);

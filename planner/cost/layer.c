@@ -414,7 +414,12 @@ static void build_ew(const pp_work *w, pp_layer *ly)
         double rw = ly->mla ? ly->heads * (double)m->qk_rope_dim * 2 : hq + hkv;
         ew_add(ly, "rope", t ? PP_EW_T_ROPE : PP_EW_ROPE, T * rw, PP_LB_ATTN_IN, 0);
     }
-    if (t && hkv < hq) /* repeat_kv materialises k and v at the query heads */
+    /* --repeat-kv: torchtitan's repeat_kv (to v0.2.1) materialises k and v at the query heads; with
+     * enable_gqa (v0.2.2 on) no copy runs, and the flash backward's own sum of the key and value
+     * gradients over a group stands where repeat_kv's backward sum did. Measured on two H200s
+     * (tests/data/fsdp/runs_gqa.csv, 8 layers at 16k tokens, profiled): copy kernels 35.8 -> 32.9 ms,
+     * attention 223.1 -> 223.6 ms, the step 637.1 -> 635.7 ms. */
+    if (t && hkv < hq && w->stack.repeat_kv)
         ew_add(ly, "repeat_kv", PP_EW_T_REPEAT, 2 * T * (hq + hkv), PP_LB_ATTN_IN, 0);
     if (m->qk_norm != PP_QKNORM_NONE)
         ew_add(ly, "qk_norm", t ? PP_EW_T_QK_NORM : PP_EW_QK_NORM, T * (hq + hkv), PP_LB_ATTN_IN, 0);
@@ -497,16 +502,18 @@ static void build_colls(const pp_work *w, const pp_layout *l, pp_layer *ly)
     /* CP: ring exchange of the K and V blocks (Megatron/TE context parallelism), cp - 1 hops
      * forward; the backward moves K, V and their gradients. MLA sends its per-head k and v.
      * PyTorch's ring (--cp-comm torch, the fsdp default: torch.distributed.tensor.experimental) exchanges
-     * K and V as SDPA sees them, repeated to the query heads, and passes the key and value
-     * gradients round in fp32 (its _cp_options.convert_to_f32 accumulators): the backward's hops
-     * carry 4-byte gradients at the query heads' width. On two H200s that exposes about 14 ms a
+     * K and V as SDPA sees them and passes the key and value gradients round in fp32 (its
+     * _cp_options.convert_to_f32 accumulators): the backward's hops carry 4-byte gradients. Under
+     * --repeat-kv SDPA sees them repeated to the query heads: on two H200s that exposes about 14 ms a
      * layer at 32k tokens a rank where the GQA-width bf16 hops priced 1.6 (the profiled CP steps
-     * of tests/data/fsdp/cp and cp_cudnn: NCCL alone on the GPU 113 and 109 ms of 8 layers). */
+     * of tests/data/fsdp/cp and cp_cudnn: NCCL alone on the GPU 113 and 109 ms of 8 layers). With
+     * enable_gqa (torchtitan v0.2.2) they go at the KV heads' width: the same 64k-token CP 2 step
+     * took 2998 ms against the repeated run's 3107 (tests/data/fsdp/runs_gqa.csv g_cp2_s64k_c). */
     if (l->cp > 1) {
         const bool torch_ring = pp_work_cp_comm(w) == PP_CPC_TORCH;
         double sq = ly->attn.queries, b = ly->mbs;
         double kv_width = ly->mla ? ly->heads * (ly->attn.qk_dim + ly->attn.v_dim)
-                                  : 2.0 * (torch_ring ? ly->q_width : ly->kv_width);
+                                  : 2.0 * (torch_ring && w->stack.repeat_kv ? ly->q_width : ly->kv_width);
         double kv = b * sq * kv_width * 2.0, hops = (double)(l->cp - 1);
         coll_add(ly, "kv.ring", PP_LG_CP, PP_TC_SENDRECV, kv, hops, l->cp, tp, false, PP_LB_ATTN_IN, false,
                  false);
@@ -623,8 +630,13 @@ static void build_saved_titan(const pp_work *w, pp_layer *ly)
     saved_add(ly, "attention_norm.rstd", T * stats, 4, false, 0);
     saved_add(ly, "attention_norm.output", T * h, 2, false, 0);
     saved_add(ly, "attn.q", T * hq, 2, false, 0);
-    saved_add(ly, "attn.k", T * hq, 2, false, 0);
-    saved_add(ly, "attn.v", T * hq, 2, false, 0);
+    /* --repeat-kv: SDPA saves the repeated copies; with enable_gqa it saves k and v at their own
+     * heads (v is wv's output itself). Measured: 1,536 MiB apart over 8 layers of 16k tokens, the
+     * 2 x (4096 - 1024) x 2 bytes a token and layer of Llama-3-8B's shape (runs_gqa.csv
+     * r_s16k_none_e / g_s16k_none_e); the selective and full AC peaks the same in both. */
+    const double kvw = w->stack.repeat_kv ? hq : ly->kv_width;
+    saved_add(ly, "attn.k", T * kvw, 2, false, 0);
+    saved_add(ly, "attn.v", T * kvw, 2, false, 0);
     saved_add(ly, "attn.out", T * hq, 2, false, 0);
     saved_add(ly, "attn.lse", T * ly->heads, 4, false, 0);
     if (!ly->attn.fused) saved_add(ly, "attn.softmax", ly->attn.scores, 2, false, 0); /* math SDPA */

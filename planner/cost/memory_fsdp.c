@@ -131,7 +131,7 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx 
     /* torchtitan's TP shards the norms' rows (SequenceParallel on attention_norm, ffn_norm and
      * norm, apply_tp): the residual stream is split t ways between the blocks. */
     const double hr = h * ly->rep_titan;
-    const bool rope = m->pos == PP_POS_ROPE, repeat = ly->kv_heads < aq;
+    const bool rope = m->pos == PP_POS_ROPE, repeat = ly->kv_heads < aq && w->stack.repeat_kv;
 
     /* torchtitan's op-level selective AC keeps the outputs of SDPA and of the mms the layer
      * description marks (sac_saved: every other aten.mm); with TP the reduce-scatter outputs

@@ -22,6 +22,7 @@ const char *const pp_recipe_field_names[PP_RF_COUNT] = {
     "precision_aware_optimizer", "distributed_fused_adam", "cuda_graphs", "sdpa_backend", "moe_flex_backend",
     "vocab_divisible_by", "no_sync_accumulation", "fp8_scaling", "eager_norm", "te_attention",
     "tp_vocab", "keep_logits", "compile_loss", "router_holds_recompute", "expert_pad_loop",
+    "repeat_kv",
 };
 const char *const pp_recipe_src_names[PP_SRC_COUNT] = {"default", "recipe", "megatron-args", "flag"};
 
@@ -42,6 +43,7 @@ typedef struct {
     bool no_sync_accum;
     bool keep_logits;
     bool compile_loss;
+    bool repeat_kv;
     bool router_holds_recompute;
     bool expert_pad_loop;
     bool bias_act_fusion, expandable, compile, grad_bf16, mask, overlap, tp_comm_overlap, grouped_gemm;
@@ -96,6 +98,7 @@ static const pp_key stack_keys[] = {
     PP_KBOOL(recipe_file, "compile_loss", compile_loss, false),
     PP_KBOOL(recipe_file, "router_holds_recompute", router_holds_recompute, false),
     PP_KBOOL(recipe_file, "expert_pad_loop", expert_pad_loop, false),
+    PP_KBOOL(recipe_file, "repeat_kv", repeat_kv, false), /* in pp_recipe_field's order: field i + 1 */
 };
 #define N_STACK ((int)(sizeof stack_keys / sizeof stack_keys[0]))
 _Static_assert(N_STACK == PP_RF_COUNT - 1, "one stack key per recipe field after framework");
@@ -112,6 +115,7 @@ static const char *field_misfit(pp_recipe_field f, pp_framework fw)
     case PP_RF_COMPILE: case PP_RF_OPTIMIZER_IMPL: case PP_RF_PARAM_DTYPE: case PP_RF_LOSS: case PP_RF_SDPA_BACKEND:
     case PP_RF_NO_SYNC_ACCUM: case PP_RF_FP8_SCALING: case PP_RF_EAGER_NORM: case PP_RF_TP_VOCAB:
     case PP_RF_KEEP_LOGITS: case PP_RF_COMPILE_LOSS: case PP_RF_ROUTER_HOLDS_RECOMPUTE: case PP_RF_EXPERT_PAD_LOOP:
+    case PP_RF_REPEAT_KV:
         return fw != PP_FW_FSDP ? "a PyTorch FSDP2 field (framework: fsdp)" : NULL;
     default:
         return NULL;
@@ -198,6 +202,7 @@ pp_status pp_recipe_load_string(pp_recipe *r, const char *text, size_t len, cons
     s->no_sync_accum = f.no_sync_accum;
     s->keep_logits = f.keep_logits;
     s->compile_loss = f.compile_loss;
+    s->repeat_kv = f.repeat_kv;
     s->router_holds_recompute = f.router_holds_recompute;
     s->expert_pad_loop = f.expert_pad_loop;
     s->fp8_scaling = (pp_fp8_scaling)f.fp8_scaling;
@@ -352,6 +357,7 @@ void pp_recipe_apply(const pp_recipe *r, pp_work *w)
     if (SET(PP_RF_NO_SYNC_ACCUM)) s->no_sync_accum = rs->no_sync_accum;
     if (SET(PP_RF_KEEP_LOGITS)) s->keep_logits = rs->keep_logits;
     if (SET(PP_RF_COMPILE_LOSS)) s->compile_loss = rs->compile_loss;
+    if (SET(PP_RF_REPEAT_KV)) s->repeat_kv = rs->repeat_kv;
     if (SET(PP_RF_ROUTER_HOLDS_RECOMPUTE)) s->router_holds_recompute = rs->router_holds_recompute;
     if (SET(PP_RF_EXPERT_PAD_LOOP)) s->expert_pad_loop = rs->expert_pad_loop;
     if (SET(PP_RF_FP8_SCALING)) s->fp8_scaling = rs->fp8_scaling;
@@ -396,6 +402,7 @@ const char *pp_recipe_field_value(const pp_work *w, pp_recipe_field f, char *buf
     case PP_RF_NO_SYNC_ACCUM: v = w->framework == PP_FW_FSDP ? (s->no_sync_accum ? "true" : "false") : "-"; break;
     case PP_RF_KEEP_LOGITS: v = w->framework == PP_FW_FSDP ? (s->keep_logits ? "true" : "false") : "-"; break;
     case PP_RF_COMPILE_LOSS: v = w->framework == PP_FW_FSDP ? (s->compile_loss ? "true" : "false") : "-"; break;
+    case PP_RF_REPEAT_KV: v = w->framework == PP_FW_FSDP ? (s->repeat_kv ? "true" : "false") : "-"; break;
     case PP_RF_ROUTER_HOLDS_RECOMPUTE:
         v = w->framework == PP_FW_FSDP ? (s->router_holds_recompute ? "true" : "false") : "-";
         break;

@@ -140,6 +140,9 @@ const pp_option pp_request_options[] = {
     FLAG("--keep-logits", keep_logits, PP_RQ_KEEP_LOGITS,
          "the training loop holds the logits through the backward (KempnerForge, NeMo AutoModel; torchtitan "
          "deletes them first): 2 bytes a logit more from the loss backward on (fsdp)"),
+    FLAG("--repeat-kv", repeat_kv, PP_RQ_REPEAT_KV,
+         "grouped-query K and V repeated to the query heads before SDPA (torchtitan up to v0.2.1, KempnerForge, "
+         "fms-fsdp; torchtitan v0.2.2 on passes them with enable_gqa): SDPA saves them at the query width (fsdp)"),
     FLAG("--compile-loss", compile_loss, PP_RQ_COMPILE_LOSS,
          "the loss under torch.compile (torchtitan since 2025-02 with compile on: compile.components [model, loss]): "
          "the fused cross-entropy holds 2 bytes a logit and 4 in its backward, not 10 and 12 (fsdp)"),
@@ -467,6 +470,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_FSDP_GRADS_FP32]) s->fsdp_grads_fp32 = true;
     if (g[PP_RQ_NO_SYNC_ACCUM]) s->no_sync_accum = true;
     if (g[PP_RQ_KEEP_LOGITS]) s->keep_logits = true;
+    if (g[PP_RQ_REPEAT_KV]) s->repeat_kv = true;
     if (g[PP_RQ_COMPILE_LOSS]) s->compile_loss = true;
     if (g[PP_RQ_NO_COMPILE_LOSS]) s->compile_loss = false;
     if (g[PP_RQ_ROUTER_HOLDS_RECOMPUTE]) s->router_holds_recompute = true;
@@ -518,6 +522,7 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_EAGER_NORM] = PP_RQ_EAGER_NORM, [PP_RF_TE_ATTENTION] = PP_RQ_TE_ATTENTION,
     [PP_RF_TP_VOCAB] = PP_RQ_TP_VOCAB, [PP_RF_KEEP_LOGITS] = PP_RQ_KEEP_LOGITS, [PP_RF_COMPILE_LOSS] = PP_RQ_COMPILE_LOSS,
     [PP_RF_ROUTER_HOLDS_RECOMPUTE] = PP_RQ_ROUTER_HOLDS_RECOMPUTE, [PP_RF_EXPERT_PAD_LOOP] = PP_RQ_EXPERT_PAD_LOOP,
+    [PP_RF_REPEAT_KV] = PP_RQ_REPEAT_KV,
 };
 
 /* Where each recipe field's value came from: a flag over the file's arguments over the recipe

@@ -335,10 +335,24 @@ static void titan(void)
                !gemm(&ly, "wo")->sac_saved && gemm(&ly, "w1")->sac_saved && !gemm(&ly, "w3")->sac_saved &&
                gemm(&ly, "w2")->sac_saved,
            "%s: selective AC keeps wq, wv, w1 and w2", what);
-    /* The measured no-AC figure (tests/data/fsdp/runs.csv, l3b_s8k_b1_none): 16h + 8f + 4a + 8
-     * bytes per token. */
+    /* torchtitan v0.2.2 (enable_gqa): K and V saved at their own 8 heads, 12h + 4kv + 8f + 4a + 8 bytes
+     * per token (tests/data/fsdp/runs_gqa.csv: 2 x (h - kv) x 2 bytes a token and layer less than
+     * repeated, measured to the MiB on Llama-3-8B's shape); no repeat_kv copy kernel. */
+    const double kv = 8 * d;
+    tap_near(pp_layer_saved_bytes(&ly, PP_RC_NONE, 0, NULL), s * (12 * h + 4 * kv + 8 * f + 4 * a + 8), 1e-12,
+             "%s, enable_gqa: saves 12h + 4kv + 8f + 4a + 8 bytes per token", what);
+    bool copy = false;
+    for (int i = 0; i < ly.n_ew; i++) copy |= !strcmp(ly.ew[i].name, "repeat_kv");
+    tap_ok(!copy, "%s, enable_gqa: no repeat_kv copy kernel", what);
+    /* --repeat-kv (torchtitan to v0.2.1; the measured no-AC figure of tests/data/fsdp/runs.csv,
+     * l3b_s8k_b1_none): 16h + 8f + 4a + 8 bytes per token, and the copy kernel. */
+    w.stack.repeat_kv = true;
+    pp_layer_build(&w, &l, 0, &ly);
     tap_near(pp_layer_saved_bytes(&ly, PP_RC_NONE, 0, NULL), s * (16 * h + 8 * f + 4 * a + 8), 1e-12,
-             "%s: saves 16h + 8f + 4a + 8 bytes per token", what);
+             "%s, --repeat-kv: saves 16h + 8f + 4a + 8 bytes per token", what);
+    copy = false;
+    for (int i = 0; i < ly.n_ew; i++) copy |= !strcmp(ly.ew[i].name, "repeat_kv");
+    tap_ok(copy, "%s, --repeat-kv: the repeat_kv copy kernel", what);
     tap_near(pp_layer_saved_bytes(&ly, PP_RC_FULL, 0, NULL), s * 2 * h, 1e-12, "%s: full AC keeps the block input", what);
 }
 

@@ -22,10 +22,11 @@ def constant(src, name):
 
 
 def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=False, layers=None, accum=1,
-                  replicate=1, cp=1):
+                  replicate=1, cp=1, repeat_kv=True):
     """The `parplan check` flags that state a run of tools/fsdp/train.py on H200s (its flavor 8B is the
     catalog's llama3-8b, 3B the committed Llama-3.2-3B file; layers: its --layers override; accum its
-    micro-batches a step; replicate its HSDP replicas); the C replays' twin is rp_fsdp_check
+    micro-batches a step; replicate its HSDP replicas; repeat_kv: K and V repeated to the query heads,
+    as train.py's model did in every run without --enable-gqa); the C replays' twin is rp_fsdp_check
     (tests/validation/node4/replay_common.c)."""
     model = "llama3-8b" if flavor == "8B" else os.path.join(root, "tests/data/fsdp/models/llama-3.2-3b.yaml")
     a = ["--model", model] + (["--layers", str(layers)] if layers else []) + [
@@ -33,7 +34,8 @@ def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=
         "--zero", "3" if reshard else "2", "--gbs", str(gpus // tp // cp * mbs * accum), "--mbs", str(mbs),
         "--seq", str(seq), "--recompute", ac]
     return (a + (["--tp", str(tp)] if tp > 1 else []) + (["--compile"] if compile else []) +
-            (["--replicate", str(replicate)] if replicate > 1 else []) + (["--cp", str(cp)] if cp > 1 else []))
+            (["--replicate", str(replicate)] if replicate > 1 else []) + (["--cp", str(cp)] if cp > 1 else []) +
+            (["--repeat-kv"] if repeat_kv else []))
 
 
 def fsdp_table(root, name):
@@ -48,7 +50,8 @@ def fsdp_row_args(root, r):
     a = fsdp_run_args(root, r["flavor"], int(r["gpus"]), int(r["mbs"]), int(r["seq"]), r["ac"],
                       tp=int(r.get("tp") or 1), reshard=r["reshard_after_forward"] == "true",
                       compile=r.get("compile") == "1", layers=r.get("layers"),
-                      accum=int(r.get("accum") or 1), cp=int(r.get("cp") or 1))
+                      accum=int(r.get("accum") or 1), cp=int(r.get("cp") or 1),
+                      repeat_kv=r.get("enable_gqa") != "1")
     a += ["--compile-loss"] if r.get("compile_loss") == "1" else []
     return a + (["--sdpa-backend", "cudnn"] if r.get("sdpa_backend") == "cudnn" else [])
 

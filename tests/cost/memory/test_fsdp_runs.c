@@ -84,11 +84,11 @@ int main(void)
         const pp_mem_stage *s = &mem.stages[0];
         double meas = r->stage_max_alloc_mib[0];
         tap_diag("%-26s parplan check --model %s --gpu h200 --gpus %lld --gbs %lld --mbs %lld --seq %lld "
-                 "--framework fsdp --zero %d --recompute %s%s%s",
+                 "--framework fsdp --zero %d --recompute %s%s%s%s",
                  "", row_model(&r->work.model), (long long)r->work.gpus, (long long)r->work.gbs, (long long)l.mbs,
                  (long long)r->work.model.seq, l.zero, pp_recompute_names[l.recompute],
                  r->work.stack.optimizer_impl == PP_ADAM_FOREACH ? " --optimizer-impl foreach" : "",
-                 l.replicate > 1 ? " --replicate 2" : "");
+                 l.replicate > 1 ? " --replicate 2" : "", r->work.stack.repeat_kv ? " --repeat-kv" : "");
         if (r->oom) {
             ooms++;
             tap_diag("%-26s %11s %11.1f %8s  %-30s ours: peak + reserve %.0f of %.0f MiB (ran out of memory; "

@@ -30,6 +30,7 @@ static pp_work work_of(bool big, int64_t seq, int64_t gpus, int64_t gbs)
     w.framework = PP_FW_FSDP;
     w.attention = PP_ATTN_FLASH;
     pp_stack_init(&w.stack);
+    w.stack.repeat_kv = true; /* as tools/fsdp/train.py's runs (tests/data/fsdp) repeat K and V */
     return w;
 }
 

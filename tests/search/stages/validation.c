@@ -50,7 +50,7 @@ static const vcase cases[] = {
     {"llama3-8b L16 pp4 vpp2 full s8k 80GB", "llama3-8b", "a100-80gb", 4, 32, 16, 0, 8192, 1, 4, 2, 2, PP_RC_FULL, false, false, PP_FW_MEGATRON, PP_ATTN_FLASH, 0},
     {"mixtral L8 tp2 pp4 full", "mixtral-8x7b", "h100-sxm", 8, 32, 8, 0, 0, 2, 4, 1, 1, PP_RC_FULL, false, true, PP_FW_MEGATRON, PP_ATTN_FLASH, 0},
     {"gpt3-175b L12 tp8 pp4 full", "gpt3-175b", "a100-80gb", 32, 64, 12, 0, 0, 8, 4, 1, 1, PP_RC_FULL, true, true, PP_FW_MEGATRON, PP_ATTN_FLASH, 0},
-    {"llama3-8b L10 pp4 fsdp s8k 40GB", "llama3-8b", "a100-40gb", 4, 32, 10, 0, 8192, 1, 4, 1, 1, PP_RC_FULL, false, false, PP_FW_FSDP, PP_ATTN_FLASH, 0},
+    {"llama3-8b L10 pp4 fsdp s8k mbs2 40GB", "llama3-8b", "a100-40gb", 4, 32, 10, 0, 8192, 1, 4, 1, 2, PP_RC_FULL, false, false, PP_FW_FSDP, PP_ATTN_FLASH, 0},
     {"llama3-8b L10 pp2 deepspeed zero1 s8k", "llama3-8b", "a100-40gb", 4, 32, 10, 0, 8192, 1, 2, 1, 1, PP_RC_FULL, false, false, PP_FW_DEEPSPEED, PP_ATTN_FLASH, 1},
 };
 

@@ -3,8 +3,8 @@
 
     parplan check --model <KempnerForge's MoE model, --experts E> --layers L --gpu h200 --gpus 2
       --gbs 2b --mbs b --seq 4096 --framework fsdp --zero 3 --precision bf16 --recompute full
-      --param-dtype bf16 --loss bf16 --eager-norm composite-fp32 --keep-logits --router-holds-recompute
-      --expert-pad-loop
+      --param-dtype bf16 --loss bf16 --eager-norm composite-fp32 --keep-logits --repeat-kv
+      --router-holds-recompute --expert-pad-loop
 
 (the published rows kf-09/kf-10 state the same stack). Checks, TAP:
   - every run's allocated peak within 3% (looked-at and held-out rows reported apart);
@@ -38,7 +38,7 @@ def args_of(r, holds=True, pad=True):
     a = model + ["--layers", r["layers"], "--gpu", "h200", "--gpus", str(g), "--gpus-per-node", str(g),
                  "--gbs", str(b * g), "--mbs", str(b), "--seq", "4096", "--framework", "fsdp", "--zero", "3",
                  "--precision", "bf16", "--recompute", "full", "--param-dtype", "bf16", "--loss", "bf16",
-                 "--eager-norm", "composite-fp32", "--keep-logits"]
+                 "--eager-norm", "composite-fp32", "--keep-logits", "--repeat-kv"]
     return a + (["--router-holds-recompute"] if holds else []) + (["--expert-pad-loop"] if pad else [])
 
 

@@ -71,6 +71,7 @@ js_val *rp_fsdp_check(const rp_fsdp_run *r, char *cmd, size_t cn)
     }
     if (r->loss_bf16) args[n++] = "--loss", args[n++] = "bf16";
     if (r->keep_logits) args[n++] = "--keep-logits";
+    args[n++] = "--repeat-kv"; /* train.py's model repeats K and V (its runs here predate --enable-gqa) */
     size_t k = (size_t)snprintf(cmd, cn, "parplan check");
     for (int i = 0; i < n && k < cn; i++)
         k += (size_t)snprintf(cmd + k, cn - k, " %s", strncmp(args[i], rp_src, strlen(rp_src)) ? args[i]
