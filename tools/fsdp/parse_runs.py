@@ -25,6 +25,8 @@ unless said otherwise; empty where the run did not get that far or ran on CPU):
   cp                          context-parallel ranks (ring attention; the sequence split over them)
   compile_loss                1: the loss function under torch.compile (train.py --compile-loss)
   sdpa_backend                SDPA's kernel the run pinned (train.py --sdpa-backend: flash or cudnn)
+  float8                      torchao float8 recipe of the block linears (train.py --float8): none,
+                              tensorwise (FSDP float8 all-gather) or rowwise
   enable_gqa                  1: K and V to SDPA at their own heads (train.py --enable-gqa, torchtitan
                               v0.2.2 on); 0: repeated to the query heads first (torchtitan to v0.2.1)
   flavor, dim, layers, heads, kv_heads, ffn, vocab, params   model shape, total parameters
@@ -181,7 +183,7 @@ COLUMNS = ["name", "status", "reason", "expect", "gpus", "replicate", "shard", "
            "alloc_retries", "peak_step", "step_ms_median", "step_ms_min", "tokens_per_s",
            "tokens_per_s_per_gpu", "model_tflops_per_gpu", "setup_s", "wall_s", "loss_first",
            "loss_last", "gpu", "torch", "tp", "alloc", "compile", "accum", "loss_kind", "keep_logits", "cp",
-           "compile_loss", "sdpa_backend", "enable_gqa"]
+           "compile_loss", "sdpa_backend", "enable_gqa", "float8"]
 
 
 def row(rec, cfg):
@@ -238,6 +240,7 @@ def row(rec, cfg):
         "compile_loss": int(bool(g("compile_loss", False))),
         "sdpa_backend": g("sdpa_backend", "flash"),
         "enable_gqa": int(bool(g("enable_gqa", False))),
+        "float8": g("float8", "none"),
     }
     return r
 

@@ -269,6 +269,25 @@ def apply_ac(model, mode):
         model.layers[name] = wrapped
 
 
+def apply_float8(model, recipe, shard_ranks, emulate=False):
+    """torchtitan's Float8LinearConverter (torchtitan/components/quantization/float8.py, v0.2.2) on the
+    model built on the meta device, before TP, AC, compile and FSDP: every linear but the output layer
+    (its llama3 train configs' filter_fqns = ["output"]) swapped for torchao's Float8Linear. tensorwise:
+    Float8LinearConfig(enable_fsdp_float8_all_gather=...) with the float8 all-gather wherever the
+    parameters are sharded and the scales precomputed after each optimizer step (its docs/float8.md
+    setup: enable_fsdp_float8_all_gather, precompute_float8_dynamic_scale_for_fsdp); rowwise: the
+    recipe by name, Inductor's emulate_precision_casts on. Returns whether to precompute the scales."""
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    if recipe == "tensorwise":
+        cfg = Float8LinearConfig(enable_fsdp_float8_all_gather=shard_ranks > 1, emulate=emulate)
+    else:
+        cfg = Float8LinearConfig.from_recipe_name(recipe)
+        import torch._inductor.config
+        torch._inductor.config.emulate_precision_casts = True
+    convert_to_float8_training(model, config=cfg, module_filter_fn=lambda mod, fqn: fqn != "output")
+    return recipe == "tensorwise" and shard_ranks > 1
+
+
 def apply_compile(model):
     """torchtitan's apply_compile (torchtitan/models/llama3/infra/parallelize.py): each block,
     its activation-checkpoint wrapper included, compiled in place with fullgraph=True, after AC
@@ -390,6 +409,9 @@ def parse_args(argv=None):
     p.add_argument("--sdpa-backend", choices=("flash", "cudnn"), default="flash",
                    help="the one SDPA kernel allowed (cudnn: what torchtitan 0.2.x puts first)")
     p.add_argument("--clip", type=float, default=None, help="clip the grad norm to this value")
+    p.add_argument("--float8", choices=("none", "tensorwise", "rowwise"), default="none",
+                   help="torchao float8 training of the block linears as torchtitan's float8 converter applies it "
+                        "(tensorwise: the FSDP float8 all-gather and precomputed scales; needs torchao)")
     p.add_argument("--enable-gqa", action="store_true",
                    help="K and V to SDPA at their own heads with enable_gqa (torchtitan v0.2.2 on), "
                         "not repeated to the query heads (torchtitan up to v0.2.1)")
@@ -467,7 +489,8 @@ def describe(args, c, world, device):
         "mbs": args.mbs, "seq": args.seq,
         "global_batch": world // args.tp // args.cp * args.mbs * args.accum,
         "ac": args.ac, "reshard_after_forward": args.reshard_after_forward == "true",
-        "compile": args.compile, "compile_loss": args.compile_loss, "enable_gqa": args.enable_gqa, "accum": args.accum, "loss_kind": args.loss,
+        "compile": args.compile, "compile_loss": args.compile_loss, "enable_gqa": args.enable_gqa,
+        "float8": args.float8, "accum": args.accum, "loss_kind": args.loss,
         "keep_logits": args.keep_logits,
         "optimizer": "AdamW", "optimizer_impl": args.optimizer_impl,
         "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1, "clip": args.clip,
@@ -712,6 +735,10 @@ def main(argv=None):
         torch.manual_seed(0)
         with torch.device("meta"):
             model = Transformer(c, args.seq)
+        precompute = False
+        if args.float8 != "none":
+            precompute = apply_float8(model, args.float8, world // args.tp // args.replicate,
+                                      emulate=device.type == "cpu")
         if tp_mesh is not None:
             apply_tp(model, tp_mesh)
         if cp_mesh is not None:
@@ -777,6 +804,9 @@ def main(argv=None):
             if args.clip is not None:
                 nn.utils.clip_grad_norm_(model.parameters(), args.clip, foreach=True)
             optimizer.step()
+            if precompute:  # torchtitan's post-optimizer hook of the float8 converter
+                from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp
+                precompute_float8_dynamic_scale_for_fsdp(model)
             losses.append(loss.item())  # also a host sync
             mem.sync()
             if prof is not None:
