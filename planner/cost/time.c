@@ -103,18 +103,27 @@
 #define EW_FP8_CAST_FWD 4.0 /* FP8: a linear input cast to 8 bits, row-wise and transposed (read 2,
                                write 1 + 1; TE's cast-transpose kernel) */
 #define EW_FP8_CAST_BWD 3.0 /* FP8: the output gradient cast to 8 bits (read 2, write 1) */
-/* torchao's rowwise float8 (--fp8-scaling rowwise) against its tensorwise recipe, measured on one
- * H200 with torch 2.11 and torchao 0.18 (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py):
- * a Llama block's seven linear layers converted with convert_to_float8_training and compiled, at
- * the per-rank shapes of Llama 3.1 8B and 70B under TP 8 (98304 and 131072 tokens) and 8B without
- * TP (16384). Their casts (the compiled block's time less its GEMMs', less bf16's remainder) took
- * 3.53x, 4.47x and 3.72x the tensorwise recipe's: each operand is scaled along both axes (an amax
- * and a cast per axis, the weight-gradient GEMM's operands reduced over the tokens), where
- * tensorwise casts once and transposes. Their GEMMs (torch._scaled_mm with per-row x per-column
- * fp32 scales, fast accumulation in the forward as torchao sets it) took 1.115x, 1.009x and 1.040x
- * the per-tensor-scaled ones. The cast work is priced as the tensorwise casts' bytes times the
- * mean ratio, so it follows the GPU's memory bandwidth as they do. */
-#define FP8_ROWWISE_CAST_X 3.91
+/* torchao's float8 under FSDP2 (--framework fsdp --precision fp8), end to end on two H200s with
+ * torch 2.11 and torchao 0.18 (tests/data/fsdp/runs_float8.csv: torchtitan's float8 converter on
+ * Llama-3-8B's shape at 8 layers, compiled blocks and loss, 16k-32k tokens, with bf16 twins). Its
+ * casts are more work than TransformerEngine's cast-transpose (EW_FP8_CAST_*, which they are priced
+ * as, times these): an amax reduction before each cast, the output gradient cast twice (as is and
+ * transposed), the saved input cast again for the weight gradient, all as Inductor kernels. The
+ * tensorwise recipe's casts take FP8_TORCHAO_CAST_X times the TE bytes, fitted on the looked-at
+ * f8t_s16k_full and f8t_s16k_sel (their steps were priced -7.7% and -6.1% with TE's bytes; the
+ * profiled steps' copy and elementwise kernels 46 ms over the bf16 twin's, priced 10); the rowwise
+ * recipe's FP8_ROWWISE_CAST_X times that, fitted on f8r_s16k_full (-9.1% before; its kernels 93 ms
+ * over the twin's, twice tensorwise's). Held out: f8t_s16k_none, f8t_s32k_full, f8r_s16k_sel,
+ * f8r_s16k_none -14.5 / -7.6 / -8.1 / -13.1% -> -9.5 / -2.2 / +1.9 / -5.9%. On one H200's seven
+ * linears of a block alone (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py) the rowwise
+ * casts took 3.53-4.47x the tensorwise ones: in a whole compiled block Inductor fuses part of them
+ * with the norms and SwiGLU around the linears. Their GEMMs (torch._scaled_mm with per-row x
+ * per-column fp32 scales, fast accumulation in the forward as torchao sets it) took 1.115x, 1.009x
+ * and 1.040x the per-tensor-scaled ones there; end to end the two recipes' GEMM kernels summed to
+ * within 0.5%. The cast work follows the GPU's memory bandwidth. */
+#define FP8_TORCHAO_CAST_X 4.32
+#define FP8_ROWWISE_CAST_X 2.07
+#define FP8_ROWWISE_CAST_X_TP 3.91
 #define FP8_ROWWISE_GEMM_X 1.054
 #define EW_EMBED 4.0        /* embedding lookup: read row, write */
 #define EW_EMBED_GRAD 8.0   /* per embedding element: fp32 main-grad read + write per micro-batch */
@@ -574,7 +583,7 @@ static void fsdp_norm_bytes(const pp_work *w, double *f, double *b)
 
 /* Bytes per element of an elementwise class of the layer description, forward and backward
  * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
-static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
+static void ew_bytes(const pp_time_ctx *c, const pp_layer *ly, pp_layer_ew_class cls, double *f, double *b)
 {
     double mask = c->opts.dropout ? 0 : EW_MASK;
     if (c->w->stack.compile && (cls == PP_EW_T_SWIGLU || cls == PP_EW_T_ROPE)) /* fused by Inductor */
@@ -591,7 +600,15 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     case PP_EW_PROB_SCALE: *f = EW_PROB_SCALE, *b = 2.0 * EW_PROB_SCALE; return;
     case PP_EW_FP8_CAST_IN:
     case PP_EW_FP8_CAST_GRAD: {
-        double x = c->w->stack.fp8_scaling == PP_FP8_ROWWISE ? FP8_ROWWISE_CAST_X : 1.0;
+        /* torchao's casts under FSDP2 (the fsdp framework's float8), TE's under Megatron. Under TP
+         * torchtitan's float8 plans (Float8ColwiseParallel, Float8RowwiseParallel) cast before the
+         * sequence-parallel all-gather; no run of ours has measured them, and the published TP 8
+         * float8 rows (ttatp, tt2412-11..18) came within 10% priced with TE's bytes: those keep
+         * them, times the rowwise ratio of the linears alone (tests/data/fp8, 3.91). */
+        const bool tp = ly->tp > 1, rowwise = c->w->stack.fp8_scaling == PP_FP8_ROWWISE;
+        double x = c->w->framework != PP_FW_FSDP ? 1.0
+                   : tp ? (rowwise ? FP8_ROWWISE_CAST_X_TP : 1.0)
+                        : FP8_TORCHAO_CAST_X * (rowwise ? FP8_ROWWISE_CAST_X : 1.0);
         *f = cls == PP_EW_FP8_CAST_IN ? x * EW_FP8_CAST_FWD : 0;
         *b = cls == PP_EW_FP8_CAST_GRAD ? x * EW_FP8_CAST_BWD : 0;
         return;
@@ -714,7 +731,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     for (int i = 0; i < ly.n_ew; i++) {
         const pp_layer_ew *e = &ly.ew[i];
         double bf, bb;
-        ew_bytes(c, e->cls, &bf, &bb);
+        ew_bytes(c, &ly, e->cls, &bf, &bb);
         ew_f += bf * e->elems;
         ew_b += bb * e->elems;
         if (titan_sac || (e->mods & sel)) sel_ew += bf * e->elems;

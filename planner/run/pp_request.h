@@ -33,7 +33,7 @@ typedef enum {
     PP_RQ_MAIN_PARAMS_DTYPE, PP_RQ_EXP_AVG_DTYPE, PP_RQ_EXP_AVG_SQ_DTYPE, PP_RQ_FINETUNE, PP_RQ_LORA_RANK,
     PP_RQ_LORA_TARGETS, PP_RQ_PRECISION_AWARE, PP_RQ_DIST_FUSED_ADAM, PP_RQ_VOCAB_DIVISIBLE_BY,
     PP_RQ_FSDP_DOUBLE_BUFFER, PP_RQ_FSDP_UNIT_SIZE, PP_RQ_FSDP_GRADS_FP32, PP_RQ_NO_SYNC_ACCUM,
-    PP_RQ_KEEP_LOGITS, PP_RQ_REPEAT_KV, PP_RQ_COMPILE_LOSS, PP_RQ_NO_COMPILE_LOSS, PP_RQ_CP_COMM, PP_RQ_ROUTER_HOLDS_RECOMPUTE, PP_RQ_EXPERT_PAD_LOOP,
+    PP_RQ_KEEP_LOGITS, PP_RQ_REPEAT_KV, PP_RQ_NO_REPEAT_KV, PP_RQ_COMPILE_LOSS, PP_RQ_NO_COMPILE_LOSS, PP_RQ_CP_COMM, PP_RQ_ROUTER_HOLDS_RECOMPUTE, PP_RQ_EXPERT_PAD_LOOP,
     /* layout */
     PP_RQ_TP, PP_RQ_PP, PP_RQ_DP, PP_RQ_VPP, PP_RQ_CP, PP_RQ_EP, PP_RQ_ETP, PP_RQ_MBS, PP_RQ_ZERO,
     PP_RQ_DIST_OPT, PP_RQ_SP, PP_RQ_RECOMPUTE, PP_RQ_RECOMPUTE_LAYERS, PP_RQ_RECOMPUTE_MODULES,
@@ -75,7 +75,7 @@ typedef struct {
     int64_t cpu_offload_layers;
     int64_t vocab_divisible_by;
     int64_t fsdp_unit_size;
-    bool fsdp_double_buffer, fsdp_grads_fp32, no_sync_accum, keep_logits, repeat_kv, compile_loss, no_compile_loss,
+    bool fsdp_double_buffer, fsdp_grads_fp32, no_sync_accum, keep_logits, repeat_kv, no_repeat_kv, compile_loss, no_compile_loss,
         router_holds_recompute, expert_pad_loop;
     double capacity_factor, moe_imbalance;
     /* LAYOUT */

@@ -143,6 +143,9 @@ const pp_option pp_request_options[] = {
     FLAG("--repeat-kv", repeat_kv, PP_RQ_REPEAT_KV,
          "grouped-query K and V repeated to the query heads before SDPA (torchtitan up to v0.2.1, KempnerForge, "
          "fms-fsdp; torchtitan v0.2.2 on passes them with enable_gqa): SDPA saves them at the query width (fsdp)"),
+    FLAG("--no-repeat-kv", no_repeat_kv, PP_RQ_NO_REPEAT_KV,
+         "K and V to SDPA at their own heads under a recipe that repeats them (the kempnerforge recipe on a fork "
+         "that passes enable_gqa) (fsdp)"),
     FLAG("--compile-loss", compile_loss, PP_RQ_COMPILE_LOSS,
          "the loss under torch.compile (torchtitan since 2025-02 with compile on: compile.components [model, loss]): "
          "the fused cross-entropy holds 2 bytes a logit and 4 in its backward, not 10 and 12 (fsdp)"),
@@ -471,6 +474,7 @@ static void stack_merge(const pp_request *r, pp_stack *s, bool from_file, pp_fra
     if (g[PP_RQ_NO_SYNC_ACCUM]) s->no_sync_accum = true;
     if (g[PP_RQ_KEEP_LOGITS]) s->keep_logits = true;
     if (g[PP_RQ_REPEAT_KV]) s->repeat_kv = true;
+    if (g[PP_RQ_NO_REPEAT_KV]) s->repeat_kv = false;
     if (g[PP_RQ_COMPILE_LOSS]) s->compile_loss = true;
     if (g[PP_RQ_NO_COMPILE_LOSS]) s->compile_loss = false;
     if (g[PP_RQ_ROUTER_HOLDS_RECOMPUTE]) s->router_holds_recompute = true;
@@ -525,8 +529,20 @@ static const pp_request_key field_flag[PP_RF_COUNT] = {
     [PP_RF_REPEAT_KV] = PP_RQ_REPEAT_KV,
 };
 
-/* Where each recipe field's value came from: a flag over the file's arguments over the recipe
- * over parplan's default. */
+/* The boolean fields a recipe may set true that a flag of their own turns off again: the field,
+ * its flag, the negating flag, and their spellings. */
+static const struct {
+    pp_recipe_field field;
+    pp_request_key on, off;
+    const char *on_name, *off_name;
+} field_negations[] = {
+    {PP_RF_COMPILE_LOSS, PP_RQ_COMPILE_LOSS, PP_RQ_NO_COMPILE_LOSS, "--compile-loss", "--no-compile-loss"},
+    {PP_RF_REPEAT_KV, PP_RQ_REPEAT_KV, PP_RQ_NO_REPEAT_KV, "--repeat-kv", "--no-repeat-kv"},
+};
+#define N_NEGATIONS ((int)(sizeof field_negations / sizeof field_negations[0]))
+
+/* Where each recipe field's value came from: a flag (or its negation) over the file's arguments
+ * over the recipe over parplan's default. */
 static void recipe_sources(const pp_request *r, pp_resolved *out)
 {
     for (int f = 0; f < PP_RF_COUNT; f++) {
@@ -534,7 +550,8 @@ static void recipe_sources(const pp_request *r, pp_resolved *out)
         if (out->have_recipe && (out->recipe.set >> f) & 1u) s = PP_SRC_RECIPE;
         if (out->margs && (MARGS_FIELDS >> f) & 1u && !(f == PP_RF_FRAMEWORK && out->have_recipe)) s = PP_SRC_MARGS;
         if (r->given[field_flag[f]]) s = PP_SRC_FLAG;
-        if (f == PP_RF_COMPILE_LOSS && r->given[PP_RQ_NO_COMPILE_LOSS]) s = PP_SRC_FLAG;
+        for (int i = 0; i < N_NEGATIONS; i++)
+            if (field_negations[i].field == (pp_recipe_field)f && r->given[field_negations[i].off]) s = PP_SRC_FLAG;
         out->src[f] = (unsigned char)s;
     }
 }
@@ -745,8 +762,10 @@ static pp_status request_resolve(const pp_request *r, const pp_catalog *cat, boo
 {
     memset(out, 0, sizeof *out);
     const unsigned char *g = r->given;
-    if (g[PP_RQ_COMPILE_LOSS] && g[PP_RQ_NO_COMPILE_LOSS])
-        return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "--compile-loss and --no-compile-loss: give one");
+    for (int i = 0; i < N_NEGATIONS; i++)
+        if (g[field_negations[i].on] && g[field_negations[i].off])
+            return pp_error_set(err, PP_ERR_INPUT, NULL, 0, 0, "%s and %s: give one", field_negations[i].on_name,
+                                field_negations[i].off_name);
     pp_work *w = &out->work;
     w->framework = (pp_framework)r->framework;
     w->attention = (pp_attention)r->attention;

@@ -134,6 +134,8 @@ static void unit(void)
         {"expert_pad_loop", "sometimes", PP_RF_EXPERT_PAD_LOOP, offsetof(pp_stack, expert_pad_loop),
          "a Python expert padding that is not true or false",
          "a PyTorch MoE layer's Python padding in a Megatron recipe"},
+        {"repeat_kv", "twice", PP_RF_REPEAT_KV, offsetof(pp_stack, repeat_kv),
+         "repeated K and V that are not true or false", "a PyTorch model's repeated K and V in a Megatron recipe"},
     };
     for (size_t i = 0; i < sizeof fsdp_switches / sizeof fsdp_switches[0]; i++) {
         const char *key = fsdp_switches[i].key;
@@ -216,6 +218,15 @@ static void unit(void)
     const char *cg_from = d ? field_from(d, "cuda_graphs", &v) : "";
     tap_ok(d && !strcmp(cg_from, "flag") && !strcmp(v, "attn,mlp"),
            "--cuda-graphs over the recipe and the run's arguments (%s, from %s)", d ? v : "refused", cg_from);
+    js_free(d);
+    /* a negating flag over a recipe's true (field_negations in request.c) */
+    d = check("--recipe kempnerforge --model llama3-8b --gpu h200 --gpus 8 --gbs 8", &st, et, sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "repeat_kv", &v), "recipe") && !strcmp(v, "true"),
+           "the kempnerforge recipe repeats K and V (repeat_kv true, from the recipe)");
+    js_free(d);
+    d = check("--recipe kempnerforge --model llama3-8b --gpu h200 --gpus 8 --gbs 8 --no-repeat-kv", &st, et, sizeof et);
+    tap_ok(d && !strcmp(field_from(d, "repeat_kv", &v), "flag") && !strcmp(v, "false"),
+           "--no-repeat-kv over the recipe (repeat_kv false, from the flag)");
     js_free(d);
     d = check("--model llama3-8b --gpu h100-sxm --gpus 8", &st, et, sizeof et);
     const js_val *rc = d ? js_get(d, "recipe") : NULL;

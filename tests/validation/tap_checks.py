@@ -53,6 +53,8 @@ def fsdp_row_args(root, r):
                       accum=int(r.get("accum") or 1), cp=int(r.get("cp") or 1),
                       repeat_kv=r.get("enable_gqa") != "1")
     a += ["--compile-loss"] if r.get("compile_loss") == "1" else []
+    f8 = r.get("float8") or "none"  # train.py --float8: torchao's recipe of the block linears
+    a += [] if f8 == "none" else ["--precision", "fp8"] + (["--fp8-scaling", "rowwise"] if f8 == "rowwise" else [])
     return a + (["--sdpa-backend", "cudnn"] if r.get("sdpa_backend") == "cudnn" else [])
 
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """torchao's rowwise float8 against its tensorwise recipe (--fp8-scaling rowwise), from the blocks
 measured on one H200 (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py). TAP:
-  - the ratios time.c prices rowwise with (FP8_ROWWISE_CAST_X: the casts, FP8_ROWWISE_GEMM_X: the
-    GEMMs) are the measurement's, recomputed here from the file: the compiled blocks' time less
-    their GEMMs' (fast accumulation in the forward, as torchao sets it), less bf16's remainder, in
-    rowwise over tensorwise, averaged over the compiled shapes; the GEMM sums' ratio averaged over
-    every shape;
+  - the GEMM ratio time.c prices rowwise with (FP8_ROWWISE_GEMM_X) is the measurement's, recomputed
+    here from the file (the GEMM sums' ratio averaged over every shape); the cast ratio of these
+    linears alone (the compiled blocks' time less their GEMMs', fast accumulation in the forward as
+    torchao sets it, less bf16's remainder, rowwise over tensorwise, averaged over the compiled
+    shapes) is above time.c's FP8_ROWWISE_CAST_X, which is fitted end to end on whole compiled
+    blocks (tests/data/fsdp/runs_float8.csv, test fsdp-float8), where Inductor fuses part of the
+    rowwise casts with the norms and SwiGLU;
   - each shape's cast ratio within 15% of the mean (a ratio, not a fit: the shapes agree; a repeat
     of the same run moved them by up to 7%);
   - through the binary, at 8 ranks with and without TP: rowwise is slower than tensorwise and holds
@@ -52,8 +54,9 @@ def main():
     mean_cast = sum(x for _, x in cast) / max(1, len(cast))
     mean_gemm = sum(gr) / max(1, len(gr))
     cx, gx = constant(time_c, "FP8_ROWWISE_CAST_X"), constant(time_c, "FP8_ROWWISE_GEMM_X")
-    checks.append((cx is not None and abs(cx - mean_cast) <= 0.01,
-                   f"time.c FP8_ROWWISE_CAST_X {cx} is the measured mean {mean_cast:.3f}"))
+    checks.append((cx is not None and cx < mean_cast,
+                   f"the linears alone: rowwise casts {mean_cast:.3f}x tensorwise's, above time.c's end-to-end "
+                   f"FP8_ROWWISE_CAST_X {cx} (whole compiled blocks fuse part of them)"))
     checks.append((gx is not None and abs(gx - mean_gemm) <= 0.001,
                    f"time.c FP8_ROWWISE_GEMM_X {gx} is the measured mean {mean_gemm:.4f} "
                    f"({', '.join(f'{x:.3f}' for x in gr)})"))
