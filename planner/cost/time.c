@@ -114,7 +114,8 @@
  * profiled steps' copy and elementwise kernels 46 ms over the bf16 twin's, priced 10); the rowwise
  * recipe's FP8_ROWWISE_CAST_X times that, fitted on f8r_s16k_full (-9.1% before; its kernels 93 ms
  * over the twin's, twice tensorwise's). Held out: f8t_s16k_none, f8t_s32k_full, f8r_s16k_sel,
- * f8r_s16k_none -14.5 / -7.6 / -8.1 / -13.1% -> -9.5 / -2.2 / +1.9 / -5.9%. On one H200's seven
+ * f8r_s16k_none, f8r_tp2_full -14.5 / -7.6 / -8.1 / -13.1 / -12.8% -> -9.5 / -2.2 / +1.9 / -5.9 /
+ * -3.1%. On one H200's seven
  * linears of a block alone (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py) the rowwise
  * casts took 3.53-4.47x the tensorwise ones: in a whole compiled block Inductor fuses part of them
  * with the norms and SwiGLU around the linears. Their GEMMs (torch._scaled_mm with per-row x
@@ -123,7 +124,6 @@
  * within 0.5%. The cast work follows the GPU's memory bandwidth. */
 #define FP8_TORCHAO_CAST_X 4.32
 #define FP8_ROWWISE_CAST_X 2.07
-#define FP8_ROWWISE_CAST_X_TP 3.91
 #define FP8_ROWWISE_GEMM_X 1.054
 #define EW_EMBED 4.0        /* embedding lookup: read row, write */
 #define EW_EMBED_GRAD 8.0   /* per embedding element: fp32 main-grad read + write per micro-batch */
@@ -601,14 +601,16 @@ static void ew_bytes(const pp_time_ctx *c, const pp_layer *ly, pp_layer_ew_class
     case PP_EW_FP8_CAST_IN:
     case PP_EW_FP8_CAST_GRAD: {
         /* torchao's casts under FSDP2 (the fsdp framework's float8), TE's under Megatron. Under TP
-         * torchtitan's float8 plans (Float8ColwiseParallel, Float8RowwiseParallel) cast before the
-         * sequence-parallel all-gather; no run of ours has measured them, and the published TP 8
-         * float8 rows (ttatp, tt2412-11..18) came within 10% priced with TE's bytes: those keep
-         * them, times the rowwise ratio of the linears alone (tests/data/fp8, 3.91). */
+         * the rowwise recipe keeps torchtitan's standard TP plans, its casts on the gathered inputs
+         * as priced: measured so on two H200s at TP 2 (runs_float8.csv f8r_tp2_sel, looked at,
+         * -14.1% -> -3.6%; f8r_tp2_full held out -12.8% -> -3.1%). The tensorwise recipe's float8 TP
+         * plans (Float8ColwiseParallel, Float8RowwiseParallel) cast before the sequence-parallel
+         * all-gather and are not in our runs: priced with TE's bytes, as the published TP 8
+         * tensorwise rows (ttatp, tt2412-11..18) came within 13% that way. */
         const bool tp = ly->tp > 1, rowwise = c->w->stack.fp8_scaling == PP_FP8_ROWWISE;
         double x = c->w->framework != PP_FW_FSDP ? 1.0
-                   : tp ? (rowwise ? FP8_ROWWISE_CAST_X_TP : 1.0)
-                        : FP8_TORCHAO_CAST_X * (rowwise ? FP8_ROWWISE_CAST_X : 1.0);
+                   : rowwise ? FP8_TORCHAO_CAST_X * FP8_ROWWISE_CAST_X
+                   : tp ? 1.0 : FP8_TORCHAO_CAST_X;
         *f = cls == PP_EW_FP8_CAST_IN ? x * EW_FP8_CAST_FWD : 0;
         *b = cls == PP_EW_FP8_CAST_GRAD ? x * EW_FP8_CAST_BWD : 0;
         return;
