@@ -300,11 +300,18 @@ def apply_compile(model):
 # Tensor parallel (torchtitan/models/llama3/infra/parallelize.py: apply_tp), before AC and FSDP
 
 
-def apply_tp(model, tp_mesh):
+def apply_tp(model, tp_mesh, float8_tensorwise=False):
     """torchtitan's plan with sequence parallel and loss parallel (its defaults): the residual
     stream is split along the sequence between blocks (norms run on S/tp tokens), all-gathered
     into each attention and MLP, whose wq/wk/wv/w1/w3 are column- and wo/w2 row-parallel; the
-    output layer is column-parallel and the loss is computed on vocabulary shards."""
+    output layer is column-parallel and the loss is computed on vocabulary shards. With float8
+    tensorwise the block's styles are torchao's float8 ones (torchtitan v0.2.2 apply_tp,
+    enable_float8_tensorwise_tp): the sequence-sharded input cast to float8 before its all-gather."""
+    col, row, prep = ColwiseParallel, RowwiseParallel, PrepareModuleInput
+    if float8_tensorwise:
+        from torchao.float8.float8_tensor_parallel import (Float8ColwiseParallel, Float8RowwiseParallel,
+                                                           PrepareFloat8ModuleInput)
+        col, row, prep = Float8ColwiseParallel, Float8RowwiseParallel, PrepareFloat8ModuleInput
     parallelize_module(model, tp_mesh, {
         "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
         "norm": SequenceParallel(),
@@ -314,18 +321,16 @@ def apply_tp(model, tp_mesh):
     for block in model.layers.values():
         parallelize_module(block, tp_mesh, {
             "attention_norm": SequenceParallel(),
-            "attention": PrepareModuleInput(input_layouts=(Shard(1), None),
-                                            desired_input_layouts=(Replicate(), None)),
-            "attention.wq": ColwiseParallel(),
-            "attention.wk": ColwiseParallel(),
-            "attention.wv": ColwiseParallel(),
-            "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+            "attention": prep(input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)),
+            "attention.wq": col(),
+            "attention.wk": col(),
+            "attention.wv": col(),
+            "attention.wo": row(output_layouts=Shard(1)),
             "ffn_norm": SequenceParallel(),
-            "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),),
-                                               desired_input_layouts=(Replicate(),)),
-            "feed_forward.w1": ColwiseParallel(),
-            "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
-            "feed_forward.w3": ColwiseParallel(),
+            "feed_forward": prep(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+            "feed_forward.w1": col(),
+            "feed_forward.w2": row(output_layouts=Shard(1)),
+            "feed_forward.w3": col(),
         })
 
 
@@ -740,7 +745,7 @@ def main(argv=None):
             precompute = apply_float8(model, args.float8, world // args.tp // args.replicate,
                                       emulate=device.type == "cpu")
         if tp_mesh is not None:
-            apply_tp(model, tp_mesh)
+            apply_tp(model, tp_mesh, float8_tensorwise=args.float8 == "tensorwise")
         if cp_mesh is not None:
             apply_cp(model, cp_mesh)
         apply_ac(model, args.ac)
