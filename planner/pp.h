@@ -679,6 +679,9 @@ typedef struct {
     bool titan_kernels;          /* the step-time terms fitted to torchtitan's kernels: SDPA's
                                     FlashAttention-2, the loss on logits.float(), the embedding
                                     backward (time.c EW_FSDP_*, FSDP_FA2_*) */
+    bool torchao_float8;         /* its FP8 is torchao's float8: Float8Linear under Inductor (the casts
+                                    of time.c FP8_TORCHAO_CAST_X), under TP with tensorwise scaling
+                                    torchtitan's float8 TP plans (casts on the sequence shard) */
     bool block_sharding;         /* FSDP2's fully_shard per block: parameters gathered and
                                     gradients reduce-scattered per block and micro-batch, memory
                                     in the step's timeline (memory_fsdp.c) */

@@ -437,8 +437,14 @@ static void build_ew(const pp_work *w, pp_layer *ly)
          * QKV widths (MLA's five projections too) and the MLP's two GEMMs (the routed experts'
          * per received token copy); the shared experts' casts are left out. */
         double tok = ly->moe ? ly->expert_tokens : T, f = ly->moe ? ly->expert_ffn : ly->ffn;
-        double in = T * h + T * hq + tok * (h + f);
-        double out = T * (hq + 2 * hkv) + T * h + tok * ((ly->glu ? 2 : 1) * f + h);
+        /* torchao's tensorwise float8 under TP runs torchtitan's float8 TP plans
+         * (Float8ColwiseParallel, Float8RowwiseParallel, PrepareFloat8ModuleInput): the
+         * column-parallel layers' inputs are cast on the sequence shard before their all-gather,
+         * and the row-parallel layers' output gradients on the shard before theirs */
+        const double hs = pp_work_fw(w)->torchao_float8 && w->stack.fp8_scaling == PP_FP8_TENSORWISE && ly->tp > 1
+                              ? h / ly->tp : h;
+        double in = T * hs + T * hq + tok * (hs + f);
+        double out = T * (hq + 2 * hkv) + T * hs + tok * ((ly->glu ? 2 : 1) * f + hs);
         ew_add(ly, "fp8.cast_input", PP_EW_FP8_CAST_IN, in, PP_LB_ATTN_IN, 0);
         ew_add(ly, "fp8.cast_grad", PP_EW_FP8_CAST_GRAD, out, PP_LB_ATTN_IN, 0);
     }

@@ -583,7 +583,7 @@ static void fsdp_norm_bytes(const pp_work *w, double *f, double *b)
 
 /* Bytes per element of an elementwise class of the layer description, forward and backward
  * (the EW_* constants above; the bias-dropout-add's mask byte only with dropout). */
-static void ew_bytes(const pp_time_ctx *c, const pp_layer *ly, pp_layer_ew_class cls, double *f, double *b)
+static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, double *b)
 {
     double mask = c->opts.dropout ? 0 : EW_MASK;
     if (c->w->stack.compile && (cls == PP_EW_T_SWIGLU || cls == PP_EW_T_ROPE)) /* fused by Inductor */
@@ -600,17 +600,14 @@ static void ew_bytes(const pp_time_ctx *c, const pp_layer *ly, pp_layer_ew_class
     case PP_EW_PROB_SCALE: *f = EW_PROB_SCALE, *b = 2.0 * EW_PROB_SCALE; return;
     case PP_EW_FP8_CAST_IN:
     case PP_EW_FP8_CAST_GRAD: {
-        /* torchao's casts under FSDP2 (the fsdp framework's float8), TE's under Megatron. Under TP
-         * the rowwise recipe keeps torchtitan's standard TP plans, its casts on the gathered inputs
-         * as priced: measured so on two H200s at TP 2 (runs_float8.csv f8r_tp2_sel, looked at,
-         * -14.1% -> -3.6%; f8r_tp2_full held out -12.8% -> -3.1%). The tensorwise recipe's float8 TP
-         * plans (Float8ColwiseParallel, Float8RowwiseParallel) cast before the sequence-parallel
-         * all-gather and are not in our runs: priced with TE's bytes, as the published TP 8
-         * tensorwise rows (ttatp, tt2412-11..18) came within 13% that way. */
-        const bool tp = ly->tp > 1, rowwise = c->w->stack.fp8_scaling == PP_FP8_ROWWISE;
-        double x = c->w->framework != PP_FW_FSDP ? 1.0
-                   : rowwise ? FP8_TORCHAO_CAST_X * FP8_ROWWISE_CAST_X
-                   : tp ? 1.0 : FP8_TORCHAO_CAST_X;
+        /* torchao's casts (the framework row's torchao_float8: torchtitan's converter), TE's under
+         * Megatron. Under TP the same, on the elements layer.c counts: the rowwise recipe keeps
+         * torchtitan's standard TP plans (casts on the gathered inputs), the tensorwise one its
+         * float8 TP plans (on the sequence shard). Measured on two H200s at TP 2 (runs_float8.csv):
+         * f8r_tp2_sel and f8t_tp2_sel looked at, -14.1 / -10.0% -> -3.6 / -4.4%; f8r_tp2_full and
+         * f8t_tp2_full held out, -12.8 / -10.0% -> -3.0 / -4.8%. */
+        double x = !pp_work_fw(c->w)->torchao_float8 ? 1.0
+                   : FP8_TORCHAO_CAST_X * (c->w->stack.fp8_scaling == PP_FP8_ROWWISE ? FP8_ROWWISE_CAST_X : 1.0);
         *f = cls == PP_EW_FP8_CAST_IN ? x * EW_FP8_CAST_FWD : 0;
         *b = cls == PP_EW_FP8_CAST_GRAD ? x * EW_FP8_CAST_BWD : 0;
         return;
@@ -733,7 +730,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     for (int i = 0; i < ly.n_ew; i++) {
         const pp_layer_ew *e = &ly.ew[i];
         double bf, bb;
-        ew_bytes(c, &ly, e->cls, &bf, &bb);
+        ew_bytes(c, e->cls, &bf, &bb);
         ew_f += bf * e->elems;
         ew_b += bb * e->elems;
         if (titan_sac || (e->mods & sel)) sel_ew += bf * e->elems;
