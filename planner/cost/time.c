@@ -114,11 +114,10 @@
  * profiled steps' copy and elementwise kernels 46 ms over the bf16 twin's, priced 10); the rowwise
  * recipe's FP8_ROWWISE_CAST_X times that, fitted on f8r_s16k_full (-9.1% before; its kernels 93 ms
  * over the twin's, twice tensorwise's). Held out: f8t_s16k_none, f8t_s32k_full, f8r_s16k_sel,
- * f8r_s16k_none, f8r_tp2_full -14.5 / -7.6 / -8.1 / -13.1 / -12.8% -> -9.5 / -2.2 / +1.9 / -5.9 /
- * -3.1%. On one H200's seven
- * linears of a block alone (tests/data/fp8/fp8_linear.jsonl, tools/fp8/fp8_linear.py) the rowwise
- * casts took 3.53-4.47x the tensorwise ones: in a whole compiled block Inductor fuses part of them
- * with the norms and SwiGLU around the linears. Their GEMMs (torch._scaled_mm with per-row x
+ * f8r_s16k_none -14.5 / -7.6 / -8.1 / -13.1% -> -9.5 / -2.2 / +1.9 / -5.9% (and under TP, below).
+ * On one H200's seven linears of a block alone (tests/data/fp8/fp8_linear.jsonl,
+ * tools/fp8/fp8_linear.py) the rowwise casts took 3.53-4.47x the tensorwise ones: in a whole
+ * compiled block Inductor fuses part of them with the norms and SwiGLU around the linears. Their GEMMs (torch._scaled_mm with per-row x
  * per-column fp32 scales, fast accumulation in the forward as torchao sets it) took 1.115x, 1.009x
  * and 1.040x the per-tensor-scaled ones there; end to end the two recipes' GEMM kernels summed to
  * within 0.5%. The cast work follows the GPU's memory bandwidth. */
