@@ -38,6 +38,13 @@ def fsdp_run_args(root, flavor, gpus, mbs, seq, ac, tp=1, reshard=True, compile=
             (["--repeat-kv"] if repeat_kv else []))
 
 
+def fsdp_profiles(root, records):
+    """{run name: the profiled step's summary (train.py profile_summary)} from the runs' records
+    (tools/fsdp/run_fsdp.sh's fsdp_runs.jsonl, a file under tests/data/fsdp)."""
+    return {r["name"]: r["profile"] for r in jsonl(root, os.path.join("tests/data/fsdp", records))
+            if r.get("profile")}
+
+
 def fsdp_table(root, name):
     """The rows of a tools/fsdp/parse_runs.py table under tests/data/fsdp (its '#' lines skipped)."""
     with open(os.path.join(root, "tests/data/fsdp", name)) as f:

@@ -19,12 +19,11 @@ TAP, through the binary (`parplan check` with the flags each row states):
     runs on the GPU beside the attention, not as host waits.
 usage: cp.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import check_json, each_predicted, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, each_predicted, fsdp_profiles, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 HELD_OUT = ("cp2_s96k_c", "cp2_s128k_c", "cpc2_s96k_c")  # tools/fsdp/configs_cp*.csv, chosen before the runs
 
@@ -33,17 +32,6 @@ HELD_OUT = ("cp2_s96k_c", "cp2_s128k_c", "cpc2_s96k_c")  # tools/fsdp/configs_cp
 # backend with the eager loss, and the torchtitan-compile recipe's stack (cuDNN, the loss compiled)
 TABLES = (("runs_cp.csv", "cp/cp_runs.jsonl", "cp2_s64k_c", "dp2_s32k_c", 5),
           ("runs_cp_cudnn.csv", "cp_cudnn/cpc_runs.jsonl", "cpc2_s64k_c", "dpc2_s32k_c", 3))
-
-
-def profiles(root, records):
-    """{run name: the profiled step's summary (train.py profile_summary)} from the runs' records."""
-    out = {}
-    with open(os.path.join(root, "tests/data/fsdp", records)) as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("profile"):
-                out[r["name"]] = r["profile"]
-    return out
 
 
 def main():
@@ -78,7 +66,7 @@ def main():
                                f"{100 * (p2 / m - 1):+.1f}%: the torch ring's fp32 query-width gradients close it"))
             else:
                 checks.append((False, f"{cp_run} --cp-comm p2p: {d.get('error')}"))
-        prof = profiles(root, records)
+        prof = fsdp_profiles(root, records)
         p = prof.get(cp_run)
         if p is None:
             checks.append((False, f"{cp_run}: no profiled step in tests/data/fsdp/{records}"))

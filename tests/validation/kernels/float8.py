@@ -23,27 +23,16 @@ TAP, through the binary (`parplan check` with the flags each row states):
     tests/data/fp8).
 usage: float8.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import constant, each_predicted, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import constant, each_predicted, fsdp_profiles, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 LOOKED_AT = ("f8t_s16k_full", "f8t_s16k_sel", "f8r_s16k_full")  # the fit's rows
 HELD_OUT = ("f8t_s16k_none", "f8t_s32k_full", "f8r_s16k_sel", "f8r_s16k_none", "f8r_tp2_full",
             "f8t_tp2_full")  # configs_float8.csv
 # f8t_s16k_none_h: f8t_s16k_none again with the allocator's history (a diagnostic of its peak)
-
-
-def profiles(root):
-    out = {}
-    with open(os.path.join(root, "tests/data/fsdp/float8/float8_runs.jsonl")) as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("profile", {}).get("kernel_ms_by_category"):
-                out[r["name"]] = r["profile"]["kernel_ms_by_category"]
-    return out
 
 
 def main():
@@ -69,10 +58,10 @@ def main():
         else:
             checks.append((abs(perr) <= 2.0, f"{name}: allocated peak predicted {peak:.0f} MiB, measured "
                                              f"{float(r['max_alloc_mib']):.0f} MiB, {perr:+.2f}%"))
-    prof = profiles(root)
+    prof = fsdp_profiles(root, "float8/float8_runs.jsonl")
     need = ("bf_s16k_full", "f8t_s16k_full", "f8r_s16k_full")
-    if all(n in prof for n in need):
-        bf, tw, rw = (prof[n] for n in need)
+    if all("kernel_ms_by_category" in prof.get(n, {}) for n in need):
+        bf, tw, rw = (prof[n]["kernel_ms_by_category"] for n in need)
         g = rw["gemm"] / tw["gemm"]
         checks.append((abs(g - 1) <= 0.01, f"profiled GEMM kernels, rowwise over tensorwise: {g:.3f} "
                                            f"({rw['gemm']:.1f} / {tw['gemm']:.1f} ms)"))
