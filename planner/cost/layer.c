@@ -6,6 +6,7 @@
  * per element of a kernel, a GEMM's rate, which tensors a framework keeps) stays with that
  * reader. */
 #include "pp_layer.h"
+#include "memory_fsdp.h"
 
 #include <math.h>
 #include <string.h>
@@ -626,15 +627,39 @@ static void saved_scores(pp_layer *ly, double ss, bool dropout)
  * its input to the activation and the activation. Measured: 16h + 8f + 4a + 8 bytes per token
  * for the Llama shapes, to 0.0006% (tests/data/fsdp/runs.csv, l3b_s8k_b1_none). torchtitan's TP
  * shards the norms' rows (SequenceParallel on attention_norm and ffn_norm, apply_tp). */
-static void build_saved_titan(const pp_work *w, pp_layer *ly)
+static void build_saved_titan(const pp_work *w, const pp_layout *l, pp_layer *ly)
 {
     const pp_model *m = &w->model;
     const double T = ly->tokens, h = ly->hidden, hr = h * ly->rep_titan, hq = ly->q_width, f = ly->ffn;
     const double stats = (m->norm == PP_NORM_LAYERNORM ? 2.0 : 1.0) * ly->rep_titan; /* fp32 rstd (+ mean) */
+    /* torchao float8 (the framework row's torchao_float8) in a compiled block: what the graph keeps
+     * (torch/_functorch/partitioners.py's min-cut) differs from bf16's. Read tensor by tensor from
+     * a compiled Llama-3-8B block on two H200s (torch 2.11, torchao 0.18 Float8Linear, torchtitan's
+     * TP plans: tools/fsdp/saved_tensors.py, tests/data/fsdp/float8/saved.jsonl), per token:
+     *   - without TP: neither norm's output nor w2's input (the SwiGLU product) is kept, the
+     *     backward recomputes them from the block input, the residual sum and their rstd and from
+     *     w1's and w3's outputs (2 x 2h + 2f bytes less); with the FSDP float8 all-gather
+     *     (tensorwise, sharded) the float8 weights of w1, w3 and w2 are kept (1 byte an element);
+     *   - under TP the norms' all-gathered outputs are kept cast to float8 (h bytes each); rowwise
+     *     (torchtitan's standard plans) drops w2's input and keeps the float8 weight shards of the
+     *     row-parallel wo and w2; tensorwise (torchao's float8 TP styles) also keeps the norms'
+     *     sequence-shard casts (h/tp each), w2's and wo's inputs in float8 (f/tp, hq/tp) and the
+     *     float8 shards of wq, wo, w1, w3 and w2 (its weight scales and amaxes are a few KB).
+     * Checked end to end on two H200s: 8 layers of 16k tokens without AC, rowwise 5,630 MiB
+     * (tensorwise 4,286) below the bf16 twin where this says 5,632 (4,288) (runs_float8.csv
+     * f8r_s16k_none, f8t_s16k_none against bf_s16k_none). */
+    const bool f8c = w->stack.compile && w->stack.precision == PP_PREC_FP8 && pp_work_fw(w)->torchao_float8;
+    const bool f8tp = f8c && l->tp > 1, f8tw = f8c && w->stack.fp8_scaling == PP_FP8_TENSORWISE;
+    const double norm_b = !f8c ? 2.0 : f8tp ? 1.0 : 0.0; /* bytes an element of the norms' outputs kept */
+    const double w2in_b = !f8c ? 2.0 : f8tp && f8tw ? 1.0 : 0.0;
+    double weights = 0; /* float8 weight elements kept to the backward */
+    if (f8tp) weights = f8tw ? (ly->glu ? 3.0 : 2.0) * h * f + 2.0 * h * hq : h * f + h * hq;
+    else if (f8c && pp_fsdp_fp8_gather(w, l)) weights = (ly->glu ? 3.0 : 2.0) * h * f;
     ly->full_input = (pp_layer_saved){"block.input", T * hr, 2, false, 0};
     saved_add(ly, "block.input", T * hr, 2, false, 0);
     saved_add(ly, "attention_norm.rstd", T * stats, 4, false, 0);
-    saved_add(ly, "attention_norm.output", T * h, 2, false, 0);
+    saved_add(ly, "attention_norm.output", T * h, norm_b, false, 0);
+    if (f8tp && f8tw) saved_add(ly, "attention_norm.fp8_shard", T * hr, 1, false, 0);
     saved_add(ly, "attn.q", T * hq, 2, false, 0);
     /* --repeat-kv: SDPA saves the repeated copies; with enable_gqa it saves k and v at their own
      * heads (v is wv's output itself). Measured: 1,536 MiB apart over 8 layers of 16k tokens, the
@@ -644,6 +669,7 @@ static void build_saved_titan(const pp_work *w, pp_layer *ly)
     saved_add(ly, "attn.k", T * kvw, 2, false, 0);
     saved_add(ly, "attn.v", T * kvw, 2, false, 0);
     saved_add(ly, "attn.out", T * hq, 2, false, 0);
+    if (f8tp && f8tw) saved_add(ly, "wo.fp8_input", T * hq, 1, false, 0);
     saved_add(ly, "attn.lse", T * ly->heads, 4, false, 0);
     if (!ly->attn.fused) saved_add(ly, "attn.softmax", ly->attn.scores, 2, false, 0); /* math SDPA */
     if (m->qk_norm != PP_QKNORM_NONE) {
@@ -652,7 +678,8 @@ static void build_saved_titan(const pp_work *w, pp_layer *ly)
     }
     saved_add(ly, "ffn_norm.input", T * hr, 2, false, 0);
     saved_add(ly, "ffn_norm.rstd", T * stats, 4, false, 0);
-    saved_add(ly, "ffn_norm.output", T * h, 2, false, 0);
+    saved_add(ly, "ffn_norm.output", T * h, norm_b, false, 0);
+    if (f8tp && f8tw) saved_add(ly, "ffn_norm.fp8_shard", T * hr, 1, false, 0);
     saved_add(ly, "w1.output", T * f, 2, false, 0);
     /* --compile (torchtitan's per-block torch.compile): Inductor fuses silu(w1 x) * w3 x and
      * recomputes SiLU from w1's output in the backward kernel, so SiLU's output is not kept:
@@ -662,7 +689,16 @@ static void build_saved_titan(const pp_work *w, pp_layer *ly)
     if (!(w->stack.compile && ly->glu)) saved_add(ly, "act.output", T * f, 2, false, 0);
     if (ly->glu) {
         saved_add(ly, "w3.output", T * f, 2, false, 0);
-        saved_add(ly, "w2.input", T * f, 2, false, 0);
+        if (w2in_b > 0) saved_add(ly, "w2.input", T * f, w2in_b, false, 0);
+    }
+    saved_add(ly, "fp8_weights", weights, 1, false, 0);
+    /* The block's own backward recomputes what it did not keep and has its weights gathered
+     * again: there (and under full AC, where the recomputed forward is all of it) it holds what
+     * the bf16 block keeps, the reading the float8 AC peaks were checked against (within 1.7%). */
+    if (f8c) {
+        const double casts = f8tp && f8tw ? T * (2.0 * hr + hq) : 0.0;
+        ly->bwd_resident_extra_bytes = T * (2.0 * h * (2.0 - norm_b) + (ly->glu ? f * (2.0 - w2in_b) : 0.0)) -
+                                       casts - weights;
     }
 }
 
@@ -705,9 +741,10 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     const double ss = b * aq * s * sk; /* the score matrix */
     ly->n_saved = 0;
     ly->saved_bytes = ly->saved_paper_bytes = ly->saved_sel_bytes = ly->mtp_saved_bytes = 0;
+    ly->bwd_resident_extra_bytes = 0;
     ly->saved_sel_mods = l->recompute_modules ? l->recompute_modules : BIT(PP_RCM_CORE_ATTN);
     if (ly->titan && !ly->moe) {
-        build_saved_titan(w, ly);
+        build_saved_titan(w, l, ly);
         return;
     }
     /* Full recompute keeps only the layer input (checkpoint), Korthikanti table 2: 2sbh. */

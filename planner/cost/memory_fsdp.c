@@ -163,9 +163,10 @@ static void fsdp_dense_tables(const pp_work *w, const pp_layer *ly, pp_fsdp_ctx 
     c->act[0][PP_RC_FULL] = pp_layer_saved_bytes(ly, PP_RC_FULL, 0, NULL); /* the checkpointed input */
     /* During a block's backward its forward tensors are there again (recomputed under AC; the
      * selective cache adds the saved outputs that the plain forward does not keep). */
-    c->resident[0][PP_RC_NONE] = c->act[0][PP_RC_NONE];
-    c->resident[0][PP_RC_FULL] = c->act[0][PP_RC_NONE];
-    c->resident[0][PP_RC_SELECTIVE] = c->act[0][PP_RC_NONE] + T * sel_extra;
+    const double own = c->act[0][PP_RC_NONE] + ly->bwd_resident_extra_bytes;
+    c->resident[0][PP_RC_NONE] = own;
+    c->resident[0][PP_RC_FULL] = own;
+    c->resident[0][PP_RC_SELECTIVE] = own + T * sel_extra;
     /* Backward working set on top: the largest of the layer's records (layer.c). */
     c->bwd_work[0] = ly->bwd_work_bytes;
 }

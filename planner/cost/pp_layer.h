@@ -194,6 +194,9 @@ typedef struct {
     double mtp_saved_bytes;   /* what the model's MTP layer of this kind saves on top of it */
     unsigned saved_sel_mods;  /* the layout's selective recompute modules (core_attn if none) */
     double saved_sel_bytes;   /* the sum of what they keep */
+    double bwd_resident_extra_bytes; /* the titan block's own backward holds saved_bytes + this: what
+                                        a compiled float8 block recomputes there instead of keeping,
+                                        less the weights it kept (build_saved_titan) */
     /* --- the backward's working sets, and the largest of them */
     int n_transient;
     pp_layer_transient transient[PP_LAYER_MAX_TRANSIENTS];

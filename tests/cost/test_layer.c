@@ -356,6 +356,45 @@ static void titan(void)
     tap_near(pp_layer_saved_bytes(&ly, PP_RC_FULL, 0, NULL), s * 2 * h, 1e-12, "%s: full AC keeps the block input", what);
 }
 
+/* torchao float8 in torchtitan's compiled block: what it keeps without AC, per token, against the
+ * reading of the same block on two H200s (tools/fsdp/saved_tensors.py, tests/data/fsdp/float8/
+ * saved.jsonl: Llama-3-8B's block, 1024 tokens, torch 2.11, torchao 0.18; rowwise under TP also
+ * keeps its weight scales and amaxes, 96 bytes a token there, not priced). */
+static void titan_float8(void)
+{
+    pp_work w;
+    work_init(&w, PP_FW_FSDP, PP_ATTN_FLASH);
+    if (!tap_ok(load(&w.model, "PARPLAN_SOURCE_DIR", "models.d/models", "llama3-8b"), "llama3-8b loads")) return;
+    const double T = 1024;
+    w.model.seq = (int64_t)T;
+    w.stack.compile = true;
+    static const struct {
+        const char *what;
+        pp_precision prec;
+        pp_fp8_scaling scaling;
+        int64_t tp;
+        double read; /* bytes a token, saved.jsonl */
+    } rows[] = {
+        {"bf16, FSDP over 2", PP_PREC_BF16, PP_FP8_TENSORWISE, 1, 139400.0},
+        {"float8 tensorwise, FSDP over 2 (float8 all-gather)", PP_PREC_FP8, PP_FP8_TENSORWISE, 1, 266376.0},
+        {"float8 rowwise, FSDP over 2", PP_PREC_FP8, PP_FP8_ROWWISE, 1, 94344.0},
+        {"bf16, TP 2", PP_PREC_BF16, PP_FP8_TENSORWISE, 2, 77892.0},
+        {"float8 tensorwise, TP 2 (torchao's float8 TP styles)", PP_PREC_FP8, PP_FP8_TENSORWISE, 2, 171076.1},
+        {"float8 rowwise, TP 2", PP_PREC_FP8, PP_FP8_ROWWISE, 2, 92324.0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        w.stack.precision = rows[i].prec;
+        w.stack.fp8_scaling = rows[i].scaling;
+        pp_layout l = layout_of(rows[i].tp, 2 / rows[i].tp, 1, 0, false);
+        l.zero = 3;
+        pp_layer ly;
+        pp_layer_build(&w, &l, 0, &ly);
+        double got = pp_layer_saved_bytes(&ly, PP_RC_NONE, 0, NULL) / T;
+        tap_near(got, rows[i].read, 0.002, "Llama-3-8B block compiled, %s: keeps %.0f bytes a token (read %.0f)",
+                 rows[i].what, got, rows[i].read);
+    }
+}
+
 /* ------------------------------------------------------------------ parameters: the catalog */
 
 /* Ranks that hold distinct parts of a row split this way (tp ranks; experts over ep x etp). */
@@ -528,6 +567,7 @@ int main(void)
     mla();
     mtp();
     titan();
+    titan_float8();
     transients();
     params_catalog();
     return tap_done();

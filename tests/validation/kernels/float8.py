@@ -15,8 +15,10 @@ TAP, through the binary (`parplan check` with the flags each row states):
     the bf16 twins' within 7% (the TP 2 selective one -6.7%), the held-out runs' within 10% (with TE's
     cast bytes they were -7.6% to -14.5%);
   - allocated peaks within 2% under full and selective AC (float8 or not) and for the bf16 twin
-    without AC; without AC the float8 peaks are 4.3 and 5.6 GiB under the bf16 twin's, which parplan
-    does not price: checked over-predicted by 5-20% (a named miss, so that a change shows);
+    without AC; without AC the float8 peaks, 4.2 and 5.5 GiB under the bf16 twin's, within 1%: the
+    compiled float8 block keeps neither norm's output nor w2's input and, with the FSDP float8
+    all-gather, keeps the FFN's float8 weights (planner/cost/layer.c, build_saved_titan, from the
+    saved-tensor reading tests/data/fsdp/float8/saved.jsonl; before it parplan was 11-15% over);
   - from the profiled steps: the two recipes' GEMM kernels within 1% of each other, and the rowwise
     casts (copy and elementwise kernels over the bf16 twin's) 1.5-2.5x the tensorwise ones, as
     FP8_ROWWISE_CAST_X says end to end (on one GPU's linears alone they were 3.5-4.5x:
@@ -52,9 +54,10 @@ def main():
         checks.append((abs(err) <= bound, f"{name} ({tag}, float8 {f8}, AC {ac}, TP {r['tp']}, {r['seq']} tokens): predicted "
                                           f"{d['step_time_s']:.3f} s, measured {m:.3f} s, {err:+.1f}% (within {bound:.0f}%)"))
         if f8 != "none" and ac == "none":
-            checks.append((5.0 <= perr <= 20.0, f"{name}: allocated peak predicted {peak:.0f} MiB, measured "
-                                                f"{float(r['max_alloc_mib']):.0f} MiB, {perr:+.1f}%: float8 without AC "
-                                                f"keeps less than parplan prices (not modelled; checked 5-20% over)"))
+            # looked at: these misses (11-15% over) led to reading the saved tensors (saved.jsonl)
+            checks.append((abs(perr) <= 1.0, f"{name} (looked at): allocated peak predicted {peak:.0f} MiB, measured "
+                                             f"{float(r['max_alloc_mib']):.0f} MiB, {perr:+.2f}% (float8 without AC: "
+                                             f"layer.c's compiled float8 block, within 1%)"))
         else:
             checks.append((abs(perr) <= 2.0, f"{name}: allocated peak predicted {peak:.0f} MiB, measured "
                                              f"{float(r['max_alloc_mib']):.0f} MiB, {perr:+.2f}%"))
