@@ -122,11 +122,13 @@ typedef struct {
     double fwd_compute_s, fwd_tp_s, fwd_cp_s, fwd_ep_s;
     double bwd_compute_s, bwd_tp_s, bwd_cp_s, bwd_ep_s;
     double sel_recompute_s;   /* selective recompute (attention core) of one layer */
+    double fwd_kept_s;        /* of fwd_compute_s, what recomputing the layer does not redo (torchao's
+                                 float8 casts in a compiled block) */
 } pp_time_terms;
 
 /* One transformer layer (and the first/last stage extras) for one micro-batch on one rank,
  * split by what the time is spent on. Depends only on tp, cp, ep, etp, mbs, sp and the work.
- * The first nine fields are the terms of the model's main layer kind (`kind_main`: the kind of
+ * The first ten fields are the terms of the model's main layer kind (`kind_main`: the kind of
  * its last decoder layer, MoE for an MoE model); callers that measure a layer replace them.
  * `kind[k]` holds the terms of every other kind present (a dense first layer, windowed
  * attention); pp_time_step reads the fields above for kind_main and kind[k] for the others. */
@@ -134,6 +136,7 @@ typedef struct {
     double fwd_compute_s, fwd_tp_s, fwd_cp_s, fwd_ep_s;
     double bwd_compute_s, bwd_tp_s, bwd_cp_s, bwd_ep_s;
     double sel_recompute_s;   /* selective recompute (attention core) of one layer */
+    double fwd_kept_s;        /* of fwd_compute_s, what recomputing the layer does not redo */
     double embed_fwd_s, embed_bwd_s, output_fwd_s, output_bwd_s;
     double embed_tp_s, output_tp_s; /* their TP collectives (included in the fields above) */
     double p2p_bytes;         /* activations sent per stage boundary per micro-batch, per rank */

@@ -121,8 +121,8 @@
  * per-column fp32 scales, fast accumulation in the forward as torchao sets it) took 1.115x, 1.009x
  * and 1.040x the per-tensor-scaled ones there; end to end the two recipes' GEMM kernels summed to
  * within 0.5%. The cast work follows the GPU's memory bandwidth. */
-#define FP8_TORCHAO_CAST_X 4.32
-#define FP8_ROWWISE_CAST_X 2.07
+#define FP8_TORCHAO_CAST_X 5.49
+#define FP8_ROWWISE_CAST_X 2.37
 #define FP8_ROWWISE_GEMM_X 1.054
 #define EW_EMBED 4.0        /* embedding lookup: read row, write */
 #define EW_EMBED_GRAD 8.0   /* per embedding element: fp32 main-grad read + write per micro-batch */
@@ -724,14 +724,23 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     }
     if (!titan_sac && (sel & (1u << PP_RCM_CORE_ATTN))) sel_s += attn_f + score_ew_f;
 
-    /* --- elementwise kernels, from memory bandwidth */
-    double ew_f = 0, ew_b = 0, sel_ew = 0, exp_ew_f = 0, exp_ew_b = 0;
+    /* --- elementwise kernels, from memory bandwidth. torchao's float8 casts in a compiled block
+     * are not redone by a recompute: their kernels took the same time under full and selective AC
+     * as without it (rowwise 93, 93 and 92 ms over the bf16 twins' on two H200s, 8 Llama-3-8B
+     * layers of 16k tokens: tests/data/fsdp/float8/float8_runs.jsonl), the recompute's casts fused
+     * into the backward's norm and SwiGLU kernels. */
+    const bool casts_kept = pp_work_fw(w)->torchao_float8 && w->stack.compile;
+    double ew_f = 0, ew_b = 0, sel_ew = 0, exp_ew_f = 0, exp_ew_b = 0, kept = 0;
     for (int i = 0; i < ly.n_ew; i++) {
         const pp_layer_ew *e = &ly.ew[i];
         double bf, bb;
         ew_bytes(c, e->cls, &bf, &bb);
         ew_f += bf * e->elems;
         ew_b += bb * e->elems;
+        if (casts_kept && e->cls == PP_EW_FP8_CAST_IN) {
+            kept += bf * e->elems;
+            continue;
+        }
         if (titan_sac || (e->mods & sel)) sel_ew += bf * e->elems;
         if (e->block == PP_LB_EXPERT && e->mods & (1u << PP_RCM_MOE_ACT)) { /* the experts' activation */
             exp_ew_f += bf * e->elems / c->mem_rate;
@@ -747,6 +756,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     double accum = c->opts.grad_accum_bytes * weights / c->mem_rate;
 
     o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
+    o->fwd_kept_s = kept / c->mem_rate;
     o->bwd_compute_s = gemm_b / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
     if (ly.moe) {
         /* The host's share: the router, the dispatcher and its sync, and one GEMM chain per
@@ -850,7 +860,7 @@ void pp_time_layer_terms(const pp_time_layer *ly, int k, pp_time_terms *out)
     if (k == ly->kind_main) {
         *out = (pp_time_terms){ly->fwd_compute_s, ly->fwd_tp_s, ly->fwd_cp_s, ly->fwd_ep_s,
                                ly->bwd_compute_s, ly->bwd_tp_s, ly->bwd_cp_s, ly->bwd_ep_s,
-                               ly->sel_recompute_s};
+                               ly->sel_recompute_s, ly->fwd_kept_s};
     } else {
         *out = ly->kind[k];
     }
@@ -862,6 +872,7 @@ void pp_time_layer_rescale_kinds(pp_time_layer *ly, double fwd_ratio, double bwd
         if (k == ly->kind_main || !(ly->kinds_present & (1u << k))) continue;
         ly->kind[k].fwd_compute_s *= fwd_ratio;
         ly->kind[k].sel_recompute_s *= fwd_ratio;
+        ly->kind[k].fwd_kept_s *= fwd_ratio;
         ly->kind[k].bwd_compute_s *= bwd_ratio;
     }
 }
@@ -899,6 +910,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     o->bwd_cp_s = mt->bwd_cp_s;
     o->bwd_ep_s = mt->bwd_ep_s;
     o->sel_recompute_s = mt->sel_recompute_s;
+    o->fwd_kept_s = mt->fwd_kept_s;
 
     /* The vocabulary's ends over TP: vocab-parallel (Megatron, torchtitan), or with --tp-vocab
      * gathered|replicated (FSDP2 + TP) every TP rank runs the loss over the whole vocabulary, on
