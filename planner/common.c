@@ -576,6 +576,20 @@ int64_t pp_layout_edp(const pp_layout *l)
     return e > 0 && g >= e ? g / e : 1;
 }
 
+void pp_fsdp_shards(const pp_layout *l, double *dense, double *expert)
+{
+    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
+    *dense = l->zero >= 2 ? fmax(1.0, (double)(l->dp * l->cp) / R) : 1.0;
+    *expert = l->zero >= 2 ? fmax(1.0, (double)pp_layout_edp(l) / R) : 1.0;
+}
+
+bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l)
+{
+    double shard, expert;
+    pp_fsdp_shards(l, &shard, &expert);
+    return w->stack.precision == PP_PREC_FP8 && w->stack.fp8_scaling == PP_FP8_TENSORWISE && shard > 1;
+}
+
 int64_t pp_layout_stage_first_layer(const pp_work *w, const pp_layout *l, int64_t stage)
 {
     if (l->vstage_layers || pp_layout_vstages_uneven(w, l)) return pp_layout_vstage_first_layer(w, l, stage, 0);

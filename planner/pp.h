@@ -877,6 +877,16 @@ int64_t pp_layout_group_per_node(int64_t n, int64_t stride, int64_t gpn);
  * experts' gradients and optimizer state are reduced and sharded over: tp*cp*dp / (etp * ep). */
 int64_t pp_layout_etp(const pp_layout *l);
 int64_t pp_layout_edp(const pp_layout *l);
+/* The ranks FSDP2 shards over: the dense parameters' (*dense) and the routed experts' (*expert).
+ * --zero 3 / 2: fully_shard over the data-parallel ranks (torchtitan folds CP into the FSDP mesh,
+ * dp_shard_cp), HSDP within each of the --replicate groups; --zero 0 / 1: none (1). What the layer
+ * description, the memory and the time model read. */
+void pp_fsdp_shards(const pp_layout *l, double *dense, double *expert);
+
+/* Whether FSDP2 all-gathers the linear weights in float8 (torchao's enable_fsdp_float8_all_gather,
+ * which works with tensorwise scaling alone: torchao/float8/fsdp_utils.py) under --precision fp8
+ * with the parameters sharded. What the layer description, the memory and the time model read. */
+bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l);
 /* Selective recompute's modules as a bit set (1 << PP_RCM_CORE_ATTN when none was given; 0 when
  * the layout's recompute is not selective). */
 unsigned pp_layout_rc_modules(const pp_layout *l);

@@ -6,7 +6,6 @@
  * per element of a kernel, a GEMM's rate, which tensors a framework keeps) stays with that
  * reader. */
 #include "pp_layer.h"
-#include "memory_fsdp.h"
 
 #include <math.h>
 #include <string.h>
@@ -375,7 +374,7 @@ static void ew_add(pp_layer *ly, const char *name, pp_layer_ew_class cls, double
     ly->ew[ly->n_ew++] = (pp_layer_ew){name, cls, elems, block, mods};
 }
 
-static void build_ew(const pp_work *w, pp_layer *ly)
+static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
 {
     const pp_model *m = &w->model;
     const double T = ly->tokens, h = ly->hidden;
@@ -398,6 +397,14 @@ static void build_ew(const pp_work *w, pp_layer *ly)
         ew_add(ly, "ffn_norm", PP_EW_T_NORM, T * hs, PP_LB_MLP_IN, ln2);
         ew_add(ly, "residual_add", PP_EW_T_ADD, 2 * T * hs, PP_LB_ATTN_OUT, 0);
         ew_add(ly, "grad_sum", PP_EW_T_GRAD_SUM, (ly->glu && !ly->moe ? 3.0 : 2.0) * T * h, PP_LB_ATTN_IN, 0);
+        /* torchao's tensorwise float8 in a compiled block without AC and without TP: the backward
+         * recomputes both norms' outputs (build_saved_titan) in kernels Inductor fuses with the
+         * norms' backward and the float8 casts as persistent reductions (triton_per_fused_
+         * _fused_rms_norm_ _fused_rms_norm_backward_ _scaled_mm ...), far slower than the
+         * kernels AC's recompute gets (time.c, EW_FSDP_FP8_NORM_BWD) */
+        if (w->stack.compile && w->stack.precision == PP_PREC_FP8 && pp_work_fw(w)->torchao_float8 &&
+            w->stack.fp8_scaling == PP_FP8_TENSORWISE && l->tp == 1 && l->recompute == PP_RC_NONE && !ly->moe)
+            ew_add(ly, "fp8.norm_backward", PP_EW_T_FP8_NORM_BWD, 2 * T * h, PP_LB_ATTN_IN, 0);
     } else {
         double hs = h * ly->rep;
         ew_add(ly, "ln1", PP_EW_NORM, T * hs, PP_LB_ATTN_IN, ln1);
@@ -1005,7 +1012,7 @@ void pp_layer_build_parts(const pp_work *w, const pp_layout *l, int kind, unsign
 
     ly->n_gemm = ly->n_ew = ly->n_coll = ly->n_saved = ly->n_param = ly->n_transient = 0;
     if (parts & PP_LAYER_GEMMS) build_gemms(w, ly);
-    if (parts & PP_LAYER_EW) build_ew(w, ly);
+    if (parts & PP_LAYER_EW) build_ew(w, l, ly);
     if (parts & PP_LAYER_COLLS) build_colls(w, l, ly);
     if (parts & PP_LAYER_SAVED) build_saved(w, l, ly);
     if (parts & PP_LAYER_PARAMS) build_params(w, l, ly);

@@ -185,20 +185,6 @@ void pp_fsdp_sync(const pp_work *w, const pp_layout *l, int64_t mb, bool *params
     *grads_unsynced = mb > 1 && (l->pp > 1 || w->stack.no_sync_accum);
 }
 
-void pp_fsdp_shards(const pp_layout *l, double *dense, double *expert)
-{
-    const double R = l->replicate > 1 ? (double)l->replicate : 1.0;
-    *dense = l->zero >= 2 ? fmax(1.0, (double)(l->dp * l->cp) / R) : 1.0;
-    *expert = l->zero >= 2 ? fmax(1.0, (double)pp_layout_edp(l) / R) : 1.0;
-}
-
-bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l)
-{
-    double shard, expert;
-    pp_fsdp_shards(l, &shard, &expert);
-    return w->stack.precision == PP_PREC_FP8 && w->stack.fp8_scaling == PP_FP8_TENSORWISE && shard > 1;
-}
-
 void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c)
 {
     memset(c, 0, sizeof *c);

@@ -76,17 +76,6 @@ void pp_fsdp_ctx_init(const pp_work *w, const pp_layout *l, pp_fsdp_ctx *c);
  * memory and the time model read. */
 void pp_fsdp_sync(const pp_work *w, const pp_layout *l, int64_t mb, bool *params_kept, bool *grads_unsynced);
 
-/* The ranks FSDP2 shards over: the dense parameters' (*dense) and the routed experts' (*expert).
- * --zero 3 / 2: fully_shard over the data-parallel ranks (torchtitan folds CP into the FSDP mesh,
- * dp_shard_cp), HSDP within each of the --replicate groups; --zero 0 / 1: none (1). What both the
- * memory and the time model read. */
-void pp_fsdp_shards(const pp_layout *l, double *dense, double *expert);
-
-/* Whether FSDP2 all-gathers the linear weights in float8 (torchao's enable_fsdp_float8_all_gather,
- * which works with tensorwise scaling alone: torchao/float8/fsdp_utils.py) under --precision fp8
- * with the parameters sharded. What both the memory and the time model read. */
-bool pp_fsdp_fp8_gather(const pp_work *w, const pp_layout *l);
-
 /* One stage: n_all[k] decoder layers of kind k, n_rc[k] of them fully recomputed, the first
  * and/or last stage, `chunks` stage-micro-batches of activations in flight (1F1B). Fills o
  * (breakdown at the peak moment, reserved, fits) and, when tl is not NULL, every moment. */

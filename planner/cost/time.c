@@ -221,6 +221,14 @@
 #define EW_FSDP_GELU_BWD 6.0
 #define EW_FSDP_ROPE 20.0
 #define EW_FSDP_REPEAT 2.0
+/* torchao's tensorwise float8 in a compiled block without AC (layer.c, fp8.norm_backward): the
+ * backward's kernels that recompute each norm's output and fuse it with the norm's backward and
+ * the float8 casts are persistent reductions that took 66.3 and 69.0 ps an element of the norms'
+ * outputs (two per layer) on two H200s, 35.6 ms over 8 Llama-3-8B layers of 16k tokens and 27.8 ms
+ * over 12 of 8k (profiles of f8t_s16k_none, tests/data/fsdp/float8/float8_runs.jsonl, and
+ * e8_f8t_none_l12_p, tests/data/fsdp/f8cast): their mean at the elementwise rate (ELEM_EFF x 4.8
+ * TB/s), in bytes an element. Neither rowwise nor AC gets these kernels (the same profiles). */
+#define EW_FSDP_FP8_NORM_BWD 146.0
 /* The loss on logits.float() (torch cross_entropy = log_softmax + nll_loss), per logit: forward
  * the fp32 copy 6 and log_softmax's passes (max, sum of exp, write) 16; backward nll_loss's
  * gradient fill 4, log_softmax backward (sum pass and write) 16, the cast to bf16 6. */
@@ -619,6 +627,7 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     case PP_EW_T_SWIGLU: *f = EW_FSDP_SWIGLU_FWD, *b = EW_FSDP_SWIGLU_BWD; return;
     case PP_EW_T_ROPE: *f = *b = EW_FSDP_ROPE; return;
     case PP_EW_T_REPEAT: *f = *b = EW_FSDP_REPEAT; return;
+    case PP_EW_T_FP8_NORM_BWD: *f = 0, *b = EW_FSDP_FP8_NORM_BWD; return;
     case PP_EW_CLASS_COUNT: break;
     }
     *f = *b = 0;

@@ -18,7 +18,7 @@
 
 static const pp_band_row bands[PP_BAND_COUNT] = {
     [PP_BAND_MEGATRON_DENSE] = {"megatron-dense", -0.1075, 0.1184, 36},
-    [PP_BAND_FSDP_DENSE] = {"fsdp-dense", -0.2203, 0.1008, 34},
+    [PP_BAND_FSDP_DENSE] = {"fsdp-dense", -0.2207, 0.0922, 34},
     [PP_BAND_MOE] = {"moe", -0.5534, 0.3288, 15},
     [PP_BAND_BLACKWELL_DENSE] = {"blackwell-dense", -0.1277, 0.1089, 26},
     [PP_BAND_BLACKWELL_MOE] = {"blackwell-moe", -0.3506, 0.2881, 55},
