@@ -122,8 +122,9 @@ typedef struct {
     double fwd_compute_s, fwd_tp_s, fwd_cp_s, fwd_ep_s;
     double bwd_compute_s, bwd_tp_s, bwd_cp_s, bwd_ep_s;
     double sel_recompute_s;   /* selective recompute (attention core) of one layer */
-    double fwd_kept_s;        /* of fwd_compute_s, what recomputing the layer does not redo (torchao's
-                                 float8 casts in a compiled block) */
+    double recompute_less_s;  /* what recomputing the layer costs less than its forward again: in a
+                                 compiled block torchao's float8 casts it does not redo, and the
+                                 no-AC backward's norm kernels it spares (tensorwise) */
 } pp_time_terms;
 
 /* One transformer layer (and the first/last stage extras) for one micro-batch on one rank,
@@ -136,7 +137,7 @@ typedef struct {
     double fwd_compute_s, fwd_tp_s, fwd_cp_s, fwd_ep_s;
     double bwd_compute_s, bwd_tp_s, bwd_cp_s, bwd_ep_s;
     double sel_recompute_s;   /* selective recompute (attention core) of one layer */
-    double fwd_kept_s;        /* of fwd_compute_s, what recomputing the layer does not redo */
+    double recompute_less_s;  /* what recomputing the layer costs less than its forward again */
     double embed_fwd_s, embed_bwd_s, output_fwd_s, output_bwd_s;
     double embed_tp_s, output_tp_s; /* their TP collectives (included in the fields above) */
     double p2p_bytes;         /* activations sent per stage boundary per micro-batch, per rank */

@@ -739,7 +739,7 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
      * layers of 16k tokens: tests/data/fsdp/float8/float8_runs.jsonl), the recompute's casts fused
      * into the backward's norm and SwiGLU kernels. */
     const bool casts_kept = pp_work_fw(w)->torchao_float8 && w->stack.compile;
-    double ew_f = 0, ew_b = 0, sel_ew = 0, exp_ew_f = 0, exp_ew_b = 0, kept = 0;
+    double ew_f = 0, ew_b = 0, sel_ew = 0, exp_ew_f = 0, exp_ew_b = 0, kept = 0, noac = 0;
     for (int i = 0; i < ly.n_ew; i++) {
         const pp_layer_ew *e = &ly.ew[i];
         double bf, bb;
@@ -750,6 +750,9 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
             kept += bf * e->elems;
             continue;
         }
+        /* the backward's norm kernels of tensorwise float8 without AC (layer.c): a layer that is
+         * recomputed, fully or selectively, does not get them */
+        if (e->cls == PP_EW_T_FP8_NORM_BWD) noac += bb * e->elems;
         if (titan_sac || (e->mods & sel)) sel_ew += bf * e->elems;
         if (e->block == PP_LB_EXPERT && e->mods & (1u << PP_RCM_MOE_ACT)) { /* the experts' activation */
             exp_ew_f += bf * e->elems / c->mem_rate;
@@ -758,14 +761,14 @@ static void layer_terms(const pp_time_ctx *c, const pp_layout *l, int kind, pp_t
     }
     ew_f /= c->mem_rate;
     ew_b /= c->mem_rate;
-    sel_s += sel_ew / c->mem_rate;
+    sel_s += (sel_ew - noac) / c->mem_rate;
     o->sel_recompute_s = sel_s;
 
     /* weight-gradient accumulation: the layer's weights on this rank */
     double accum = c->opts.grad_accum_bytes * weights / c->mem_rate;
 
     o->fwd_compute_s = gemm_f + attn_f + score_ew_f + ew_f;
-    o->fwd_kept_s = kept / c->mem_rate;
+    o->recompute_less_s = (kept + noac) / c->mem_rate;
     o->bwd_compute_s = gemm_b / BWD_GEMM_EFF + attn_b + score_ew_b + ew_b + accum;
     if (ly.moe) {
         /* The host's share: the router, the dispatcher and its sync, and one GEMM chain per
@@ -869,7 +872,7 @@ void pp_time_layer_terms(const pp_time_layer *ly, int k, pp_time_terms *out)
     if (k == ly->kind_main) {
         *out = (pp_time_terms){ly->fwd_compute_s, ly->fwd_tp_s, ly->fwd_cp_s, ly->fwd_ep_s,
                                ly->bwd_compute_s, ly->bwd_tp_s, ly->bwd_cp_s, ly->bwd_ep_s,
-                               ly->sel_recompute_s, ly->fwd_kept_s};
+                               ly->sel_recompute_s, ly->recompute_less_s};
     } else {
         *out = ly->kind[k];
     }
@@ -881,7 +884,7 @@ void pp_time_layer_rescale_kinds(pp_time_layer *ly, double fwd_ratio, double bwd
         if (k == ly->kind_main || !(ly->kinds_present & (1u << k))) continue;
         ly->kind[k].fwd_compute_s *= fwd_ratio;
         ly->kind[k].sel_recompute_s *= fwd_ratio;
-        ly->kind[k].fwd_kept_s *= fwd_ratio;
+        ly->kind[k].recompute_less_s *= fwd_ratio;
         ly->kind[k].bwd_compute_s *= bwd_ratio;
     }
 }
@@ -919,7 +922,7 @@ void pp_time_layer_get(const pp_time_ctx *c, const pp_layout *l, pp_time_layer *
     o->bwd_cp_s = mt->bwd_cp_s;
     o->bwd_ep_s = mt->bwd_ep_s;
     o->sel_recompute_s = mt->sel_recompute_s;
-    o->fwd_kept_s = mt->fwd_kept_s;
+    o->recompute_less_s = mt->recompute_less_s;
 
     /* The vocabulary's ends over TP: vocab-parallel (Megatron, torchtitan), or with --tp-vocab
      * gathered|replicated (FSDP2 + TP) every TP rank runs the loss over the whole vocabulary, on

@@ -164,9 +164,9 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->tp += n * (y.fwd_tp_s + y.bwd_tp_s) + r * y.fwd_tp_s;
         st->cp += n * (y.fwd_cp_s + y.bwd_cp_s) + r * y.fwd_cp_s;
         st->ep += n * (y.fwd_ep_s + y.bwd_ep_s) + r * y.fwd_ep_s;
-        st->recompute += r * (y.fwd_compute_s - y.fwd_kept_s) + sel;
+        st->recompute += r * (y.fwd_compute_s - y.recompute_less_s) + sel;
         st->fwd += n * fwd_layer;
-        st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * (fwd_layer - y.fwd_kept_s) + sel;
+        st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * (fwd_layer - y.recompute_less_s) + sel;
         st->params += n * (pp_work_lora(c->w) ? c->lora_layer_params : c->kind_dense_params[k]) / t;
         st->expert_params += n * c->kind_expert_params[k] / et;
     }
@@ -724,7 +724,7 @@ void pp_time_parts_get(const pp_work *w, const pp_layout *l, pp_time_parts *out)
     out->layer_fwd_s = fwd;
     out->layer_bwd_s = ly.bwd_compute_s + ly.bwd_tp_s + ly.bwd_cp_s + ly.bwd_ep_s +
                        (l->recompute == PP_RC_SELECTIVE ? ly.sel_recompute_s : 0);
-    out->layer_recompute_s = fwd - ly.fwd_kept_s;
+    out->layer_recompute_s = fwd - ly.recompute_less_s;
     out->embed_fwd_s = ly.embed_fwd_s;
     out->embed_bwd_s = ly.embed_bwd_s;
     out->output_fwd_s = ly.output_fwd_s;

@@ -42,7 +42,7 @@ static void time_kinds_get(const pp_work *w, const pp_layout *l, double layer_s[
         double bwd = y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s +
                      (l->recompute == PP_RC_SELECTIVE ? y.sel_recompute_s : 0);
         layer_s[k] = fwd + bwd;
-        recompute_s[k] = fwd - y.fwd_kept_s;
+        recompute_s[k] = fwd - y.recompute_less_s;
     }
 }
 

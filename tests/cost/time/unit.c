@@ -667,6 +667,42 @@ static void test_fsdp_host(void)
            100 * r.host_s / r.step_time_s, r.step_time_s);
 }
 
+/* torchao float8 in a compiled block (the fsdp framework row's torchao_float8), tensorwise without TP:
+ * one layer's time terms are the same whatever the layout's recompute (plan reuses them across
+ * recompute modes and sharding: search.c), and what a recompute redoes is read from them: its casts
+ * are not redone (full recompute costs the forward less recompute_less_s), and a recomputed layer
+ * is spared the no-AC backward's norm kernels (EW_FSDP_FP8_NORM_BWD), so full recompute adds less
+ * than a forward and selective AC is cheaper than no AC by more than its recompute costs. */
+static void test_float8_recompute(void)
+{
+    pp_work w;
+    if (!fsdp_h200_work(&w, 8, 4096, 32, 8192, 128256)) return;
+    w.stack.compile = true;
+    w.stack.precision = PP_PREC_FP8;
+    w.stack.fp8_scaling = PP_FP8_TENSORWISE;
+    w.gpus = w.gpus_per_node = w.gbs = 2;
+    pp_layout l;
+    pp_layout_init(&l);
+    l.mbs = 1, l.zero = 3, l.dp = 2;
+    pp_time_ctx c;
+    pp_time_ctx_init(&c, &w, NULL);
+    pp_time_layer y[PP_RC_COUNT];
+    for (int rc = 0; rc < PP_RC_COUNT; rc++) {
+        l.recompute = (pp_recompute)rc;
+        pp_time_layer_get(&c, &l, &y[rc]);
+    }
+    tap_ok(!memcmp(&y[PP_RC_NONE], &y[PP_RC_FULL], sizeof y[0]) && !memcmp(&y[PP_RC_NONE], &y[PP_RC_SELECTIVE], sizeof y[0]),
+           "float8 tensorwise, compiled: one layer's time terms the same for every recompute");
+    tap_ok(y[0].recompute_less_s > 0 && y[0].recompute_less_s < y[0].fwd_compute_s,
+           "float8 tensorwise, compiled: a recompute costs %.2f ms less than the forward's %.2f ms",
+           1e3 * y[0].recompute_less_s, 1e3 * y[0].fwd_compute_s);
+    w.stack.precision = PP_PREC_BF16;
+    pp_time_ctx_init(&c, &w, NULL);
+    pp_time_layer b;
+    pp_time_layer_get(&c, &l, &b);
+    tap_ok(b.recompute_less_s == 0, "bf16: a recompute redoes the whole forward");
+}
+
 int main(void)
 {
     pp_gpu a100, h100;
@@ -685,5 +721,6 @@ int main(void)
     test_sdpa_fsdp_h200(PP_SDPA_FLASH);
     test_sdpa_fsdp_h200(PP_SDPA_CUDNN);
     test_fsdp_host();
+    test_float8_recompute();
     return tap_done();
 }

@@ -18,14 +18,17 @@ compiled blocks and loss, SDPA cuDNN, K and V at their own heads; every run's pr
 
 TAP, through the binary (`parplan check` with the flags each row states): allocated peaks within 1.5%;
 steps without TP within 5%; under TP 2 within 10%, except e8_f8t_tp2_none_l12 (its steps ran 232-258 ms,
-its profiled repeat 198-208 ms: held within 20%).
+its profiled repeat 198-208 ms: held within 20%); and plan's candidates for a float8 work (recompute,
+sharding and TP free) priced as check prices each.
 usage: float8_noac.py PARPLAN SOURCE_ROOT
 """
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tap_checks import each_predicted, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
+from tap_checks import check_json, each_predicted, fsdp_row_args, fsdp_table, report  # noqa: E402 (tests/validation/tap_checks.py)
 
 CAST_HELD_OUT = ("h3_f8r_full", "h3_f8r_none_b2", "h3_f8t_sel", "e8_f8r_tp2_full_l12")
 NOISY = ("e8_f8t_tp2_none_l12",)
@@ -50,6 +53,27 @@ def main():
                                               f"{err:+.1f}% (within {bound:.0f}%)"))
             checks.append((abs(perr) <= 1.5, f"{name}: allocated peak predicted {peak:.0f} MiB, measured "
                                              f"{float(r['max_alloc_mib']):.0f} MiB, {perr:+.2f}% (within 1.5%)"))
+    # One answer: plan, free to choose recompute, sharding and TP over a float8 work, prices each
+    # of its candidates as check does with the candidate's flags (the search reuses one layer's
+    # time terms across recompute modes and sharding; the float8 terms must not depend on them).
+    work = ["--model", "llama3-8b", "--gpu", "h200", "--gpus", "8", "--gbs", "64", "--seq", "8192",
+            "--recipe", "torchtitan-float8"]
+    p = subprocess.run([parplan, "plan", "--json", "-q", "--top", "12"] + work, capture_output=True, text=True)
+    try:
+        cands = json.loads(p.stdout).get("candidates") or []
+    except ValueError:
+        cands = []
+    worst, modes = 0.0, set()
+    for c in cands:
+        d = check_json(parplan, work + c["args"].split())
+        modes.add(c["recompute"])
+        if "step_time_s" in d:
+            worst = max(worst, abs(d["step_time_s"] / c["step_time_s"] - 1), abs(d["peak_bytes"] / c["peak_bytes"] - 1))
+        else:
+            worst = float("inf")
+    checks.append((len(cands) == 12 and len(modes) >= 2 and worst <= 1e-3,
+                   f"plan's {len(cands)} candidates for Llama-3-8B on 8 H200s with torchtitan-float8 (recompute "
+                   f"{', '.join(sorted(modes))}) priced as check prices them: worst {100 * worst:.4f}% apart"))
     return report(checks)
 
 
