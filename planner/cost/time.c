@@ -227,7 +227,8 @@
  * outputs (two per layer) on two H200s, 35.6 ms over 8 Llama-3-8B layers of 16k tokens and 27.8 ms
  * over 12 of 8k (profiles of f8t_s16k_none, tests/data/fsdp/float8/float8_runs.jsonl, and
  * e8_f8t_none_l12_p, tests/data/fsdp/f8cast): their mean at the elementwise rate (ELEM_EFF x 4.8
- * TB/s), in bytes an element. Neither rowwise nor AC gets these kernels (the same profiles). */
+ * TB/s), in bytes an element. Neither rowwise nor AC gets these kernels (the same profiles), nor
+ * micro-batch 2 (tests/data/fsdp/f8held h3_f8t_none_b2_p). */
 #define EW_FSDP_FP8_NORM_BWD 146.0
 /* The loss on logits.float() (torch cross_entropy = log_softmax + nll_loss), per logit: forward
  * the fp32 copy 6 and log_softmax's passes (max, sum of exp, write) 16; backward nll_loss's

@@ -10,6 +10,10 @@ compiled blocks and loss, SDPA cuDNN, K and V at their own heads; every run's pr
     tests/data/fsdp/float8/saved.jsonl). Their steps were priced -4.8% to -29.8% before the time
     changes that followed (casts not redone by a recompute; the tensorwise norms' backward without
     AC; the float8 compiled-TP host figure): looked at for time.
+  - tests/data/fsdp/runs_f8held.csv (configs_f8held.csv, a third call): the two figures fitted on
+    profiles held out: selective AC under TP 2 for both recipes (the host figure), tensorwise without
+    AC at micro-batch 2 (the norm term: +11.5% as committed; its profiled repeat, looked at, ran none
+    of those kernels, and the term now applies at micro-batch 1 alone).
   - tests/data/fsdp/runs_f8cast.csv (configs_f8cast.csv, a second call): four runs held out for the
     casts priced as not redone by a recompute and refitted (3B rowwise full AC, 3B rowwise without AC
     at micro-batch 2, 3B tensorwise selective, 8B rowwise TP 2 full AC), and two profiled repeats
@@ -37,12 +41,15 @@ NOISY = ("e8_f8t_tp2_none_l12",)
 def main():
     parplan, root = sys.argv[1], sys.argv[2]
     checks = []
-    for table, n in (("runs_f8none.csv", 8), ("runs_f8cast.csv", 6)):
+    for table, n in (("runs_f8none.csv", 8), ("runs_f8cast.csv", 6), ("runs_f8held.csv", 4)):
         rows = fsdp_table(root, table)
         for r, d, m, err, peak, perr in each_predicted(parplan, rows, lambda r: fsdp_row_args(root, r), n, checks):
             name, tp = r["name"], int(r["tp"])
             if table == "runs_f8none.csv":
                 tag = "peak held out, step looked at"
+            elif table == "runs_f8held.csv":
+                tag = {"h3_f8t_none_b2": "held out, +11.5% as committed; gated the norm term on micro-batch 1",
+                       "h3_f8t_none_b2_p": "looked at, profiled"}.get(name, "held out")
             else:
                 tag = "held out" if name in CAST_HELD_OUT else "looked at, profiled"
                 if name in CAST_HELD_OUT and tp > 1:  # -11.6% as committed; then the TP host figure
@@ -58,7 +65,7 @@ def main():
     # time terms across recompute modes and sharding; the float8 terms must not depend on them).
     work = ["--model", "llama3-8b", "--gpu", "h200", "--gpus", "8", "--gbs", "64", "--seq", "8192",
             "--recipe", "torchtitan-float8"]
-    p = subprocess.run([parplan, "plan", "--json", "-q", "--top", "12"] + work, capture_output=True, text=True)
+    p = subprocess.run([parplan, "plan", "--json", "-q", "--top", "40"] + work, capture_output=True, text=True)
     try:
         cands = json.loads(p.stdout).get("candidates") or []
     except ValueError:
@@ -71,7 +78,7 @@ def main():
             worst = max(worst, abs(d["step_time_s"] / c["step_time_s"] - 1), abs(d["peak_bytes"] / c["peak_bytes"] - 1))
         else:
             worst = float("inf")
-    checks.append((len(cands) == 12 and len(modes) >= 2 and worst <= 1e-3,
+    checks.append((len(cands) >= 10 and len(modes) >= 2 and worst <= 1e-3,
                    f"plan's {len(cands)} candidates for Llama-3-8B on 8 H200s with torchtitan-float8 (recompute "
                    f"{', '.join(sorted(modes))}) priced as check prices them: worst {100 * worst:.4f}% apart"))
     return report(checks)
