@@ -94,7 +94,8 @@ static double opt_step_bytes(const pp_work *w)
  * TP styles): more of the block's work is dispatched around its graph. Fitted on the profiled TP 2
  * step of 12 Llama-3-8B blocks of 8k tokens without AC, where the GPU was busy 165 ms of a 207 ms
  * step (e8_f8t_tp2_none_l12_p, tests/data/fsdp/f8cast): -14.4% with compiled TP's 8.0 ms, -0.9%
- * with 11.0 (grid 0.5 ms). Not fitted on, though seen before the fit: the other float8 TP 2 runs
+ * with 11.0 (grid 0.5 ms). Held out: both recipes under selective AC, -1.8% and -1.5%
+ * (runs_f8held.csv); not fitted on, though seen before the fit: the other float8 TP 2 runs
  * (runs_float8.csv, runs_shape3b.csv, runs_f8none.csv, runs_f8cast.csv; the fsdp-float8-noac test).
  * A recomputed block as compiled TP's (not measured). */
 #define FSDP_CTP_F8_HOST_BLOCK_S 11.0e-3

@@ -41,6 +41,9 @@ from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInp
                                                parallelize_module)
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import alloc_history  # noqa: E402 (tools/alloc_history.py: the allocator history's replay)
+
 try:  # public path since PyTorch 2.6
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 except ImportError:  # PyTorch 2.4-2.5 kept FSDP2 under _composable
@@ -603,63 +606,20 @@ def _where(frames):
 
 
 def memory_history(device):
-    """Replay the allocator's trace (torch.cuda.memory._snapshot()["device_traces"]): allocated
-    (alloc / free_completed) and reserved (segment_alloc, segment_map for expandable segments, less
-    segment_free / segment_unmap), per stream. Reports the maxima, the state at each, and every
-    growth of the reserved memory with the allocation that caused it."""
+    """Replay the allocator's trace (torch.cuda.memory._snapshot()["device_traces"]; the replay is
+    tools/alloc_history.py's): allocated and reserved memory, per stream. Reports the maxima, the
+    state at each, and every growth of the reserved memory with the allocation that caused it."""
     snap = torch.cuda.memory._snapshot()
     ev = snap["device_traces"][device.index] if snap["device_traces"] else []
-    grow_actions, shrink_actions = ("segment_alloc", "segment_map"), ("segment_free", "segment_unmap")
-    marks, growth = [], []
-    alloc = res = 0
-    live, res_s = {}, {}
-    max_alloc = (0, -1, 0)   # bytes, event, reserved then
-    max_res = (0, -1, 0)     # bytes, event, allocated then
-    pending = None
-    for i, e in enumerate(ev):
-        a, size, st = e["action"], e.get("size", 0), e.get("stream", 0)
-        if a == "alloc":
-            fr = e.get("frames", [])
-            live[e["addr"]] = size
-            alloc += size
-            if any(f.get("name") == "step_mark" for f in fr):
-                marks.append(i)
-            if pending is not None:
-                growth.append({"event": i, "bytes": pending[0], "stream": pending[1], "by": _where(fr),
-                               "alloc_bytes": size, "allocated": alloc, "step": len(marks)})
-                pending = None
-        elif a == "free_completed" and e["addr"] in live:
-            alloc -= live.pop(e["addr"])
-        elif a in grow_actions:
-            res += size
-            res_s[st] = res_s.get(st, 0) + size
-            pending = (size, st) if pending is None else (pending[0] + size, st)
-        elif a in shrink_actions:
-            res -= size
-            res_s[st] = res_s.get(st, 0) - size
-        if alloc > max_alloc[0]:
-            max_alloc = (alloc, i, res)
-        if a == "alloc" and res > max_res[0]:  # after the allocation that grew it
-            max_res = (res, i, alloc)
+    r = alloc_history.replay(ev, is_mark=lambda fr: any(f.get("name") == "step_mark" for f in fr))
+    max_alloc, max_res, marks = r["max_alloc"], r["max_res"], r["marks"]
+    growth = [dict(g, by=_where(g.pop("frames"))) for g in r["growth"]]
     # the state at the reserved maximum: live blocks by stream and by the line that made them
-    live2, res2 = {}, {}
-    for e in ev[:max_res[1] + 1]:
-        a, st = e["action"], e.get("stream", 0)
-        if a == "alloc":
-            live2[e["addr"]] = (e["size"], st, _where(e.get("frames", [])))
-        elif a == "free_completed":
-            live2.pop(e["addr"], None)
-        elif a in grow_actions:
-            res2[st] = res2.get(st, 0) + e["size"]
-        elif a in shrink_actions:
-            res2[st] = res2.get(st, 0) - e["size"]
+    live, res2 = alloc_history.live_at(ev, max_res[1], _where)
     by_stream = {}
-    by_where = {}
-    for size, st, wh in live2.values():
+    for size, st, _, _ in live.values():
         by_stream[st] = by_stream.get(st, 0) + size
-        g = by_where.setdefault(wh, [0, 0])
-        g[0] += size
-        g[1] += 1
+    by_where = alloc_history.group(live.values(), lambda b: b[2])
     grouped = {}
     for g in growth:
         k = (g["by"], g["stream"])
@@ -679,7 +639,8 @@ def memory_history(device):
         "at_max_reserved_live_by_line": [{"where": k, "bytes": v[0], "blocks": v[1]} for k, v in
                                          sorted(by_where.items(), key=lambda kv: -kv[1][0])[:30]],
         "growth_by_line": sorted(grouped.values(), key=lambda x: -x["bytes"])[:40],
-        "growth_after_step1": [g for g in growth if g["step"] >= 2][:60],
+        "growth_after_step1": [{k: g[k] for k in ("event", "bytes", "stream", "by", "alloc_bytes", "allocated", "step")}
+                               for g in growth if g["step"] >= 2][:60],
     }
 
 

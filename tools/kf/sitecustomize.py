@@ -40,34 +40,16 @@ def _where(frames):
 
 
 def _snap():
+    import sys
     import torch
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import alloc_history  # tools/alloc_history.py: the allocator history's replay
     s = torch.cuda.memory._snapshot()
     ev = s["device_traces"][0] if s["device_traces"] else []
-    live, cur, peak, peak_i = {}, 0, 0, -1
-    for i, e in enumerate(ev):
-        if e["action"] == "alloc":
-            live[e["addr"]] = (e["size"], i)
-            cur += e["size"]
-        elif e["action"] == "free_completed" and e["addr"] in live:
-            cur -= live.pop(e["addr"])[0]
-        if cur > peak:
-            peak, peak_i = cur, i
-    # the blocks live at the peak: replay again up to peak_i
-    live2 = {}
-    for i, e in enumerate(ev[:peak_i + 1]):
-        if e["action"] == "alloc":
-            e["i"] = i
-            live2[e["addr"]] = e
-        elif e["action"] == "free_completed":
-            live2.pop(e["addr"], None)
-    groups = {}
-    for e in live2.values():
-        k = _where(e.get("frames", []))
-        g = groups.setdefault(k, [0, 0, e["i"], e["i"]])
-        g[0] += e["size"]
-        g[1] += 1
-        g[2], g[3] = min(g[2], e["i"]), max(g[3], e["i"])
-    top = sorted(groups.items(), key=lambda kv: -kv[1][0])
+    peak, peak_i, _ = alloc_history.replay(ev)["max_alloc"]
+    # the blocks live at the peak, by the line that made them
+    live, _ = alloc_history.live_at(ev, peak_i, _where)
+    top = sorted(alloc_history.group(live.values(), lambda b: b[2]).items(), key=lambda kv: -kv[1][0])
     out = {"events": len(ev), "peak_bytes": peak, "peak_event": peak_i,
            "peak_made_by": _where(ev[peak_i].get("frames", [])) if peak_i >= 0 else None,
            "live_at_peak": [{"where": k, "bytes": v[0], "blocks": v[1], "first_event": v[2], "last_event": v[3]}
