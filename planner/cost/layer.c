@@ -374,6 +374,13 @@ static void ew_add(pp_layer *ly, const char *name, pp_layer_ew_class cls, double
     ly->ew[ly->n_ew++] = (pp_layer_ew){name, cls, elems, block, mods};
 }
 
+/* torchao's float8 (the framework row's torchao_float8) in torchtitan's compiled block: what it keeps
+ * (build_saved_titan) and its backward's norm kernels (build_ew) differ from bf16's. */
+static bool titan_float8_compiled(const pp_work *w)
+{
+    return w->stack.compile && w->stack.precision == PP_PREC_FP8 && pp_work_fw(w)->torchao_float8;
+}
+
 static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
 {
     const pp_model *m = &w->model;
@@ -405,9 +412,9 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
          * time.c's recompute_less_s, so the description stays the same for every recompute). At
          * micro-batch 2 Inductor generated other kernels: none of those ran in the profiled step of
          * Llama-3.2-3B's shape at 2 x 8k tokens (tests/data/fsdp/f8held h3_f8t_none_b2_p), whose
-         * held-out run was priced +11.5% with them and is -0.1% without. */
-        if (w->stack.compile && w->stack.precision == PP_PREC_FP8 && pp_work_fw(w)->torchao_float8 &&
-            w->stack.fp8_scaling == PP_FP8_TENSORWISE && l->tp == 1 && l->mbs == 1 && !ly->moe)
+         * held-out run was priced +11.5% with them and is +0.2% without. */
+        if (titan_float8_compiled(w) && w->stack.fp8_scaling == PP_FP8_TENSORWISE && l->tp == 1 && l->mbs == 1 &&
+            !ly->moe)
             ew_add(ly, "fp8.norm_backward", PP_EW_T_FP8_NORM_BWD, 2 * T * h, PP_LB_ATTN_IN, 0);
     } else {
         double hs = h * ly->rep;
@@ -659,7 +666,7 @@ static void build_saved_titan(const pp_work *w, const pp_layout *l, pp_layer *ly
      * Checked end to end on two H200s: 8 layers of 16k tokens without AC, rowwise 5,630 MiB
      * (tensorwise 4,286) below the bf16 twin where this says 5,632 (4,288) (runs_float8.csv
      * f8r_s16k_none, f8t_s16k_none against bf_s16k_none). */
-    const bool f8c = w->stack.compile && w->stack.precision == PP_PREC_FP8 && pp_work_fw(w)->torchao_float8;
+    const bool f8c = titan_float8_compiled(w);
     const bool f8tp = f8c && l->tp > 1, f8tw = f8c && w->stack.fp8_scaling == PP_FP8_TENSORWISE;
     const double norm_b = !f8c ? 2.0 : f8tp ? 1.0 : 0.0; /* bytes an element of the norms' outputs kept */
     const double w2in_b = !f8c ? 2.0 : f8tp && f8tw ? 1.0 : 0.0;

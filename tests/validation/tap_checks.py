@@ -89,9 +89,10 @@ def step_and_peak(parplan, args, r):
     return d, meas, 100.0 * (d["step_time_s"] / meas - 1), peak, 100.0 * (peak / float(r["max_alloc_mib"]) - 1)
 
 
-def check_json(parplan, args):
-    """`parplan check --json ARGS` parsed, or {"error": its stderr's start} where it gave no JSON."""
-    p = subprocess.run([parplan, "check", "--json"] + args, capture_output=True, text=True)
+def check_json(parplan, args, command="check"):
+    """`parplan COMMAND --json ARGS` (check unless told) parsed, or {"error": its stderr's start} where
+    it gave no JSON."""
+    p = subprocess.run([parplan, command, "--json"] + args, capture_output=True, text=True)
     try:
         return json.loads(p.stdout)
     except ValueError:

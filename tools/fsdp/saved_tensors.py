@@ -48,18 +48,6 @@ def parse_args():
     return p.parse_args()
 
 
-def float8(model, recipe, shard, emulate):
-    """train.apply_float8, with torchao's emulation where the device cannot run the float8 GEMM."""
-    if not emulate:
-        return T.apply_float8(model, recipe, shard)
-    import dataclasses
-    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
-    cfg = (Float8LinearConfig(enable_fsdp_float8_all_gather=shard > 1, emulate=True) if recipe == "tensorwise"
-           else dataclasses.replace(Float8LinearConfig.from_recipe_name(recipe), emulate=True))
-    convert_to_float8_training(model, config=cfg, module_filter_fn=lambda mod, fqn: fqn != "output")
-    return recipe == "tensorwise" and shard > 1
-
-
 def plain(t):
     """The plain tensors that hold t's memory: a DTensor's local shard, a tensor subclass's inner
     tensors (torchao's float8 payload and scale, its weight wrapper's bf16 tensor)."""
@@ -92,7 +80,7 @@ def main():
         # the CPU's _scaled_mm takes tensorwise scales only; emulation (a bf16 matmul of the
         # dequantized casts) keeps the activations a compiled block saves but not the weights: the
         # FSDP float8 all-gather's weights kept with _scaled_mm are not kept emulated
-        precompute = float8(model, args.float8, shard, emulate=device.type == "cpu" and args.float8 == "rowwise")
+        precompute = T.apply_float8(model, args.float8, shard, emulate=device.type == "cpu" and args.float8 == "rowwise")
     if args.tp > 1:
         T.apply_tp(model, mesh2["tp"], float8_tensorwise=args.float8 == "tensorwise")
     T.apply_ac(model, args.ac)

@@ -279,12 +279,15 @@ def apply_float8(model, recipe, shard_ranks, emulate=False):
     Float8LinearConfig(enable_fsdp_float8_all_gather=...) with the float8 all-gather wherever the
     parameters are sharded and the scales precomputed after each optimizer step (its docs/float8.md
     setup: enable_fsdp_float8_all_gather, precompute_float8_dynamic_scale_for_fsdp); rowwise: the
-    recipe by name, Inductor's emulate_precision_casts on. Returns whether to precompute the scales."""
+    recipe by name, Inductor's emulate_precision_casts on. emulate: torchao's emulation (a bf16 matmul
+    of the dequantized casts), for a device whose _scaled_mm cannot run the recipe (the CPU's takes
+    tensorwise scales only). Returns whether to precompute the scales."""
+    import dataclasses
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     if recipe == "tensorwise":
         cfg = Float8LinearConfig(enable_fsdp_float8_all_gather=shard_ranks > 1, emulate=emulate)
     else:
-        cfg = Float8LinearConfig.from_recipe_name(recipe)
+        cfg = dataclasses.replace(Float8LinearConfig.from_recipe_name(recipe), emulate=emulate)
         import torch._inductor.config
         torch._inductor.config.emulate_precision_casts = True
     convert_to_float8_training(model, config=cfg, module_filter_fn=lambda mod, fqn: fqn != "output")

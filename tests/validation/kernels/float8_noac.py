@@ -26,9 +26,7 @@ its profiled repeat 198-208 ms: held within 20%); and plan's candidates for a fl
 sharding and TP free) priced as check prices each.
 usage: float8_noac.py PARPLAN SOURCE_ROOT
 """
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -65,11 +63,7 @@ def main():
     # time terms across recompute modes and sharding; the float8 terms must not depend on them).
     work = ["--model", "llama3-8b", "--gpu", "h200", "--gpus", "8", "--gbs", "64", "--seq", "8192",
             "--recipe", "torchtitan-float8"]
-    p = subprocess.run([parplan, "plan", "--json", "-q", "--top", "40"] + work, capture_output=True, text=True)
-    try:
-        cands = json.loads(p.stdout).get("candidates") or []
-    except ValueError:
-        cands = []
+    cands = check_json(parplan, ["-q", "--top", "40"] + work, "plan").get("candidates") or []
     worst, modes = 0.0, set()
     for c in cands:
         d = check_json(parplan, work + c["args"].split())
