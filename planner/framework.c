@@ -74,7 +74,39 @@ const pp_fw_row pp_frameworks[PP_FW_COUNT] = {
         .torch_adam = false,
         .eager_foreach_adam = false, /* DeepSpeed's FusedAdam */
         .p2p_scatter_gather = false,
-        .zero_bucket_bytes = 2.0 * 5e8 * 2.0,
+        /* one bucket of reduce_bucket_size 5e8 16-bit elements (runtime/zero/config.py's
+         * default; memory.c counts how many a stage holds) */
+        .zero_bucket_bytes = 5e8 * 2.0,
+        .hf_modules = true,
+        /* DeepSpeed 0.19's ZeRO engine (runtime/zero/stage_1_and_2.py, stage3.py), measured on two
+         * H200s with transformers' Llama (tests/data/deepspeed, tools/deepspeed/train_ds.py):
+         * ZeRO 1 and 2 free the 16-bit gradients at the step (free_grad_in_param_list) and
+         * release the buckets and the partition at the backward's end (_release_ipg_buffers);
+         * both reduce with all-reduce kernels (reduce_gradients, average_tensor) and all-gather
+         * the updated partitions after the step (all_gather_dp_groups), before the next forward. */
+        .shard_all_reduce = true,
+        .zero_grads_step_only = true,
+        .zero_gather_exposed = true,
+        /* Its own copies, counted per element (not fitted): at each reduction every parameter of
+         * the rank goes into its bucket (copy_ 2 + 2) and is divided by the data-parallel size
+         * there (2 + 2), 8; stage 1 flattens the buckets and copies the reduced gradients back
+         * out (buffered_reduce_fallback, 4 + 4 more: 12, once a step). At the step each element of
+         * the partition: the flat copy of its gradients (2 + 2), their fp32 cast (2 + 4), the
+         * gradient norm's read (2; get_grad_norm_direct), the fp32 master's cast back into the
+         * 16-bit partition (4 + 2): 18; stages 2 and 3 first copied the partition's reduced
+         * gradients out of the bucket (copy_grads_in_partition, 2 + 2): 22. In the ZeRO-1 run
+         * those kernels (bucket memcpys, the division, the norms, casts, concatenations) took
+         * about 16 ms of the 185 ms step; the count gives 14.5 ms at the copy rate. */
+        .zero_copy_reduce_bytes = 8.0,
+        .zero_copy_reduce_bytes_1 = 12.0,
+        .zero_copy_step_bytes = 18.0,
+        .zero_copy_step_bytes_2 = 22.0,
+        /* ZeRO-3's parameter coordinator on the host, per module it fetches before the module runs
+         * and releases after (partitioned_param_coordinator.py fetch_sub_module,
+         * release_sub_module; parameter_offload.py's hooks on every module): fitted on the one
+         * calibrate ZeRO-3 run (z3_l8_b1: 150 fetches, its step 72 ms above the model without
+         * it); the split was chosen before the runs, the held-out ZeRO-3 runs test it. */
+        .zero3_fetch_host_s = 0.48e-3,
         .max_zero = 3,
     },
     [PP_FW_FSDP] = {

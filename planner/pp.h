@@ -688,7 +688,11 @@ typedef struct {
     bool torch_adam;             /* torch.optim.AdamW, fused or foreach by --optimizer-impl */
     bool eager_foreach_adam;     /* with eager modules (--impl local) Adam is torch's foreach */
     bool p2p_scatter_gather;     /* pipeline sends split across the TP ranks */
-    double zero_bucket_bytes;    /* ZeRO >= 1: the reduce and all-gather buckets */
+    double zero_bucket_bytes;    /* ZeRO >= 1: one reduce bucket (memory.c counts how many a
+                                    stage holds, and when) */
+    bool hf_modules;             /* Hugging Face transformers' modules, eager: the RMSNorm as
+                                    composite fp32 ops (LlamaRMSNorm), SiLU and the product as two
+                                    kernels, RoPE by rotate_half (layer.c build_ew) */
     double grad_copy_bytes;      /* 16-bit gradients kept beside the gradient buffer the optimizer
                                     reads, bytes per parameter, never sharded (nanotron: the
                                     parameter's bf16 .grad beside its fp32 accumulator) */
@@ -696,6 +700,19 @@ typedef struct {
                                     ZeRO 0 with dp > 1 (the framework wraps the model in DDP then) */
     bool shard_all_reduce;       /* with the optimizer sharded (ZeRO-1) the gradients are still
                                     all-reduced whole, not reduce-scattered */
+    bool zero_grads_step_only;   /* ZeRO 1/2 without pipeline stages: the 16-bit gradients exist from
+                                    the backward to the optimizer step only (memory.c
+                                    mem_ds_timeline), unless the step accumulates */
+    bool zero_gather_exposed;    /* ZeRO 1/2 all-gathers the updated 16-bit partitions after the
+                                    optimizer step: nothing hides it */
+    double zero_copy_reduce_bytes;   /* ZeRO 2/3: bytes per parameter of the rank its own copies
+                                        move at each micro-batch's reduction (time_step.c) */
+    double zero_copy_reduce_bytes_1; /* ZeRO 1: the same, once a step */
+    double zero_copy_step_bytes;     /* bytes per element of the rank's partition its copies move
+                                        at the step (ZeRO 1) */
+    double zero_copy_step_bytes_2;   /* the same under ZeRO 2/3 */
+    double zero3_fetch_host_s;   /* ZeRO-3: host seconds per module fetch, forward, backward and
+                                    recomputed forward (hf_modules counts the modules) */
     bool no_interleave;          /* its pipeline schedules have no virtual stages (--vpp) */
     bool full_recompute_only;    /* it recomputes whole layers only: no selective recompute, no
                                     --recompute-layers subset */

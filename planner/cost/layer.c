@@ -417,12 +417,21 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
             !ly->moe)
             ew_add(ly, "fp8.norm_backward", PP_EW_T_FP8_NORM_BWD, 2 * T * h, PP_LB_ATTN_IN, 0);
     } else {
+        /* Hugging Face's modules (DeepSpeed's row): LlamaRMSNorm and its kin run op by op in fp32
+         * (transformers/models/llama/modeling_llama.py: to(float32), pow, mean, rsqrt, the product,
+         * to(input_dtype), the weight's product); a LayerNorm is torch's one kernel */
         double hs = h * ly->rep;
-        ew_add(ly, "ln1", PP_EW_NORM, T * hs, PP_LB_ATTN_IN, ln1);
-        ew_add(ly, "ln2", PP_EW_NORM, T * hs, PP_LB_MLP_IN, ln2);
+        const pp_layer_ew_class norm =
+            pp_work_fw(w)->hf_modules && m->norm == PP_NORM_RMSNORM ? PP_EW_HF_NORM : PP_EW_NORM;
+        ew_add(ly, "ln1", norm, T * hs, PP_LB_ATTN_IN, ln1);
+        ew_add(ly, "ln2", norm, T * hs, PP_LB_MLP_IN, ln2);
         ew_add(ly, "bda", PP_EW_BDA, 2 * T * hs, PP_LB_ATTN_OUT, 0);
     }
-    if (!ly->moe) {
+    /* Hugging Face's gated MLP is act_fn(gate_proj(x)) * up_proj(x), two eager kernels as
+     * torchtitan's (LlamaMLP.forward) */
+    if (!t && pp_work_fw(w)->hf_modules && ly->glu && !ly->moe) {
+        ew_add(ly, "act", PP_EW_T_SWIGLU, T * ly->ffn, PP_LB_MLP_IN, act_mods);
+    } else if (!ly->moe) {
         ew_add(ly, "act", act, T * ly->ffn, PP_LB_MLP_IN, act_mods);
     } else {
         ew_add(ly, "expert.act", act, ly->expert_tokens * ly->expert_ffn, PP_LB_EXPERT, act_mods);
@@ -431,7 +440,9 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
     if (m->pos == PP_POS_ROPE) {
         /* MLA rotates only the decoupled RoPE part: per head of q and of the shared k */
         double rw = ly->mla ? ly->heads * (double)m->qk_rope_dim * 2 : hq + hkv;
-        ew_add(ly, "rope", t ? PP_EW_T_ROPE : PP_EW_ROPE, T * rw, PP_LB_ATTN_IN, 0);
+        /* eager RoPE: torchtitan's in fp32 on complex numbers, Hugging Face's by rotate_half (q
+         * cos + rotate_half(q) sin: four bf16 passes and a concatenation, about the same bytes) */
+        ew_add(ly, "rope", t || pp_work_fw(w)->hf_modules ? PP_EW_T_ROPE : PP_EW_ROPE, T * rw, PP_LB_ATTN_IN, 0);
     }
     /* --repeat-kv: torchtitan's repeat_kv (to v0.2.1) materialises k and v at the query heads; with
      * enable_gqa (v0.2.2 on) no copy runs, and the flash backward's own sum of the key and value

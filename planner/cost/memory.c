@@ -286,7 +286,9 @@ typedef struct {
     double zero_gather; /* ZeRO-3 / FSDP gathered parameters of the layers in flight */
     double mfsdp_fixed; /* Megatron-FSDP's double buffer, held for the run */
     pp_mem_mfsdp mfsdp; /* what Megatron-FSDP's buffers hold (pp_memory_mfsdp) */
-    double ds_buckets;  /* DeepSpeed reduce / all-gather buckets */
+    double ds_buckets;  /* DeepSpeed reduce buckets */
+    double ds_part_grads_bytes_per_grad; /* DeepSpeed ZeRO 1/2: the rank's gradient partition over
+                                            the gradient state priced (stage 2: 1; stage 1: 1/shard) */
     double reserve_fixed;
     double offload_bytes; /* --cpu-offload-layers: the first N layers' stored bytes per micro-batch,
                              in host memory between their forward and backward */
@@ -466,8 +468,14 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * 16-bit logits plus their fp32 copy (.float()), which the loss turns into the softmax it
      * saves: 6 bytes x s b V/t at the loss; in the backward the fp32 gradient and its 16-bit
      * cast (6), then the 16-bit gradient with the output layer's 16-bit weight gradient (eager).
-     * Hugging Face models (deepspeed/fsdp): 16-bit logits kept as output, fp32 upcast and the
-     * fp32 log-softmax saved by the loss: 10 bytes.
+     * Hugging Face models (deepspeed; transformers' loss_utils.ForCausalLMLoss: logits.float(),
+     * then cross_entropy): the 16-bit logits and their fp32 upcast with the fp32 log-softmax it
+     * saves, 10 bytes at the loss's forward; in its backward the saved log-softmax, nll_loss's fp32
+     * gradient and log_softmax's fp32 input gradient, 12 bytes (the Trainer keeps the loss alone,
+     * Trainer.compute_loss, so the 16-bit logits are gone by then; --keep-logits: a loop that
+     * holds the model's output keeps them, 14). Measured on two H200s with transformers 5.17
+     * (tests/data/deepspeed, the allocator's history at the peak: three fp32 logit-sized blocks,
+     * 6,012 MiB for 4096 tokens of a 128,256 vocabulary).
      * --cross-entropy-fusion native (fusions/fused_cross_entropy.py): the same steps as jit_fuser
      * functions, which under torch.compile return new tensors where the eager path works in place
      * (torch.exp(..., out=)): the fp32 copy and the fp32 exp_logits it saves, 10 bytes. Measured
@@ -479,7 +487,7 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
                         ? MEM_MOE_LOGITS_BLOCKS * 4.0 * logits : 0.0;
     pp_loss loss = pp_work_loss(w);
     if (loss == PP_LOSS_TORCH) {
-        c->loss_work = 10.0 * logits;
+        c->loss_work = (w->stack.keep_logits ? 14.0 : 12.0) * logits;
     } else {
         double wg = eager ? 2.0 * V * h / t : 0.0;
         double at_loss = loss == PP_LOSS_NATIVE ? 10.0 : loss == PP_LOSS_TE ? 2.0 : 6.0;
@@ -521,10 +529,17 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * buffer (all-reduce; with the distributed optimizer a reduce-scatter into that buffer and an
      * all-gather into the bf16 parameter buffer, megatron/core/distributed/
      * param_and_grad_buffer.py): nothing allocated; NCCL's own staging buffers are in the
-     * reserve. DeepSpeed ZeRO 1-3 copies gradients into a reduce bucket and gathers parameters
-     * through an all-gather bucket. */
+     * reserve. DeepSpeed (fr->zero_bucket_bytes: one bucket of reduce_bucket_size 16-bit
+     * elements): ZeRO-3 allocates its reduce bucket once, at initialisation, and holds it
+     * (runtime/zero/stage3.py:782); ZeRO 1 and 2 fill one bucket, two with overlap_comm (the
+     * double buffer, stage_1_and_2.py setup_buckets), from the backward's first gradient and
+     * release them at its end (_release_ipg_buffers): mem_ds_timeline places them. Measured
+     * with DeepSpeed 0.19.8 on two H200s (tests/data/deepspeed: the ZeRO-3 run's allocation
+     * after deepspeed.initialize holds the 954 MiB bucket). */
     c->ds_buckets = 0.0;
-    if (l->zero >= 1) c->ds_buckets = fr->zero_bucket_bytes;
+    c->ds_part_grads_bytes_per_grad = l->zero == 1 ? 1.0 / (double)(shard > 0 ? shard : 1) : 1.0;
+    if (l->zero >= 3) c->ds_buckets = fr->zero_bucket_bytes;
+    else if (l->zero >= 1) c->ds_buckets = (w->stack.no_overlap ? 1.0 : 2.0) * fr->zero_bucket_bytes;
 
     /* Reserve beyond the allocator: context, driver, NCCL communicators in use. Megatron creates
      * a communicator per process group it uses: tensor-parallel; pipeline p2p + pipeline group
@@ -712,6 +727,54 @@ static void mem_stage_eval_v(const pp_work *w, const pp_layout *l, const mem_ctx
 /* The stage's figures from its layers of each kind (n_all, n_rc fully recomputed) and, for an
  * uneven interleaved split, what the schedule holds (vs; NULL: the in-flight count of
  * mem_inflight_chunks times the stage's layers). */
+/* ZeRO 1 and 2 without pipeline stages as DeepSpeed runs them (the row's zero_grads_step_only;
+ * runtime/zero/stage_1_and_2.py, DeepSpeed 0.19): the 16-bit gradients exist only from the
+ * backward to the optimizer step. The step frees
+ * them (free_grad_in_param_list) and the backward's epilogue releases the reduce buckets and the
+ * gradient partition (_release_ipg_buffers), so at the next forward and loss, where the stored
+ * activations peak, no gradient is held unless gradient accumulation keeps the earlier
+ * micro-batches' (stage 1: every parameter's .grad; stage 2: the rank's partition). Measured on
+ * two H200s (tests/data/deepspeed, Llama-3-8B's shape cut to 8 layers): ZeRO 1 and ZeRO 2 peak
+ * at the same 33,811 MiB, at the loss's backward, with no gradient allocated. Under ZeRO-3 the
+ * gradient partition is a buffer held from initialisation (stage3.py grad_partitions_flat_buffer),
+ * and the pipeline engine accumulates over its micro-batches: both keep the resident model. */
+static bool mem_ds_grads_transient(const pp_work *w, const pp_layout *l)
+{
+    return pp_work_fw(w)->zero_grads_step_only && (l->zero == 1 || l->zero == 2) && l->pp == 1 &&
+           l->offload == PP_OFF_NONE && !l->dist_opt;
+}
+
+/* The largest of three moments of a ZeRO 1/2 step (mem_ds_grads_transient), the
+ * stage's breakdown becoming what is allocated there:
+ *   - the loss's backward: the stored activations and the working set, with the gradients of
+ *     earlier micro-batches when the step accumulates (c->m > 1);
+ *   - the end of the backward: the gradients (stage 1: whole; stage 2: the partition) and the
+ *     reduce buckets (c->ds_buckets);
+ *   - the optimizer step: the partition's 16-bit gradients, their flat copy and its fp32 cast for
+ *     the fp32 master partition (`flatten(averaged_gradients)`, then
+ *     `single_grad_partition = flat_grad_partition.to(fp32)`), 2 + 2 + 4 bytes a partition
+ *     element; under stage 1 the other ranks' gradients are freed first
+ *     (free_grad_in_param_list), the whole 16-bit gradient being the larger before that. */
+static void mem_ds_timeline(const mem_ctx *c, pp_mem_stage *o, double work, double opt)
+{
+    const double G = o->grads_bytes;
+    const double held = c->m > 1 ? G : 0.0;
+    const double fixed = c->workspace + c->mfsdp_fixed;
+    double at_loss = held + o->activations_bytes + fixed + mem_max(work, opt - o->activations_bytes);
+    double at_end = G + c->ds_buckets + fixed;
+    double part = c->ds_part_grads_bytes_per_grad * G; /* the rank's partition, 16-bit */
+    double at_step = mem_max(G, 4.0 * part) + fixed + opt;
+    if (at_loss >= at_end && at_loss >= at_step) {
+        o->grads_bytes = held;
+        o->transient_bytes = at_loss - held - o->activations_bytes;
+    } else {
+        double top = mem_max(at_end, at_step);
+        o->grads_bytes = G;
+        o->activations_bytes = 0;
+        o->transient_bytes = top - G;
+    }
+}
+
 static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage, int64_t layers,
                            int64_t rc_layers, const int64_t n_all[PP_LAYER_KINDS], const int64_t n_rc[PP_LAYER_KINDS],
                            const mem_vshape *vs, pp_mem_stage *o)
@@ -798,6 +861,7 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     double opt = (dense + expert) * c->opt_work_per_param;
     double fixed = c->workspace + c->ds_buckets + c->mfsdp_fixed;
     o->transient_bytes = fixed + mem_max(work, opt - o->activations_bytes);
+    if (mem_ds_grads_transient(w, l)) mem_ds_timeline(c, o, work, opt);
     o->peak_bytes = o->weights_bytes + o->grads_bytes + o->optimizer_bytes + o->activations_bytes +
                     o->transient_bytes;
     double shortlived = o->activations_bytes + o->transient_bytes - c->workspace;

@@ -79,6 +79,7 @@ typedef enum {
     PP_EW_T_REPEAT,      /* torchtitan: repeat_kv's copies */
     PP_EW_T_QK_NORM,
     PP_EW_T_FP8_NORM_BWD, /* torchtitan, torchao tensorwise float8 without AC: the backward's norms */
+    PP_EW_HF_NORM,       /* Hugging Face's RMSNorm: x.float(), pow, mean, rsqrt, products, casts */
     PP_EW_CLASS_COUNT
 } pp_layer_ew_class;
 

@@ -629,6 +629,7 @@ static void ew_bytes(const pp_time_ctx *c, pp_layer_ew_class cls, double *f, dou
     case PP_EW_T_ROPE: *f = *b = EW_FSDP_ROPE; return;
     case PP_EW_T_REPEAT: *f = *b = EW_FSDP_REPEAT; return;
     case PP_EW_T_FP8_NORM_BWD: *f = 0, *b = EW_FSDP_FP8_NORM_BWD; return;
+    case PP_EW_HF_NORM: *f = EW_FSDP_NORM_COMPOSITE_FWD, *b = EW_FSDP_NORM_COMPOSITE_BWD; return;
     case PP_EW_CLASS_COUNT: break;
     }
     *f = *b = 0;

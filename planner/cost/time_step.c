@@ -18,6 +18,30 @@
  * copy) the bf16 parameter is read too, as the master's high half. Megatron's fp32 state (S 12):
  * 16 + 14 + 4 = 34; remainders (S 10; NeMo's distributed_fused_adam, Megatron's precision-aware
  * optimizer): 16 + 12 + 4 = 32; NeMo's dtype bf16 (S 4, bf16 gradients): 8 + 6 + 2 = 16. */
+/* ZeRO's own copies around the reduction and the step (the row's zero_copy_*: DeepSpeed's
+ * buckets, flat copies and casts), at the GPU's copy rate: per parameter of the rank at each
+ * reduction (ZeRO 1: the step's last backward; 2 and 3: every micro-batch's), per element of the
+ * rank's partition once a step. */
+static double zero_copies_s(const pp_time_ctx *c, const pp_layout *l, double m, double rank_params,
+                            double partition)
+{
+    const pp_fw_row *fr = pp_work_fw(c->w);
+    double reduce = l->zero == 1 ? fr->zero_copy_reduce_bytes_1 : fr->zero_copy_reduce_bytes * m;
+    double step = l->zero == 1 ? fr->zero_copy_step_bytes : fr->zero_copy_step_bytes_2;
+    return (reduce * rank_params + step * partition) / c->mem_rate;
+}
+
+/* ZeRO-3's host work per module fetch (the row's zero3_fetch_host_s): the forward, the backward
+ * and a recomputed forward each fetch every module once, and the GPU waits for it. A recomputed
+ * layer's modules are fetched a third time (the output layer and the embedding, up to three
+ * modules outside the layers, are not recomputed). */
+static double zero3_fetch_s(const pp_work *w, double modules, double layers, double rc_layers)
+{
+    double layer_mods = modules > 3.0 ? modules - 3.0 : 0.0;
+    double fetches = 2.0 * modules + (layers > 0 ? rc_layers / layers : 0.0) * layer_mods;
+    return fetches * pp_work_fw(w)->zero3_fetch_host_s;
+}
+
 static double opt_step_bytes(const pp_work *w)
 {
     double S = pp_work_optimizer_bytes(w), g = w->stack.optimizer_bf16 ? 2.0 : 4.0;
@@ -146,7 +170,22 @@ typedef struct {
     double compute, recompute, tp, cp, ep;
     double params;       /* parameters on one rank of the stage (elements) */
     double expert_params;
+    double layers, rc_layers; /* decoder layers, and those fully recomputed */
+    double hf_modules;   /* Hugging Face modules holding parameters (ds_zero3_fetch_s) */
 } stage_time;
+
+/* Modules holding parameters in one Hugging Face decoder layer of kind k (LlamaDecoderLayer:
+ * q_proj, k_proj, v_proj, o_proj, the MLP's gate_proj, up_proj and down_proj (two without a gate),
+ * two RMSNorms; an MoE layer's router and each local expert's MLP, Mixtral-style, and the shared
+ * expert's). */
+static double hf_layer_modules(const pp_work *w, int k)
+{
+    const pp_model *m = &w->model;
+    const bool glu = pp_activations[m->act].gated;
+    const double mlp = glu ? 3.0 : 2.0;
+    if (!(k & PP_LAYER_MOE)) return 4.0 + mlp + 2.0;
+    return 4.0 + 2.0 + 1.0 + mlp * ((double)m->experts + (m->shared_ffn > 0 ? 1.0 : 0.0));
+}
 
 static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,
                        const stage_desc *sd, stage_time *st)
@@ -170,7 +209,12 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->bwd += n * (y.bwd_compute_s + y.bwd_tp_s + y.bwd_cp_s + y.bwd_ep_s) + r * (fwd_layer - y.recompute_less_s) + sel;
         st->params += n * (pp_work_lora(c->w) ? c->lora_layer_params : c->kind_dense_params[k]) / t;
         st->expert_params += n * c->kind_expert_params[k] / et;
+        st->layers += n;
+        st->rc_layers += r;
+        st->hf_modules += n * hf_layer_modules(c->w, k);
     }
+    /* the embedding; the final norm and the output layer */
+    st->hf_modules += (sd->first ? 1.0 : 0.0) + (sd->last ? 2.0 : 0.0);
     /* LoRA: the embedding, final norm and output layer are frozen (no gradients, no optimizer) */
     const double trained = pp_work_lora(c->w) ? 0.0 : 1.0;
     if (sd->first) {
@@ -588,6 +632,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
     const int64_t dpg = l->dp * l->cp;
     const int64_t edpg = pp_layout_edp(l);
     const bool sharded = l->dist_opt || l->zero >= 1;
+    const pp_fw_row *fr = pp_work_fw(w);
     const double gb = c->opts.grad_reduce_bytes;
     double dp_exposed = 0, zero_s = 0;
     /* The reduction of a bucket starts when its gradients are final, i.e. in the last
@@ -607,7 +652,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         window[1] = last.bwd * (1.0 + cool);
         tail_div = v;
     }
-    double opt_params = 0;
+    double opt_params = 0, rank_params = 0;
     for (int e = 0; e < (p > 1 ? 2 : 1); e++) {
         const stage_time *st = ends[e];
         double P = st->params, PE = st->expert_params;
@@ -626,20 +671,26 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
             double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
                          pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
             double z = m * (pp_time_behind(agp, st->fwd) + pp_time_behind(agp + rsg, st->bwd));
+            z += m * zero3_fetch_s(w, st->hf_modules, st->layers, st->rc_layers);
             if (z > zero_s) zero_s = z;
             red = 0;
         } else if (l->zero == 2) {
-            /* ZeRO-2: gradients reduce-scattered during every micro-batch's backward. */
-            double rsg = pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, dpg, dpn, P * gb) +
-                         pp_time_collective_s(c, PP_TC_REDUCE_SCATTER, edpg, edpn, PE * gb);
-            double z = m * pp_time_behind(rsg, st->bwd);
+            /* ZeRO-2: gradients reduced during every micro-batch's backward (reduce-scattered, or
+             * all-reduced where the row says so: DeepSpeed's average_tensor), on a stream of
+             * their own with the overlap (DeepSpeed's overlap_comm), else between the backward's
+             * kernels. */
+            const pp_time_coll rk = fr->shard_all_reduce ? PP_TC_ALL_REDUCE : PP_TC_REDUCE_SCATTER;
+            double rsg = pp_time_collective_s(c, rk, dpg, dpn, P * gb) +
+                         pp_time_collective_s(c, rk, edpg, edpn, PE * gb);
+            double z = m * (c->opts.overlap_grad_reduce ? pp_time_behind(rsg, st->bwd) : rsg);
             if (z > zero_s) zero_s = z;
             red = 0;
             gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
                      pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
         } else if (sharded) {
-            /* the framework's row: reduce-scatter (Megatron, DeepSpeed) or all-reduce (nanotron) */
-            const pp_time_coll rk = pp_work_fw(w)->shard_all_reduce ? PP_TC_ALL_REDUCE : PP_TC_REDUCE_SCATTER;
+            /* the framework's row: reduce-scatter (Megatron) or all-reduce (nanotron; DeepSpeed,
+             * which all-reduces the whole gradient at the step's last backward) */
+            const pp_time_coll rk = fr->shard_all_reduce ? PP_TC_ALL_REDUCE : PP_TC_REDUCE_SCATTER;
             red = pp_time_collective_s(c, rk, dpg, dpn, P * gb) + pp_time_collective_s(c, rk, edpg, edpn, PE * gb);
             gather = pp_time_collective_s(c, PP_TC_ALL_GATHER, dpg, dpn, P * pgb) +
                      pp_time_collective_s(c, PP_TC_ALL_GATHER, edpg, edpn, PE * pgb);
@@ -652,12 +703,16 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         /* The last bucket cannot hide behind anything. */
         if (red > 0)
             ex = c->opts.overlap_grad_reduce ? red / buckets + pp_time_behind(red - red / buckets, window[e]) : red;
+        /* ZeRO 1/2 that all-gathers the updated partitions after the optimizer step, before the
+         * next forward (the row's zero_gather_exposed): nothing to hide behind */
         if (gather > 0)
-            ex += c->opts.overlap_param_gather ? gather / buckets + pp_time_behind(gather - gather / buckets, st->fwd)
-                                               : gather;
+            ex += c->opts.overlap_param_gather && !fr->zero_gather_exposed
+                      ? gather / buckets + pp_time_behind(gather - gather / buckets, st->fwd)
+                      : gather;
         if (ex > dp_exposed) dp_exposed = ex;
         double po = sharded ? P / (double)dpg + PE / (double)edpg : P + PE;
         if (po > opt_params) opt_params = po;
+        if (P + PE > rank_params) rank_params = P + PE;
     }
     /* Tied embeddings with PP: the first and last stage all-reduce the embedding gradient
      * (Megatron finalize_model_grads), after the backward. */
@@ -692,6 +747,7 @@ void pp_time_step(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer 
         out->optimizer_s = meas > 0 ? meas : opt_bytes * opt_params / c->mem_rate;
         if (w->profile && w->profile->calibration.present)
             out->optimizer_s *= w->profile->calibration.optimizer_scale;
+        if (l->zero >= 1 && !l->dist_opt) out->optimizer_s += zero_copies_s(c, l, m, rank_params, opt_params);
     } else {
         /* CPU Adam: gradients down, 16-bit parameters up over PCIe, update on the host. */
         out->optimizer_s = opt_params * (gb + 2.0) / host_link_bps(w) + opt_params / CPU_ADAM_PARAMS_PER_S;

@@ -43,7 +43,7 @@ static const ds_key top_keys[] = {
 static const ds_key zero_keys[] = {
     {"stage", K_READ}, {"offload_optimizer", K_READ}, {"offload_param", K_READ},
     {"reduce_bucket_size", K_READ}, {"allgather_bucket_size", K_READ},
-    {"overlap_comm", K_PASS}, {"contiguous_gradients", K_PASS}, {"reduce_scatter", K_PASS},
+    {"overlap_comm", K_READ}, {"contiguous_gradients", K_PASS}, {"reduce_scatter", K_PASS},
     {"allgather_partitions", K_PASS}, {"stage3_gather_16bit_weights_on_model_save", K_PASS},
     {"gather_16bit_weights_on_model_save", K_PASS}, {"load_from_fp32_weights", K_PASS},
     {"elastic_checkpoint", K_PASS}, {"ignore_unused_parameters", K_PASS}, {"round_robin_gradients", K_PASS},
@@ -143,6 +143,10 @@ static pp_status read_zero(pp_yaml *y, yaml_node_t *map, pp_ds_config *c)
             int64_t s;
             if ((st = get_int(y, v, "zero_optimization.stage", 0, 3, &s, &given))) return st;
             if (given) c->zero = (int)s;
+        } else if (!strcmp(name, "overlap_comm")) {
+            bool b;
+            if ((st = get_bool(y, v, "zero_optimization.overlap_comm", &b, &given))) return st;
+            if (given) c->overlap_comm = b ? 1 : 0;
         } else if (!strcmp(name, "offload_optimizer")) {
             if ((st = read_offload(y, v, "zero_optimization.offload_optimizer", c, PP_OFF_OPTIMIZER))) return st;
         } else if (!strcmp(name, "offload_param")) {
@@ -174,7 +178,7 @@ static pp_status read_precision(pp_yaml *y, yaml_node_t *map, const char *key, b
 pp_status pp_ds_config_load_string(pp_ds_config *c, const char *text, size_t len, const char *path, pp_error *err)
 {
     memset(c, 0, sizeof *c);
-    c->zero = c->precision = -1;
+    c->zero = c->precision = c->overlap_comm = -1;
     c->offload = PP_OFF_NONE;
     snprintf(c->path, sizeof c->path, "%s", path);
     pp_yaml y;

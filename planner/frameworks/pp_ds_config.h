@@ -13,6 +13,8 @@ typedef struct {
     int64_t gas;         /* gradient_accumulation_steps; 0: not given */
     int64_t gbs;         /* train_batch_size; 0: not given */
     int precision;       /* pp_precision from bf16 / fp16 .enabled; -1: not given ("auto") */
+    int overlap_comm;    /* zero_optimization.overlap_comm: 1 / 0; -1: not given (DeepSpeed's
+                            default: on for stage 3 only, runtime/zero/config.py overlap_comm_valid) */
     char unmodelled[1024]; /* what changes memory or time and is not modelled, ", "-separated */
     char unknown[512];   /* keys DeepSpeed's config does not define here */
 } pp_ds_config;

@@ -600,6 +600,13 @@ pp_status pp_request_resolve(const pp_request *r, const pp_catalog *cat, bool ne
     if (dc->offload > PP_OFF_NONE && !g[PP_RQ_OFFLOAD]) rr->offload = dc->offload, rg[PP_RQ_OFFLOAD] = 1;
     if (dc->mbs && !g[PP_RQ_MBS]) rr->mbs = dc->mbs, rg[PP_RQ_MBS] = 1;
     if (dc->precision >= 0 && !g[PP_RQ_PRECISION]) rr->precision = dc->precision, rg[PP_RQ_PRECISION] = 1;
+    /* overlap_comm: the reduction of the gradients (ZeRO 1 and 2) or the parameters' gathers and
+     * reductions (ZeRO 3) beside the backward; DeepSpeed's default is on for stage 3 only
+     * (runtime/zero/config.py overlap_comm_valid), so a ZeRO 1/2 config that does not say so runs
+     * without it (measured: tests/data/deepspeed) */
+    int zero_now = rg[PP_RQ_ZERO] ? (int)rr->zero : 0;
+    bool overlap = dc->overlap_comm >= 0 ? dc->overlap_comm == 1 : zero_now == 3;
+    if (!overlap && !g[PP_RQ_NO_OVERLAP]) rr->no_overlap = true, rg[PP_RQ_NO_OVERLAP] = 1;
     if (!g[PP_RQ_GBS] && dc->gbs) {
         rr->gbs = dc->gbs;
     } else if (!g[PP_RQ_GBS] && dc->gas && rr->mbs > 0 && r->gpus > 0) {
