@@ -452,7 +452,10 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
     if (t && hkv < hq && w->stack.repeat_kv)
         ew_add(ly, "repeat_kv", PP_EW_T_REPEAT, 2 * T * (hq + hkv), PP_LB_ATTN_IN, 0);
     if (m->qk_norm != PP_QKNORM_NONE)
-        ew_add(ly, "qk_norm", t ? PP_EW_T_QK_NORM : PP_EW_QK_NORM, T * (hq + hkv), PP_LB_ATTN_IN, 0);
+        ew_add(ly, "qk_norm",
+               t ? PP_EW_T_QK_NORM
+                 : pp_work_fw(w)->hf_modules && m->norm == PP_NORM_RMSNORM ? PP_EW_HF_NORM : PP_EW_QK_NORM,
+               T * (hq + hkv), PP_LB_ATTN_IN, 0);
     if (ly->moe) {
         ew_add(ly, "router", PP_EW_ROUTER, ly->tokens_routed * ly->experts, PP_LB_ROUTER, moe);
         ew_add(ly, "permute", PP_EW_PERMUTE, ly->expert_tokens_mean * h, PP_LB_EXPERT, moe);
@@ -731,6 +734,67 @@ static void build_saved_titan(const pp_work *w, const pp_layout *l, pp_layer *ly
     }
 }
 
+/* A Hugging Face decoder layer of the Llama family as transformers writes it (the row's
+ * hf_modules; RMSNorm, RoPE, a dense MLP, no tensor or context parallelism: Megatron-style
+ * parallel modules are Megatron's table). */
+static bool hf_llama_block(const pp_work *w, const pp_layout *l, const pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    return pp_work_fw(w)->hf_modules && !ly->moe && !ly->mla && l->tp == 1 && l->cp == 1 &&
+           m->norm == PP_NORM_RMSNORM && m->pos == PP_POS_ROPE && ly->attn.fused;
+}
+
+/* What a Hugging Face Llama-family decoder layer keeps for its backward (transformers 5.17,
+ * models/llama/modeling_llama.py; Qwen3's q_norm and k_norm the same RMSNorm), per token:
+ *   - each RMSNorm (LlamaRMSNorm.forward: to(float32), pow, mean, rsqrt, the product,
+ *     to(input_dtype), the weight's product): its fp32 input (4 bytes an element, saved by pow
+ *     and the product), the rsqrt (4 a row), the bf16 cast (2, the weight's product) and, for the
+ *     two residual norms, its output (2, the projections' input); q_norm and k_norm's output goes
+ *     into RoPE, which keeps only cos and sin;
+ *   - q and k after RoPE and v (SDPA's inputs; GQA reaches SDPA at the KV heads, enable_gqa),
+ *     SDPA's output (also o_proj's input) and its fp32 log-sum-exp;
+ *   - the gated MLP's gate_proj output (SiLU's input), SiLU's output, up_proj's output and the
+ *     product (down_proj's input); a plain MLP its two.
+ * Read tensor by tensor off the allocator's history at the peak of a DeepSpeed step on two H200s
+ * (tests/data/deepspeed, Llama-3-8B's shape, 4096 tokens): 200,832 bytes a token and layer, which
+ * this gives to the byte (16h + 8 + 4 q + 4 kv + 4 heads + 8f). Gradient checkpointing
+ * (gradient_checkpointing_enable, use_reentrant False) keeps each layer's input. */
+static void build_saved_hf(const pp_work *w, pp_layer *ly)
+{
+    const pp_model *m = &w->model;
+    const double T = ly->tokens, h = ly->hidden, hq = ly->q_width, hkv = ly->kv_width, f = ly->ffn;
+    ly->full_input = (pp_layer_saved){"layer.input", T * h, 2, true, 0};
+    static const char *const norm_names[2][4] = {
+        {"input_layernorm.fp32_input", "input_layernorm.rsqrt", "input_layernorm.cast", "input_layernorm.output"},
+        {"post_attention_layernorm.fp32_input", "post_attention_layernorm.rsqrt", "post_attention_layernorm.cast",
+         "post_attention_layernorm.output"}};
+    for (int i = 0; i < 2; i++) {
+        saved_add(ly, norm_names[i][0], T * h, 4, false, 0);
+        saved_add(ly, norm_names[i][1], T, 4, false, 0);
+        saved_add(ly, norm_names[i][2], T * h, 2, false, 0);
+        saved_add(ly, norm_names[i][3], T * h, 2, false, 0);
+    }
+    if (m->qk_norm != PP_QKNORM_NONE) {
+        saved_add(ly, "q_norm.fp32_input", T * hq, 4, false, 0);
+        saved_add(ly, "q_norm.rsqrt", T * ly->heads, 4, false, 0);
+        saved_add(ly, "q_norm.cast", T * hq, 2, false, 0);
+        saved_add(ly, "k_norm.fp32_input", T * hkv, 4, false, 0);
+        saved_add(ly, "k_norm.rsqrt", T * ly->kv_heads, 4, false, 0);
+        saved_add(ly, "k_norm.cast", T * hkv, 2, false, 0);
+    }
+    saved_add(ly, "attn.q", T * hq, 2, false, 0);
+    saved_add(ly, "attn.k", T * hkv, 2, false, 0);
+    saved_add(ly, "attn.v", T * ly->kv_width * ly->v_head_dim / ly->head_dim, 2, false, 0);
+    saved_add(ly, "attn.out", T * ly->v_width, 2, false, 0);
+    saved_add(ly, "attn.lse", T * ly->heads, 4, false, 0);
+    saved_add(ly, "mlp.gate_or_fc1_out", T * f, 2, false, 0);
+    saved_add(ly, "mlp.act_out", T * f, 2, false, 0);
+    if (ly->glu) {
+        saved_add(ly, "mlp.up_out", T * f, 2, false, 0);
+        saved_add(ly, "mlp.product", T * f, 2, false, 0);
+    }
+}
+
 /* Megatron's table (memory.c prices it): what one layer keeps for its backward, tensor by
  * tensor. It stands in for torchtitan's MLA and MoE layers. The MLP activation is Megatron's fused
  * one (bias_activation_fusion, on by default with TransformerEngine and with the local modules
@@ -774,6 +838,10 @@ static void build_saved(const pp_work *w, const pp_layout *l, pp_layer *ly)
     ly->saved_sel_mods = l->recompute_modules ? l->recompute_modules : BIT(PP_RCM_CORE_ATTN);
     if (ly->titan && !ly->moe) {
         build_saved_titan(w, l, ly);
+        return;
+    }
+    if (hf_llama_block(w, l, ly)) {
+        build_saved_hf(w, ly);
         return;
     }
     /* Full recompute keeps only the layer input (checkpoint), Korthikanti table 2: 2sbh. */

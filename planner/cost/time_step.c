@@ -176,15 +176,16 @@ typedef struct {
 
 /* Modules holding parameters in one Hugging Face decoder layer of kind k (LlamaDecoderLayer:
  * q_proj, k_proj, v_proj, o_proj, the MLP's gate_proj, up_proj and down_proj (two without a gate),
- * two RMSNorms; an MoE layer's router and each local expert's MLP, Mixtral-style, and the shared
+ * two RMSNorms, and Qwen3's q_norm and k_norm; an MoE layer's router and each local expert's MLP, Mixtral-style, and the shared
  * expert's). */
 static double hf_layer_modules(const pp_work *w, int k)
 {
     const pp_model *m = &w->model;
     const bool glu = pp_activations[m->act].gated;
     const double mlp = glu ? 3.0 : 2.0;
-    if (!(k & PP_LAYER_MOE)) return 4.0 + mlp + 2.0;
-    return 4.0 + 2.0 + 1.0 + mlp * ((double)m->experts + (m->shared_ffn > 0 ? 1.0 : 0.0));
+    const double norms = 2.0 + (m->qk_norm != PP_QKNORM_NONE ? 2.0 : 0.0); /* Qwen3's q_norm, k_norm */
+    if (!(k & PP_LAYER_MOE)) return 4.0 + mlp + norms;
+    return 4.0 + norms + 1.0 + mlp * ((double)m->experts + (m->shared_ffn > 0 ? 1.0 : 0.0));
 }
 
 static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_layer *ly,

@@ -15,7 +15,7 @@ export PYTHONUNBUFFERED=1
 # DeepSpeed's JIT builder (FusedAdam) cannot read an arch such as 9.0a (op_builder/builder.py sorts
 # the list as integers): name the GPUs' plain arch.
 export TORCH_CUDA_ARCH_LIST=${DS_ARCH:-$(python3 -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())')}
-grep -v '^#' tools/deepspeed/runs.csv | tail -n +2 | while IFS=, read -r name config layers seq mbs gas ckpt split; do
+grep -v '^#' tools/deepspeed/runs.csv | tail -n +2 | while IFS=, read -r name config shape layers seq mbs gas ckpt split; do
   if [ -n "${ONLY:-}" ]; then [[ ",$ONLY," == *",$name,"* ]] || continue
   elif [ -n "${SPLIT:-}" ] && [ "$split" != "$SPLIT" ]; then continue; fi
   left=$(( deadline - ($(date +%s) - start) ))
@@ -23,7 +23,7 @@ grep -v '^#' tools/deepspeed/runs.csv | tail -n +2 | while IFS=, read -r name co
   ck=""; [ "$ckpt" = 1 ] && ck="--ckpt"
   echo "== $name ($(date +%T), ${left} s left)"
   timeout $(( left - 10 )) torchrun --standalone --nproc_per_node "$nproc" tools/deepspeed/train_ds.py \
-    --config "tools/deepspeed/configs/$config" --layers "$layers" --seq "$seq" --mbs "$mbs" --gas "$gas" $ck \
+    --config "tools/deepspeed/configs/$config" --shape "$shape" --layers "$layers" --seq "$seq" --mbs "$mbs" --gas "$gas" $ck \
     --steps "${STEPS:-6}" ${TRAIN_ARGS:-} --name "$name" --out "$out/ds_runs.jsonl" > "$out/logs/$name.log" 2>&1
   echo "   rc $? $(grep -E '^[a-z0-9_]+: peak' "$out/logs/$name.log" || tail -3 "$out/logs/$name.log")"
 done

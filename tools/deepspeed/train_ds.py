@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One DeepSpeed ZeRO training run of a Hugging Face Llama, as a Hugging Face user runs it, with its
+"""One DeepSpeed ZeRO training run of a Hugging Face Llama (or Qwen3), as a Hugging Face user runs it, with its
 memory and step time recorded (one JSON line appended to --out, rank 0).
 
 The stack is the one users run, with its defaults:
@@ -16,7 +16,7 @@ max_memory_reserved since the step began, the allocator's retries; after deepspe
 allocated memory (the model states before Adam's state exists). The record also carries the run's
 flags, so that tools/deepspeed/parse_runs.py can state it as `parplan check` flags.
 
-  torchrun --nproc_per_node N tools/deepspeed/train_ds.py --config C.json --layers L --seq S --mbs B
+  torchrun --nproc_per_node N tools/deepspeed/train_ds.py --config C.json [--shape S] --layers L --seq S --mbs B
            [--gas G] [--ckpt] [--steps K] --name NAME --out runs.jsonl
 """
 import argparse
@@ -28,10 +28,19 @@ import time
 import torch
 import torch.distributed as dist
 
-# Llama-3-8B's shape (meta-llama/Meta-Llama-3-8B config.json); --layers cuts it.
-SHAPE = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
-             num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0, rms_norm_eps=1e-5,
-             tie_word_embeddings=False)
+# The shapes (--shape; --layers cuts them): Llama-3-8B (meta-llama/Meta-Llama-3-8B config.json) as
+# transformers' LlamaForCausalLM, Qwen3-8B (Qwen/Qwen3-8B config.json: q_norm and k_norm) as its
+# Qwen3ForCausalLM; parplan's catalog names them llama3-8b and qwen3-8b.
+SHAPES = {
+    "llama3-8b": ("LlamaConfig", "LlamaForCausalLM",
+                  dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+                       num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0,
+                       rms_norm_eps=1e-5, tie_word_embeddings=False)),
+    "qwen3-8b": ("Qwen3Config", "Qwen3ForCausalLM",
+                 dict(vocab_size=151936, hidden_size=4096, intermediate_size=12288, num_attention_heads=32,
+                      num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0,
+                      rms_norm_eps=1e-6, tie_word_embeddings=False)),
+}
 
 
 def _where(frames):
@@ -91,6 +100,7 @@ def kernel_kinds(prof):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--config", required=True)
+    p.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b")
     p.add_argument("--layers", type=int, required=True)
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--mbs", type=int, default=1)
@@ -106,7 +116,6 @@ def main():
 
     import deepspeed
     import transformers
-    from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.integrations import HfDeepSpeedConfig
 
     deepspeed.init_distributed()
@@ -119,15 +128,17 @@ def main():
     ds.pop("train_batch_size", None)
     stage = ds.get("zero_optimization", {}).get("stage", 0)
 
-    cfg = LlamaConfig(num_hidden_layers=a.layers, **SHAPE)
+    conf_name, model_name, shape = SHAPES[a.shape]
+    model_cls = getattr(transformers, model_name)
+    cfg = getattr(transformers, conf_name)(num_hidden_layers=a.layers, **shape)
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(0)
     if stage == 3:
         keep = HfDeepSpeedConfig(ds)  # noqa: F841 (transformers reads ZeRO 3 from it while it lives)
         with deepspeed.zero.Init(config_dict_or_path=ds):
-            model = LlamaForCausalLM(cfg)
+            model = model_cls(cfg)
     else:
-        model = LlamaForCausalLM(cfg)  # fp32 on the host, as the Trainer passes it
+        model = model_cls(cfg)  # fp32 on the host, as the Trainer passes it
     if a.ckpt:
         model.gradient_checkpointing_enable()
     model.config.use_cache = False
@@ -174,7 +185,7 @@ def main():
     peak = torch.tensor([max(s["max_alloc"] for s in steps)], device="cuda", dtype=torch.float64)
     dist.all_reduce(peak, op=dist.ReduceOp.MAX)
     if rank == 0:
-        rec = dict(name=a.name, zero=stage, layers=a.layers, seq=a.seq, mbs=a.mbs, gas=a.gas, ckpt=a.ckpt,
+        rec = dict(name=a.name, shape=a.shape, zero=stage, layers=a.layers, seq=a.seq, mbs=a.mbs, gas=a.gas, ckpt=a.ckpt,
                    world=world, config=os.path.basename(a.config), init_alloc=init_alloc,
                    init_reserved=init_reserved, peak_alloc_max_ranks=int(peak.item()), steps=steps,
                    gpu=torch.cuda.get_device_name(), torch=torch.__version__,
