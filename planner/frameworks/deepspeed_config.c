@@ -38,7 +38,8 @@ static const ds_key top_keys[] = {
     {"torch_autocast", K_UNMODELLED}, {"compile", K_UNMODELLED},
 };
 
-/* zero_optimization: the stage and offload are read; the defaults parplan prices are DeepSpeed's
+/* zero_optimization: the stage, offload and overlap_comm are read (overlap_comm not given: DeepSpeed's
+ * default, on for stage 3 only, request.c); the bucket sizes parplan prices are DeepSpeed's defaults
  * (runtime/zero/config.py: reduce_bucket_size and allgather_bucket_size 5e8, memory.c). */
 static const ds_key zero_keys[] = {
     {"stage", K_READ}, {"offload_optimizer", K_READ}, {"offload_param", K_READ},

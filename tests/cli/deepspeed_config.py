@@ -83,6 +83,20 @@ def main():
         ok(len(uk) == 1 and 'my_key' in uk[0] and 'zero_optimization.frobnicate' in uk[0],
            'keys DeepSpeed does not define: one warning naming each')
 
+        # zero_optimization.overlap_comm, read with DeepSpeed's default (runtime/zero/config.py
+        # overlap_comm_valid: on for stage 3 only)
+        for stage, ov, extra, what in [(2, None, ['--no-overlap'], 'stage 2 without overlap_comm: DeepSpeed\'s '
+                                        'default, no overlap (--no-overlap)'),
+                                       (3, None, [], 'stage 3 without overlap_comm: overlapped'),
+                                       (1, True, [], 'stage 1 with overlap_comm true: overlapped'),
+                                       (3, False, ['--no-overlap'], 'stage 3 with overlap_comm false: --no-overlap')]:
+            z = {'stage': stage} | ({} if ov is None else {'overlap_comm': ov})
+            f = cfg('ov%d%s.json' % (stage, ov), {'bf16': {'enabled': True}, 'train_micro_batch_size_per_gpu': 1,
+                                                  'zero_optimization': z})
+            got, p = answer(['--deepspeed-config', f])
+            want, _ = answer(['--framework', 'deepspeed', '--zero', str(stage), '--mbs', '1', '--precision', 'bf16'] +
+                             extra)
+            ok(got is not None and got == want, '%s: the answer of the flags it stands for' % what)
         for name, raw, pat, what in [
                 ('e1.json', '{"zero_optimization": {"stage": 5}, "bf16": {"enabled": true}}', 'e1.json:1:',
                  'a stage of 5: file:line:col'),
@@ -91,7 +105,9 @@ def main():
                             '"offload_param": {"device": "cpu"}}}', 'stage 3', 'offload_param below stage 3'),
                 ('e4.json', '{"bf16": {"enabled": true}, "train_micro_batch_size_per_gpu": 1.5}', 'integer',
                  'a fractional micro-batch'),
-                ('e5.json', '[1, 2]', 'e5.json:1:1', 'not an object: file:line:col')]:
+                ('e5.json', '[1, 2]', 'e5.json:1:1', 'not an object: file:line:col'),
+                ('e6.json', '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 2, "overlap_comm": "yes"}}',
+                 'e6.json:1:', 'overlap_comm "yes": file:line:col')]:
             path = cfg(name, None, raw)
             p = run(['check'] + WORK + ['--deepspeed-config', path])
             ok(p.returncode == 2 and pat in p.stderr and len(p.stderr.strip().split('\n')) == 1,
