@@ -2,7 +2,8 @@
 its defaults, transformers' Llama and Qwen3 modules, the Trainer's loss) against `parplan check`,
 each run stated with the flags a user has (the model and its layer cut, the run's DeepSpeed config
 file, micro-batch, global batch, recompute). Checks, TAP:
-  - every run's allocated peak within 1% (calibrate) or 3% (held out);
+  - every run's allocated peak within 1% (one held-out run, ZeRO-1 with accumulation, was -2.46% as
+    committed; its reduce buckets, read from DeepSpeed's code after the run, closed it);
   - every run's step time within 8% (calibrate) or 15% (held out);
   - ZeRO 1 and 2 peak alike (measured: the same 33,811 MiB) and parplan says so, their gradients not
     being held at the loss (a model holding them would put ZeRO 1 2.6 GiB above ZeRO 2);
@@ -19,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tap_checks import check_json, report  # noqa: E402 (tests/validation/tap_checks.py)
 
-PEAK_BOUND = {"calibrate": 0.01, "holdout": 0.03}
+PEAK_BOUND = {"calibrate": 0.01, "holdout": 0.01}
 STEP_BOUND = {"calibrate": 0.08, "holdout": 0.15}
 FIT_BOUND = 0.01
 
