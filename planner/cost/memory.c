@@ -728,9 +728,6 @@ static void mem_stage_eval_v(const pp_work *w, const pp_layout *l, const mem_ctx
     mem_stage_core(w, l, c, stage, vs.layers, vs.rc_layers, vs.n_all, vs.n_rc, &vs, o);
 }
 
-/* The stage's figures from its layers of each kind (n_all, n_rc fully recomputed) and, for an
- * uneven interleaved split, what the schedule holds (vs; NULL: the in-flight count of
- * mem_inflight_chunks times the stage's layers). */
 /* ZeRO 1 and 2 without pipeline stages as DeepSpeed runs them (the row's zero_grads_step_only;
  * runtime/zero/stage_1_and_2.py, DeepSpeed 0.19): the 16-bit gradients exist only from the
  * backward to the optimizer step. The step frees
@@ -784,6 +781,9 @@ static void mem_ds_timeline(const mem_ctx *c, pp_mem_stage *o, double work, doub
     }
 }
 
+/* The stage's figures from its layers of each kind (n_all, n_rc fully recomputed) and, for an
+ * uneven interleaved split, what the schedule holds (vs; NULL: the in-flight count of
+ * mem_inflight_chunks times the stage's layers). */
 static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *c, int64_t stage, int64_t layers,
                            int64_t rc_layers, const int64_t n_all[PP_LAYER_KINDS], const int64_t n_rc[PP_LAYER_KINDS],
                            const mem_vshape *vs, pp_mem_stage *o)

@@ -171,13 +171,13 @@ typedef struct {
     double params;       /* parameters on one rank of the stage (elements) */
     double expert_params;
     double layers, rc_layers; /* decoder layers, and those fully recomputed */
-    double hf_modules;   /* Hugging Face modules holding parameters (ds_zero3_fetch_s) */
+    double hf_modules;   /* Hugging Face modules holding parameters (zero3_fetch_s) */
 } stage_time;
 
 /* Modules holding parameters in one Hugging Face decoder layer of kind k (LlamaDecoderLayer:
  * q_proj, k_proj, v_proj, o_proj, the MLP's gate_proj, up_proj and down_proj (two without a gate),
- * two RMSNorms, and Qwen3's q_norm and k_norm; an MoE layer's router and each local expert's MLP, Mixtral-style, and the shared
- * expert's). */
+ * two RMSNorms, and Qwen3's q_norm and k_norm; an MoE layer's router and each expert's MLP,
+ * Mixtral-style, and the shared expert's). */
 static double hf_layer_modules(const pp_work *w, int k)
 {
     const pp_model *m = &w->model;
