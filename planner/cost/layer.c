@@ -392,6 +392,12 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
     const unsigned moe = BIT(PP_RCM_MOE), shared = BIT(PP_RCM_MOE) | BIT(PP_RCM_SHARED_EXPERTS);
     const unsigned act_mods = ly->moe ? BIT(PP_RCM_MOE_ACT) | moe : BIT(PP_RCM_MLP);
     const bool t = ly->titan;
+    /* Hugging Face's modules (DeepSpeed's row): LlamaRMSNorm and its kin, q_norm and k_norm
+     * included, run op by op in fp32 (transformers/models/llama/modeling_llama.py: to(float32),
+     * pow, mean, rsqrt, the product, to(input_dtype), the weight's product); a LayerNorm is
+     * torch's one kernel */
+    const bool hf = pp_work_fw(w)->hf_modules;
+    const bool hf_rms = hf && m->norm == PP_NORM_RMSNORM;
     const pp_layer_ew_class act = t ? (ly->glu ? PP_EW_T_SWIGLU : PP_EW_T_GELU)
                                     : (ly->glu ? PP_EW_SWIGLU : PP_EW_GELU);
     ly->n_ew = 0;
@@ -417,19 +423,15 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
             !ly->moe)
             ew_add(ly, "fp8.norm_backward", PP_EW_T_FP8_NORM_BWD, 2 * T * h, PP_LB_ATTN_IN, 0);
     } else {
-        /* Hugging Face's modules (DeepSpeed's row): LlamaRMSNorm and its kin run op by op in fp32
-         * (transformers/models/llama/modeling_llama.py: to(float32), pow, mean, rsqrt, the product,
-         * to(input_dtype), the weight's product); a LayerNorm is torch's one kernel */
         double hs = h * ly->rep;
-        const pp_layer_ew_class norm =
-            pp_work_fw(w)->hf_modules && m->norm == PP_NORM_RMSNORM ? PP_EW_HF_NORM : PP_EW_NORM;
+        const pp_layer_ew_class norm = hf_rms ? PP_EW_HF_NORM : PP_EW_NORM;
         ew_add(ly, "ln1", norm, T * hs, PP_LB_ATTN_IN, ln1);
         ew_add(ly, "ln2", norm, T * hs, PP_LB_MLP_IN, ln2);
         ew_add(ly, "bda", PP_EW_BDA, 2 * T * hs, PP_LB_ATTN_OUT, 0);
     }
     /* Hugging Face's gated MLP is act_fn(gate_proj(x)) * up_proj(x), two eager kernels as
      * torchtitan's (LlamaMLP.forward) */
-    if (!t && pp_work_fw(w)->hf_modules && ly->glu && !ly->moe) {
+    if (!t && hf && ly->glu && !ly->moe) {
         ew_add(ly, "act", PP_EW_T_SWIGLU, T * ly->ffn, PP_LB_MLP_IN, act_mods);
     } else if (!ly->moe) {
         ew_add(ly, "act", act, T * ly->ffn, PP_LB_MLP_IN, act_mods);
@@ -442,7 +444,7 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
         double rw = ly->mla ? ly->heads * (double)m->qk_rope_dim * 2 : hq + hkv;
         /* eager RoPE: torchtitan's in fp32 on complex numbers, Hugging Face's by rotate_half (q
          * cos + rotate_half(q) sin: four bf16 passes and a concatenation, about the same bytes) */
-        ew_add(ly, "rope", t || pp_work_fw(w)->hf_modules ? PP_EW_T_ROPE : PP_EW_ROPE, T * rw, PP_LB_ATTN_IN, 0);
+        ew_add(ly, "rope", t || hf ? PP_EW_T_ROPE : PP_EW_ROPE, T * rw, PP_LB_ATTN_IN, 0);
     }
     /* --repeat-kv: torchtitan's repeat_kv (to v0.2.1) materialises k and v at the query heads; with
      * enable_gqa (v0.2.2 on) no copy runs, and the flash backward's own sum of the key and value
@@ -452,10 +454,8 @@ static void build_ew(const pp_work *w, const pp_layout *l, pp_layer *ly)
     if (t && hkv < hq && w->stack.repeat_kv)
         ew_add(ly, "repeat_kv", PP_EW_T_REPEAT, 2 * T * (hq + hkv), PP_LB_ATTN_IN, 0);
     if (m->qk_norm != PP_QKNORM_NONE)
-        ew_add(ly, "qk_norm",
-               t ? PP_EW_T_QK_NORM
-                 : pp_work_fw(w)->hf_modules && m->norm == PP_NORM_RMSNORM ? PP_EW_HF_NORM : PP_EW_QK_NORM,
-               T * (hq + hkv), PP_LB_ATTN_IN, 0);
+        ew_add(ly, "qk_norm", t ? PP_EW_T_QK_NORM : hf_rms ? PP_EW_HF_NORM : PP_EW_QK_NORM, T * (hq + hkv),
+               PP_LB_ATTN_IN, 0);
     if (ly->moe) {
         ew_add(ly, "router", PP_EW_ROUTER, ly->tokens_routed * ly->experts, PP_LB_ROUTER, moe);
         ew_add(ly, "permute", PP_EW_PERMUTE, ly->expert_tokens_mean * h, PP_LB_EXPERT, moe);

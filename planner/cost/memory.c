@@ -287,10 +287,6 @@ typedef struct {
     double mfsdp_fixed; /* Megatron-FSDP's double buffer, held for the run */
     pp_mem_mfsdp mfsdp; /* what Megatron-FSDP's buffers hold (pp_memory_mfsdp) */
     double ds_buckets;  /* DeepSpeed reduce buckets */
-    double ds_part_grads_bytes_per_grad; /* DeepSpeed ZeRO 1/2: the rank's gradient partition over
-                                            the gradient state priced (stage 2: 1; stage 1: 1/shard) */
-    double ds_accum_buckets; /* ZeRO-1: the reduce buckets held from one accumulation micro-batch to
-                                the next (mem_ds_timeline) */
     double reserve_fixed;
     double offload_bytes; /* --cpu-offload-layers: the first N layers' stored bytes per micro-batch,
                              in host memory between their forward and backward */
@@ -539,11 +535,8 @@ static void mem_ctx_init(const pp_work *w, const pp_layout *l, mem_ctx *c)
      * with DeepSpeed 0.19.8 on two H200s (tests/data/deepspeed: the ZeRO-3 run's allocation
      * after deepspeed.initialize holds the 954 MiB bucket). */
     c->ds_buckets = 0.0;
-    c->ds_part_grads_bytes_per_grad = l->zero == 1 ? 1.0 / (double)(shard > 0 ? shard : 1) : 1.0;
-    c->ds_accum_buckets = 0.0;
     if (l->zero >= 3) c->ds_buckets = fr->zero_bucket_bytes;
     else if (l->zero >= 1) c->ds_buckets = (w->stack.no_overlap ? 1.0 : 2.0) * fr->zero_bucket_bytes;
-    if (l->zero == 1) c->ds_accum_buckets = c->ds_buckets;
 
     /* Reserve beyond the allocator: context, driver, NCCL communicators in use. Megatron creates
      * a communicator per process group it uses: tensor-parallel; pipeline p2p + pipeline group
@@ -756,19 +749,20 @@ static bool mem_ds_grads_transient(const pp_work *w, const pp_layout *l)
  *     `single_grad_partition = flat_grad_partition.to(fp32)`), 2 + 2 + 4 bytes a partition
  *     element; under stage 1 the other ranks' gradients are freed first
  *     (free_grad_in_param_list), the whole 16-bit gradient being the larger before that. */
-static void mem_ds_timeline(const mem_ctx *c, pp_mem_stage *o, double work, double opt)
+static void mem_ds_timeline(const pp_layout *l, const mem_ctx *c, pp_mem_stage *o, double work, double opt)
 {
-    const double G = o->grads_bytes;
+    const double G = o->grads_bytes; /* stage 1: the whole 16-bit gradient; stage 2: the partition */
+    const double shard = (double)(l->dp * l->cp > 0 ? l->dp * l->cp : 1);
     /* accumulation: the earlier micro-batches' gradients, and under stage 1 the reduce buckets,
      * which every backward's gradient hooks allocate (process_gradients -> setup_buckets) and
      * stage 1 releases only at the step's last backward (reduce_gradients' epilogue); measured on
      * the ZeRO-1 run with two micro-batches a step (z1_l8_b1_g2: -2.46% without them, a run held
      * out when this was written, looked at since) */
-    const double held = c->m > 1 ? G + c->ds_accum_buckets : 0.0;
+    const double held = c->m > 1 ? G + (l->zero == 1 ? c->ds_buckets : 0.0) : 0.0;
     const double fixed = c->workspace + c->mfsdp_fixed;
     double at_loss = held + o->activations_bytes + fixed + mem_max(work, opt - o->activations_bytes);
     double at_end = G + c->ds_buckets + fixed;
-    double part = c->ds_part_grads_bytes_per_grad * G; /* the rank's partition, 16-bit */
+    double part = l->zero == 1 ? G / shard : G; /* the rank's partition, 16-bit */
     double at_step = mem_max(G, 4.0 * part) + fixed + opt;
     if (at_loss >= at_end && at_loss >= at_step) {
         o->grads_bytes = held;
@@ -870,7 +864,7 @@ static void mem_stage_core(const pp_work *w, const pp_layout *l, const mem_ctx *
     double opt = (dense + expert) * c->opt_work_per_param;
     double fixed = c->workspace + c->ds_buckets + c->mfsdp_fixed;
     o->transient_bytes = fixed + mem_max(work, opt - o->activations_bytes);
-    if (mem_ds_grads_transient(w, l)) mem_ds_timeline(c, o, work, opt);
+    if (mem_ds_grads_transient(w, l)) mem_ds_timeline(l, c, o, work, opt);
     o->peak_bytes = o->weights_bytes + o->grads_bytes + o->optimizer_bytes + o->activations_bytes +
                     o->transient_bytes;
     double shortlived = o->activations_bytes + o->transient_bytes - c->workspace;

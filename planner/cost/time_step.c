@@ -171,7 +171,8 @@ typedef struct {
     double params;       /* parameters on one rank of the stage (elements) */
     double expert_params;
     double layers, rc_layers; /* decoder layers, and those fully recomputed */
-    double hf_modules;   /* Hugging Face modules holding parameters (zero3_fetch_s) */
+    double hf_modules;   /* Hugging Face modules holding parameters (zero3_fetch_s; 0 where the
+                            row prices no fetch) */
 } stage_time;
 
 /* Modules holding parameters in one Hugging Face decoder layer of kind k (LlamaDecoderLayer:
@@ -194,6 +195,8 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
     memset(st, 0, sizeof *st);
     double t = (double)l->tp, et = (double)pp_layout_etp(l) * (double)l->ep;
     int mtp_kind = pp_model_mtp_kind(&c->w->model);
+    /* the modules a ZeRO-3 step fetches, counted only where the row prices their fetch */
+    const bool fetch_host = l->zero >= 3 && pp_work_fw(c->w)->zero3_fetch_host_s > 0;
     for (int k = 0; k < PP_LAYER_KINDS; k++) {
         double n = sd->n[k] + (k == mtp_kind && sd->last ? sd->mtp : 0.0), r = sd->r[k];
         if (n <= 0) continue;
@@ -212,10 +215,10 @@ static void stage_eval(const pp_time_ctx *c, const pp_layout *l, const pp_time_l
         st->expert_params += n * c->kind_expert_params[k] / et;
         st->layers += n;
         st->rc_layers += r;
-        st->hf_modules += n * hf_layer_modules(c->w, k);
+        if (fetch_host) st->hf_modules += n * hf_layer_modules(c->w, k);
     }
     /* the embedding; the final norm and the output layer */
-    st->hf_modules += (sd->first ? 1.0 : 0.0) + (sd->last ? 2.0 : 0.0);
+    if (fetch_host) st->hf_modules += (sd->first ? 1.0 : 0.0) + (sd->last ? 2.0 : 0.0);
     /* LoRA: the embedding, final norm and output layer are frozen (no gradients, no optimizer) */
     const double trained = pp_work_lora(c->w) ? 0.0 : 1.0;
     if (sd->first) {
